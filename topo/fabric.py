@@ -1,0 +1,318 @@
+"""The fabric graph: its schema, summary counts and the JSON file format.
+
+A fabric is one undirected :class:`networkx.Graph`. Every link is full duplex; ``capacity`` is
+the rate of the edge *in each direction*. Parallel cables between the same two devices are one
+edge whose ``links`` counts the cables and whose ``capacity`` is their sum.
+
+Schema
+------
+Node attribute ``kind`` is one of:
+
+===========  ========================================================================
+kind         attributes (exactly these)
+===========  ========================================================================
+``gpu``      ``kind``, ``node`` (server id, int or str), ``index`` (GPU index in it)
+``nic``      ``kind``, ``node``, ``index`` (NIC index in the server, or the CA port
+             number of an imported host); imported NICs add ``guid``, ``description``
+``nvswitch`` ``kind``, ``node``
+``leaf``     ``kind``, ``tier`` (1), ``plane`` (int, 0 with one plane), ``rail`` (int,
+             -1 unless a rail leaf of an MRFT), ``ports`` (radix)
+``spine``    as leaf, ``tier`` 2
+``core``     as leaf, ``tier`` 3
+``switch``   an imported switch: ``kind``, ``tier`` (inferred: 1 = has hosts, then by
+             hop distance from the leaves), ``plane`` (0), ``rail`` (-1), ``ports``,
+             ``guid``, ``description``
+===========  ========================================================================
+
+Edge attributes (exactly these): ``capacity`` (B/s per direction, summed over the cables),
+``links`` (number of cables), ``kind`` (``nvlink`` GPU-NVSwitch, ``pcie`` GPU-NIC,
+``endpoint`` NIC-switch, ``fabric`` switch-switch). Imported edges add ``speed`` (e.g.
+``"4xNDR"``; parallel cables of different speeds are joined with ``+``).
+
+Graph attributes (``G.graph``): ``family`` (``ft2``, ``ft3``, ``mrft``, ``mpft`` or
+``ibnetdiscover``), ``name``, ``planes``; built fabrics add ``switch_ports``, ``link_gbps``,
+``gpus_per_node``, ``nics_per_node``, ``nvlink_GBps``, ``pcie_GBps``, ``oversubscription``,
+``max_gpus``; imported fabrics add ``source``, ``aggregation_nodes`` and ``link_speeds``.
+
+File format
+-----------
+networkx node-link JSON, ``networkx.node_link_data(G, edges="edges")``, written by
+:func:`save` (whole or not at all) and read back, validated, by :func:`load`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from topo.errors import FormatError
+
+SWITCH_KINDS = ("leaf", "spine", "core", "switch")
+NODE_KINDS = ("gpu", "nic", "nvswitch", *SWITCH_KINDS)
+EDGE_KINDS = ("nvlink", "pcie", "endpoint", "fabric")
+TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
+
+NODE_KEYS: dict[str, frozenset[str]] = {
+    "gpu": frozenset({"kind", "node", "index"}),
+    "nic": frozenset({"kind", "node", "index"}),
+    "nvswitch": frozenset({"kind", "node"}),
+    "leaf": frozenset({"kind", "tier", "plane", "rail", "ports"}),
+    "spine": frozenset({"kind", "tier", "plane", "rail", "ports"}),
+    "core": frozenset({"kind", "tier", "plane", "rail", "ports"}),
+    "switch": frozenset({"kind", "tier", "plane", "rail", "ports", "guid", "description"}),
+}
+"""The attributes each kind of node carries in a built fabric (imported NICs add
+``guid`` and ``description``; see :data:`IMPORTED_NIC_KEYS`)."""
+
+IMPORTED_NIC_KEYS = frozenset({"kind", "node", "index", "guid", "description"})
+EDGE_KEYS = frozenset({"capacity", "links", "kind"})
+IMPORTED_EDGE_KEYS = frozenset({"capacity", "links", "kind", "speed"})
+
+
+def is_switch(G: nx.Graph, v: Any) -> bool:
+    """True if vertex ``v`` of fabric ``G`` is a switch (leaf, spine, core or imported switch)."""
+    return G.nodes[v]["kind"] in SWITCH_KINDS
+
+
+def tier_name(tier: int) -> str:
+    """Name of a switch tier: 1 -> ``leaf``, 2 -> ``spine``, 3 -> ``core``, 4 -> ``tier4``."""
+    return TIER_NAMES.get(tier, f"tier{tier}")
+
+
+@dataclass(frozen=True)
+class FabricSummary:
+    """Counts of a fabric, as the builders and ``topo build --json`` report them.
+
+    Attributes
+    ----------
+    family : str
+        ``ft2``, ``ft3``, ``mrft``, ``mpft`` or ``ibnetdiscover``.
+    gpus, nodes, endpoints : int
+        GPUs; servers (distinct ``node`` of GPUs and NICs); NIC ports attached to a switch.
+    switches : int
+        All switches; ``switches_by_tier`` splits them by tier name (leaf, spine, core, ...).
+    links : int
+        Switch-to-switch cables (the count the papers compare).
+    endpoint_links : int
+        NIC-to-switch cables.
+    planes : int
+        Independent fabrics (MPFT: NICs per node; otherwise 1).
+    max_gpus : int or None
+        The family's ceiling for this switch and node (None for imported fabrics).
+    """
+
+    family: str
+    gpus: int
+    nodes: int
+    endpoints: int
+    switches: int
+    switches_by_tier: dict[str, int]
+    links: int
+    endpoint_links: int
+    planes: int
+    max_gpus: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as a JSON-ready dict; ``extra`` entries are merged in at the top level."""
+        d = asdict(self)
+        extra = d.pop("extra")
+        d.update(extra)
+        return d
+
+
+def summarize(G: nx.Graph) -> FabricSummary:
+    """Count a fabric's GPUs, nodes, endpoints, switches by tier and cables.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric following the schema of this module.
+
+    Returns
+    -------
+    FabricSummary
+        ``links`` counts switch-to-switch cables (sum of ``links`` over ``fabric`` edges),
+        ``endpoint_links`` NIC-to-switch cables.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> summarize(build("ft2", switch_ports=8)).switches
+    12
+    """
+    kinds = Counter(k for _, k in G.nodes(data="kind"))
+    tiers: Counter[str] = Counter()
+    for _, d in G.nodes(data=True):
+        if d["kind"] in SWITCH_KINDS:
+            tiers[tier_name(int(d["tier"]))] += 1
+    links = endpoint_links = 0
+    endpoints = set()
+    for u, v, d in G.edges(data=True):
+        if d["kind"] == "fabric":
+            links += int(d["links"])
+        elif d["kind"] == "endpoint":
+            endpoint_links += int(d["links"])
+            endpoints.add(u if G.nodes[u]["kind"] == "nic" else v)
+    nodes = {d["node"] for _, d in G.nodes(data=True) if d["kind"] in ("gpu", "nic")}
+    extra: dict[str, Any] = {}
+    if G.graph.get("family") == "ibnetdiscover":
+        extra["aggregation_nodes"] = G.graph.get("aggregation_nodes", 0)
+        extra["link_speeds"] = G.graph.get("link_speeds", {})
+    return FabricSummary(
+        family=str(G.graph.get("family", "unknown")),
+        gpus=kinds.get("gpu", 0),
+        nodes=len(nodes),
+        endpoints=len(endpoints),
+        switches=sum(tiers.values()),
+        switches_by_tier=dict(sorted(tiers.items(), key=lambda kv: _tier_order(kv[0]))),
+        links=links,
+        endpoint_links=endpoint_links,
+        planes=int(G.graph.get("planes", 1)),
+        max_gpus=G.graph.get("max_gpus"),
+        extra=extra,
+    )
+
+
+def _tier_order(name: str) -> int:
+    for t, n in TIER_NAMES.items():
+        if n == name:
+            return t
+    return int(name.removeprefix("tier")) if name.startswith("tier") else 99
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
+
+    Raises
+    ------
+    FormatError
+        If the folder does not exist or cannot be written.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise FormatError(path, f"cannot write: {exc.strerror}") from None
+    try:
+        # mkstemp creates 0600; give the file the mode a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save(G: nx.Graph, path: str | Path) -> None:
+    """Write fabric ``G`` to ``path`` as networkx node-link JSON, whole or not at all.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric following the schema of this module.
+    path : str or Path
+        Output file (conventionally ``*.json``).
+
+    Raises
+    ------
+    FormatError
+        If the file cannot be written.
+    """
+    data = nx.node_link_data(G, edges="edges")
+    write_atomic(path, json.dumps(data, separators=(",", ":")))
+
+
+def load(path: str | Path) -> nx.Graph:
+    """Read a fabric written by :func:`save` (or ``topo build -o`` / ``topo import -o``).
+
+    Parameters
+    ----------
+    path : str or Path
+        A networkx node-link JSON file with ``edges="edges"``.
+
+    Returns
+    -------
+    networkx.Graph
+        The fabric, checked against the schema (node kinds, edge ``capacity`` > 0 in B/s,
+        ``links`` >= 1, edge ``kind``).
+
+    Raises
+    ------
+    FormatError
+        If the file is missing, is not JSON, or does not follow the schema; the message names
+        the file and the first offending node or edge.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(path, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(path, f"cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
+        raise FormatError(
+            path, "expected a topo fabric (networkx node-link JSON with 'nodes' and 'edges')"
+        )
+    try:
+        G = nx.node_link_graph(data, edges="edges", multigraph=False, directed=False)
+    except (KeyError, TypeError, nx.NetworkXError) as exc:
+        raise FormatError(path, f"not a node-link graph: {exc}") from None
+    check_schema(G, path)
+    return G
+
+
+def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
+    """Check the schema of fabric ``G``: node kinds and edge attributes.
+
+    Raises
+    ------
+    FormatError
+        Naming ``path`` and the first node or edge that breaks the schema.
+    """
+    for v, d in G.nodes(data=True):
+        kind = d.get("kind")
+        if kind not in NODE_KINDS:
+            raise FormatError(
+                path, f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
+            )
+        if kind in SWITCH_KINDS and not isinstance(d.get("tier"), int):
+            raise FormatError(path, f"switch {v!r}: missing integer 'tier'")
+        if kind in ("gpu", "nic", "nvswitch") and "node" not in d:
+            raise FormatError(path, f"{kind} {v!r}: missing 'node'")
+    for u, v, d in G.edges(data=True):
+        cap = d.get("capacity")
+        if not isinstance(cap, (int, float)) or isinstance(cap, bool) or not cap > 0:
+            raise FormatError(
+                path, f"edge {u!r}-{v!r}: 'capacity' must be a positive number of B/s, got {cap!r}"
+            )
+        links = d.get("links")
+        if not isinstance(links, int) or links < 1:
+            raise FormatError(
+                path, f"edge {u!r}-{v!r}: 'links' must be a positive integer, got {links!r}"
+            )
+        if d.get("kind") not in EDGE_KINDS:
+            raise FormatError(
+                path,
+                f"edge {u!r}-{v!r}: kind {d.get('kind')!r} is not one of {', '.join(EDGE_KINDS)}",
+            )
