@@ -1,0 +1,26 @@
+"""Locate the real fabric dumps kept outside the project (``/work/shared/data/real``).
+
+They are never copied into the project; a test that needs one calls :func:`real_file`, which
+skips the test cleanly when the shared data folder is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "real"
+"""``<checkout>/../shared/data/real`` (parents[3] of tests/formats/_real.py is the checkout's
+parent)."""
+
+
+def real_file(*parts: str) -> Path:
+    """Path of a real data file, e.g. ``real_file("ibnetdiscover", "ibtopotool_1.topo")``.
+
+    Skips the calling test (``pytest.skip``) when the file is not there.
+    """
+    path = REAL_DATA.joinpath(*parts)
+    if not path.is_file():
+        pytest.skip(f"real data not available: {path}")
+    return path
