@@ -1,0 +1,851 @@
+"""All-to-all bandwidth of a fabric: maximum concurrent flow with exact reductions.
+
+The question: every GPU (for imported fabrics, every host endpoint) sends to every other at the
+same rate ``lambda`` at once; what is the largest ``lambda``? That is the maximum concurrent
+multicommodity flow of the uniform all-to-all demand (:mod:`topo.flow.lp`). Flows may take any
+path, split freely, and use NVLink inside their source and destination servers (PXN), but never
+pass *through* a third server: servers do not forward other servers' traffic, as in real
+fabrics.
+
+Solving that LP as written (one commodity per GPU, every arc) is out of reach at 16,384 GPUs, so
+:func:`alltoall_bandwidth` reduces it first. Each reduction is exact under a condition that is
+checked on the fabric at hand, never assumed (proofs in ``docs/bandwidth.md``):
+
+1. **Server contraction.** A server (GPUs, NVSwitch, NICs) becomes one vertex joined to the
+   switches its NICs reach. This relaxes the problem, so it gives an upper bound; it is exact
+   when the server's inside (NVLink, PCIe) can carry the contracted solution's traffic with
+   every GPU splitting its traffic over the switches in the same proportions. That is checked
+   afterwards by a small LP per distinct server load; if it fails, the general LP is solved.
+2. **Plane decomposition.** When the switch graph falls into components (planes) that are
+   copies of one another, with every server attached identically to each, a solution for one
+   plane carrying ``1/P`` of every pair's demand is optimal for all ``P`` (average any
+   solution over the plane permutations). Checked: an explicit isomorphism between the planes.
+3. **Twin classes.** Servers with identical attachments and GPU counts are merged into one
+   source and one sink vertex whose cables carry the class's summed capacity. Exact for a
+   uniform demand when servers are not transit vertices (split every aggregated path evenly
+   among the class's members).
+4. **Class symmetry.** When a cyclic shift of the leaves (within each plane and rail) is an
+   automorphism of the reduced network and permutes the classes in one cycle, one commodity
+   suffices and each capacity row bounds an orbit of arcs (average any solution over the
+   group). Checked: the shift is verified arc by arc; orbits are computed, not assumed.
+
+References
+----------
+F. Shahrokhi and D. W. Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990.
+nccl-tests ``doc/PERFORMANCE.md`` (algbw, busbw for alltoall).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import InfeasibleError, SolverError, TopoError
+from topo.fabric import SWITCH_KINDS, tier_name
+from topo.flow.lp import (
+    DEFAULT_MAX_VARIABLES,
+    Commodity,
+    MCFSolution,
+    lp_size,
+    max_concurrent_flow,
+)
+from topo.units import Bps_to_GBps
+
+FEASIBILITY_TOL = 1e-6
+"""Relative tolerance of the server-contraction check (theta >= 1 - tol)."""
+DUAL_TOL = 1e-6
+"""A capacity row whose normalised shadow price exceeds this is a bottleneck."""
+
+
+@dataclass(frozen=True)
+class BottleneckLink:
+    """One direction of a link whose capacity binds the all-to-all rate.
+
+    Attributes
+    ----------
+    source, target : str
+        The link's ends, in the direction of the binding flow.
+    tier : str
+        Where it sits, e.g. ``nic->leaf``, ``leaf->spine``, ``spine->leaf``.
+    capacity_GBps, load_GBps : float
+        Capacity and load in that direction (GB/s, 1e9 B/s).
+    """
+
+    source: str
+    target: str
+    tier: str
+    capacity_GBps: float
+    load_GBps: float
+
+
+@dataclass(frozen=True)
+class BandwidthReport:
+    """The all-to-all bandwidth of a fabric (see :func:`alltoall_bandwidth`).
+
+    Rates are in GB/s (1e9 B/s). ``gpus`` counts the traffic terminals: GPUs, or host
+    endpoints for imported fabrics without GPUs (``terminal`` says which).
+    """
+
+    fabric: str
+    family: str
+    terminal: str
+    gpus: int
+    nodes: int
+    pair_rate_GBps: float
+    alltoall_algbw_GBps: float
+    alltoall_busbw_GBps: float
+    internode_per_gpu_GBps: float
+    internode_per_nic_GBps: float
+    nic_line_rate_GBps: float
+    nic_utilization: float
+    intranode_per_gpu_GBps: float
+    bottleneck_tiers: dict[str, int]
+    bottleneck_links: list[BottleneckLink]
+    method: str
+    exact: bool
+    reductions: list[str]
+    lp_variables: int
+    lp_constraints: int
+    lp_build_seconds: float
+    lp_solve_seconds: float
+    solve_seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``extra`` merged in at the top level)."""
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+# --------------------------------------------------------------------------- hosts
+
+
+@dataclass
+class _Host:
+    """A traffic source/sink after server contraction."""
+
+    id: Hashable
+    weight: int  # terminals (GPUs, or 1 endpoint)
+    attach: dict[str, float]  # switch -> capacity B/s of this host's cables to it
+    nics: dict[str, list[str]]  # switch -> NIC vertices cabled to it
+    members: list[str]  # the host's vertices (GPUs, NICs, NVSwitch)
+    inner_sig: tuple = ()  # shape of the server's inside (for class grouping)
+
+
+def _hosts(G: nx.Graph) -> tuple[list[_Host], str]:
+    """Contract servers (when the fabric has GPUs) or take endpoints as they are."""
+    has_gpus = any(k == "gpu" for _, k in G.nodes(data="kind"))
+    hosts: list[_Host] = []
+    if has_gpus:
+        by_server: dict[Hashable, list[str]] = defaultdict(list)
+        for v, d in G.nodes(data=True):
+            if d["kind"] not in SWITCH_KINDS:
+                by_server[d["node"]].append(v)
+        for server, members in by_server.items():
+            weight = sum(G.nodes[v]["kind"] == "gpu" for v in members)
+            if weight == 0:
+                continue
+            h = _Host(server, weight, {}, defaultdict(list), members)
+            for v in members:
+                for s, e in G.adj[v].items():
+                    if G.nodes[s]["kind"] in SWITCH_KINDS:
+                        h.attach[s] = h.attach.get(s, 0.0) + float(e["capacity"])
+                        h.nics[s].append(v)
+            h.inner_sig = _inner_signature(G, members)
+            hosts.append(h)
+        return hosts, "gpu"
+    for v, d in G.nodes(data=True):
+        if d["kind"] != "nic":
+            continue
+        h = _Host(v, 1, {}, defaultdict(list), [v])
+        for s, e in G.adj[v].items():
+            if G.nodes[s]["kind"] in SWITCH_KINDS:
+                h.attach[s] = h.attach.get(s, 0.0) + float(e["capacity"])
+                h.nics[s].append(v)
+        if h.attach:
+            hosts.append(h)
+    return hosts, "endpoint"
+
+
+def _inner_signature(G: nx.Graph, members: list[str]) -> tuple:
+    """The inside of a server, independent of its name: kinds, indices, capacities."""
+    label = {v: (G.nodes[v]["kind"], G.nodes[v].get("index", -1)) for v in members}
+    edges = []
+    for v in members:
+        for u, e in G.adj[v].items():
+            if u in label and label[v] < label[u]:
+                edges.append((label[v], label[u], float(e["capacity"])))
+    return tuple(sorted(edges))
+
+
+# --------------------------------------------------------------------------- planes
+
+
+def _switch_components(G: nx.Graph) -> list[list[str]]:
+    switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+    S = G.subgraph(switches)
+    comps = [sorted(c, key=_natural_key) for c in nx.connected_components(S)]
+    comps.sort(key=lambda c: _natural_key(c[0]))
+    return comps
+
+
+_PLANE_PREFIX = re.compile(r"^p\d+/")
+
+
+def _plane_isomorphism(
+    G: nx.Graph, comps: list[list[str]], hosts: list[_Host]
+) -> list[dict[str, str]] | None:
+    """Maps from each plane's switches to plane 0's, verified; None if the planes differ.
+
+    Candidate: the name with its plane prefix (``p3/``) removed, or failing that the order of
+    the naturally sorted names. Verified: capacities of every switch-switch edge and every
+    host's attachments agree under the map.
+    """
+    if len(comps) < 2:
+        return None
+    base = comps[0]
+    maps: list[dict[str, str]] = []
+    for comp in comps:
+        if len(comp) != len(base):
+            return None
+        key0 = {_PLANE_PREFIX.sub("", v): v for v in base}
+        m = {v: key0.get(_PLANE_PREFIX.sub("", v), "") for v in comp}
+        if "" in m.values() or len(set(m.values())) != len(base):
+            m = dict(zip(comp, base, strict=True))
+        maps.append(m)
+    # switch-switch edges
+    ref = {(u, v): e["capacity"] for u, v, e in G.subgraph(base).edges(data=True)}
+    ref.update({(v, u): c for (u, v), c in list(ref.items())})
+    for comp, m in zip(comps[1:], maps[1:], strict=True):
+        sub = G.subgraph(comp)
+        if sub.number_of_edges() * 2 != len(ref):
+            return None
+        for u, v, e in sub.edges(data=True):
+            if ref.get((m[u], m[v])) != e["capacity"]:
+                return None
+    # host attachments
+    where = {v: i for i, comp in enumerate(comps) for v in comp}
+    for h in hosts:
+        per_plane: list[dict[str, float]] = [{} for _ in comps]
+        for s, c in h.attach.items():
+            per_plane[where[s]][maps[where[s]][s]] = c
+        if any(p != per_plane[0] for p in per_plane[1:]) or not per_plane[0]:
+            return None
+    return maps
+
+
+# --------------------------------------------------------------------------- reduced problem
+
+
+@dataclass
+class _Reduced:
+    """The reduced network: switches of the scope plus a source/sink vertex per class."""
+
+    classes: list[list[_Host]]
+    arcs: list[tuple[Hashable, Hashable]]
+    capacity: np.ndarray
+    origin: list[tuple]  # ("fabric", u, v) | ("up", ci, s) | ("down", ci, s)
+    commodities: list[Commodity]
+    planes: int  # P when plane decomposition applies, else 1
+    plane_maps: list[dict[str, str]] | None
+    scope: set[str]  # the switches of the solved network
+
+    def commodity_arcs(self, ci: int) -> list[int]:
+        """Arcs class ``ci``'s commodity may use: all but other classes' source arcs."""
+        return [
+            a
+            for a, (u, _) in enumerate(self.arcs)
+            if not (isinstance(u, tuple) and u != ("out", ci))
+        ]
+
+    def lp_variables(self) -> int:
+        """Flow variables of the unsymmetrised LP, without building it."""
+        up = sum(1 for o in self.origin if o[0] == "up")
+        return len(self.commodities) * (len(self.arcs) - up) + up
+
+    def arc_index(self) -> dict[tuple[Hashable, Hashable], int]:
+        return {a: i for i, a in enumerate(self.arcs)}
+
+
+def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
+    comps = _switch_components(G)
+    maps = _plane_isomorphism(G, comps, hosts)
+    if maps is not None:
+        scope = set(comps[0])
+        planes = len(comps)
+    else:
+        scope = {v for c in comps for v in c}
+        planes = 1
+    groups: dict[tuple, list[_Host]] = defaultdict(list)
+    for h in hosts:
+        att = tuple(sorted((s, c) for s, c in h.attach.items() if s in scope))
+        groups[(h.weight, h.inner_sig, att)].append(h)
+    classes = [groups[k] for k in sorted(groups, key=lambda k: _natural_key(k[2][0][0]))]
+
+    arcs: list[tuple[Hashable, Hashable]] = []
+    cap: list[float] = []
+    origin: list[tuple] = []
+    for u, v, e in G.edges(data=True):
+        if u in scope and v in scope:
+            for a, b in ((u, v), (v, u)):
+                arcs.append((a, b))
+                cap.append(float(e["capacity"]))
+                origin.append(("fabric", a, b))
+    for ci, cls in enumerate(classes):
+        n = len(cls)
+        for s, c in cls[0].attach.items():
+            if s not in scope:
+                continue
+            arcs.append((("out", ci), s))
+            cap.append(n * c)
+            origin.append(("up", ci, s))
+            arcs.append((s, ("in", ci)))
+            cap.append(n * c)
+            origin.append(("down", ci, s))
+    commodities = []
+    for ci, ci_cls in enumerate(classes):
+        wi, ni = ci_cls[0].weight, len(ci_cls)
+        dem: dict[Hashable, float] = {}
+        for cj, cj_cls in enumerate(classes):
+            wj, nj = cj_cls[0].weight, len(cj_cls)
+            pairs = ni * (ni - 1) if ci == cj else ni * nj
+            if pairs:
+                dem[("in", cj)] = pairs * wi * wj / planes
+        commodities.append(Commodity(("out", ci), dem))
+    return _Reduced(classes, arcs, np.array(cap), origin, commodities, planes, maps, scope)
+
+
+def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | None:
+    """Automorphisms of the reduced network that move any class to any other, or None.
+
+    Candidates (each verified arc by arc, so a wrong guess only costs the reduction):
+    a cyclic shift of the leaves that share the same upper switches, within each plane and
+    rail; and a cyclic shift of the blocks (pods) that fall apart when the top tier is removed.
+    """
+    gens = []
+    for cand in (_leaf_shift(G, red), _block_shift(G, red)):
+        if cand is None:
+            continue
+        perm = _extend_to_classes(red, cand)
+        if perm is not None and _is_automorphism(red, perm):
+            gens.append(perm)
+    if not gens or len(red.classes) < 2:
+        return None
+    # transitive on the classes?
+    seen: set[Hashable] = {("out", 0)}
+    frontier: list[Hashable] = [("out", 0)]
+    while frontier:
+        x = frontier.pop()
+        for g in gens:
+            y = g.get(x, x)
+            if y not in seen:
+                seen.add(y)
+                frontier.append(y)
+    return gens if len(seen) == len(red.classes) else None
+
+
+def _leaf_shift(G: nx.Graph, red: _Reduced) -> dict[Hashable, Hashable] | None:
+    attached = {s for cls in red.classes for s, _ in _scoped(cls[0], red.scope)}
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for s in attached:
+        d = G.nodes[s]
+        up = frozenset(u for u in G.adj[s] if u in red.scope and G.nodes[u]["tier"] > d["tier"])
+        groups[(d.get("plane", 0), d.get("rail", -1), up)].append(s)
+    perm: dict[Hashable, Hashable] = {}
+    for members in groups.values():
+        members.sort(key=_natural_key)
+        for i, s in enumerate(members):
+            perm[s] = members[(i + 1) % len(members)]
+    return perm if any(len(m) > 1 for m in groups.values()) else None
+
+
+def _block_shift(G: nx.Graph, red: _Reduced) -> dict[Hashable, Hashable] | None:
+    top = max(G.nodes[s]["tier"] for s in red.scope)
+    lower = [s for s in red.scope if G.nodes[s]["tier"] < top]
+    blocks = [
+        sorted(b, key=lambda v: (G.nodes[v]["tier"], _natural_key(v)))
+        for b in nx.connected_components(G.subgraph(lower))
+    ]
+    if len(blocks) < 2 or len({len(b) for b in blocks}) != 1:
+        return None
+    blocks.sort(key=lambda b: _natural_key(b[0]))
+    perm: dict[Hashable, Hashable] = {}
+    for i, b in enumerate(blocks):
+        nxt = blocks[(i + 1) % len(blocks)]
+        perm.update(zip(b, nxt, strict=True))
+    return perm
+
+
+def _extend_to_classes(red: _Reduced, perm: dict[Hashable, Hashable]) -> dict | None:
+    """Extend a switch permutation to the class vertices it induces; None if it induces none."""
+    sig_to_class: dict[tuple, int] = {}
+    for ci, cls in enumerate(red.classes):
+        sig = (cls[0].weight, cls[0].inner_sig, len(cls), frozenset(_scoped(cls[0], red.scope)))
+        sig_to_class[sig] = ci
+    full = dict(perm)
+    for ci, cls in enumerate(red.classes):
+        image = frozenset((perm.get(s, s), c) for s, c in _scoped(cls[0], red.scope))
+        cj = sig_to_class.get((cls[0].weight, cls[0].inner_sig, len(cls), image))
+        if cj is None:
+            return None
+        full[("out", ci)] = ("out", cj)
+        full[("in", ci)] = ("in", cj)
+    return full
+
+
+def _is_automorphism(red: _Reduced, perm: dict[Hashable, Hashable]) -> bool:
+    """Does ``perm`` map every arc onto an arc of equal capacity (and so, being a bijection of
+    a finite arc set, the network onto itself)?"""
+    index = red.arc_index()
+    images = set()
+    for i, (u, v) in enumerate(red.arcs):
+        j = index.get((perm.get(u, u), perm.get(v, v)))
+        if j is None or red.capacity[j] != red.capacity[i]:
+            return False
+        images.add(j)
+    return len(images) == len(red.arcs)
+
+
+def _scoped(h: _Host, scope: set[str]) -> Iterable[tuple[str, float]]:
+    """The host's attachments within the solved network."""
+    return ((s, c) for s, c in h.attach.items() if s in scope)
+
+
+def _arc_orbits(red: _Reduced, gens: list[dict[Hashable, Hashable]]) -> list[list[int]]:
+    """Orbits of the arcs under the group the generators generate (union-find)."""
+    index = red.arc_index()
+    parent = list(range(len(red.arcs)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for g in gens:
+        for i, (u, v) in enumerate(red.arcs):
+            j = index[(g.get(u, u), g.get(v, v))]
+            ri, rj = find(i), find(j)
+            if ri != rj:
+                parent[ri] = rj
+    orbits: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(red.arcs)):
+        orbits[find(i)].append(i)
+    return list(orbits.values())
+
+
+def _solve_symmetric(
+    red: _Reduced, gens: list[dict[Hashable, Hashable]], max_variables: int
+) -> MCFSolution:
+    """One commodity (class 0) with one capacity row per arc orbit.
+
+    With a group of automorphisms transitive on the m classes, averaging any solution over the
+    group gives a symmetric one, in which every arc of an orbit O carries
+    (m / |O|) times class 0's flow summed over O. So the rows
+    sum_{b in O} f_0(b) <= c_O |O| / m are exact (docs/bandwidth.md).
+    """
+    orbits = _arc_orbits(red, gens)
+    m = len(red.classes)
+    rows = [(orb, red.capacity[orb[0]] * len(orb) / m) for orb in orbits]
+    sol = max_concurrent_flow(
+        red.arcs,
+        red.capacity,
+        [red.commodities[0]],
+        commodity_arcs=[red.commodity_arcs(0)],
+        capacity_rows=rows,
+        max_variables=max_variables,
+    )
+    load = np.zeros(len(red.arcs))
+    for orb in orbits:
+        load[orb] = sol.arc_flow[orb].sum() * m / len(orb)
+    return replace(sol, arc_flow=load)
+
+
+# --------------------------------------------------------------------------- server check
+
+
+def _server_check(G: nx.Graph, red: _Reduced, sol: MCFSolution, lam: float) -> tuple[bool, float]:
+    """Can every server's inside carry the contracted solution? Returns (ok, worst theta).
+
+    Each GPU sends ``up_s / w`` to every switch ``s`` the server reaches and receives
+    ``down_s / w`` from it (the same proportions for every GPU, which is what lets the
+    aggregated paths be split per destination), plus ``lam`` to and from every other GPU of the
+    server. A small LP per distinct server load checks it.
+    """
+    up: dict[tuple[int, Hashable], float] = {}
+    down: dict[tuple[int, Hashable], float] = {}
+    for a, o in enumerate(red.origin):
+        if o[0] == "up":
+            up[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+        elif o[0] == "down":
+            down[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+    inv_maps = red.plane_maps
+    worst = math.inf
+    done: dict[tuple, float] = {}
+    for ci, cls in enumerate(red.classes):
+        h = cls[0]
+        loads = []
+        for s in h.attach:
+            base = s if inv_maps is None else _to_plane0(s, inv_maps)
+            loads.append((s, up.get((ci, base), 0.0), down.get((ci, base), 0.0)))
+        key = (h.inner_sig, tuple(sorted((round(u, 3), round(d, 3)) for _, u, d in loads)))
+        if key not in done:
+            done[key] = _server_theta(G, h, loads, lam)
+        worst = min(worst, done[key])
+    return worst >= 1 - FEASIBILITY_TOL, worst
+
+
+def _to_plane0(s: str, maps: list[dict[str, str]]) -> str:
+    for m in maps:
+        if s in m:
+            return m[s]
+    raise KeyError(s)
+
+
+def _server_theta(
+    G: nx.Graph, h: _Host, loads: list[tuple[str, float, float]], lam: float
+) -> float:
+    gpus = [v for v in h.members if G.nodes[v]["kind"] == "gpu"]
+    w = len(gpus)
+    arcs: list[tuple[Hashable, Hashable]] = []
+    cap: list[float] = []
+    members = set(h.members)
+    for v in h.members:
+        for u, e in G.adj[v].items():
+            if u in members:
+                arcs.append((v, u))
+                cap.append(float(e["capacity"]))
+    for s, nics in h.nics.items():
+        for nic in nics:
+            c = float(G.edges[nic, s]["capacity"])
+            arcs += [(nic, ("sw", s)), (("sw", s), nic)]
+            cap += [c, c]
+    commodities = []
+    for g in gpus:
+        dem: dict[Hashable, float] = {("sw", s): u / w for s, u, _ in loads if u > 0}
+        dem.update({g2: lam for g2 in gpus if g2 != g})
+        commodities.append(Commodity(g, dem))
+    for s, _, d in loads:
+        if d > 0:
+            commodities.append(Commodity(("sw", s), {g: d / w for g in gpus}))
+    sol = max_concurrent_flow(arcs, cap, commodities)
+    return sol.theta
+
+
+# --------------------------------------------------------------------------- general LP
+
+
+def _general(
+    G: nx.Graph, terminal: str, max_variables: int, keep_flows: bool = False
+) -> tuple[list[str], list[tuple[str, str]], np.ndarray, MCFSolution]:
+    """The LP as defined: one commodity per terminal, every arc, no transit through servers."""
+    terms = sorted(
+        (v for v, k in G.nodes(data="kind") if k == terminal)
+        if terminal == "gpu"
+        else (v for v, k in G.nodes(data="kind") if k == "nic" and _attached(G, v)),
+        key=_natural_key,
+    )
+    arcs: list[tuple[str, str]] = []
+    cap: list[float] = []
+    for u, v, e in G.edges(data=True):
+        arcs += [(u, v), (v, u)]
+        cap += [float(e["capacity"])] * 2
+    is_sw = {v: k in SWITCH_KINDS for v, k in G.nodes(data="kind")}
+    server = {v: (None if is_sw[v] else G.nodes[v]["node"]) for v in G}
+    exits = [a for a, (u, v) in enumerate(arcs) if not is_sw[u] and is_sw[v]]
+    exit_server = {a: server[arcs[a][0]] for a in exits}
+    others = [a for a in range(len(arcs)) if a not in exit_server]
+    by_server: dict[Hashable, list[int]] = defaultdict(list)
+    for a, s in exit_server.items():
+        by_server[s].append(a)
+    commodities = [Commodity(t, {t2: 1.0 for t2 in terms if t2 != t}) for t in terms]
+    commodity_arcs = [others + by_server[server[t]] for t in terms]
+    n = lp_size(len(arcs), commodity_arcs, len(commodities))
+    if n > max_variables:
+        raise SolverError(
+            f"the general all-to-all LP would have {n:,} variables (limit {max_variables:,}); "
+            "use the default method, which reduces the fabric exactly where it can"
+        )
+    sol = max_concurrent_flow(
+        arcs,
+        cap,
+        commodities,
+        commodity_arcs=commodity_arcs,
+        keep_commodity_flows=keep_flows,
+        max_variables=max_variables,
+    )
+    return terms, arcs, np.array(cap), sol
+
+
+def _attached(G: nx.Graph, v: str) -> bool:
+    return any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def alltoall_bandwidth(
+    G: nx.Graph,
+    *,
+    method: str = "auto",
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+) -> BandwidthReport:
+    """All-to-all bandwidth per GPU: the maximum concurrent flow of the uniform all-to-all.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (schema in :mod:`topo.fabric`). Terminals are its GPUs or, when it has none
+        (imported fabrics), its host endpoints (NIC ports cabled to a switch).
+    method : {"auto", "general"}
+        ``auto`` applies the exact reductions of this module, each checked, and falls back to
+        the general LP when a check fails; ``general`` solves the LP as defined, one commodity
+        per terminal (small fabrics only; the reference the reductions are tested against).
+    max_variables : int
+        Refuse LPs with more flow variables than this (memory guard).
+
+    Returns
+    -------
+    BandwidthReport
+        ``pair_rate_GBps`` is ``lambda``, the rate every ordered pair sends at (GB/s);
+        ``alltoall_busbw_GBps`` = ``lambda (n - 1)`` and ``alltoall_algbw_GBps`` =
+        ``lambda n``, as nccl-tests' alltoall would print them (its size column counts the
+        rank's whole buffer, n chunks, and its busbw factor is (n - 1)/n);
+        ``internode_per_nic_GBps`` is the inter-server traffic each NIC carries;
+        ``bottleneck_links`` are the link directions whose capacity rows have a positive shadow
+        price (raising any one set of them raises ``lambda``).
+
+    Raises
+    ------
+    InfeasibleError
+        Fewer than two terminals, or terminals with no cable to any switch.
+    SolverError
+        The LP is too large (``max_variables``) or HiGHS fails.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> r = alltoall_bandwidth(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2))
+    >>> round(r.alltoall_busbw_GBps, 3)     # non-blocking: the 50 GB/s NIC is the bound
+    50.0
+
+    References
+    ----------
+    F. Shahrokhi and D. W. Matula, J. ACM 37(2), 1990 (maximum concurrent flow); nccl-tests
+    ``doc/PERFORMANCE.md`` (busbw of alltoall).
+    """
+    if method not in ("auto", "general"):
+        raise TopoError(f"--method must be auto or general, got {method!r}")
+    t0 = time.perf_counter()
+    hosts, terminal = _hosts(G)
+    _check_terminals(G, hosts, terminal)
+    n_terms = sum(h.weight for h in hosts)
+    reductions: list[str] = []
+    if method == "auto":
+        red = _reduce(G, hosts)
+        if terminal == "gpu":
+            reductions.append(f"server contraction: {len(hosts)} servers")
+        if red.planes > 1:
+            reductions.append(f"plane decomposition: {red.planes} isomorphic planes, one solved")
+        reductions.append(
+            f"twin classes: {sum(len(c) for c in red.classes)} hosts in {len(red.classes)} classes"
+        )
+        gens = _symmetry(G, red)
+        if gens is not None:
+            sol = _solve_symmetric(red, gens, max_variables)
+            reductions.append(
+                f"class symmetry: {len(gens)} verified automorphism(s) move any of the "
+                f"{len(red.classes)} classes to any other; one commodity, one row per arc orbit"
+            )
+        else:
+            n_vars = red.lp_variables()
+            if n_vars > max_variables:
+                raise SolverError(
+                    f"the reduced all-to-all LP would have {n_vars:,} variables (limit "
+                    f"{max_variables:,}): the fabric has {len(red.classes):,} distinct server "
+                    "attachments and no verified symmetry between them"
+                )
+            sol = max_concurrent_flow(
+                red.arcs,
+                red.capacity,
+                red.commodities,
+                commodity_arcs=[red.commodity_arcs(ci) for ci in range(len(red.classes))],
+                max_variables=max_variables,
+            )
+        lam = sol.theta
+        exact = True
+        if terminal == "gpu":
+            ok, worst = _server_check(G, red, sol, lam)
+            if ok:
+                reductions[0] += " (checked: NVLink and PCIe carry the load)"
+            else:
+                reductions.append(
+                    f"server contraction NOT exact (inside a server only {worst:.3f} of the "
+                    "load fits): general LP solved instead"
+                )
+                return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+        links = _bottlenecks_reduced(G, red, sol)
+        return _report(
+            G, hosts, terminal, n_terms, lam, links, "reduced", exact, reductions, sol, t0
+        )
+    return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+
+
+def _general_report(
+    G: nx.Graph,
+    hosts: list[_Host],
+    terminal: str,
+    max_variables: int,
+    t0: float,
+    reductions: list[str],
+) -> BandwidthReport:
+    terms, arcs, cap, sol = _general(G, terminal, max_variables)
+    links = []
+    for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
+        u, v = arcs[a]
+        links.append(_link(G, u, v, cap[a], sol.arc_flow[a]))
+    return _report(
+        G, hosts, terminal, len(terms), sol.theta, links, "general", True, reductions, sol, t0
+    )
+
+
+def _check_terminals(G: nx.Graph, hosts: list[_Host], terminal: str) -> None:
+    if terminal == "gpu":
+        loose = [h.id for h in hosts if not h.attach]
+        if loose:
+            raise InfeasibleError(
+                f"{len(loose)} server(s) have GPUs but no NIC cabled to a switch "
+                f"(e.g. {', '.join(map(str, loose[:3]))}): their all-to-all rate is 0"
+            )
+    n = sum(h.weight for h in hosts)
+    if n < 2:
+        raise InfeasibleError(
+            f"all-to-all needs at least two {'GPUs' if terminal == 'gpu' else 'host endpoints'}; "
+            f"the fabric has {n}"
+        )
+    comps = list(nx.connected_components(G))
+    if len(comps) > 1:
+        sizes = sorted(
+            (
+                sum(
+                    G.nodes[v]["kind"] == terminal
+                    or (terminal == "endpoint" and G.nodes[v]["kind"] == "nic")
+                    for v in c
+                ),
+                min(map(str, c)),
+            )
+            for c in comps
+        )
+        with_terms = [s for s in sizes if s[0] > 0]
+        if len(with_terms) > 1:
+            raise InfeasibleError(
+                f"the fabric falls into {len(with_terms)} disconnected parts with terminals "
+                f"(e.g. one holding {with_terms[0][1]}): the all-to-all rate is 0"
+            )
+
+
+def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[BottleneckLink]:
+    links: list[BottleneckLink] = []
+    planes: list[dict[str, str]] = (
+        [{v: k for k, v in m.items()} for m in red.plane_maps] if red.plane_maps else [{}]
+    )
+    for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
+        o = red.origin[a]
+        for inv in planes:
+            if o[0] == "fabric":
+                u, v = inv.get(o[1], o[1]), inv.get(o[2], o[2])
+                links.append(_link(G, u, v, red.capacity[a], sol.arc_flow[a]))
+                continue
+            ci, s0 = o[1], o[2]
+            s = inv.get(s0, s0)
+            cls = red.classes[ci]
+            for h in cls:
+                nics = h.nics[s]
+                share = sol.arc_flow[a] / len(cls) / h.attach[s]
+                for nic in nics:
+                    c = float(G.edges[nic, s]["capacity"])
+                    u, v = (nic, s) if o[0] == "up" else (s, nic)
+                    links.append(_link(G, u, v, c, share * c))
+    return links
+
+
+def _link(G: nx.Graph, u: str, v: str, cap: float, load: float) -> BottleneckLink:
+    return BottleneckLink(
+        source=str(u),
+        target=str(v),
+        tier=f"{_tier_label(G, u)}->{_tier_label(G, v)}",
+        capacity_GBps=Bps_to_GBps(float(cap)),
+        load_GBps=Bps_to_GBps(float(load)),
+    )
+
+
+def _tier_label(G: nx.Graph, v: str) -> str:
+    d = G.nodes[v]
+    return tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
+
+
+def _report(
+    G: nx.Graph,
+    hosts: list[_Host],
+    terminal: str,
+    n: int,
+    lam: float,
+    links: list[BottleneckLink],
+    method: str,
+    exact: bool,
+    reductions: list[str],
+    sol: MCFSolution,
+    t0: float,
+) -> BandwidthReport:
+    # Inter-server traffic: each terminal sends lam to every terminal outside its server.
+    inter_total = (
+        sum(h.weight * (n - h.weight) * lam for h in hosts)
+        if terminal == "gpu"
+        else (n * (n - 1) * lam)
+    )
+    nics = sum(len(v) for h in hosts for v in h.nics.values())
+    nic_caps = [
+        float(G.edges[nic, s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
+    ]
+    line = float(np.median(nic_caps)) if nic_caps else 0.0
+    per_nic = inter_total / nics if nics else 0.0
+    intra = sum(h.weight * (h.weight - 1) * lam for h in hosts) / n if terminal == "gpu" else 0.0
+    tiers = Counter(link.tier for link in links)
+    return BandwidthReport(
+        fabric=str(G.graph.get("name", "")),
+        family=str(G.graph.get("family", "unknown")),
+        terminal=terminal,
+        gpus=n,
+        nodes=len(hosts) if terminal == "gpu" else len({G.nodes[h.id]["node"] for h in hosts}),
+        pair_rate_GBps=Bps_to_GBps(lam),
+        alltoall_algbw_GBps=Bps_to_GBps(lam * n),
+        alltoall_busbw_GBps=Bps_to_GBps(lam * (n - 1)),
+        internode_per_gpu_GBps=Bps_to_GBps(inter_total / n),
+        internode_per_nic_GBps=Bps_to_GBps(per_nic),
+        nic_line_rate_GBps=Bps_to_GBps(line),
+        nic_utilization=per_nic / line if line else 0.0,
+        intranode_per_gpu_GBps=Bps_to_GBps(intra),
+        bottleneck_tiers=dict(sorted(tiers.items())),
+        bottleneck_links=sorted(links, key=lambda b: (b.tier, _natural_key(b.source))),
+        method=method,
+        exact=exact,
+        reductions=reductions,
+        lp_variables=sol.variables,
+        lp_constraints=sol.constraints,
+        lp_build_seconds=sol.build_seconds,
+        lp_solve_seconds=sol.solve_seconds,
+        solve_seconds=time.perf_counter() - t0,
+    )
+
+
+def _natural_key(s: Any) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
