@@ -552,7 +552,7 @@ def test_write_html_is_atomic(
         raise OSError("disk full")
 
     monkeypatch.setattr("topo.fabric.os.replace", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(FormatError, match="cannot write: disk full"):
         write_html(fig, path)
     assert path.read_text(encoding="utf-8") == "old figure"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fabric.html"]

@@ -43,6 +43,7 @@ networkx node-link JSON, ``networkx.node_link_data(G, edges="edges")``, written 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections import Counter
@@ -212,11 +213,13 @@ def write_atomic(path: str | Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
         raise
 
 
@@ -270,44 +273,81 @@ def load(path: str | Path) -> nx.Graph:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
-    if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("nodes"), list)
+        or not isinstance(data.get("edges"), list)
+    ):
         raise FormatError(
             path, "expected a topo fabric (networkx node-link JSON with 'nodes' and 'edges')"
         )
+    if data.get("directed") or data.get("multigraph"):
+        raise FormatError(
+            path, "expected an undirected simple graph (directed and multigraph false)"
+        )
+    if not isinstance(data.get("graph", {}), dict):
+        raise FormatError(path, "'graph' must be an object of fabric attributes")
+    for i, item in enumerate(data["nodes"]):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), (str, int)):
+            raise FormatError(path, f"node #{i}: expected an object with a string or integer 'id'")
+    for i, item in enumerate(data["edges"]):
+        if not isinstance(item, dict):
+            raise FormatError(path, f"edge #{i}: expected an object with 'source' and 'target'")
     try:
-        G = nx.node_link_graph(data, edges="edges", multigraph=False, directed=False)
-    except (KeyError, TypeError, nx.NetworkXError) as exc:
+        G = nx.node_link_graph(data, edges="edges")
+    except (KeyError, TypeError, AttributeError, nx.NetworkXError) as exc:
         raise FormatError(path, f"not a node-link graph: {exc}") from None
+    G = nx.Graph(G)
     check_schema(G, path)
     return G
 
 
+CAPACITY_RANGE_Bps = (1e3, 1e15)
+"""Accepted edge capacities, B/s per direction: 1 kB/s to 1 PB/s."""
+
+
 def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
-    """Check the schema of fabric ``G``: node kinds and edge attributes.
+    """Check the schema of fabric ``G``: node kinds and attributes, edge attributes.
 
     Raises
     ------
     FormatError
-        Naming ``path`` and the first node or edge that breaks the schema.
+        Naming ``path`` and the first node or edge that breaks the schema: an unknown
+        ``kind``; a switch without an integer ``tier`` >= 1; a GPU, NIC or NVSwitch without a
+        string or integer ``node``; an edge whose ``capacity`` is not a finite number of B/s
+        within :data:`CAPACITY_RANGE_Bps`, whose ``links`` is not a positive integer, or whose
+        ``kind`` is unknown; a ``planes`` graph attribute that is not a positive integer.
     """
+    planes = G.graph.get("planes", 1)
+    if not _is_int(planes) or planes < 1:
+        raise FormatError(
+            path, f"graph attribute 'planes' must be a positive integer, got {planes!r}"
+        )
+    lo, hi = CAPACITY_RANGE_Bps
     for v, d in G.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:
             raise FormatError(
                 path, f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
             )
-        if kind in SWITCH_KINDS and not isinstance(d.get("tier"), int):
-            raise FormatError(path, f"switch {v!r}: missing integer 'tier'")
-        if kind in ("gpu", "nic", "nvswitch") and "node" not in d:
-            raise FormatError(path, f"{kind} {v!r}: missing 'node'")
+        if kind in SWITCH_KINDS and not (_is_int(d.get("tier")) and d["tier"] >= 1):
+            raise FormatError(
+                path, f"switch {v!r}: 'tier' must be an integer >= 1, got {d.get('tier')!r}"
+            )
+        if kind in ("gpu", "nic", "nvswitch") and not (
+            isinstance(d.get("node"), str) or _is_int(d.get("node"))
+        ):
+            raise FormatError(path, f"{kind} {v!r}: 'node' must be a string or an integer")
     for u, v, d in G.edges(data=True):
         cap = d.get("capacity")
-        if not isinstance(cap, (int, float)) or isinstance(cap, bool) or not cap > 0:
+        if not (_is_number(cap) and lo <= cap <= hi):
             raise FormatError(
-                path, f"edge {u!r}-{v!r}: 'capacity' must be a positive number of B/s, got {cap!r}"
+                path,
+                f"edge {u!r}-{v!r}: 'capacity' must be a number of B/s from {lo:g} to {hi:g}, "
+                f"got {cap!r}",
             )
         links = d.get("links")
-        if not isinstance(links, int) or links < 1:
+        if not _is_int(links) or links < 1:
             raise FormatError(
                 path, f"edge {u!r}-{v!r}: 'links' must be a positive integer, got {links!r}"
             )
@@ -316,3 +356,11 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
                 path,
                 f"edge {u!r}-{v!r}: kind {d.get('kind')!r} is not one of {', '.join(EDGE_KINDS)}",
             )
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

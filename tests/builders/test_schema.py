@@ -295,7 +295,11 @@ def test_whole_number_non_integer_ratio_is_accepted():
         ({"switch_ports": 0}, r"switch_ports must be an even number of at least 4, got 0"),
         ({"switch_ports": 64.0}, r"switch_ports must be a whole number, got 64.0"),
         ({"switch_ports": True}, r"switch_ports must be a whole number, got True"),
-        ({"gpus_per_node": 0}, r"gpus_per_node must be at least 1, got 0"),
+        ({"gpus_per_node": 0}, r"gpus_per_node must be from 1 to 1024, got 0"),
+        ({"gpus_per_node": 2048, "nics_per_node": 1}, r"gpus_per_node must be from 1 to 1024"),
+        ({"link_gbps": 1e300}, r"link_gbps must be between 0.001 and 1e\+06 Gb/s"),
+        ({"link_gbps": 1e-300}, r"link_gbps must be between"),
+        ({"nvlink_GBps": 1e7}, r"nvlink_GBps must be between 0.001 and 1e\+06 GB/s"),
         ({"nics_per_node": 0}, r"nics_per_node must be at least 1, got 0"),
         ({"nics_per_node": 16}, r"nics_per_node \(16\) must not exceed gpus_per_node \(8\)"),
         ({"nics_per_node": 3}, r"nics_per_node \(3\) must divide gpus_per_node \(8\)"),
@@ -355,3 +359,13 @@ def test_max_gpus_refuses(kwargs, message):
     family = kwargs.pop("family", "mpft")
     with pytest.raises(SpecError, match=message):
         max_gpus(family, **kwargs)
+
+
+def test_build_refuses_graphs_too_large_to_hold():
+    # ft3 of 128-port switches reaches k^3/4 = 524,288 endpoints: at the limit, allowed by
+    # max_gpus; 130 ports would give 130^3/4 = 549,250 > 2^19 = 524,288.
+    assert max_gpus("ft3", switch_ports=128) == 128**3 // 4 == 1 << 19
+    with pytest.raises(SpecError, match="at most 524,288 GPUs in one graph; this ft3 would have"):
+        build("ft3", switch_ports=130)
+    with pytest.raises(SpecError, match=r"this ft2 would have 5,000,000,000 \(pass --gpus"):
+        build("ft2", switch_ports=100_000, gpus_per_node=1, nics_per_node=1)

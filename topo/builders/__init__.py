@@ -16,7 +16,7 @@ from typing import Any
 import networkx as nx
 
 from topo.builders import clos, rails
-from topo.builders._common import Spec, check_spec
+from topo.builders._common import MAX_BUILD_GPUS, Spec, check_spec
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
 from topo.errors import SpecError
@@ -107,7 +107,8 @@ def build(
     ------
     SpecError
         Unknown family, or any argument the family's builder refuses (radix, node shape,
-        rates, oversubscription, more GPUs than the family reaches).
+        rates, oversubscription, more GPUs than the family reaches), or more than
+        524,288 GPUs (``MAX_BUILD_GPUS``: the largest graph topo builds).
 
     Examples
     --------
@@ -124,7 +125,27 @@ def build(
     for AI Architectures", ISCA 2025, Table 3 and §5.1. M. Al-Fares et al., "A Scalable,
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
-    return _BUILDERS[_family(family)](
+    name = _family(family)
+    if isinstance(gpus, int) and not isinstance(gpus, bool):
+        target = gpus
+    else:
+        target = (
+            max_gpus(
+                name,
+                switch_ports=switch_ports,
+                gpus_per_node=gpus_per_node,
+                nics_per_node=nics_per_node,
+                oversubscription=oversubscription,
+            )
+            if gpus is None
+            else 0
+        )
+    if target > MAX_BUILD_GPUS:
+        raise SpecError(
+            f"topo builds at most {MAX_BUILD_GPUS:,} GPUs in one graph; this {name} would have "
+            f"{target:,}" + ("" if gpus is not None else " (pass --gpus for a smaller one)")
+        )
+    return _BUILDERS[name](
         switch_ports=switch_ports,
         link_gbps=link_gbps,
         gpus=gpus,

@@ -62,10 +62,24 @@ def as_int(name: str, value: Any) -> int:
     return int(value)
 
 
+RATE_RANGE = (1e-3, 1e6)
+"""Accepted link, NVLink and PCIe rates (in their own units, Gb/s or GB/s): 1 Mb/s to
+1 Pb/s. Outside that a number is a typo, and the flow LP could not resolve it next to
+ordinary links."""
+
+MAX_GPUS_PER_NODE = 1024
+MAX_BUILD_GPUS = 1 << 19
+"""The largest fabric :func:`topo.builders.build` makes in one graph: 524,288 GPUs (about
+10 GiB of networkx graph)."""
+
+
 def _positive_rate(name: str, value: Any, unit: str) -> float:
     x = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
     if not (math.isfinite(x) and x > 0):
         raise SpecError(f"{name} must be a positive number of {unit}, got {value!r}")
+    lo, hi = RATE_RANGE
+    if not lo <= x <= hi:
+        raise SpecError(f"{name} must be between {lo:g} and {hi:g} {unit}, got {value!r}")
     return x
 
 
@@ -119,8 +133,9 @@ def check_spec(
     Raises
     ------
     SpecError
-        Radix odd or below 4; ``gpus_per_node`` or ``nics_per_node`` below 1; more NICs than
-        GPUs per node or NICs not dividing GPUs; a rate not positive; a bad oversubscription
+        Radix odd or below 4; ``gpus_per_node`` outside 1 to 1024 or ``nics_per_node`` below
+        1; more NICs than GPUs per node or NICs not dividing GPUs; a rate outside 1e-3 to 1e6
+        (Gb/s for links, GB/s for NVLink and PCIe); a bad oversubscription
         (any value but 1 when ``nonblocking_only``).
     """
     k = as_int("switch_ports", switch_ports)
@@ -128,8 +143,8 @@ def check_spec(
         raise SpecError(f"switch_ports must be an even number of at least 4, got {k}")
     gpn = as_int("gpus_per_node", gpus_per_node)
     nics = as_int("nics_per_node", nics_per_node)
-    if gpn < 1:
-        raise SpecError(f"gpus_per_node must be at least 1, got {gpn}")
+    if not 1 <= gpn <= MAX_GPUS_PER_NODE:
+        raise SpecError(f"gpus_per_node must be from 1 to {MAX_GPUS_PER_NODE}, got {gpn}")
     if nics < 1:
         raise SpecError(f"nics_per_node must be at least 1, got {nics}")
     if nics > gpn:

@@ -54,7 +54,6 @@ from topo.flow.lp import (
     DEFAULT_MAX_VARIABLES,
     Commodity,
     MCFSolution,
-    lp_size,
     max_concurrent_flow,
 )
 from topo.units import Bps_to_GBps
@@ -567,14 +566,15 @@ def _general(
     by_server: dict[Hashable, list[int]] = defaultdict(list)
     for a, s in exit_server.items():
         by_server[s].append(a)
-    commodities = [Commodity(t, {t2: 1.0 for t2 in terms if t2 != t}) for t in terms]
-    commodity_arcs = [others + by_server[server[t]] for t in terms]
-    n = lp_size(len(arcs), commodity_arcs, len(commodities))
+    # Size first: the demands alone are n^2 entries.
+    n = sum(len(others) + len(by_server[server[t]]) for t in terms)
     if n > max_variables:
         raise SolverError(
             f"the general all-to-all LP would have {n:,} variables (limit {max_variables:,}); "
             "use the default method, which reduces the fabric exactly where it can"
         )
+    commodities = [Commodity(t, {t2: 1.0 for t2 in terms if t2 != t}) for t in terms]
+    commodity_arcs = [others + by_server[server[t]] for t in terms]
     sol = max_concurrent_flow(
         arcs,
         cap,

@@ -37,6 +37,10 @@ DEFAULT_MAX_VARIABLES = 6_000_000
 """Largest LP (flow variables) that :func:`max_concurrent_flow` builds: about 10 GiB of pulp
 objects. Larger problems raise :class:`SolverError` instead of exhausting memory."""
 
+MAX_CAPACITY_SPREAD = 1e9
+"""Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
+1e-7 relative: a wider spread would lose the small arcs)."""
+
 
 @dataclass(frozen=True)
 class Commodity:
@@ -139,7 +143,8 @@ def max_concurrent_flow(
     Raises
     ------
     SolverError
-        If the LP is larger than ``max_variables``, the solver stops before optimality (time
+        If the LP is larger than ``max_variables``, capacities span more than
+        ``MAX_CAPACITY_SPREAD``, the solver stops before optimality (time
         limit), or reports the problem infeasible or unbounded (e.g. a sink unreachable from its
         source makes ``theta`` = 0, which is reported as such, not as an error).
 
@@ -165,6 +170,11 @@ def max_concurrent_flow(
         raise ValueError("arc capacities must be positive")
     if commodity_arcs is not None and len(commodity_arcs) != len(commodities):
         raise ValueError("commodity_arcs must have one entry per commodity")
+    if n_arcs and cap.max() > MAX_CAPACITY_SPREAD * cap.min():
+        raise SolverError(
+            f"arc capacities span {cap.min():.3g} to {cap.max():.3g}: more than "
+            f"{MAX_CAPACITY_SPREAD:.0e} apart, which the LP cannot resolve reliably"
+        )
     n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
     if n_vars > max_variables:
         raise SolverError(
