@@ -1,0 +1,11 @@
+"""Run topo from a checkout without installing it: ``python cli.py build mpft``."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from topo.cli import app  # noqa: E402
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,361 @@
+"""The ``topo`` command line: one command per verb, no logic.
+
+Each command parses its options, calls one library function and renders the result: a table
+on the terminal, or one JSON object with ``--json``. Results go to stdout, diagnostics to
+stderr. Every :class:`topo.errors.TopoError` is caught here and printed as one line, with exit
+status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from enum import Enum
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from topo import fabric as fabric_mod
+from topo.errors import SpecError, TopoError
+
+app = typer.Typer(
+    name="topo",
+    help="Design and analyse the networks of large GPU clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_errors(fn: F) -> F:
+    """Turn a TopoError into one line on stderr and exit status 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TopoError as exc:
+            print(f"topo: error: {exc}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            print("topo: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_OPTIONS = re.compile(
+    r"\b(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps)\b"
+    r"|\b(gpus|oversubscription)(?= must)"
+)
+
+
+def _option_names(message: str) -> str:
+    """Name command-line options, not Python arguments, in a builder's error message."""
+    return _OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+class Family(str, Enum):
+    ft2 = "ft2"
+    ft3 = "ft3"
+    mrft = "mrft"
+    mpft = "mpft"
+
+
+class Method(str, Enum):
+    auto = "auto"
+    general = "general"
+
+
+InputFabric = Annotated[
+    Path,
+    typer.Argument(
+        help="A fabric JSON written by 'topo build -o' or 'topo import ... -o'.",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+    ),
+]
+
+
+@app.command()
+@_user_errors
+def build(
+    ctx: typer.Context,
+    family: Annotated[
+        Family | None,
+        typer.Argument(help="ft2, ft3, mrft (multi-rail) or mpft (multi-plane)."),
+    ] = None,
+    spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--spec",
+            help="A TOML spec (examples/*.toml); options given on the command line win.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
+    link_gbps: Annotated[
+        float, typer.Option("--link-gbps", help="Link rate, Gb/s (400 = 4x NDR).")
+    ] = 400.0,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", help="GPUs to connect (default: the family's maximum)."),
+    ] = None,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
+    nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
+    nvlink_GBps: Annotated[
+        float, typer.Option("--nvlink-GBps", help="NVLink per GPU per direction, GB/s (H800: 200).")
+    ] = 200.0,
+    pcie_GBps: Annotated[
+        float, typer.Option("--pcie-GBps", help="GPU-NIC PCIe per direction, GB/s (Gen5 x16: 64).")
+    ] = 64.0,
+    oversubscription: Annotated[
+        float,
+        typer.Option("--oversubscription", help="Leaf down/up bandwidth ratio (1 = non-blocking)."),
+    ] = 1.0,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the fabric as node-link JSON.", dir_okay=False),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the counts as one JSON object.")
+    ] = False,
+) -> None:
+    """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
+    from topo.builders import build as build_fabric
+    from topo.spec import BUILD_KEYS, load_spec
+
+    args: dict[str, Any] = dict(
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        nvlink_GBps=nvlink_GBps,
+        pcie_GBps=pcie_GBps,
+        oversubscription=oversubscription,
+    )
+    name = family.value if family is not None else None
+    if spec is not None:
+        data = load_spec(spec)
+        if name is not None and name != data["family"]:
+            raise TopoError(f"{spec}: family {data['family']!r} differs from FAMILY {name!r}")
+        name = data["family"]
+        for key in BUILD_KEYS & data.keys():
+            source = ctx.get_parameter_source(key)
+            if source is None or source.name != "COMMANDLINE":
+                args[key] = data[key]
+    if name is None:
+        raise TopoError("give a FAMILY (ft2, ft3, mrft, mpft) or --spec FILE")
+    try:
+        G = build_fabric(name, **args)
+    except SpecError as exc:
+        raise SpecError(_option_names(str(exc))) from None
+    if output is not None:
+        fabric_mod.save(G, output)
+    summary = fabric_mod.summarize(G)
+    if as_json:
+        _print_json(summary.to_dict())
+    else:
+        _summary_table(summary.to_dict(), title=str(G.graph.get("name", name)))
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+@import_app.command("ibnetdiscover")
+@_user_errors
+def import_ibnetdiscover(
+    dump: Annotated[
+        Path,
+        typer.Argument(
+            help="Output of 'ibnetdiscover' (topology format).", exists=True, dir_okay=False
+        ),
+    ],
+    name_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--name-map",
+            help="GUID-to-hostname map ('H-<guid> <host>' lines).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the fabric as node-link JSON.", dir_okay=False),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the counts as one JSON object.")
+    ] = False,
+) -> None:
+    """Import an InfiniBand fabric from an ibnetdiscover dump."""
+    from topo.formats import read_ibnetdiscover
+
+    G = read_ibnetdiscover(dump, name_map=name_map)
+    if output is not None:
+        fabric_mod.save(G, output)
+    summary = fabric_mod.summarize(G).to_dict()
+    for key in ("loopback_cables", "unconnected_cas", "mismatched_cables", "unreachable_switches"):
+        if key in G.graph:
+            summary[key] = G.graph[key]
+    if as_json:
+        _print_json(summary)
+    else:
+        _summary_table(summary, title=str(G.graph.get("name", dump.name)))
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+@app.command()
+@_user_errors
+def bandwidth(
+    fabric: InputFabric,
+    method: Annotated[
+        Method,
+        typer.Option(
+            "--method",
+            help="auto: exact reductions, checked; general: the full LP (small fabrics).",
+        ),
+    ] = Method.auto,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as one JSON object.")
+    ] = False,
+    show: Annotated[
+        int, typer.Option("--show", help="Bottleneck links to list in the table.", min=0)
+    ] = 8,
+) -> None:
+    """All-to-all bandwidth per GPU (max concurrent flow, HiGHS) and the bottleneck links."""
+    from topo.flow import alltoall_bandwidth
+
+    G = fabric_mod.load(fabric)
+    report = alltoall_bandwidth(G, method=method.value)
+    if as_json:
+        _print_json(report.to_dict())
+        return
+    _bandwidth_table(report, show)
+
+
+@app.command()
+@_user_errors
+def plot(
+    fabric: InputFabric,
+    output: Annotated[
+        Path,
+        typer.Option("-o", "--output", help="HTML file to write (opens offline).", dir_okay=False),
+    ],
+    max_devices: Annotated[
+        int,
+        typer.Option(
+            "--max-devices", help="Above this many devices, draw the aggregated view.", min=1
+        ),
+    ] = 2000,
+) -> None:
+    """Draw the fabric in layers as an HTML page (plotly; aggregated for large fabrics)."""
+    from topo.plot import plot_fabric, write_html
+
+    G = fabric_mod.load(fabric)
+    fig = plot_fabric(G, max_devices=max_devices)
+    write_html(fig, output)
+    err.print(f"wrote {output}")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _summary_table(summary: dict[str, Any], title: str) -> None:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, value in summary.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            value = (
+                ", ".join(
+                    f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in value.items()
+                )
+                or "-"
+            )
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = f"{value:,}"
+        table.add_row(key.replace("_", " "), str(value))
+    out.print(table)
+
+
+def _bandwidth_table(r: Any, show: int) -> None:
+    who = "GPU" if r.terminal == "gpu" else "endpoint"
+    table = Table(
+        title=f"all-to-all bandwidth: {r.fabric or r.family}",
+        show_header=False,
+        title_justify="left",
+    )
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    rows = [
+        (f"{who}s", f"{r.gpus:,}"),
+        ("servers", f"{r.nodes:,}"),
+        (f"pair rate (every {who} to every other)", f"{r.pair_rate_GBps:.6g} GB/s"),
+        ("alltoall busbw (nccl-tests)", f"{r.alltoall_busbw_GBps:.2f} GB/s"),
+        ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
+        (f"inter-node per {who}", f"{r.internode_per_gpu_GBps:.2f} GB/s"),
+        (
+            "inter-node per NIC",
+            f"{r.internode_per_nic_GBps:.2f} GB/s of {r.nic_line_rate_GBps:.2f} GB/s"
+            f" ({100 * r.nic_utilization:.1f}%)",
+        ),
+        (f"intra-node (NVLink) per {who}", f"{r.intranode_per_gpu_GBps:.2f} GB/s"),
+        (
+            "bottleneck",
+            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
+        ),
+        (
+            "method",
+            f"{r.method} LP, {'exact' if r.exact else 'bound'}; {r.lp_variables:,} variables",
+        ),
+        ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp_solve_seconds:.2f} s)"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    out.print(table)
+    for line in r.reductions:
+        out.print(f"  reduction: {line}")
+    if show and r.bottleneck_links:
+        links = Table(
+            title=f"bottleneck links (first {min(show, len(r.bottleneck_links))}"
+            f" of {len(r.bottleneck_links):,})",
+            title_justify="left",
+        )
+        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s"):
+            links.add_column(col, justify="right" if "GB/s" in col else "left")
+        for b in r.bottleneck_links[:show]:
+            links.add_row(
+                b.source, b.target, b.tier, f"{b.capacity_GBps:.2f}", f"{b.load_GBps:.2f}"
+            )
+        out.print(links)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
