@@ -324,41 +324,45 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
 
 
 def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | None:
-    """Automorphisms of the reduced network that move any class to any other, or None.
+    """Automorphisms of the reduced network that merge classes into fewer orbits, or None.
 
-    Candidates (each verified arc by arc, so a wrong guess only costs the reduction):
-    a cyclic shift of the leaves that share the same upper switches, within each plane and
-    rail; and a cyclic shift of the blocks (pods) that fall apart when the top tier is removed.
+    Candidates (each verified arc by arc, so a wrong guess only costs the reduction): a cyclic
+    shift of the leaves that look alike (same plane, rail and upper switches, same classes
+    below), and a cyclic shift of the blocks (pods) that look alike once the top tier is
+    removed. A partly filled leaf or pod is left in place, so partial sizes keep most of the
+    symmetry.
     """
+    sig = _leaf_signatures(red)
     gens = []
-    for cand in (_leaf_shift(G, red), _block_shift(G, red)):
+    for cand in (_leaf_shift(G, red, sig), _block_shift(G, red, sig)):
         if cand is None:
             continue
         perm = _extend_to_classes(red, cand)
         if perm is not None and _is_automorphism(red, perm):
             gens.append(perm)
-    if not gens or len(red.classes) < 2:
+    if not gens or len(_class_orbits(red, gens)) == len(red.classes):
         return None
-    # transitive on the classes?
-    seen: set[Hashable] = {("out", 0)}
-    frontier: list[Hashable] = [("out", 0)]
-    while frontier:
-        x = frontier.pop()
-        for g in gens:
-            y = g.get(x, x)
-            if y not in seen:
-                seen.add(y)
-                frontier.append(y)
-    return gens if len(seen) == len(red.classes) else None
+    return gens
 
 
-def _leaf_shift(G: nx.Graph, red: _Reduced) -> dict[Hashable, Hashable] | None:
-    attached = {s for cls in red.classes for s, _ in _scoped(cls[0], red.scope)}
+def _leaf_signatures(red: _Reduced) -> dict[str, tuple]:
+    """For each switch with hosts: the classes below it (GPUs, inside, size, capacity)."""
+    below: dict[str, list[tuple]] = defaultdict(list)
+    for cls in red.classes:
+        h = cls[0]
+        for s, c in _scoped(h, red.scope):
+            below[s].append((h.weight, h.inner_sig, len(cls), c))
+    return {s: tuple(sorted(v)) for s, v in below.items()}
+
+
+def _leaf_shift(
+    G: nx.Graph, red: _Reduced, sig: dict[str, tuple]
+) -> dict[Hashable, Hashable] | None:
     groups: dict[tuple, list[str]] = defaultdict(list)
-    for s in attached:
+    for s in sig:
         d = G.nodes[s]
         up = frozenset(u for u in G.adj[s] if u in red.scope and G.nodes[u]["tier"] > d["tier"])
-        groups[(d.get("plane", 0), d.get("rail", -1), up)].append(s)
+        groups[(d.get("plane", 0), d.get("rail", -1), up, sig[s])].append(s)
     perm: dict[Hashable, Hashable] = {}
     for members in groups.values():
         members.sort(key=_natural_key)
@@ -367,21 +371,47 @@ def _leaf_shift(G: nx.Graph, red: _Reduced) -> dict[Hashable, Hashable] | None:
     return perm if any(len(m) > 1 for m in groups.values()) else None
 
 
-def _block_shift(G: nx.Graph, red: _Reduced) -> dict[Hashable, Hashable] | None:
+def _block_shift(
+    G: nx.Graph, red: _Reduced, sig: dict[str, tuple]
+) -> dict[Hashable, Hashable] | None:
     top = max(G.nodes[s]["tier"] for s in red.scope)
     lower = [s for s in red.scope if G.nodes[s]["tier"] < top]
-    blocks = [
-        sorted(b, key=lambda v: (G.nodes[v]["tier"], _natural_key(v)))
-        for b in nx.connected_components(G.subgraph(lower))
-    ]
-    if len(blocks) < 2 or len({len(b) for b in blocks}) != 1:
-        return None
-    blocks.sort(key=lambda b: _natural_key(b[0]))
+    groups: dict[tuple, list[list[str]]] = defaultdict(list)
+    for b in nx.connected_components(G.subgraph(lower)):
+        members = sorted(b, key=lambda v: (G.nodes[v]["tier"], _natural_key(v)))
+        shape = tuple(
+            (G.nodes[v]["tier"], sig.get(v, ()), sum(1 for u in G.adj[v] if u in red.scope))
+            for v in members
+        )
+        groups[shape].append(members)
     perm: dict[Hashable, Hashable] = {}
-    for i, b in enumerate(blocks):
-        nxt = blocks[(i + 1) % len(blocks)]
-        perm.update(zip(b, nxt, strict=True))
-    return perm
+    for blocks in groups.values():
+        blocks.sort(key=lambda b: _natural_key(b[0]))
+        for i, b in enumerate(blocks):
+            perm.update(zip(b, blocks[(i + 1) % len(blocks)], strict=True))
+    return perm if any(len(b) > 1 for b in groups.values()) else None
+
+
+def _class_orbits(red: _Reduced, gens: list[dict[Hashable, Hashable]]) -> list[list[int]]:
+    """Orbits of the classes under the generated group, each sorted, representative first."""
+    seen: set[int] = set()
+    orbits = []
+    for start in range(len(red.classes)):
+        if start in seen:
+            continue
+        orbit, frontier = {start}, [start]
+        while frontier:
+            ci = frontier.pop()
+            for g in gens:
+                image = g[("out", ci)]
+                assert isinstance(image, tuple)
+                cj = image[1]
+                if cj not in orbit:
+                    orbit.add(cj)
+                    frontier.append(cj)
+        seen |= orbit
+        orbits.append(sorted(orbit))
+    return orbits
 
 
 def _extend_to_classes(red: _Reduced, perm: dict[Hashable, Hashable]) -> dict | None:
@@ -445,28 +475,40 @@ def _arc_orbits(red: _Reduced, gens: list[dict[Hashable, Hashable]]) -> list[lis
 def _solve_symmetric(
     red: _Reduced, gens: list[dict[Hashable, Hashable]], max_variables: int
 ) -> MCFSolution:
-    """One commodity (class 0) with one capacity row per arc orbit.
+    """One commodity per class orbit, one capacity row per arc orbit.
 
-    With a group of automorphisms transitive on the m classes, averaging any solution over the
-    group gives a symmetric one, in which every arc of an orbit O carries
-    (m / |O|) times class 0's flow summed over O. So the rows
-    sum_{b in O} f_0(b) <= c_O |O| / m are exact (docs/bandwidth.md).
+    Averaging any solution over the group generated by ``gens`` gives an invariant one, in
+    which class ``k``'s commodity is the image of its orbit representative's, and every arc of
+    an arc orbit ``O`` carries ``(1/|O|) sum_R |R| sum_{b in O} f_R(b)`` summed over the class
+    orbits ``R``. So the rows ``sum_R |R| sum_{b in O} f_R(b) <= c_O |O|`` are exact
+    (docs/bandwidth.md).
     """
     orbits = _arc_orbits(red, gens)
-    m = len(red.classes)
-    rows = [(orb, red.capacity[orb[0]] * len(orb) / m) for orb in orbits]
+    class_orbits = _class_orbits(red, gens)
+    reps = [orb[0] for orb in class_orbits]
+    weights = [float(len(orb)) for orb in class_orbits]
+    rows = [(orb, red.capacity[orb[0]] * len(orb)) for orb in orbits]
     sol = max_concurrent_flow(
         red.arcs,
         red.capacity,
-        [red.commodities[0]],
-        commodity_arcs=[red.commodity_arcs(0)],
+        [red.commodities[r] for r in reps],
+        commodity_arcs=[red.commodity_arcs(r) for r in reps],
+        commodity_weight=weights,
         capacity_rows=rows,
+        keep_commodity_flows=len(reps) > 1,
         max_variables=max_variables,
     )
+    weighted = np.zeros(len(red.arcs))
+    if sol.commodity_flow is None:  # one commodity: arc_flow is its flow
+        weighted = sol.arc_flow * weights[0]
+    else:
+        for w, flows in zip(weights, sol.commodity_flow, strict=True):
+            for a, x in flows.items():
+                weighted[a] += w * x
     load = np.zeros(len(red.arcs))
     for orb in orbits:
-        load[orb] = sol.arc_flow[orb].sum() * m / len(orb)
-    return replace(sol, arc_flow=load)
+        load[orb] = weighted[orb].sum() / len(orb)
+    return replace(sol, arc_flow=load, commodity_flow=None)
 
 
 # --------------------------------------------------------------------------- server check
@@ -662,9 +704,11 @@ def alltoall_bandwidth(
         gens = _symmetry(G, red)
         if gens is not None:
             sol = _solve_symmetric(red, gens, max_variables)
+            n_orbits = len(_class_orbits(red, gens))
             reductions.append(
-                f"class symmetry: {len(gens)} verified automorphism(s) move any of the "
-                f"{len(red.classes)} classes to any other; one commodity, one row per arc orbit"
+                f"class symmetry: {len(gens)} verified automorphism(s) fold the "
+                f"{len(red.classes)} classes into {n_orbits} orbit(s): one commodity per "
+                "orbit, one capacity row per arc orbit"
             )
         else:
             n_vars = red.lp_variables()

@@ -106,6 +106,7 @@ def max_concurrent_flow(
     *,
     commodity_arcs: Sequence[Sequence[int]] | None = None,
     capacity_rows: Sequence[tuple[Sequence[int], float]] | None = None,
+    commodity_weight: Sequence[float] | None = None,
     keep_commodity_flows: bool = False,
     time_limit_s: float | None = None,
     max_variables: int = DEFAULT_MAX_VARIABLES,
@@ -128,6 +129,9 @@ def max_concurrent_flow(
         commodities is at most ``bound`` (same unit as ``capacity``). Used by the symmetry
         reduction, whose rows bound a whole orbit of arcs. ``arc_dual`` then holds, for each arc,
         the dual of the row it is in.
+    commodity_weight : sequence of float, optional
+        A coefficient per commodity on its flow in every capacity row (default 1): commodity
+        ``k`` stands for ``commodity_weight[k]`` symmetric copies of itself.
     keep_commodity_flows : bool
         Return each commodity's arc flows (for validation; memory grows with the LP).
     time_limit_s : float, optional
@@ -207,7 +211,10 @@ def max_concurrent_flow(
     rows += _add_conservation_rows(prob, arcs, commodities, flow, theta, dem_max)
     if capacity_rows is None:
         capacity_rows = [((a,), float(cap[a])) for a in range(n_arcs)]
-    cap_rows = _add_capacity_rows(prob, capacity_rows, cap_scale, flow, n_arcs)
+    weights = [1.0] * len(commodities) if commodity_weight is None else list(commodity_weight)
+    if len(weights) != len(commodities):
+        raise ValueError("commodity_weight must have one entry per commodity")
+    cap_rows = _add_capacity_rows(prob, capacity_rows, cap_scale, flow, weights, n_arcs)
     rows += sum(r is not None for r in cap_rows)
     build_s = time.perf_counter() - t0
 
@@ -328,16 +335,17 @@ def _add_capacity_rows(
     capacity_rows: Sequence[tuple[Sequence[int], float]],
     cap_scale: float,
     flow: list[dict[int, pulp.LpVariable]],
+    weights: list[float],
     n_arcs: int,
 ) -> list[pulp.LpConstraint | None]:
-    """sum over the row's arcs and all commodities of f[k][a] <= bound, for every row."""
-    per_arc: list[list[pulp.LpVariable]] = [[] for _ in range(n_arcs)]
-    for fk in flow:
+    """sum over the row's arcs and all commodities of w[k] f[k][a] <= bound, for every row."""
+    per_arc: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in range(n_arcs)]
+    for fk, w in zip(flow, weights, strict=True):
         for a, var in fk.items():
-            per_arc[a].append(var)
+            per_arc[a].append((var, w))
     rows: list[pulp.LpConstraint | None] = []
     for i, (arc_ids, bound) in enumerate(capacity_rows):
-        terms = [(var, 1.0) for a in arc_ids for var in per_arc[a]]
+        terms = [t for a in arc_ids for t in per_arc[a]]
         if not terms:
             rows.append(None)
             continue
