@@ -138,6 +138,7 @@ class _Host:
     nics: dict[str, list[str]]  # switch -> NIC vertices cabled to it
     members: list[str]  # the host's vertices (GPUs, NICs, NVSwitch)
     inner_sig: tuple = ()  # shape of the server's inside (for class grouping)
+    host_bound: set[str] = field(default_factory=set)  # NICs whose PCIe is below the cable
 
 
 def _hosts(G: nx.Graph) -> tuple[list[_Host], str]:
@@ -155,10 +156,20 @@ def _hosts(G: nx.Graph) -> tuple[list[_Host], str]:
                 continue
             h = _Host(server, weight, {}, defaultdict(list), members)
             for v in members:
+                # What a NIC passes is bounded by its cable and by its links into the server
+                # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
+                inner = sum(
+                    float(e["capacity"])
+                    for u, e in G.adj[v].items()
+                    if G.nodes[u]["kind"] not in SWITCH_KINDS
+                )
                 for s, e in G.adj[v].items():
                     if G.nodes[s]["kind"] in SWITCH_KINDS:
-                        h.attach[s] = h.attach.get(s, 0.0) + float(e["capacity"])
+                        cable = float(e["capacity"])
+                        h.attach[s] = h.attach.get(s, 0.0) + min(cable, inner)
                         h.nics[s].append(v)
+                        if inner < cable:
+                            h.host_bound.add(v)
             h.inner_sig = _inner_signature(G, members)
             hosts.append(h)
         return hosts, "gpu"
@@ -736,7 +747,14 @@ def alltoall_bandwidth(
                     f"server contraction NOT exact (inside a server only {worst:.3f} of the "
                     "load fits): general LP solved instead"
                 )
-                return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+                try:
+                    return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+                except SolverError as exc:
+                    raise SolverError(
+                        f"the server-contracted LP bounds busbw by "
+                        f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
+                        f"a server carry only {worst:.3f} of that load, and {exc}"
+                    ) from None
         links = _bottlenecks_reduced(G, red, sol)
         return _report(
             G, hosts, terminal, n_terms, lam, links, "reduced", exact, reductions, sol, t0
@@ -813,9 +831,15 @@ def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[B
             s = inv.get(s0, s0)
             cls = red.classes[ci]
             for h in cls:
-                nics = h.nics[s]
                 share = sol.arc_flow[a] / len(cls) / h.attach[s]
-                for nic in nics:
+                for nic in h.nics[s]:
+                    if nic in h.host_bound:  # the NIC's PCIe side binds, not its cable
+                        for g, e in G.adj[nic].items():
+                            if g in h.members:
+                                c = float(e["capacity"])
+                                u, v = (g, nic) if o[0] == "up" else (nic, g)
+                                links.append(_link(G, u, v, c, share * c))
+                        continue
                     c = float(G.edges[nic, s]["capacity"])
                     u, v = (nic, s) if o[0] == "up" else (s, nic)
                     links.append(_link(G, u, v, c, share * c))

@@ -33,9 +33,10 @@ import pulp
 
 from topo.errors import SolverError
 
-DEFAULT_MAX_VARIABLES = 6_000_000
-"""Largest LP (flow variables) that :func:`max_concurrent_flow` builds: about 10 GiB of pulp
-objects. Larger problems raise :class:`SolverError` instead of exhausting memory."""
+DEFAULT_MAX_VARIABLES = 2_000_000
+"""Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: about 4 GiB
+of pulp objects and, for multicommodity LPs, many minutes of HiGHS. Larger problems raise
+:class:`SolverError` at once instead of exhausting memory or patience."""
 
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
