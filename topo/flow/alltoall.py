@@ -737,7 +737,6 @@ def alltoall_bandwidth(
                 max_variables=max_variables,
             )
         lam = sol.theta
-        exact = True
         if terminal == "gpu":
             ok, worst = _server_check(G, red, sol, lam)
             if ok:
@@ -757,7 +756,7 @@ def alltoall_bandwidth(
                     ) from None
         links = _bottlenecks_reduced(G, red, sol)
         return _report(
-            G, hosts, terminal, n_terms, lam, links, "reduced", exact, reductions, sol, t0
+            G, hosts, terminal, n_terms, lam, links, "reduced", True, reductions, sol, t0
         )
     return _general_report(G, hosts, terminal, max_variables, t0, reductions)
 
@@ -794,25 +793,15 @@ def _check_terminals(G: nx.Graph, hosts: list[_Host], terminal: str) -> None:
             f"all-to-all needs at least two {'GPUs' if terminal == 'gpu' else 'host endpoints'}; "
             f"the fabric has {n}"
         )
-    comps = list(nx.connected_components(G))
-    if len(comps) > 1:
-        sizes = sorted(
-            (
-                sum(
-                    G.nodes[v]["kind"] == terminal
-                    or (terminal == "endpoint" and G.nodes[v]["kind"] == "nic")
-                    for v in c
-                ),
-                min(map(str, c)),
-            )
-            for c in comps
+    kind = "gpu" if terminal == "gpu" else "nic"
+    parts = [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
+    if len(parts) > 1:
+        example = min(parts, key=len)
+        raise InfeasibleError(
+            f"the fabric falls into {len(parts)} disconnected parts with "
+            f"{'GPUs' if terminal == 'gpu' else 'host endpoints'} (the smallest holds "
+            f"{min(map(str, example))}): the all-to-all rate is 0"
         )
-        with_terms = [s for s in sizes if s[0] > 0]
-        if len(with_terms) > 1:
-            raise InfeasibleError(
-                f"the fabric falls into {len(with_terms)} disconnected parts with terminals "
-                f"(e.g. one holding {with_terms[0][1]}): the all-to-all rate is 0"
-            )
 
 
 def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[BottleneckLink]:
