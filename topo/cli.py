@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -40,11 +41,18 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _user_errors(fn: F) -> F:
     """Turn a TopoError into one line on stderr and exit status 1."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # SIGTERM (timeout, Slurm) unwinds like Ctrl-C, so half-written temporary files are
+        # removed by the writers' cleanup.
+        signal.signal(signal.SIGTERM, _terminate)
         try:
             return fn(*args, **kwargs)
         except TopoError as exc:
@@ -169,7 +177,10 @@ def build(
     try:
         G = build_fabric(name, **args)
     except SpecError as exc:
-        raise SpecError(_option_names(str(exc))) from None
+        where = f"{spec}: " if spec is not None else ""
+        raise SpecError(where + _option_names(str(exc))) from None
+    if spec is not None and "name" in data:
+        G.graph["name"] = data["name"]
     if output is not None:
         fabric_mod.save(G, output)
     summary = fabric_mod.summarize(G)
@@ -309,7 +320,7 @@ def _bandwidth_table(r: Any, show: int) -> None:
         title_justify="left",
     )
     table.add_column("what")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")
     rows = [
         (f"{who}s", f"{r.gpus:,}"),
         ("servers", f"{r.nodes:,}"),
@@ -318,8 +329,8 @@ def _bandwidth_table(r: Any, show: int) -> None:
         ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
         (f"inter-node per {who}", f"{r.internode_per_gpu_GBps:.2f} GB/s"),
         (
-            "inter-node per NIC",
-            f"{r.internode_per_nic_GBps:.2f} GB/s of {r.nic_line_rate_GBps:.2f} GB/s"
+            "inter-node per NIC (of median NIC rate)",
+            f"{r.internode_per_nic_GBps:.2f} of {r.nic_line_rate_GBps:.2f} GB/s"
             f" ({100 * r.nic_utilization:.1f}%)",
         ),
         (f"intra-node (NVLink) per {who}", f"{r.intranode_per_gpu_GBps:.2f} GB/s"),
@@ -345,7 +356,7 @@ def _bandwidth_table(r: Any, show: int) -> None:
             title_justify="left",
         )
         for col in ("from", "to", "tier", "capacity GB/s", "load GB/s"):
-            links.add_column(col, justify="right" if "GB/s" in col else "left")
+            links.add_column(col, justify="right" if "GB/s" in col else "left", overflow="fold")
         for b in r.bottleneck_links[:show]:
             links.add_row(
                 b.source, b.target, b.tier, f"{b.capacity_GBps:.2f}", f"{b.load_GBps:.2f}"

@@ -272,7 +272,13 @@ def load(path: str | Path) -> nx.Graph:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        hint = (
+            "; a raw ibnetdiscover dump is read with "
+            "'topo import ibnetdiscover FILE -o FABRIC.json'"
+            if not text.lstrip().startswith(("{", "["))
+            else ""
+        )
+        raise FormatError(path, f"not JSON: {exc.msg}{hint}", line=exc.lineno) from None
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("nodes"), list)

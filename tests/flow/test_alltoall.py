@@ -148,6 +148,15 @@ def test_800g_nics_on_pcie_gen5_are_bound_by_pcie():
     assert general.pair_rate_GBps == pytest.approx(64 / 62, rel=1e-6)
 
 
+def test_one_server():
+    # 8 GPUs in one server: each sends 7 lambda. In an MPFT every NIC is alone on its plane,
+    # so all of it crosses the GPU's 200 GB/s NVLink: busbw = 7 lambda = 200 GB/s. In an FT2
+    # the 8 NICs share a leaf, so a GPU can also loop traffic through its NIC and the leaf,
+    # min(PCIe 64, cable 50) = 50 GB/s more: busbw = 250 GB/s.
+    assert alltoall_bandwidth(build("mpft", gpus=8)).alltoall_busbw_GBps == pytest.approx(200)
+    assert alltoall_bandwidth(build("ft2", gpus=8)).alltoall_busbw_GBps == pytest.approx(250)
+
+
 def test_starved_nvlink_fails_the_server_check_and_falls_back():
     # MPFT, 2 planes, 32 servers of 2 GPUs, NVLink 1 GB/s per GPU per direction. A byte
     # between GPUs on different planes (31 of each GPU's 62 remote peers, and its 1 local

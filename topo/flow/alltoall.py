@@ -673,7 +673,8 @@ def alltoall_bandwidth(
         ``alltoall_busbw_GBps`` = ``lambda (n - 1)`` and ``alltoall_algbw_GBps`` =
         ``lambda n``, as nccl-tests' alltoall would print them (its size column counts the
         rank's whole buffer, n chunks, and its busbw factor is (n - 1)/n);
-        ``internode_per_nic_GBps`` is the inter-server traffic each NIC carries;
+        ``internode_per_nic_GBps`` is the inter-server traffic each NIC carries on average,
+        ``nic_line_rate_GBps`` the median NIC cable rate and ``nic_utilization`` their ratio;
         ``bottleneck_links`` are the link directions whose capacity rows have a positive shadow
         price (raising any one set of them raises ``lambda``).
 
@@ -703,6 +704,9 @@ def alltoall_bandwidth(
     _check_terminals(G, hosts, terminal)
     n_terms = sum(h.weight for h in hosts)
     reductions: list[str] = []
+    if method == "auto" and len(hosts) == 1:
+        reductions.append("one server: nothing to reduce; general LP")
+        method = "general"
     if method == "auto":
         red = _reduce(G, hosts)
         if terminal == "gpu":

@@ -43,7 +43,7 @@ LANE_RATES_GBPS: dict[str, tuple[float, float]] = {
 The data rate is what is left after line encoding (8b/10b up to QDR, 64b/66b from FDR10 on,
 PAM4 with FEC from HDR on) and is the rate a link carries; a cable's capacity is its lane count
 times the data rate (4x NDR: 4 x 100 = 400 Gb/s = 50e9 B/s). Source: InfiniBand Architecture
-Specification, as tabulated in the project's REFERENCES.md.
+Specification (Vol. 2, physical layer: lane rates and line encodings).
 """
 
 LINK_WIDTHS: dict[str, int] = {"1x": 1, "2x": 2, "4x": 4, "8x": 8, "12x": 12}
