@@ -223,6 +223,22 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def read_text(path: str | Path) -> str:
+    """Read a UTF-8 text file whole.
+
+    Raises
+    ------
+    FormatError
+        If the file is missing, cannot be read, or is not UTF-8 text.
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(path, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(path, f"cannot read: {exc}") from None
+
+
 def save(G: nx.Graph, path: str | Path) -> None:
     """Write fabric ``G`` to ``path`` as networkx node-link JSON, whole or not at all.
 
@@ -263,12 +279,7 @@ def load(path: str | Path) -> nx.Graph:
         the file and the first offending node or edge.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"cannot read: {exc}") from None
+    text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
+from topo.fabric import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,12 +70,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         of the wrong type, or no ``family``.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"cannot read: {exc}") from None
+    text = read_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

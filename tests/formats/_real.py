@@ -1,4 +1,4 @@
-"""Locate the real fabric dumps kept outside the project (``/work/shared/data/real``).
+"""Locate the real fabric dumps kept outside the project (``../shared/data/real``).
 
 They are never copied into the project; a test that needs one calls :func:`real_file`, which
 skips the test cleanly when the shared data folder is absent.

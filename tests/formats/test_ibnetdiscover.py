@@ -2,8 +2,8 @@
 
 Expected values of the real dumps were counted with grep/awk on the files themselves (the
 command is in the comment above each figure), never by running the reader. The dumps live in
-/work/shared/data/real/ibnetdiscover (see its PROVENANCE.md); tests that need them are skipped
-when that folder is absent.
+../shared/data/real/ibnetdiscover beside the checkout (see its PROVENANCE.md); tests that need
+them are skipped when that folder is absent.
 """
 
 from __future__ import annotations
