@@ -711,3 +711,9 @@ def test_spec_errors(in_tmp: Path) -> None:
 def test_builder_errors_name_the_option(in_tmp: Path) -> None:
     user_error(run("build", "ft2", "--switch-ports", 7), "--switch-ports must be an even number")
     user_error(run("build", "ft2", "--link-gbps", 0), "--link-gbps must be a positive number")
+
+
+def test_version() -> None:
+    from topo import __version__
+
+    assert ok("--version").stdout.strip() == f"topo {__version__}"

@@ -32,6 +32,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from topo import __version__
+
+        print(f"topo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Design and analyse the networks of large GPU clusters."""
+
+
 import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
