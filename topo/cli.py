@@ -203,15 +203,7 @@ def build(
         raise SpecError(where + _option_names(str(exc))) from None
     if spec is not None and "name" in data:
         G.graph["name"] = data["name"]
-    if output is not None:
-        fabric_mod.save(G, output)
-    summary = fabric_mod.summarize(G)
-    if as_json:
-        _print_json(summary.to_dict())
-    else:
-        _summary_table(summary.to_dict(), title=str(G.graph.get("name", name)))
-    if output is not None:
-        err.print(f"wrote {output}")
+    _emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
 
 
 @import_app.command("ibnetdiscover")
@@ -244,18 +236,11 @@ def import_ibnetdiscover(
     from topo.formats import read_ibnetdiscover
 
     G = read_ibnetdiscover(dump, name_map=name_map)
-    if output is not None:
-        fabric_mod.save(G, output)
     summary = fabric_mod.summarize(G).to_dict()
     for key in ("loopback_cables", "unconnected_cas", "mismatched_cables", "unreachable_switches"):
         if key in G.graph:
             summary[key] = G.graph[key]
-    if as_json:
-        _print_json(summary)
-    else:
-        _summary_table(summary, title=str(G.graph.get("name", dump.name)))
-    if output is not None:
-        err.print(f"wrote {output}")
+    _emit_fabric(G, summary, output, as_json)
 
 
 @app.command()
@@ -312,6 +297,18 @@ def plot(
 
 
 # --------------------------------------------------------------------------- rendering
+
+
+def _emit_fabric(G: Any, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
+    """Write the fabric (if asked), then print its counts as JSON or as a table."""
+    if output is not None:
+        fabric_mod.save(G, output)
+    if as_json:
+        _print_json(summary)
+    else:
+        _summary_table(summary, title=str(G.graph.get("name", summary.get("family", ""))))
+    if output is not None:
+        err.print(f"wrote {output}")
 
 
 def _summary_table(summary: dict[str, Any], title: str) -> None:

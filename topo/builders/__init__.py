@@ -126,21 +126,18 @@ def build(
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
     name = _family(family)
-    if isinstance(gpus, int) and not isinstance(gpus, bool):
-        target = gpus
-    else:
-        target = (
-            max_gpus(
-                name,
-                switch_ports=switch_ports,
-                gpus_per_node=gpus_per_node,
-                nics_per_node=nics_per_node,
-                oversubscription=oversubscription,
-            )
-            if gpus is None
-            else 0
+    # Refuse a graph too large to hold before building it (bad types are the builder's to
+    # report, so only whole numbers are compared here).
+    target = gpus
+    if gpus is None:
+        target = max_gpus(
+            name,
+            switch_ports=switch_ports,
+            gpus_per_node=gpus_per_node,
+            nics_per_node=nics_per_node,
+            oversubscription=oversubscription,
         )
-    if target > MAX_BUILD_GPUS:
+    if isinstance(target, int) and not isinstance(target, bool) and target > MAX_BUILD_GPUS:
         raise SpecError(
             f"topo builds at most {MAX_BUILD_GPUS:,} GPUs in one graph; this {name} would have "
             f"{target:,}" + ("" if gpus is not None else " (pass --gpus for a smaller one)")
