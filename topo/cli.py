@@ -8,98 +8,25 @@ status 1.
 
 from __future__ import annotations
 
-import json
-import re
-import signal
-import sys
-from collections.abc import Callable
 from enum import Enum
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from topo import fabric as fabric_mod
+from topo.cli_common import (
+    InputFabric,
+    app,
+    err,
+    import_app,
+    option_names,
+    out,
+    print_json,
+    user_errors,
+)
 from topo.errors import SpecError, TopoError
-
-app = typer.Typer(
-    name="topo",
-    help="Design and analyse the networks of large GPU clusters.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        from topo import __version__
-
-        print(f"topo {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", help="Print the version and exit.", callback=_version, is_eager=True
-        ),
-    ] = False,
-) -> None:
-    """Design and analyse the networks of large GPU clusters."""
-
-
-import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
-app.add_typer(import_app, name="import")
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-def _user_errors(fn: F) -> F:
-    """Turn a TopoError into one line on stderr and exit status 1."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # SIGTERM (timeout, Slurm) unwinds like Ctrl-C, so half-written temporary files are
-        # removed by the writers' cleanup.
-        signal.signal(signal.SIGTERM, _terminate)
-        try:
-            return fn(*args, **kwargs)
-        except TopoError as exc:
-            print(f"topo: error: {exc}", file=sys.stderr)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            print("topo: interrupted", file=sys.stderr)
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-_OPTIONS = re.compile(
-    r"\b(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps)\b"
-    r"|\b(gpus|oversubscription)(?= must)"
-)
-
-
-def _option_names(message: str) -> str:
-    """Name command-line options, not Python arguments, in a builder's error message."""
-    return _OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
-
-
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
 class Family(str, Enum):
@@ -114,19 +41,8 @@ class Method(str, Enum):
     general = "general"
 
 
-InputFabric = Annotated[
-    Path,
-    typer.Argument(
-        help="A fabric JSON written by 'topo build -o' or 'topo import ... -o'.",
-        exists=True,
-        dir_okay=False,
-        readable=True,
-    ),
-]
-
-
 @app.command()
-@_user_errors
+@user_errors
 def build(
     ctx: typer.Context,
     family: Annotated[
@@ -200,14 +116,14 @@ def build(
         G = build_fabric(name, **args)
     except SpecError as exc:
         where = f"{spec}: " if spec is not None else ""
-        raise SpecError(where + _option_names(str(exc))) from None
+        raise SpecError(where + option_names(str(exc))) from None
     if spec is not None and "name" in data:
         G.graph["name"] = data["name"]
     _emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
 
 
 @import_app.command("ibnetdiscover")
-@_user_errors
+@user_errors
 def import_ibnetdiscover(
     dump: Annotated[
         Path,
@@ -244,7 +160,7 @@ def import_ibnetdiscover(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def bandwidth(
     fabric: InputFabric,
     method: Annotated[
@@ -267,13 +183,13 @@ def bandwidth(
     G = fabric_mod.load(fabric)
     report = alltoall_bandwidth(G, method=method.value)
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
         return
     _bandwidth_table(report, show)
 
 
 @app.command()
-@_user_errors
+@user_errors
 def plot(
     fabric: InputFabric,
     output: Annotated[
@@ -304,7 +220,7 @@ def _emit_fabric(G: Any, summary: dict[str, Any], output: Path | None, as_json: 
     if output is not None:
         fabric_mod.save(G, output)
     if as_json:
-        _print_json(summary)
+        print_json(summary)
     else:
         _summary_table(summary, title=str(G.graph.get("name", summary.get("family", ""))))
     if output is not None:
@@ -381,6 +297,12 @@ def _bandwidth_table(r: Any, show: int) -> None:
                 b.source, b.target, b.tier, f"{b.capacity_GBps:.2f}", f"{b.load_GBps:.2f}"
             )
         out.print(links)
+
+
+# The other verbs register themselves on ``app`` when imported.
+from topo import commands  # noqa: E402, F401
+
+__all__ = ["app", "main"]
 
 
 def main() -> None:  # pragma: no cover - console entry

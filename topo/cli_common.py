@@ -1,0 +1,108 @@
+"""What every ``topo`` command shares: the typer app, the consoles, one-line user errors.
+
+Commands live in :mod:`topo.cli` (build, import, bandwidth, plot) and in :mod:`topo.commands`
+(one module per verb); each registers itself on :data:`app`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from topo.errors import TopoError
+
+app = typer.Typer(
+    name="topo",
+    help="Design and analyse the networks of large GPU clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from topo import __version__
+
+        print(f"topo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Design and analyse the networks of large GPU clusters."""
+
+
+import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def user_errors(fn: F) -> F:
+    """Turn a TopoError into one line on stderr and exit status 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # SIGTERM (timeout, Slurm) unwinds like Ctrl-C, so half-written temporary files are
+        # removed by the writers' cleanup.
+        signal.signal(signal.SIGTERM, _terminate)
+        try:
+            return fn(*args, **kwargs)
+        except TopoError as exc:
+            print(f"topo: error: {exc}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            print("topo: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+OPTIONS = re.compile(
+    r"\b(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps)\b"
+    r"|\b(gpus|oversubscription)(?= must)"
+)
+
+
+def option_names(message: str) -> str:
+    """Name command-line options, not Python arguments, in a builder's error message."""
+    return OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+InputFabric = Annotated[
+    Path,
+    typer.Argument(
+        help="A fabric JSON written by 'topo build -o' or 'topo import ... -o'.",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+    ),
+]

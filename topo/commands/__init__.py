@@ -1,0 +1,1 @@
+"""One module per ``topo`` verb beyond build/import/bandwidth/plot; importing registers it."""
