@@ -1,0 +1,1 @@
+"""topo cost (being written)."""
