@@ -1,0 +1,217 @@
+"""Time to deliver an arbitrary server-to-server traffic matrix over a fabric.
+
+The all-to-all of :mod:`topo.flow.alltoall` is one traffic pattern; collectives (a ring's
+neighbour exchange) and expert parallelism (an MoE layer's dispatch and combine) give others.
+For a byte matrix ``D[a, b]`` between servers, the shortest time in which all of it can be
+delivered at once is ``1 / theta``, where ``theta`` is the maximum concurrent flow of the demand
+``D`` (bytes) on arc capacities in B/s (Shahrokhi and Matula, J. ACM 37(2), 1990): every pair
+then flows at ``theta * D[a, b]`` B/s and finishes at the same moment, and no schedule finishes
+sooner (a schedule finishing in ``T`` is, averaged over time, a concurrent flow with
+``theta = 1/T``).
+
+The model, and what it leaves out:
+
+- **Servers are contracted** (as in :mod:`topo.flow.alltoall`): a server is one vertex joined to
+  the switches its NICs reach, each NIC counting as the tighter of its cable and its PCIe side.
+  Any NIC of a server may carry any of its GPUs' bytes (NVLink forwarding, NCCL's PXN), and
+  NVLink inside a server is not a constraint here: callers account for intra-server traffic and
+  NVLink themselves. Servers never forward other servers' traffic.
+- **Planes are folded exactly**: when the switch graph is P isomorphic planes with every server
+  attached identically to each (checked, as for the all-to-all), one plane carrying ``D / P`` is
+  solved; averaging any solution over plane permutations shows this loses nothing.
+- One commodity per source server, aggregated over its sinks (exact; see :mod:`topo.flow.lp`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import InfeasibleError, TopoError
+from topo.flow.alltoall import (
+    BottleneckLink,
+    Commodity,
+    _bottlenecks_reduced,
+    _hosts,
+    _natural_key,
+    _plane_isomorphism,
+    _Reduced,
+    _switch_components,
+)
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, max_concurrent_flow
+
+
+@dataclass(frozen=True)
+class DemandReport:
+    """How fast a server-to-server byte matrix crosses the fabric (:func:`server_demand_time`).
+
+    Attributes
+    ----------
+    time_s : float
+        Shortest time to deliver the whole matrix at once (s); ``1 / theta``.
+    theta : float
+        Maximum concurrent flow of the demand: every pair ``(a, b)`` can flow at
+        ``theta * demand[a, b]`` B/s simultaneously (1/s).
+    total_bytes : float
+        Sum of the demand (B).
+    bottleneck_tiers : dict of str to int
+        Binding link directions per tier, e.g. ``{"nic->leaf": 16}``.
+    bottleneck_links : list of BottleneckLink
+        The link directions whose capacity binds (positive shadow price).
+    planes : int
+        Planes folded into one (1 when no plane decomposition applied).
+    reductions : list of str
+        What was reduced and how it was checked.
+    lp_variables : int
+        Flow variables of the LP solved.
+    solve_seconds : float
+        Wall time of the whole call (s).
+    """
+
+    time_s: float
+    theta: float
+    total_bytes: float
+    bottleneck_tiers: dict[str, int]
+    bottleneck_links: list[BottleneckLink]
+    planes: int
+    reductions: list[str]
+    lp_variables: int
+    solve_seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def server_demand_time(
+    G: nx.Graph,
+    demand: Mapping[tuple[Hashable, Hashable], float],
+    *,
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+) -> DemandReport:
+    """Shortest time to deliver a server-to-server byte matrix over the fabric's network.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (schema in :mod:`topo.fabric`).
+    demand : Mapping[(a, b), float]
+        Bytes from server ``a`` to server ``b``. Servers are the ``node`` attribute of the GPUs
+        (ints for built fabrics); on fabrics without GPUs (imported dumps) they are the host
+        endpoints' vertex names. ``a != b``; zero entries are ignored.
+    max_variables : int
+        Refuse LPs with more flow variables than this (memory guard).
+
+    Returns
+    -------
+    DemandReport
+        ``time_s = 1 / theta``, with the binding links.
+
+    Raises
+    ------
+    TopoError
+        A pair names an unknown server, a server sends to itself, or a byte count is negative,
+        not finite, or all are zero.
+    InfeasibleError
+        A server in the demand has no NIC cabled to a switch, or a pair has no path.
+    SolverError
+        The LP is too large (``max_variables``) or HiGHS fails.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> rep = server_demand_time(G, {(0, 1): 100e9})   # 100 GB over two 400G NICs
+    >>> round(rep.time_s, 6)                            # 100e9 / (2 * 50e9) s
+    1.0
+    """
+    t0 = time.perf_counter()
+    hosts, terminal = _hosts(G)
+    by_id = {h.id: h for h in hosts}
+    clean: dict[tuple[Hashable, Hashable], float] = {}
+    for (a, b), x in demand.items():
+        for s in (a, b):
+            if s not in by_id:
+                what = "server" if terminal == "gpu" else "host endpoint"
+                raise TopoError(f"demand names {s!r}, which is not a {what} of the fabric")
+        if a == b:
+            raise TopoError(
+                f"demand from server {a!r} to itself: intra-server traffic is not fabric traffic"
+            )
+        x = float(x)
+        if not math.isfinite(x) or x < 0:
+            raise TopoError(f"demand {a!r} -> {b!r} must be a finite number of bytes >= 0, got {x}")
+        if x > 0:
+            clean[(a, b)] = clean.get((a, b), 0.0) + x
+    if not clean:
+        raise TopoError("the demand is empty: no bytes between distinct servers")
+    used = sorted({s for pair in clean for s in pair}, key=_natural_key)
+    loose = [s for s in used if not by_id[s].attach]
+    if loose:
+        raise InfeasibleError(
+            f"{len(loose)} server(s) in the demand have no NIC cabled to a switch "
+            f"(e.g. {', '.join(map(str, loose[:3]))})"
+        )
+    comps = _switch_components(G)
+    maps = _plane_isomorphism(G, comps, hosts)
+    reductions = []
+    if terminal == "gpu":
+        reductions.append(f"server contraction: {len(used)} servers (NVLink not modelled)")
+    if maps is not None:
+        scope, planes = set(comps[0]), len(comps)
+        reductions.append(f"plane decomposition: {planes} isomorphic planes, one solved")
+    else:
+        scope, planes = {v for c in comps for v in c}, 1
+    # Every pair must be joined through the switches of the scope.
+    where = {v: i for i, c in enumerate(comps) for v in c}
+    for a, b in clean:
+        ca = {where[s] for s in by_id[a].attach if s in scope}
+        cb = {where[s] for s in by_id[b].attach if s in scope}
+        if not ca & cb:
+            raise InfeasibleError(f"no path from server {a!r} to server {b!r}: the rate is 0")
+
+    index = {s: i for i, s in enumerate(used)}
+    classes = [[by_id[s]] for s in used]
+    arcs: list[tuple[Hashable, Hashable]] = []
+    cap: list[float] = []
+    origin: list[tuple] = []
+    for u, v, e in G.edges(data=True):
+        if u in scope and v in scope:
+            for x, y in ((u, v), (v, u)):
+                arcs.append((x, y))
+                cap.append(float(e["capacity"]))
+                origin.append(("fabric", x, y))
+    for ci, cls in enumerate(classes):
+        for s, c in cls[0].attach.items():
+            if s in scope:
+                arcs += [(("out", ci), s), (s, ("in", ci))]
+                cap += [c, c]
+                origin += [("up", ci, s), ("down", ci, s)]
+    sinks: dict[int, dict[Hashable, float]] = {}
+    for (a, b), x in clean.items():
+        sinks.setdefault(index[a], {})[("in", index[b])] = x / planes
+    commodities = [Commodity(("out", ci), sinks[ci]) for ci in sorted(sinks)]
+    red = _Reduced(classes, arcs, np.array(cap), origin, commodities, planes, maps, scope)
+    sol = max_concurrent_flow(
+        arcs,
+        red.capacity,
+        commodities,
+        commodity_arcs=[red.commodity_arcs(ci) for ci in sorted(sinks)],
+        max_variables=max_variables,
+    )
+    links = _bottlenecks_reduced(G, red, sol)
+    return DemandReport(
+        time_s=1.0 / sol.theta,
+        theta=sol.theta,
+        total_bytes=sum(clean.values()),
+        bottleneck_tiers=dict(sorted(Counter(b.tier for b in links).items())),
+        bottleneck_links=sorted(links, key=lambda b: (b.tier, _natural_key(b.source))),
+        planes=planes,
+        reductions=reductions,
+        lp_variables=sol.variables,
+        solve_seconds=time.perf_counter() - t0,
+    )
