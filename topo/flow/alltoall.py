@@ -212,13 +212,14 @@ _PLANE_PREFIX = re.compile(r"^p\d+/")
 
 
 def _plane_isomorphism(
-    G: nx.Graph, comps: list[list[str]], hosts: list[_Host]
+    G: nx.Graph, comps: list[list[str]], hosts: list[_Host], *, partial: bool = False
 ) -> list[dict[str, str]] | None:
     """Maps from each plane's switches to plane 0's, verified; None if the planes differ.
 
     Candidate: the name with its plane prefix (``p3/``) removed, or failing that the order of
     the naturally sorted names. Verified: capacities of every switch-switch edge and every
-    host's attachments agree under the map.
+    host's attachments agree under the map. With ``partial``, ``comps`` may be some of the
+    planes, and hosts need not attach to them.
     """
     if len(comps) < 2:
         return None
@@ -247,10 +248,43 @@ def _plane_isomorphism(
     for h in hosts:
         per_plane: list[dict[str, float]] = [{} for _ in comps]
         for s, c in h.attach.items():
-            per_plane[where[s]][maps[where[s]][s]] = c
-        if any(p != per_plane[0] for p in per_plane[1:]) or not per_plane[0]:
+            if s in where:
+                per_plane[where[s]][maps[where[s]][s]] = c
+        if any(p != per_plane[0] for p in per_plane[1:]) or not (per_plane[0] or partial):
             return None
     return maps
+
+
+def _plane_classes(
+    G: nx.Graph, comps: list[list[str]], hosts: list[_Host]
+) -> tuple[dict[str, list[str]], dict[str, str]] | None:
+    """Group planes that are copies of one another (e.g. the undamaged planes of a damaged
+    MPFT); None unless some group has two or more planes.
+
+    Returns ``copies`` (representative switch -> its images in every plane of its group,
+    itself first, aligned across switches) and ``rep_of`` (switch -> representative). Each
+    pair is verified by :func:`_plane_isomorphism`, hosts included.
+    """
+    groups: list[tuple[int, list[dict[str, str]]]] = []
+    for i, comp in enumerate(comps):
+        for base, maps in groups:
+            m = _plane_isomorphism(G, [comps[base], comp], hosts, partial=True)
+            if m is not None:
+                maps.append(m[1])
+                break
+        else:
+            groups.append((i, [{v: v for v in comp}]))
+    if all(len(maps) == 1 for _, maps in groups):
+        return None
+    copies: dict[str, list[str]] = {}
+    rep_of: dict[str, str] = {}
+    for base, maps in groups:
+        inv = [{b: a for a, b in m.items()} for m in maps]
+        for v in comps[base]:
+            copies[v] = [i[v] for i in inv]
+            for c in copies[v]:
+                rep_of[c] = v
+    return copies, rep_of
 
 
 # --------------------------------------------------------------------------- reduced problem
@@ -268,6 +302,24 @@ class _Reduced:
     planes: int  # P when plane decomposition applies, else 1
     plane_maps: list[dict[str, str]] | None
     scope: set[str]  # the switches of the solved network
+    # Plane merging (planes alike in groups, not all alike): representative switch -> its
+    # copies (itself first), and switch -> representative. Capacities of a representative are
+    # multiplied by its number of copies; the demand is not divided.
+    copies: dict[str, list[str]] | None = None
+    rep_of: dict[str, str] | None = None
+
+    def mult(self, s: Hashable) -> int:
+        """How many switches the representative ``s`` stands for, with merged planes."""
+        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
+
+    def images(self, s: str) -> list[str]:
+        """The fabric switches the solved switch ``s`` stands for (itself, or its copies in
+        every plane)."""
+        if self.copies is not None:
+            return self.copies[s]
+        if self.plane_maps is not None:
+            return [next(a for a, b in m.items() if b == s) for m in self.plane_maps]
+        return [s]
 
     def commodity_arcs(self, ci: int) -> list[int]:
         """Arcs class ``ci``'s commodity may use: all but other classes' source arcs."""
@@ -289,12 +341,18 @@ class _Reduced:
 def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
     comps = _switch_components(G)
     maps = _plane_isomorphism(G, comps, hosts)
+    copies = rep_of = None
     if maps is not None:
         scope = set(comps[0])
         planes = len(comps)
     else:
         scope = {v for c in comps for v in c}
         planes = 1
+        merged = _plane_classes(G, comps, hosts) if len(comps) > 1 else None
+        if merged is not None:
+            copies, rep_of = merged
+            scope = set(copies)
+    k = {s: len(copies[s]) if copies else 1 for s in scope}
     groups: dict[tuple, list[_Host]] = defaultdict(list)
     for h in hosts:
         att = tuple(sorted((s, c) for s, c in h.attach.items() if s in scope))
@@ -308,7 +366,7 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
         if u in scope and v in scope:
             for a, b in ((u, v), (v, u)):
                 arcs.append((a, b))
-                cap.append(float(e["capacity"]))
+                cap.append(k[u] * float(e["capacity"]))
                 origin.append(("fabric", a, b))
     for ci, cls in enumerate(classes):
         n = len(cls)
@@ -316,10 +374,10 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
             if s not in scope:
                 continue
             arcs.append((("out", ci), s))
-            cap.append(n * c)
+            cap.append(k[s] * n * c)
             origin.append(("up", ci, s))
             arcs.append((s, ("in", ci)))
-            cap.append(n * c)
+            cap.append(k[s] * n * c)
             origin.append(("down", ci, s))
     commodities = []
     for ci, ci_cls in enumerate(classes):
@@ -331,7 +389,9 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
             if pairs:
                 dem[("in", cj)] = pairs * wi * wj / planes
         commodities.append(Commodity(("out", ci), dem))
-    return _Reduced(classes, arcs, np.array(cap), origin, commodities, planes, maps, scope)
+    return _Reduced(
+        classes, arcs, np.array(cap), origin, commodities, planes, maps, scope, copies, rep_of
+    )
 
 
 def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | None:
@@ -343,7 +403,7 @@ def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | No
     removed. A partly filled leaf or pod is left in place, so partial sizes keep most of the
     symmetry.
     """
-    sig = _leaf_signatures(red)
+    sig = _leaf_signatures(G, red)
     gens = []
     for cand in (_leaf_shift(G, red, sig), _block_shift(G, red, sig)):
         if cand is None:
@@ -356,14 +416,37 @@ def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | No
     return gens
 
 
-def _leaf_signatures(red: _Reduced) -> dict[str, tuple]:
-    """For each switch with hosts: the classes below it (GPUs, inside, size, capacity)."""
+def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
+    """For each switch with hosts: what it looks like, refined once.
+
+    First the classes below it (GPUs, inside, size, capacity) and the capacities of its links
+    up; then, for each class below, the same description of the other switches that class
+    attaches to. The refinement tells apart, e.g., the leaves of an undamaged plane whose
+    servers sit under a damaged leaf of another plane, so a shift among look-alike leaves can
+    still be consistent across planes (one round of colour refinement; the shift found is
+    verified arc by arc anyway).
+    """
     below: dict[str, list[tuple]] = defaultdict(list)
     for cls in red.classes:
         h = cls[0]
         for s, c in _scoped(h, red.scope):
             below[s].append((h.weight, h.inner_sig, len(cls), c))
-    return {s: tuple(sorted(v)) for s, v in below.items()}
+    color = {}
+    for s, v in below.items():
+        t = G.nodes[s]["tier"]
+        up = sorted(
+            float(e["capacity"]) * red.mult(s)
+            for u, e in G.adj[s].items()
+            if u in red.scope and G.nodes[u]["tier"] > t
+        )
+        color[s] = (tuple(sorted(v)), tuple(up))
+    refined: dict[str, list[tuple]] = defaultdict(list)
+    for cls in red.classes:
+        att = list(_scoped(cls[0], red.scope))
+        for s, c in att:
+            others = tuple(sorted((color[t], ct) for t, ct in att if t != s))
+            refined[s].append((c, others))
+    return {s: (color[s], tuple(sorted(refined[s]))) for s in below}
 
 
 def _leaf_shift(
@@ -547,8 +630,12 @@ def _server_check(G: nx.Graph, red: _Reduced, sol: MCFSolution, lam: float) -> t
         h = cls[0]
         loads = []
         for s in h.attach:
-            base = s if inv_maps is None else _to_plane0(s, inv_maps)
-            loads.append((s, up.get((ci, base), 0.0), down.get((ci, base), 0.0)))
+            if red.rep_of is not None:
+                base = red.rep_of[s]
+            else:
+                base = s if inv_maps is None else _to_plane0(s, inv_maps)
+            k = red.mult(base)
+            loads.append((s, up.get((ci, base), 0.0) / k, down.get((ci, base), 0.0) / k))
         key = (h.inner_sig, tuple(sorted((round(u, 3), round(d, 3)) for _, u, d in loads)))
         if key not in done:
             done[key] = _server_theta(G, h, loads, lam)
@@ -713,6 +800,16 @@ def alltoall_bandwidth(
             reductions.append(f"server contraction: {len(hosts)} servers")
         if red.planes > 1:
             reductions.append(f"plane decomposition: {red.planes} isomorphic planes, one solved")
+        if red.copies is not None:
+            sizes = sorted(
+                (red.mult(next(iter(c))) for c in nx.connected_components(G.subgraph(red.scope))),
+                reverse=True,
+            )
+            reductions.append(
+                f"plane merging: {sum(sizes)} planes in {len(sizes)} groups of identical planes "
+                f"({'+'.join(map(str, sizes))}, verified); each group solved as one plane of "
+                "multiplied capacity"
+            )
         reductions.append(
             f"twin classes: {sum(len(c) for c in red.classes)} hosts in {len(red.classes)} classes"
         )
@@ -810,21 +907,21 @@ def _check_terminals(G: nx.Graph, hosts: list[_Host], terminal: str) -> None:
 
 def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[BottleneckLink]:
     links: list[BottleneckLink] = []
-    planes: list[dict[str, str]] = (
-        [{v: k for k, v in m.items()} for m in red.plane_maps] if red.plane_maps else [{}]
-    )
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
         o = red.origin[a]
-        for inv in planes:
-            if o[0] == "fabric":
-                u, v = inv.get(o[1], o[1]), inv.get(o[2], o[2])
-                links.append(_link(G, u, v, red.capacity[a], sol.arc_flow[a]))
-                continue
-            ci, s0 = o[1], o[2]
-            s = inv.get(s0, s0)
-            cls = red.classes[ci]
+        if o[0] == "fabric":
+            k = red.mult(o[1])
+            for u, v in zip(red.images(o[1]), red.images(o[2]), strict=True):
+                links.append(_link(G, u, v, red.capacity[a] / k, sol.arc_flow[a] / k))
+            continue
+        ci, s0 = o[1], o[2]
+        k = red.mult(s0)
+        cls = red.classes[ci]
+        for s in red.images(s0):
             for h in cls:
-                share = sol.arc_flow[a] / len(cls) / h.attach[s]
+                if s not in h.attach:
+                    continue
+                share = sol.arc_flow[a] / len(cls) / (k * h.attach[s])
                 for nic in h.nics[s]:
                     if nic in h.host_bound:  # the NIC's PCIe side binds, not its cable
                         for g, e in G.adj[nic].items():

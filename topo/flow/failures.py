@@ -1,0 +1,228 @@
+"""Failures: remove cables and switches from a fabric, at random (seeded) or by name.
+
+A *cable* is one physical link attached to a switch: an endpoint cable (NIC to leaf) or a
+switch-to-switch link. An edge of the fabric graph may bundle several parallel cables
+(attribute ``links``, capacity summed); failing one cable of a bundle removes its share of the
+capacity, and the edge goes when its last cable does. A failed switch takes all its cables with
+it. NVLink and PCIe inside servers do not fail here (a server's failure is its NICs' cables).
+
+Random failures draw cables uniformly among all cables (so a bundle of 4 is 4 times as likely
+to be hit as a single cable) and switches uniformly among switches, without replacement, from
+``numpy.random.default_rng(seed)``: the same seed on the same fabric fails the same elements.
+
+After damage, some servers (or, on imported fabrics, host endpoints) may be cut off from the
+rest: :func:`disconnected_terminals` names them, and the all-to-all is then computed among the
+others, with the disconnected ones reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import TopoError
+from topo.fabric import SWITCH_KINDS
+
+LINK_SEPARATOR = "--"
+"""Between the two ends of a named link in ``--fail``: ``leaf3--spine0``."""
+
+
+@dataclass(frozen=True)
+class FailureSet:
+    """What was failed.
+
+    Attributes
+    ----------
+    links : list of (str, str)
+        Failed cables, one entry per cable (a bundle of 2 failed twice appears twice).
+    switches : list of str
+        Failed switches.
+    capacity_lost_GBps : float
+        Capacity removed, one direction, GB/s (switches' cables included).
+    """
+
+    links: list[tuple[str, str]] = field(default_factory=list)
+    switches: list[str] = field(default_factory=list)
+    capacity_lost_GBps: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "failed_links": [f"{u}{LINK_SEPARATOR}{v}" for u, v in self.links],
+            "failed_switches": list(self.switches),
+            "capacity_lost_GBps": self.capacity_lost_GBps,
+        }
+
+    @property
+    def empty(self) -> bool:
+        return not self.links and not self.switches
+
+
+def cables(G: nx.Graph) -> list[tuple[str, str]]:
+    """Every switch-attached edge, in a fixed order (sorted by name), one entry per edge."""
+    out = []
+    for u, v in G.edges():
+        if G.nodes[u]["kind"] in SWITCH_KINDS or G.nodes[v]["kind"] in SWITCH_KINDS:
+            out.append((u, v) if str(u) <= str(v) else (v, u))
+    out.sort(key=lambda e: (str(e[0]), str(e[1])))
+    return out
+
+
+def fail(
+    G: nx.Graph,
+    *,
+    links: int = 0,
+    switches: int = 0,
+    seed: int = 0,
+    named: Iterable[str] = (),
+) -> tuple[nx.Graph, FailureSet]:
+    """A damaged copy of the fabric.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric (not modified).
+    links : int
+        Random cables to fail (endpoint cables and switch-to-switch links alike).
+    switches : int
+        Random switches to fail.
+    seed : int
+        Seed of the random draw (``numpy.random.default_rng``).
+    named : iterable of str
+        Switches (``spine3``) or links (``leaf0--spine3``, either order) to fail, each once;
+        a named link that bundles several cables loses all of them.
+
+    Returns
+    -------
+    (networkx.Graph, FailureSet)
+        The damaged copy and what failed.
+
+    Raises
+    ------
+    TopoError
+        A negative count, more failures than the fabric has elements, or a name that is not
+        a switch or a link of the fabric.
+    """
+    if links < 0 or switches < 0:
+        raise TopoError("--fail-links and --fail-switches must be >= 0")
+    H = G.copy()
+    failed_links: list[tuple[str, str]] = []
+    failed_switches: list[str] = []
+    lost = 0.0
+    for name in named:
+        if name in H and H.nodes[name]["kind"] in SWITCH_KINDS:
+            lost += _remove_switch(H, name)
+            failed_switches.append(name)
+            continue
+        if name in G and G.nodes[name]["kind"] in SWITCH_KINDS:
+            raise TopoError(f"--fail {name}: named twice")
+        u, sep, v = name.partition(LINK_SEPARATOR)
+        if not sep or not H.has_edge(u, v) or not _is_cable(H, u, v):
+            raise TopoError(
+                f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "
+                f"written END{LINK_SEPARATOR}END, e.g. its two vertex names as in the fabric JSON)"
+            )
+        d = H.edges[u, v]
+        lost += float(d["capacity"])
+        failed_links += [(u, v)] * int(d.get("links", 1))
+        H.remove_edge(u, v)
+
+    rng = np.random.default_rng(seed)
+    if switches:
+        pool = sorted((v for v, k in H.nodes(data="kind") if k in SWITCH_KINDS), key=str)
+        if switches > len(pool):
+            raise TopoError(f"--fail-switches {switches}: the fabric has {len(pool)} switches")
+        for i in sorted(rng.choice(len(pool), size=switches, replace=False)):
+            lost += _remove_switch(H, pool[i])
+            failed_switches.append(pool[i])
+    if links:
+        edges = cables(H)
+        count = np.array([int(H.edges[e].get("links", 1)) for e in edges], dtype=np.int64)
+        total = int(count.sum())
+        if links > total:
+            raise TopoError(f"--fail-links {links}: the fabric has {total} cables left")
+        # Cable c belongs to the edge whose cumulative count first exceeds c.
+        picks = rng.choice(total, size=links, replace=False)
+        owner = np.searchsorted(np.cumsum(count), picks, side="right")
+        for ei, hits in zip(*np.unique(owner, return_counts=True), strict=True):
+            u, v = edges[ei]
+            d = H.edges[u, v]
+            n = int(d.get("links", 1))
+            per = float(d["capacity"]) / n
+            lost += per * int(hits)
+            failed_links += [(u, v)] * int(hits)
+            if hits >= n:
+                H.remove_edge(u, v)
+            else:
+                d["capacity"] = per * (n - int(hits))
+                d["links"] = n - int(hits)
+    return H, FailureSet(failed_links, failed_switches, lost / 1e9)
+
+
+def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]:
+    """Servers (or host endpoints) cut off from the largest connected group of them.
+
+    Returns
+    -------
+    (kept, cut) : lists of server ids (GPU fabrics) or endpoint names (fabrics without GPUs)
+        ``kept`` are the servers in the component holding the most GPUs (ties: the first by
+        name); ``cut`` the others, including servers with no NIC cabled to a switch.
+    """
+    has_gpus = any(k == "gpu" for _, k in G.nodes(data="kind"))
+    kind = "gpu" if has_gpus else "nic"
+    weight: dict[int, int] = {}
+    members: dict[int, set] = {}
+    comp_of: dict[Hashable, int] = {}
+    for i, comp in enumerate(nx.connected_components(G)):
+        for v in comp:
+            comp_of[v] = i
+        terms = [v for v in comp if G.nodes[v]["kind"] == kind]
+        if not terms:
+            continue
+        weight[i] = len(terms)
+        members[i] = {G.nodes[v]["node"] if has_gpus else v for v in terms}
+    if not weight:
+        return [], []
+    switch_comps = {comp_of[v] for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
+    # Only a component with a switch is a network; a lone server is cut.
+    best = max(
+        sorted(weight, key=lambda i: str(min(map(str, members[i])))),
+        key=lambda i: (i in switch_comps, weight[i]),
+    )
+    if best not in switch_comps:
+        return [], sorted({s for m in members.values() for s in m}, key=str)
+    kept = members[best]
+    cut = set().union(*(m for i, m in members.items() if i != best)) - kept
+    if has_gpus:
+        # A server whose GPUs sit in several components (e.g. NVLink cut) counts as kept
+        # only if all its GPUs are in the kept component.
+        split = {G.nodes[v]["node"] for v, k in G.nodes(data="kind") if k == "gpu"} & kept & cut
+        kept = kept - split
+        cut = cut | split
+    return sorted(kept, key=str), sorted(cut, key=str)
+
+
+def without_servers(G: nx.Graph, servers: Iterable[Hashable]) -> nx.Graph:
+    """A copy of ``G`` without the given servers (their GPUs, NICs, NVSwitch) or endpoints."""
+    drop = set(servers)
+    has_gpus = any(k == "gpu" for _, k in G.nodes(data="kind"))
+    gone = [
+        v
+        for v, d in G.nodes(data=True)
+        if d["kind"] not in SWITCH_KINDS and (d.get("node") in drop if has_gpus else v in drop)
+    ]
+    H = G.copy()
+    H.remove_nodes_from(gone)
+    return H
+
+
+def _remove_switch(H: nx.Graph, name: str) -> float:
+    lost = sum(float(d["capacity"]) for _, _, d in H.edges(name, data=True))
+    H.remove_node(name)
+    return lost
+
+
+def _is_cable(H: nx.Graph, u: str, v: str) -> bool:
+    return H.nodes[u]["kind"] in SWITCH_KINDS or H.nodes[v]["kind"] in SWITCH_KINDS
