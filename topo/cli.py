@@ -34,6 +34,13 @@ class Family(str, Enum):
     ft3 = "ft3"
     mrft = "mrft"
     mpft = "mpft"
+    dragonfly = "dragonfly"
+    slimfly = "slimfly"
+
+
+class Arrangement(str, Enum):
+    consecutive = "consecutive"
+    palmtree = "palmtree"
 
 
 class Method(str, Enum):
@@ -47,7 +54,9 @@ def build(
     ctx: typer.Context,
     family: Annotated[
         Family | None,
-        typer.Argument(help="ft2, ft3, mrft (multi-rail) or mpft (multi-plane)."),
+        typer.Argument(
+            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly or slimfly."
+        ),
     ] = None,
     spec: Annotated[
         Path | None,
@@ -78,6 +87,32 @@ def build(
         float,
         typer.Option("--oversubscription", help="Leaf down/up bandwidth ratio (1 = non-blocking)."),
     ] = 1.0,
+    routers_per_group: Annotated[
+        int | None,
+        typer.Option("-a", "--routers-per-group", help="Dragonfly: routers per group (a).", min=1),
+    ] = None,
+    endpoints_per_router: Annotated[
+        int | None,
+        typer.Option(
+            "-p", "--endpoints-per-router", help="Dragonfly, Slim Fly: endpoints per router.", min=1
+        ),
+    ] = None,
+    global_ports: Annotated[
+        int | None,
+        typer.Option("--global-ports", help="Dragonfly: global ports per router (h).", min=1),
+    ] = None,
+    groups: Annotated[
+        int | None,
+        typer.Option("--groups", help="Dragonfly: groups (g, at most a*h + 1).", min=1),
+    ] = None,
+    arrangement: Annotated[
+        Arrangement | None,
+        typer.Option("--arrangement", help="Dragonfly: global-link arrangement."),
+    ] = None,
+    q: Annotated[
+        int | None,
+        typer.Option("--q", help="Slim Fly: MMS parameter, a prime power (64 ports: 27).", min=3),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write the fabric as node-link JSON.", dir_okay=False),
@@ -99,6 +134,12 @@ def build(
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
         oversubscription=oversubscription,
+        routers_per_group=routers_per_group,
+        endpoints_per_router=endpoints_per_router,
+        global_ports=global_ports,
+        groups=groups,
+        arrangement=arrangement.value if arrangement is not None else None,
+        q=q,
     )
     name = family.value if family is not None else None
     if spec is not None:
@@ -111,12 +152,12 @@ def build(
             if source is None or source.name != "COMMANDLINE":
                 args[key] = data[key]
     if name is None:
-        raise TopoError("give a FAMILY (ft2, ft3, mrft, mpft) or --spec FILE")
+        raise TopoError("give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE")
     try:
         G = build_fabric(name, **args)
     except SpecError as exc:
         where = f"{spec}: " if spec is not None else ""
-        raise SpecError(where + option_names(str(exc))) from None
+        raise SpecError(where + _family_option_names(option_names(str(exc)))) from None
     if spec is not None and "name" in data:
         G.graph["name"] = data["name"]
     _emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
@@ -210,6 +251,17 @@ def plot(
     fig = plot_fabric(G, max_devices=max_devices)
     write_html(fig, output)
     err.print(f"wrote {output}")
+
+
+def _family_option_names(message: str) -> str:
+    """Name the Dragonfly and Slim Fly options as the command line spells them."""
+    import re
+
+    return re.sub(
+        r"\b(routers_per_group|endpoints_per_router|global_ports)\b|\b(groups|q)(?= must)",
+        lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"),
+        message,
+    )
 
 
 # --------------------------------------------------------------------------- rendering

@@ -13,7 +13,9 @@ the same units as the command line::
     pcie_GBps = 64           # GB/s per direction
     oversubscription = 1
 
-Only ``family`` is required; the rest default as in :func:`topo.builders.build`.
+Dragonfly and Slim Fly take their own keys (``routers_per_group``, ``endpoints_per_router``,
+``global_ports``, ``groups``, ``arrangement``; ``q``, ``endpoints_per_router``). Only ``family``
+is required; the rest default as in :func:`topo.builders.build`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "nvlink_GBps": (int, float),
     "pcie_GBps": (int, float),
     "oversubscription": (int, float),
+    "routers_per_group": (int,),
+    "endpoints_per_router": (int,),
+    "global_ports": (int,),
+    "groups": (int,),
+    "arrangement": (str,),
+    "q": (int,),
 }
 """Keys a spec file may hold, with the TOML types each accepts."""
 

@@ -250,16 +250,23 @@ def test_gpus_share_nics_in_order():
 
 
 def test_families():
-    assert FAMILIES == ("ft2", "ft3", "mrft", "mpft")
+    assert FAMILIES == ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
 
 
 def test_max_gpus_closed_forms():
     # 64 ports, 8 GPUs and 8 NICs per node: FT2 k^2/2 = 2048; FT3 k^3/4 = 65536;
     # MRFT 8 rails of 8 leaves of 32 nodes = 2048 GPUs; MPFT 8 planes of 2048 = 16384.
-    assert [max_gpus(f) for f in FAMILIES] == [2048, 65536, 2048, 16384]
+    # Dragonfly, balanced a = 2p = 2h = k/2 (Kim et al. 2008): a p (a h + 1) endpoints,
+    # 32 * 16 * 513 = 262656. Slim Fly (Besta and Hoefler 2014): the largest prime power q with
+    # k' = (3q - delta)/2 network ports and p = ceil(k'/2) endpoint ports fitting in k;
+    # q = 27 (delta = -1): k' = 41, p = 21, 2 q^2 = 1458 routers, 30618 endpoints, rounded
+    # down to whole 8-GPU nodes: 30616.
+    assert [max_gpus(f) for f in FAMILIES] == [2048, 65536, 2048, 16384, 262656, 30616]
     # 32 ports: FT2 512; FT3 8192; MRFT 32 // 8 = 4 leaves per rail of 16 nodes = 512 GPUs;
-    # MPFT 512 nodes of 8 GPUs = 4096.
-    assert [max_gpus(f, switch_ports=32) for f in FAMILIES] == [512, 8192, 512, 4096]
+    # MPFT 512 nodes of 8 GPUs = 4096; Dragonfly 16 * 8 * 129 = 16512; Slim Fly q = 13
+    # (delta = 1): k' = 19, p = 10, 338 routers, 3380 endpoints -> 3376 in 8-GPU nodes
+    # (q = 16 would need 24 + 12 = 36 ports).
+    assert [max_gpus(f, switch_ports=32) for f in FAMILIES] == [512, 8192, 512, 4096, 16512, 3376]
 
 
 def test_default_builds_the_maximum():
@@ -287,8 +294,8 @@ def test_whole_number_non_integer_ratio_is_accepted():
     ("kwargs", "message"),
     [
         (
-            {"family": "dragonfly"},
-            r"unknown family 'dragonfly'; choose one of ft2, ft3, mrft, mpft",
+            {"family": "torus"},
+            r"unknown family 'torus'; choose one of ft2, ft3, mrft, mpft, dragonfly, slimfly",
         ),
         ({"switch_ports": 7}, r"switch_ports must be an even number of at least 4, got 7"),
         ({"switch_ports": 2}, r"switch_ports must be an even number of at least 4, got 2"),

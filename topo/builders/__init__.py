@@ -2,8 +2,10 @@
 
 Families: ``ft2`` (two-layer fat tree, :func:`~topo.builders.clos.two_layer_fat_tree`),
 ``ft3`` (three-layer fat tree, :func:`~topo.builders.clos.three_layer_fat_tree`), ``mrft``
-(multi-rail fat tree, :func:`~topo.builders.rails.multi_rail_fat_tree`) and ``mpft``
-(multi-plane fat tree, :func:`~topo.builders.rails.multi_plane_fat_tree`). Every builder returns
+(multi-rail fat tree, :func:`~topo.builders.rails.multi_rail_fat_tree`), ``mpft``
+(multi-plane fat tree, :func:`~topo.builders.rails.multi_plane_fat_tree`), ``dragonfly``
+(:func:`~topo.builders.dragonfly.dragonfly`) and ``slimfly``
+(:func:`~topo.builders.slimfly.slim_fly`). Every builder returns
 a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules are in
 ``docs/builders.md``.
 """
@@ -15,10 +17,12 @@ from typing import Any
 
 import networkx as nx
 
-from topo.builders import clos, rails
-from topo.builders._common import MAX_BUILD_GPUS, Spec, check_spec
+from topo.builders import clos, dragonfly, rails, slimfly
+from topo.builders._common import MAX_BUILD_GPUS, check_spec
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
+from topo.builders.dragonfly import dragonfly as dragonfly_fabric
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
+from topo.builders.slimfly import slim_fly
 from topo.errors import SpecError
 
 __all__ = [
@@ -29,9 +33,11 @@ __all__ = [
     "three_layer_fat_tree",
     "multi_rail_fat_tree",
     "multi_plane_fat_tree",
+    "dragonfly_fabric",
+    "slim_fly",
 ]
 
-FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft")
+FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
 """The fabric families :func:`build` knows."""
 
 _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
@@ -39,13 +45,24 @@ _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
     "ft3": three_layer_fat_tree,
     "mrft": multi_rail_fat_tree,
     "mpft": multi_plane_fat_tree,
+    "dragonfly": dragonfly_fabric,
+    "slimfly": slim_fly,
 }
-_LIMITS: dict[str, Callable[[Spec], tuple[int, str]]] = {
+_LIMITS: dict[str, Callable[..., tuple[int, str]]] = {
     "ft2": clos._ft2_limit,
     "ft3": clos._ft3_limit,
     "mrft": rails._mrft_limit,
     "mpft": rails._mpft_limit,
+    "dragonfly": dragonfly._dragonfly_limit,
+    "slimfly": slimfly._slimfly_limit,
 }
+OPTIONS: dict[str, frozenset[str]] = {
+    "dragonfly": frozenset(
+        {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"}
+    ),
+    "slimfly": frozenset({"q", "endpoints_per_router"}),
+}
+"""Family-specific keyword arguments of :func:`build` and :func:`max_gpus`."""
 
 
 def _family(family: Any) -> str:
@@ -66,14 +83,20 @@ def build(
     nvlink_GBps: float = 200.0,
     pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
+    **options: Any,
 ) -> nx.Graph:
     """Build a fabric of the named family.
 
     Dispatches to :func:`~topo.builders.clos.two_layer_fat_tree` (``ft2``),
     :func:`~topo.builders.clos.three_layer_fat_tree` (``ft3``),
-    :func:`~topo.builders.rails.multi_rail_fat_tree` (``mrft``) or
-    :func:`~topo.builders.rails.multi_plane_fat_tree` (``mpft``); their docstrings list the
-    node names and every node and edge attribute.
+    :func:`~topo.builders.rails.multi_rail_fat_tree` (``mrft``),
+    :func:`~topo.builders.rails.multi_plane_fat_tree` (``mpft``),
+    :func:`~topo.builders.dragonfly.dragonfly` (``dragonfly``) or
+    :func:`~topo.builders.slimfly.slim_fly` (``slimfly``); their docstrings list the node
+    names and every node and edge attribute. ``options`` are the family-specific arguments
+    (:data:`OPTIONS`: ``routers_per_group``, ``endpoints_per_router``, ``global_ports``,
+    ``groups``, ``arrangement`` for ``dragonfly``; ``q``, ``endpoints_per_router`` for
+    ``slimfly``); options left at None take the family's default.
 
     Parameters
     ----------
@@ -126,6 +149,7 @@ def build(
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
     name = _family(family)
+    options = _options(name, options)
     # Refuse a graph too large to hold before building it (bad types are the builder's to
     # report, so only whole numbers are compared here).
     target = gpus
@@ -136,6 +160,7 @@ def build(
             gpus_per_node=gpus_per_node,
             nics_per_node=nics_per_node,
             oversubscription=oversubscription,
+            **options,
         )
     if isinstance(target, int) and not isinstance(target, bool) and target > MAX_BUILD_GPUS:
         raise SpecError(
@@ -151,7 +176,17 @@ def build(
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
         oversubscription=oversubscription,
+        **options,
     )
+
+
+def _options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The family-specific options that are set; SpecError for one the family does not take."""
+    given = {k: v for k, v in options.items() if v is not None}
+    extra = set(given) - OPTIONS.get(name, frozenset())
+    if extra:
+        raise SpecError(f"{name} takes no option {', '.join(sorted(extra))}")
+    return given
 
 
 def max_gpus(
@@ -161,6 +196,7 @@ def max_gpus(
     gpus_per_node: int = 8,
     nics_per_node: int = 8,
     oversubscription: float = 1.0,
+    **options: Any,
 ) -> int:
     """The most GPUs a family connects with the given switch and server, in whole servers.
 
@@ -169,6 +205,10 @@ def max_gpus(
     server on each of ``nics_per_node`` planes); ``mrft``: ``(k // nics_per_node) * d``
     servers (the shared spines reach ``k`` leaves, split evenly over the rails). Endpoint
     counts become whole servers of ``nics_per_node`` NICs and ``gpus_per_node`` GPUs.
+    ``dragonfly``: ``a·p·g`` endpoints (``g = a·h + 1`` unless ``groups`` is given; balanced
+    ``a = 2p = 2h``, 16 for 64 ports); ``slimfly``: ``2q²·p`` endpoints (``q`` the largest
+    prime power whose ``k' + ceil(k'/2)`` fits the radix: 27 for 64 ports). ``options`` as for
+    :func:`build`.
 
     Parameters
     ----------
@@ -196,7 +236,7 @@ def max_gpus(
     Examples
     --------
     >>> [max_gpus(f) for f in FAMILIES]
-    [2048, 65536, 2048, 16384]
+    [2048, 65536, 2048, 16384, 262656, 30616]
     >>> max_gpus("ft2", oversubscription=3)
     3072
 
@@ -213,6 +253,6 @@ def max_gpus(
         gpus_per_node=gpus_per_node,
         nics_per_node=nics_per_node,
         oversubscription=oversubscription,
-        nonblocking_only=name == "ft3",
+        nonblocking_only=name in ("ft3", "dragonfly", "slimfly"),
     )
-    return _LIMITS[name](spec)[0]
+    return _LIMITS[name](spec, **_options(name, options))[0]

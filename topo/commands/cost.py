@@ -1,1 +1,338 @@
-"""topo cost (being written)."""
+"""``topo cost`` (bill of materials, the Table 3 comparison) and ``topo plan`` (the cheapest
+design per family, each family's ceiling). The model: docs/cost.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from topo.cli_common import app, err, out, print_json, user_errors
+from topo.errors import TopoError
+
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="A price book (TOML); default: topo/data/prices.toml (from the DeepSeek-V3 report).",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
+def _families(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in names if f not in allowed]
+    if bad or not names:
+        raise TopoError(
+            f"{option}: unknown family {bad[0] if bad else text!r}; choose from {','.join(allowed)}"
+        )
+    return names
+
+
+@app.command("cost")
+@user_errors
+def cost(
+    fabric: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A fabric JSON written by 'topo build -o' or 'topo import ... -o'.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help="Compare families at full size (DeepSeek-V3 report, Table 3), e.g. "
+            "ft2,mpft,ft3,slimfly,dragonfly.",
+        ),
+    ] = None,
+    switch_ports: Annotated[
+        int, typer.Option("--switch-ports", help="Switch radix (ports), with --compare.")
+    ] = 64,
+    link_gbps: Annotated[
+        float, typer.Option("--link-gbps", help="Port and cable speed, Gb/s, with --compare.")
+    ] = 400.0,
+    nics_per_node: Annotated[
+        int, typer.Option("--nics-per-node", help="NICs per server (MPFT planes), with --compare.")
+    ] = 8,
+    dragonfly_groups: Annotated[
+        int | None,
+        typer.Option(
+            "--dragonfly-groups", help="Dragonfly groups (default a*h - 1, as Table 3).", min=1
+        ),
+    ] = None,
+    prices: PricesOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="With --compare: write a bar chart of cost per endpoint and all-to-all "
+            "bandwidth per dollar (flow solver).",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Bill of materials and cost of a fabric, or the DeepSeek-V3 report's fabric comparison."""
+    from topo import fabric as fabric_mod
+    from topo.cost import COMPARE_FAMILIES, bill_of_materials, load_prices
+    from topo.cost import compare as compare_fn
+
+    book = load_prices(prices)
+    if (fabric is None) == (compare is None):
+        raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
+    if compare is None:
+        if html is not None:
+            raise TopoError("--html draws the comparison: use it with --compare")
+        assert fabric is not None
+        report = bill_of_materials(fabric_mod.load(fabric), book)
+        if as_json:
+            print_json(report.to_dict())
+        else:
+            _bom_table(report)
+        return
+    names = _families(compare, COMPARE_FAMILIES, "--compare")
+    rows = compare_fn(
+        names,
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        nics_per_node=nics_per_node,
+        prices=book,
+        dragonfly_groups=dragonfly_groups,
+    )
+    if html is not None:
+        from topo.cost.plot import plot_cost, solve_bandwidth
+        from topo.plot import write_html
+
+        err.print("solving all-to-all bandwidth per family (flow solver) ...")
+        bw = solve_bandwidth(
+            rows, switch_ports=switch_ports, link_gbps=link_gbps, nics_per_node=nics_per_node
+        )
+        write_html(
+            plot_cost(rows, bw, title=f"fabrics of {switch_ports}-port {link_gbps:g}G switches"),
+            html,
+        )
+        err.print(f"wrote {html}")
+    if as_json:
+        print_json([r.to_dict() for r in rows])
+        return
+    _compare_table(rows, switch_ports, link_gbps, book.path)
+
+
+@app.command("plan")
+@user_errors
+def plan(
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="GPUs to connect (whole servers).", min=1)
+    ] = None,
+    switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
+    link_gbps: Annotated[
+        float, typer.Option("--link-gbps", help="Port and cable speed, Gb/s.")
+    ] = 400.0,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
+    nics_per_node: Annotated[
+        int, typer.Option("--nics-per-node", help="NICs per server (MPFT planes).")
+    ] = 8,
+    max_oversubscription: Annotated[
+        float,
+        typer.Option(
+            "--max-oversubscription",
+            help="Largest leaf down/up bandwidth ratio (1 = non-blocking).",
+        ),
+    ] = 1.0,
+    families: Annotated[
+        str,
+        typer.Option("--families", help="Families to design, comma-separated."),
+    ] = "ft2,mpft,ft3,slimfly,dragonfly",
+    prices: PricesOption = None,
+    max_gpus: Annotated[
+        bool, typer.Option("--max-gpus", help="Print each family's ceiling instead.")
+    ] = False,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Solver time limit per family, seconds.", min=0.1)
+    ] = 60.0,
+    check: Annotated[
+        bool,
+        typer.Option("--check/--no-check", help="Build each design, count and price it."),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The cheapest fabric per family for N GPUs (integer program, HiGHS), ranked by cost."""
+    from topo.cost import PLAN_FAMILIES, load_prices, max_gpus_plan
+    from topo.cost import plan as plan_fn
+
+    book = load_prices(prices)
+    names = _families(families, PLAN_FAMILIES, "--families")
+    common: dict[str, Any] = dict(
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        max_oversubscription=max_oversubscription,
+        families=names,
+        prices=book,
+        time_limit_s=time_limit,
+    )
+    if max_gpus:
+        ceilings = max_gpus_plan(**common)
+        if as_json:
+            print_json([c.to_dict() for c in ceilings])
+            return
+        table = Table(
+            title=f"ceilings: {switch_ports}-port {link_gbps:g}G switches, "
+            f"{gpus_per_node} GPUs + {nics_per_node} NICs per server",
+            title_justify="left",
+        )
+        for col in ("family", "max GPUs", "endpoints", "design", "binding"):
+            table.add_column(col, justify="right" if col in ("max GPUs", "endpoints") else "left")
+        for c in ceilings:
+            table.add_row(
+                c.family, f"{c.max_gpus:,}", f"{c.endpoints:,}", _design_text(c.design), c.binding
+            )
+        out.print(table)
+        return
+    if gpus is None:
+        raise TopoError("give --gpus N (or --max-gpus for each family's ceiling)")
+    rows = plan_fn(gpus, check=check, **common)
+    if as_json:
+        print_json([r.to_dict() for r in rows])
+        return
+    _plan_table(rows, gpus, switch_ports, link_gbps)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _money(usd: float) -> str:
+    return f"{usd / 1e6:,.3f}" if usd >= 1e6 else f"{usd / 1e6:.4f}"
+
+
+def _bom_table(r: Any) -> None:
+    table = Table(title=f"bill of materials: {r.name}", title_justify="left")
+    for col in ("item", "quantity", "unit $", "total $", "watts"):
+        table.add_column(col, justify="left" if col == "item" else "right")
+    for line in r.lines:
+        table.add_row(
+            line.item,
+            f"{line.quantity:,}",
+            f"{line.unit_usd:,.2f}",
+            f"{line.total_usd:,.0f}",
+            "-" if line.watts is None else f"{line.watts:,.0f}",
+        )
+    table.add_row(
+        "total", "", "", f"{r.cost_usd:,.0f}", "-" if r.watts is None else f"{r.watts:,.0f}"
+    )
+    out.print(table)
+    out.print(
+        f"{r.endpoints:,} endpoints, {r.switches:,} switches, {r.links:,} switch-to-switch links: "
+        f"{r.cost_per_endpoint_usd:,.0f} $ per endpoint (price book {r.prices})"
+    )
+
+
+def _compare_table(rows: list[Any], k: int, gbps: float, book: str) -> None:
+    table = Table(
+        title=f"fabrics of {k}-port {gbps:g}G switches (price book {book})", title_justify="left"
+    )
+    for col in ("", *[r.family for r in rows]):
+        table.add_column(col, justify="right" if col else "left")
+
+    def cells(fn: Any) -> list[str]:
+        return [fn(r) for r in rows]
+
+    def vs(ours: float, theirs: float | None, fmt: str) -> str:
+        if theirs is None:
+            return format(ours, fmt)
+        return f"{format(ours, fmt)} ({100 * (ours / theirs - 1):+.1f}%)"
+
+    table.add_row("endpoints", *cells(lambda r: f"{r.endpoints:,}"))
+    table.add_row("switches", *cells(lambda r: f"{r.switches:,}"))
+    table.add_row("links (switch-to-switch)", *cells(lambda r: f"{r.links:,}"))
+    table.add_row(
+        "cost (M$)",
+        *cells(lambda r: vs(r.cost_usd / 1e6, r.report and r.report["cost_musd"], ".1f")),
+    )
+    table.add_row(
+        "cost per endpoint (k$)",
+        *cells(
+            lambda r: vs(r.cost_per_endpoint_usd / 1e3, r.report and r.report["per_ep_kusd"], ".2f")
+        ),
+    )
+    if any(r.report for r in rows):
+        table.add_row(
+            "Table 3 (M$ / k$)",
+            *cells(
+                lambda r: (
+                    f"{r.report['cost_musd']:g} / {r.report['per_ep_kusd']:g}" if r.report else "-"
+                )
+            ),
+        )
+    out.print(table)
+    for r in rows:
+        if r.note:
+            out.print(f"  {r.family}: {r.note}")
+    if any(r.report for r in rows):
+        out.print("  (+x%): against the DeepSeek-V3 hardware report, ISCA 2025, Table 3")
+
+
+def _design_text(d: dict[str, Any]) -> str:
+    skip = {"family", "switch_ports", "link_gbps", "gpus_per_node", "nics_per_node", "gpus"}
+    return (
+        ", ".join(
+            f"{k.replace('_', ' ')} {v:g}" if isinstance(v, float) else f"{k.replace('_', ' ')} {v}"
+            for k, v in d.items()
+            if k not in skip
+        )
+        or "-"
+    )
+
+
+def _plan_table(rows: list[Any], gpus: int, k: int, gbps: float) -> None:
+    title = (
+        f"cheapest fabric for {rows[0].gpus:,} GPUs, {k}-port {gbps:g}G switches" if rows else ""
+    )
+    table = Table(title=title, title_justify="left")
+    cols = (
+        "#",
+        "family",
+        "cost (M$)",
+        "$/endpoint",
+        "tiers",
+        "planes",
+        "switches",
+        "links",
+        "built",
+    )
+    for col in cols:
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for i, r in enumerate(rows, 1):
+        if r.feasible:
+            table.add_row(
+                str(i),
+                r.family,
+                _money(r.cost_usd),
+                f"{r.cost_per_endpoint_usd:,.0f}",
+                str(r.tiers),
+                str(r.planes),
+                f"{r.switches:,}",
+                f"{r.links:,}",
+                {True: "agrees", None: "-"}.get(r.checked, "no"),
+            )
+        else:
+            table.add_row("-", r.family, r.status, "-", "-", str(r.planes or "-"), "-", "-", "-")
+    out.print(table)
+    for r in rows:
+        if not r.feasible:
+            out.print(f"  {r.family}: {r.status}: {r.binding}")
+            continue
+        parts = "; ".join(
+            f"{b['quantity']:,} x {b['item']} @ {b['unit_usd']:,.0f} $" for b in r.bom
+        )
+        out.print(f"  {r.family}: {_design_text(r.design)}; binding: {r.binding}")
+        out.print(f"    {parts}")

@@ -1,0 +1,239 @@
+"""The plan's integer programs (topo.cost.plan) against a brute-force search and closed forms.
+
+The brute force below enumerates every design the builders can make (leaf up ports, leaves,
+spine counts dividing the up ports; pods and core groups; Slim Fly q; Dragonfly a, p, h, g) on
+small radices and keeps the cheapest: the program must find the same cost. Ceilings are held
+against the closed forms of folded Clos networks (two layers: k²/2 endpoints per plane; three
+layers: k³/4) and of Dragonfly (a·p·(a·h + 1)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from topo.cost import load_prices, max_gpus_plan, plan
+from topo.cost.prices import Item, PriceBook
+from topo.errors import SpecError
+
+W, OPT = 82_000.0, 500.0  # a switch and a switch-switch cable (test book, endpoints free)
+DEFAULT = (44_500.0, 1_680.0, 600.0)  # the default book: switch, optical cable, endpoint cable
+
+
+def _book(ports: int) -> PriceBook:
+    """Prices for ``ports``-port switches: W per switch, OPT per switch-switch cable."""
+    return PriceBook(
+        path="test",
+        switches=(Item("switch", 400.0, W, ports=ports),),
+        cables=(
+            Item("optical", 400.0, OPT),
+            Item("electrical", 400.0, OPT),
+            Item("endpoint", 400.0, 0.0),
+        ),
+    )
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def brute_two_layer(E, k, R):
+    best = W if E <= k else math.inf
+    for u in range(1, k // 2 + 1):
+        if k - u > R * u:
+            continue
+        for L in range(1, k + 1):
+            if L * (k - u) < E:
+                continue
+            for S in _divisors(u):
+                if S * k >= L * u:
+                    best = min(best, W * (L + S) + OPT * L * u)
+    return best
+
+
+def brute_three_layer(E, k):
+    half = k // 2
+    best = W if E <= k else math.inf
+    for P in range(1, k + 1):
+        if P * half * half < E:
+            continue
+        if P == 1:
+            best = min(best, W * k + OPT * half * half)
+        for c in _divisors(half):
+            if P > 1 and c * k >= P * half:
+                best = min(best, W * (k * P + half * c) + OPT * 2 * P * half * half)
+    return best
+
+
+def _prime_power(q):
+    p = next(d for d in range(2, q + 1) if q % d == 0)
+    while q % p == 0:
+        q //= p
+    return q == 1
+
+
+def brute_slimfly(E, k, R):
+    best = math.inf
+    for q in range(3, k + 1):
+        if q % 4 == 2 or not _prime_power(q):
+            continue
+        delta = {0: 0, 1: 1, 3: -1}[q % 4]
+        kp = (3 * q - delta) // 2
+        pmax = min(k - kp, math.floor(R * math.ceil(kp / 2)))
+        if pmax >= 1 and 2 * q * q * pmax >= E:
+            best = min(best, 2 * q * q * W + q * q * kp * OPT)
+    return best
+
+
+def brute_dragonfly(E, k, R):
+    best = math.inf
+    for h in range(1, k):
+        a = 2 * h
+        for p in range(1, math.floor(R * h) + 1):
+            if p + a - 1 + h > k:
+                continue
+            for g in range(2, a * h + 2):
+                if a * p * g >= E:
+                    best = min(best, g * (a * W + a * (a - 1) // 2 * OPT + a * h // 2 * OPT))
+                    break
+    return best
+
+
+CASES = [(4, 1.0), (6, 1.0), (8, 1.0), (8, 3.0)]
+
+
+@pytest.mark.parametrize(("k", "R"), CASES)
+def test_plan_matches_brute_force_on_small_radices(k, R):
+    book = _book(k)
+    for n in sorted(
+        {1, 2, k - 1, k, k + 1, k * k // 4, k * k // 2, k * k // 2 + 1, k**3 // 4, 3 * k}
+    ):
+        rows = plan(
+            n, switch_ports=k, gpus_per_node=1, nics_per_node=1, max_oversubscription=R,
+            families=("ft2", "ft3", "slimfly", "dragonfly"), prices=book, check=False,
+        )  # fmt: skip
+        got = {r.family: (r.cost_usd if r.feasible else math.inf) for r in rows}
+        want = {
+            "ft2": brute_two_layer(n, k, R),
+            "ft3": brute_three_layer(n, k),
+            "slimfly": brute_slimfly(n, k, R),
+            "dragonfly": brute_dragonfly(n, k, R),
+        }
+        for family, cost in want.items():
+            assert got[family] == pytest.approx(cost), (k, R, n, family)
+
+
+def test_mpft_is_planes_times_a_plane():
+    # 2 GPUs and 2 NICs per server: 2 planes, each with one endpoint per server.
+    book = _book(8)
+    for servers in (3, 8, 9, 32):
+        (row,) = plan(2 * servers, switch_ports=8, gpus_per_node=2, nics_per_node=2,
+                      families=("mpft",), prices=book, check=False)  # fmt: skip
+        assert row.cost_usd == pytest.approx(2 * brute_two_layer(servers, 8, 1.0))
+        assert row.planes == 2
+
+
+@pytest.mark.parametrize("k", [4, 8, 16, 64])
+def test_ceilings_are_the_closed_forms(k):
+    got = {
+        c.family: c
+        for c in max_gpus_plan(switch_ports=k, gpus_per_node=1, nics_per_node=1, prices=_book(k))
+    }
+    assert got["ft2"].max_gpus == k * k // 2
+    assert got["mpft"].max_gpus == k * k // 2  # one NIC: one plane
+    assert got["ft3"].max_gpus == k**3 // 4
+    for c in got.values():
+        assert c.max_gpus == c.closed_form  # the builders' max_gpus for the same design
+
+
+def test_ceilings_64_ports_eight_planes():
+    got = {c.family: c.max_gpus for c in max_gpus_plan(families=("ft2", "mpft", "ft3"))}
+    assert got == {"ft2": 2048, "mpft": 8 * 2048, "ft3": 64**3 // 4}
+
+
+def test_dragonfly_and_slimfly_ceilings_by_brute_force():
+    for k in (8, 12, 16):
+        got = {c.family: c.endpoints for c in max_gpus_plan(
+            switch_ports=k, gpus_per_node=1, nics_per_node=1, prices=_book(k),
+            families=("slimfly", "dragonfly"))}  # fmt: skip
+        sf = max(
+            2 * q * q * min(k - (3 * q - d) // 2, math.ceil((3 * q - d) / 4))
+            for q, d in ((3, -1), (4, 0), (5, 1), (7, -1), (8, 0), (9, 1))
+            if (3 * q - d) // 2 + 1 <= k
+        )
+        df = max(
+            2 * h * p * (2 * h * h + 1)
+            for h in range(1, k)
+            for p in range(1, h + 1)
+            if p + 3 * h - 1 <= k
+        )
+        assert got == {"slimfly": sf, "dragonfly": df}, k
+
+
+def test_16385_gpus_need_a_third_tier_or_more_planes():
+    rows = {r.family: r for r in plan(16385, families=("mpft", "ft3"), check=False)}
+    mpft = rows["mpft"]
+    assert not mpft.feasible and mpft.status == "infeasible"
+    assert "2,048 endpoints" in mpft.binding and "16,384 GPUs" in mpft.binding
+    assert "third tier or more planes" in mpft.binding
+    assert rows["ft3"].feasible and rows["ft3"].tiers == 3
+
+
+def test_16384_gpus_mpft_is_table3():
+    (row,) = plan(16384, families=("mpft",), check=False)
+    # 8 planes of 64 leaves + 32 spines, 2,048 leaf-spine cables each (Table 3's MPFT column).
+    assert (row.switches, row.links, row.planes, row.tiers) == (768, 16384, 8, 2)
+    switch, link, endpoint = DEFAULT
+    assert row.cost_usd == 768 * switch + 16384 * link + 16384 * endpoint
+    assert "leaf down ports" in row.binding
+
+
+def test_designs_build_count_and_price_the_same():
+    # 50 endpoints of 8-port switches: an FT2 holds 32; FT3 (4 pods of 16), Slim Fly (q = 3,
+    # 18 routers of 3) and Dragonfly (a = 4, p = h = 2: 8 per group, 7 groups) hold them.
+    rows = plan(50, switch_ports=8, gpus_per_node=1, nics_per_node=1, prices=_book(8))
+    assert {r.family for r in rows if r.feasible} == {"ft3", "slimfly", "dragonfly"}
+    assert all(r.checked for r in rows if r.feasible)
+
+
+def test_ranked_by_cost():
+    rows = plan(4096, check=False)
+    costs = [r.cost_usd for r in rows if r.feasible]
+    assert costs == sorted(costs)
+    assert [r.feasible for r in rows] == sorted((r.feasible for r in rows), reverse=True)
+
+
+def test_oversubscription_makes_two_layers_reach_further():
+    # R = 3: leaves of 16 up and 48 down ports; 64 leaves hold 3,072 endpoints.
+    (row,) = plan(3072, families=("ft2",), max_oversubscription=3, check=False)
+    assert row.feasible and row.design["oversubscription"] == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gpus": 0}, "at least 1"),
+        ({"gpus": 8, "families": ("torus",)}, "unknown family"),
+        ({"gpus": 8, "max_oversubscription": 0.5}, "at least 1"),
+        ({"gpus": 8, "switch_ports": 7}, "even number"),
+        ({"gpus": 8, "link_gbps": 800}, "no switch of 800 Gb/s"),
+    ],
+)
+def test_refusals(kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        plan(**kwargs)
+
+
+def test_default_prices_are_used():
+    assert load_prices().switch(64, 400).price_usd == DEFAULT[0]
+
+
+def test_time_limit_is_reported(monkeypatch):
+    import importlib
+
+    plan_mod = importlib.import_module("topo.cost.plan")  # the module, not topo.cost.plan()
+    monkeypatch.setattr(plan_mod, "_solve", lambda m, t: "time limit")
+    (row,) = plan(64, families=("ft2",), time_limit_s=0.5, check=False)
+    assert not row.feasible and row.status == "time limit"
+    assert "time limit (0.5 s)" in row.binding

@@ -1,0 +1,90 @@
+"""Price books (topo.cost.prices): the default book, scaling by radix, and every refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from topo.cost import load_prices
+from topo.errors import FormatError, SpecError
+
+
+def test_default_book_has_a_source_for_every_price():
+    book = load_prices()
+    assert book.switch(64, 400).price_usd == 44_500
+    assert book.cable("optical", 400).price_usd == 1_680
+    assert book.cable("endpoint", 400).price_usd == 600
+    assert not book.electrical_within_group
+    for item in (*book.switches, *book.cables):
+        assert len(item.source) > 40, item
+
+
+def test_unlisted_radix_is_priced_per_port():
+    # Linear in radix from the 64-port switch: 32 ports -> half, 128 -> double.
+    book = load_prices()
+    assert book.switch(32, 400).price_usd == 22_250
+    assert book.switch(128, 400).price_usd == 89_000
+
+
+def test_missing_speed_is_refused():
+    with pytest.raises(SpecError, match="no switch of 800 Gb/s ports"):
+        load_prices().switch(64, 800)
+    with pytest.raises(SpecError, match="no optical cable of 200 Gb/s"):
+        load_prices().cable("optical", 200)
+
+
+GOOD = """
+[[switch]]
+ports = 8
+gbps = 400
+price_usd = 1000
+watts = 100
+source = "test"
+
+[[cable]]
+class = "optical"
+gbps = 400
+price_usd = 10
+watts = 2
+"""
+
+
+def test_user_book(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(GOOD + "\n[layout]\nelectrical_within_group = true\n")
+    book = load_prices(path)
+    assert book.switch(8, 400).watts == 100
+    assert book.electrical_within_group
+    assert book.path == str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD + "\nfoo = 1\n", "unknown key 'foo'"),
+        (GOOD.replace("price_usd = 1000", "price_usd = -1"), "price_usd must be a non-negative"),
+        (GOOD.replace("ports = 8", "ports = 8.5"), "ports must be a positive integer"),
+        (GOOD.replace('class = "optical"', 'class = "copper"'), "class must be one of"),
+        (GOOD + GOOD.split("[[cable]]")[0], "a second 8-port 400G switch"),
+        (GOOD.replace("gbps = 400\nprice_usd = 10", "price_usd = 10"), "missing gbps"),
+        (GOOD + "\n[layout]\nelectrical_within_group = 1\n", "true or false"),
+        ('currency = "EUR"\n', "currency must be USD"),
+        ("switch = 3\n", "array of tables"),
+    ],
+)
+def test_bad_books(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=message):
+        load_prices(path)
+
+
+def test_toml_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("[[switch]]\nports = = 3\n")
+    with pytest.raises(FormatError, match=r"bad.toml:2: not valid TOML"):
+        load_prices(path)
+
+
+def test_missing_file():
+    with pytest.raises(FormatError, match="no such file"):
+        load_prices("/nonexistent/prices.toml")

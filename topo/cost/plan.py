@@ -1,0 +1,843 @@
+"""The cheapest fabric for N GPUs, and each family's ceiling: one integer program per family.
+
+Every family is a small integer linear program (pulp, solved by HiGHS) over the design choices
+that the builders of :mod:`topo.builders` take, so a solution can be built, counted and priced
+(``check=True`` does it). Notation: ``k`` switch radix, ``E`` endpoints per plane (whole
+servers: ``ceil(N/gpus_per_node)`` servers, each with ``nics_per_node`` NICs), ``R`` the largest
+oversubscription allowed, ``W`` the switch price, ``c_o`` an optical cable, ``c_e`` an
+endpoint cable.
+
+**Two layers** (``ft2``: one plane of every NIC; ``mpft``: ``nics_per_node`` planes, one NIC
+of each server per plane). Binary ``t`` (one switch holds the plane), binaries ``y_u`` (leaves
+have ``u`` up ports, for ``k/(R+1) <= u <= k/2``), integers ``L_u`` (leaves), binaries
+``z_{u,s}`` (``s`` spines, ``s`` dividing ``u`` so every leaf spreads its uplinks evenly)::
+
+    min  P·( W·(t + Σ L_u + Σ s·z_{u,s}) + c_o·Σ u·L_u ) + c_e·P·E
+    s.t. t + Σ y_u = 1                           one design
+         E <= k·t + Σ (k-u)·L_u                  leaf down ports
+         L_u <= k·y_u                            spine reach (a spine has one port per leaf)
+         Σ_s z_{u,s} = y_u
+         Σ u·L_u <= k·Σ s·z_{u,s}                spine ports
+
+**Three layers** (``ft3``, non-blocking, full pods of ``k/2`` leaves and ``k/2`` spines):
+binaries ``t`` (one switch), ``b`` (pods), ``h`` (a core layer), ``z_c`` (``k/2`` groups of
+``c`` cores, ``c`` dividing ``k/2``), integer pods ``Q`` and spine-core cables ``X``::
+
+    min  W·(t + k·Q + (k/2)·Σ c·z_c) + c_o·((k/2)²·Q + X) + c_e·E
+    s.t. t + b = 1;  b <= Q <= k·b;  Q <= 1 + (k-1)·h;  h <= b;  Σ z_c = h
+         E <= k·t + (k/2)²·Q                          leaf down ports
+         (k/2)·Q - (k/2)(1-h) <= k·Σ c·z_c           core ports
+         X >= (k/2)²·Q - k(k/2)²·(1-h)                spine up ports all cabled
+
+**Slim Fly**: binaries ``x_q`` over prime powers ``q`` with ``k'(q) + 1 <= k``, integers
+``p_q <= min(k - k'(q), R·ceil(k'(q)/2))·x_q`` (endpoints per router; ``ceil(k'/2)`` is full
+global bandwidth, Besta and Hoefler), ``E <= Σ 2q²·p_q``; cost ``Σ x_q (2q²·W + q²k'·c_o)``.
+
+**Dragonfly**: binaries ``x`` over balanced routers ``(a, p, h)`` with ``a = 2h``,
+``p <= R·h``, ``p + a - 1 + h <= k`` (Kim et al.: ``a = 2p = 2h`` at ``R = 1``), integer
+groups ``2·x <= g <= (a·h + 1)·x``, ``E <= Σ a·p·g``; cost per group ``a·W + a(a-1)/2·c_l +
+a·h/2·c_o`` (``c_l`` electrical or optical by the price book's layout).
+
+With ``maximize=True`` the same constraints maximise ``E`` instead (the family's ceiling,
+:func:`max_gpus_plan`); tests hold it against the closed forms ``k²/2`` per plane and ``k³/4``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pulp
+
+from topo.builders.slimfly import is_prime_power, slimfly_sizes
+from topo.cost.prices import PriceBook, load_prices
+from topo.errors import SolverError, SpecError
+
+PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
+"""Families :func:`plan` designs."""
+
+MAX_CHECK_GPUS = 70_000
+"""Largest plan that ``check=True`` builds to count and price (about 2 s and 1 GB)."""
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """The cheapest design of one family for the GPUs asked (or why there is none).
+
+    Attributes
+    ----------
+    family : str
+    feasible : bool
+    cost_usd, cost_per_endpoint_usd : float or None
+        US dollars (None if infeasible).
+    tiers, planes, switches, links, endpoints : int or None
+        Switch tiers (routers of Dragonfly and Slim Fly count as one), planes, switches,
+        switch-to-switch cables, endpoints (NICs on the fabric).
+    gpus : int
+        GPUs asked for, rounded up to whole servers.
+    binding : str
+        The constraints that hold with equality at the optimum (what stops it being cheaper),
+        or, if infeasible, the limit that cannot be met.
+    design : dict
+        The builder's arguments for this design (``family`` plus keyword arguments of
+        :func:`topo.builders.build`).
+    status : str
+        ``optimal``, ``infeasible``, ``time limit`` or ``solver error: ...``.
+    checked : bool or None
+        True if the design was built and its counts and cost agree with the program's; None
+        if not built (``check=False`` or larger than :data:`MAX_CHECK_GPUS`).
+    solve_seconds : float
+    """
+
+    family: str
+    feasible: bool
+    cost_usd: float | None
+    cost_per_endpoint_usd: float | None
+    tiers: int | None
+    planes: int | None
+    switches: int | None
+    links: int | None
+    endpoints: int | None
+    gpus: int
+    binding: str
+    design: dict[str, Any]
+    status: str
+    checked: bool | None = None
+    solve_seconds: float = 0.0
+    bom: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The most GPUs one family reaches with the switch and server given.
+
+    Attributes
+    ----------
+    family : str
+    max_gpus, endpoints : int
+        Whole servers' GPUs; endpoints (all planes).
+    design : dict
+        Builder arguments of the largest design.
+    binding : str
+        The constraints that hold at the ceiling.
+    closed_form : int
+        The same ceiling from :func:`topo.builders.max_gpus` (they agree; tested).
+    """
+
+    family: str
+    max_gpus: int
+    endpoints: int
+    design: dict[str, Any]
+    binding: str
+    closed_form: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Model:
+    """One family's program: the pulp problem and how to read a solution."""
+
+    prob: pulp.LpProblem
+    endpoints: pulp.LpVariable
+    planes: int
+    read: Any  # () -> dict with tiers, switches, links, local_links, design
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    k: int
+    link_gbps: float
+    gpus_per_node: int
+    nics_per_node: int
+    R: float
+    W: float
+    c_opt: float
+    c_local: float
+    c_end: float
+
+
+class _NoDesign(Exception):
+    """No design of the family fits the switch at all (e.g. a Slim Fly of 4-port routers)."""
+
+
+def _val(x: Any) -> float:
+    v = pulp.value(x)
+    return 0.0 if v is None else float(v)
+
+
+def _on(x: Any) -> bool:
+    return _val(x) > 0.5
+
+
+def _ups(k: int, R: float) -> list[int]:
+    """Up ports ``u`` a leaf may have: ``(k - u)/u <= R``, ``u <= k/2``."""
+    return [u for u in range(1, k // 2 + 1) if (k - u) <= R * u + 1e-9]
+
+
+def _two_layer(inp: _Inputs, planes: int, family: str, E_need: int | None) -> _Model:
+    k = inp.k
+    prob = pulp.LpProblem(
+        f"{family}_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
+    )
+    E = pulp.LpVariable("endpoints_per_plane", lowBound=0, cat="Integer")
+    t = pulp.LpVariable("one_switch", cat="Binary")
+    U = _ups(k, inp.R)
+    y = {u: pulp.LpVariable(f"up_{u}", cat="Binary") for u in U}
+    L = {u: pulp.LpVariable(f"leaves_up_{u}", lowBound=0, cat="Integer") for u in U}
+    z = {
+        (u, s): pulp.LpVariable(f"spines_{s}_up_{u}", cat="Binary")
+        for u in U
+        for s in range(1, u + 1)
+        if u % s == 0
+    }
+    spines = pulp.lpSum(s * v for (u, s), v in z.items())
+    cables = pulp.lpSum(u * L[u] for u in U)
+    prob += t + pulp.lpSum(y.values()) == 1, "one_design"
+    prob += E <= k * t + pulp.lpSum((k - u) * L[u] for u in U), "leaf_down_ports"
+    for u in U:
+        prob += L[u] <= k * y[u], f"spine_reach_{u}"
+        prob += pulp.lpSum(v for (uu, _), v in z.items() if uu == u) == y[u], f"spine_choice_{u}"
+    prob += cables <= k * spines, "spine_ports"
+    cost = planes * (inp.W * (t + pulp.lpSum(L.values()) + spines) + inp.c_opt * cables)
+    if E_need is not None:
+        prob += E == E_need, "endpoints"
+        prob += cost + inp.c_end * planes * E_need
+    else:
+        prob += E
+
+    def read() -> dict[str, Any]:
+        if _on(t):
+            return dict(tiers=1, switches=planes, links=0, local_links=0, over=1.0)
+        u = next(u for u in U if _on(y[u]))
+        n_leaves = round(_val(L[u]))
+        n_spines = round(_val(spines))
+        return dict(
+            tiers=2,
+            switches=planes * (n_leaves + n_spines),
+            links=planes * n_leaves * u,
+            local_links=0,
+            over=(k - u) / u,
+            leaves=n_leaves,
+            spines=n_spines,
+            up_ports=u,
+        )
+
+    return _Model(prob, E, planes, read)
+
+
+def _three_layer(inp: _Inputs, E_need: int | None) -> _Model:
+    k, half = inp.k, inp.k // 2
+    prob = pulp.LpProblem("ft3_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize)
+    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    t = pulp.LpVariable("one_switch", cat="Binary")
+    b = pulp.LpVariable("pods_used", cat="Binary")
+    h = pulp.LpVariable("core_layer", cat="Binary")
+    Q = pulp.LpVariable("pods", lowBound=0, upBound=k, cat="Integer")
+    X = pulp.LpVariable("spine_core_cables", lowBound=0, cat="Integer")
+    z = {
+        c: pulp.LpVariable(f"cores_per_group_{c}", cat="Binary")
+        for c in range(1, half + 1)
+        if half % c == 0
+    }
+    cores = half * pulp.lpSum(c * v for c, v in z.items())
+    prob += t + b == 1, "one_design"
+    prob += Q >= b, "pods_if_used"
+    prob += Q <= k * b, "pods_only_if_used"
+    prob += Q <= 1 + (k - 1) * h, "core_layer_for_two_pods"
+    prob += h <= b, "core_needs_pods"
+    prob += pulp.lpSum(z.values()) == h, "core_choice"
+    prob += E <= k * t + half * half * Q, "leaf_down_ports"
+    prob += half * Q - half * (1 - h) <= k * pulp.lpSum(c * v for c, v in z.items()), "core_ports"
+    prob += X >= half * half * Q - k * half * half * (1 - h), "spine_up_ports"
+    links = half * half * Q + X
+    cost = inp.W * (t + k * Q + cores) + inp.c_opt * links
+    if E_need is not None:
+        prob += E == E_need, "endpoints"
+        prob += cost + inp.c_end * E_need
+    else:
+        prob += E
+
+    def read() -> dict[str, Any]:
+        if _on(t):
+            return dict(tiers=1, switches=1, links=0, local_links=0, over=1.0)
+        pods = round(_val(Q))
+        n_cores = round(_val(cores))
+        return dict(
+            tiers=3 if _on(h) else 2,
+            switches=k * pods + n_cores,
+            links=round(_val(links)),
+            local_links=0,
+            over=1.0,
+            pods=pods,
+            cores=n_cores,
+        )
+
+    return _Model(prob, E, 1, read)
+
+
+def _slimfly(inp: _Inputs, E_need: int | None) -> _Model:
+    k = inp.k
+    prob = pulp.LpProblem(
+        "slimfly_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
+    )
+    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    qs = [
+        q
+        for q in range(3, k + 1)
+        if q % 4 != 2 and is_prime_power(q) and slimfly_sizes(q).network_radix + 1 <= k
+    ]
+    if not qs:
+        raise _NoDesign(f"no Slim Fly fits {k}-port routers (q = 3 needs 6 ports)")
+    x = {q: pulp.LpVariable(f"q_{q}", cat="Binary") for q in qs}
+    pmax = {
+        q: min(
+            k - slimfly_sizes(q).network_radix,
+            math.floor(inp.R * slimfly_sizes(q).endpoints_per_router),
+        )
+        for q in qs
+    }
+    p = {q: pulp.LpVariable(f"endpoints_per_router_q_{q}", lowBound=0, cat="Integer") for q in qs}
+    prob += pulp.lpSum(x.values()) == 1, "one_design"
+    for q in qs:
+        prob += p[q] <= pmax[q] * x[q], f"router_ports_q_{q}"
+    prob += E <= pulp.lpSum(2 * q * q * p[q] for q in qs), "router_endpoint_ports"
+    cost = pulp.lpSum(x[q] * (2 * q * q * inp.W + slimfly_sizes(q).links * inp.c_opt) for q in qs)
+    if E_need is not None:
+        prob += E == E_need, "endpoints"
+        prob += cost + inp.c_end * E_need
+    else:
+        prob += E
+
+    def read() -> dict[str, Any]:
+        q = next(q for q in qs if _on(x[q]))
+        # p is free in the program (it costs nothing): take the fewest that hold E.
+        s = slimfly_sizes(q, max(1, -(-round(_val(E)) // (2 * q * q))))
+        return dict(
+            tiers=1,
+            switches=s.routers,
+            links=s.links,
+            local_links=0,
+            over=s.endpoints_per_router / slimfly_sizes(q).endpoints_per_router,
+            q=q,
+            endpoints_per_router=s.endpoints_per_router,
+        )
+
+    return _Model(prob, E, 1, read)
+
+
+def _dragonfly(inp: _Inputs, E_need: int | None) -> _Model:
+    k = inp.k
+    prob = pulp.LpProblem(
+        "dragonfly_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
+    )
+    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    cands = [
+        (2 * h, p, h)
+        for h in range(1, k)
+        for p in range(1, math.floor(inp.R * h) + 1)
+        if p + 2 * h - 1 + h <= k
+    ]
+    if not cands:
+        raise _NoDesign(f"no Dragonfly fits {k}-port routers")
+    x = {c: pulp.LpVariable("df_a{}_p{}_h{}".format(*c), cat="Binary") for c in cands}
+    g = {
+        c: pulp.LpVariable("groups_a{}_p{}_h{}".format(*c), lowBound=0, cat="Integer")
+        for c in cands
+    }
+    prob += pulp.lpSum(x.values()) == 1, "one_design"
+    for c in cands:
+        a, p, h = c
+        prob += g[c] >= 2 * x[c], "two_groups_a{}_p{}_h{}".format(*c)
+        prob += g[c] <= (a * h + 1) * x[c], "global_ports_a{}_p{}_h{}".format(*c)
+    prob += E <= pulp.lpSum(a * p * g[(a, p, h)] for a, p, h in cands), "router_endpoint_ports"
+    cost = pulp.lpSum(
+        g[(a, p, h)] * (a * inp.W + a * (a - 1) // 2 * inp.c_local + a * h // 2 * inp.c_opt)
+        for a, p, h in cands
+    )
+    if E_need is not None:
+        prob += E == E_need, "endpoints"
+        prob += cost + inp.c_end * E_need
+    else:
+        prob += E
+
+    def read() -> dict[str, Any]:
+        a, p, h = next(c for c in cands if _on(x[c]))
+        groups = round(_val(g[(a, p, h)]))
+        return dict(
+            tiers=1,
+            switches=a * groups,
+            links=groups * (a * (a - 1) // 2 + a * h // 2),
+            local_links=groups * a * (a - 1) // 2,
+            over=p / h,
+            routers_per_group=a,
+            endpoints_per_router=p,
+            global_ports=h,
+            groups=groups,
+        )
+
+    return _Model(prob, E, 1, read)
+
+
+def _model(family: str, inp: _Inputs, gpus: int | None) -> _Model:
+    nodes = None if gpus is None else -(-gpus // inp.gpus_per_node)
+    if family in ("ft2", "mpft"):
+        planes = inp.nics_per_node if family == "mpft" else 1
+        need = None if nodes is None else nodes * inp.nics_per_node // planes
+        return _two_layer(inp, planes, family, need)
+    need = None if nodes is None else nodes * inp.nics_per_node
+    if family == "ft3":
+        return _three_layer(inp, need)
+    if family == "slimfly":
+        return _slimfly(inp, need)
+    if family == "dragonfly":
+        return _dragonfly(inp, need)
+    raise SpecError(f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}")
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    from topo.flow.lp import _quiet_stdout
+
+    with _quiet_stdout():
+        yield
+
+
+def _solve(m: _Model, time_limit_s: float | None) -> str:
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
+    try:
+        with _quiet():
+            m.prob.solve(solver)
+    except pulp.PulpSolverError as exc:  # pragma: no cover - solver crash
+        raise SolverError(f"HiGHS failed on {m.prob.name}: {exc}") from None
+    status = pulp.LpStatus[m.prob.status]
+    if m.prob.status == pulp.LpStatusOptimal and m.prob.sol_status == pulp.LpSolutionOptimal:
+        return "optimal"
+    if m.prob.status == pulp.LpStatusInfeasible:
+        return "infeasible"
+    if m.prob.sol_status in (pulp.LpSolutionIntegerFeasible,) or status == "Not Solved":
+        return "time limit"
+    return f"solver error: {status}"
+
+
+_ROW_NAMES = {
+    "leaf_down_ports": "leaf down ports",
+    "spine_ports": "spine ports",
+    "spine_reach": "spine reach (k leaves per spine)",
+    "core_ports": "core ports",
+    "spine_up_ports": "pod spine up ports",
+    "core_layer_for_two_pods": "core layer",
+    "pods_only_if_used": "pods (k per core layer)",
+    "router_endpoint_ports": "router endpoint ports",
+    "router_ports": "router ports (k' + p <= k)",
+    "global_ports": "global ports (g <= a*h + 1)",
+    "endpoints": "endpoints >= N",
+}
+
+
+def _binding(m: _Model) -> str:
+    """Names of the rows that hold with equality (slack 0), merged by family of rows."""
+    names: list[str] = []
+    for name, c in m.prob.constraints.items():
+        if c.sense == pulp.LpConstraintEQ:
+            continue
+        if abs(_val(c)) > 1e-6:
+            continue
+        base = next(
+            (v for kk, v in _ROW_NAMES.items() if name == kk or name.startswith(kk + "_")), None
+        )
+        if base is None:
+            continue
+        # a row of an unchosen design is slack by construction (0 <= 0): skip it
+        if any(_val(var) != 0 for var in c.keys()) and base not in names:
+            names.append(base)
+    return ", ".join(names)
+
+
+def _inputs(
+    switch_ports: int,
+    link_gbps: float,
+    gpus_per_node: int,
+    nics_per_node: int,
+    max_oversubscription: float,
+    prices: PriceBook,
+) -> _Inputs:
+    from topo.builders._common import check_spec
+
+    spec = check_spec(
+        "plan",
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+    )
+    R = float(max_oversubscription)
+    if not (math.isfinite(R) and R >= 1):
+        raise SpecError(
+            f"--max-oversubscription must be a number of at least 1, got {max_oversubscription!r}"
+        )
+    return _Inputs(
+        k=spec.k,
+        link_gbps=spec.link_gbps,
+        gpus_per_node=spec.gpus_per_node,
+        nics_per_node=spec.nics_per_node,
+        R=R,
+        W=prices.switch(spec.k, spec.link_gbps).price_usd,
+        c_opt=prices.cable("optical", spec.link_gbps).price_usd,
+        c_local=prices.cable(
+            "electrical" if prices.electrical_within_group else "optical", spec.link_gbps
+        ).price_usd,
+        c_end=prices.cable("endpoint", spec.link_gbps).price_usd,
+    )
+
+
+def _design(family: str, inp: _Inputs, sol: dict[str, Any], gpus: int | None) -> dict[str, Any]:
+    d: dict[str, Any] = dict(
+        family=family,
+        switch_ports=inp.k,
+        link_gbps=inp.link_gbps,
+        gpus_per_node=inp.gpus_per_node,
+        nics_per_node=inp.nics_per_node,
+    )
+    if gpus is not None:
+        d["gpus"] = gpus
+    if family in ("ft2", "mpft") and sol["tiers"] == 2:
+        d["oversubscription"] = sol["over"]
+    for key in ("q", "endpoints_per_router", "routers_per_group", "global_ports", "groups"):
+        if key in sol:
+            d[key] = sol[key]
+    return d
+
+
+def _ceiling_text(family: str, inp: _Inputs, top_gpus: int, gpus: int) -> str:
+    k = inp.k
+    if family == "mpft":
+        per = k * k // 2 if inp.R == 1 else None
+        lead = (
+            f"a two-layer plane of {k}-port switches holds {per:,} endpoints; {inp.nics_per_node} "
+            f"planes give {top_gpus:,} GPUs"
+            if per
+            else f"{inp.nics_per_node} two-layer planes of {k}-port switches give {top_gpus:,} GPUs"
+        )
+        return f"{lead}; {gpus:,} GPUs need a third tier or more planes"
+    if family == "ft2":
+        return (
+            f"a two-layer fat tree of {k}-port switches holds {top_gpus:,} GPUs; {gpus:,} need a "
+            "third tier, more planes or a higher oversubscription"
+        )
+    if family == "ft3":
+        return (
+            f"a three-layer fat tree of {k}-port switches holds k^3/4 endpoints: {top_gpus:,} GPUs"
+        )
+    if family == "slimfly":
+        return f"the largest Slim Fly of {k}-port routers holds {top_gpus:,} GPUs"
+    return f"the largest Dragonfly of {k}-port routers (g = a*h + 1) holds {top_gpus:,} GPUs"
+
+
+def max_gpus_plan(
+    *,
+    switch_ports: int = 64,
+    link_gbps: float = 400.0,
+    gpus_per_node: int = 8,
+    nics_per_node: int = 8,
+    max_oversubscription: float = 1.0,
+    families: Sequence[str] = PLAN_FAMILIES,
+    prices: PriceBook | None = None,
+    time_limit_s: float | None = 60.0,
+) -> list[Ceiling]:
+    """Each family's ceiling: the program of :mod:`topo.cost.plan` maximising endpoints.
+
+    Returns
+    -------
+    list of Ceiling
+        GPUs in whole servers; ``closed_form`` from :func:`topo.builders.max_gpus` for the
+        same switch and server (for Dragonfly and Slim Fly at ``R = 1``: their defaults).
+
+    Raises
+    ------
+    SpecError
+        Bad switch, server or oversubscription; an unknown family.
+    SolverError
+        HiGHS did not reach an optimum.
+
+    Examples
+    --------
+    >>> [c.max_gpus for c in max_gpus_plan(families=("ft2", "mpft", "ft3"))]
+    [2048, 16384, 65536]
+    """
+    from topo.builders import max_gpus
+
+    prices = prices or load_prices()
+    inp = _inputs(
+        switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, prices
+    )
+    out = []
+    for family in families:
+        try:
+            m = _model(family, inp, None)
+        except _NoDesign as exc:
+            out.append(Ceiling(family, 0, 0, {}, str(exc), 0))
+            continue
+        status = _solve(m, time_limit_s)
+        if status != "optimal":
+            raise SolverError(f"{family}: the ceiling program ended with status {status}")
+        sol = m.read()
+        endpoints = round(_val(m.endpoints)) * m.planes
+        top = endpoints // inp.nics_per_node * inp.gpus_per_node
+        if family in ("ft2", "mpft"):
+            closed = max_gpus(
+                family,
+                switch_ports=inp.k,
+                gpus_per_node=inp.gpus_per_node,
+                nics_per_node=inp.nics_per_node,
+                oversubscription=sol["over"],
+            )
+        elif family == "ft3":
+            closed = max_gpus(
+                "ft3",
+                switch_ports=inp.k,
+                gpus_per_node=inp.gpus_per_node,
+                nics_per_node=inp.nics_per_node,
+            )
+        else:
+            opts = {
+                k: sol[k]
+                for k in (
+                    "q",
+                    "endpoints_per_router",
+                    "routers_per_group",
+                    "global_ports",
+                    "groups",
+                )
+                if k in sol
+            }
+            closed = max_gpus(
+                family,
+                switch_ports=inp.k,
+                gpus_per_node=inp.gpus_per_node,
+                nics_per_node=inp.nics_per_node,
+                **opts,
+            )
+        out.append(
+            Ceiling(
+                family=family,
+                max_gpus=top,
+                endpoints=endpoints,
+                design=_design(family, inp, sol, None),
+                binding=_binding(m),
+                closed_form=closed,
+            )
+        )
+    return out
+
+
+def plan(
+    gpus: int,
+    *,
+    switch_ports: int = 64,
+    link_gbps: float = 400.0,
+    gpus_per_node: int = 8,
+    nics_per_node: int = 8,
+    max_oversubscription: float = 1.0,
+    families: Sequence[str] = PLAN_FAMILIES,
+    prices: PriceBook | None = None,
+    time_limit_s: float | None = 60.0,
+    check: bool = True,
+) -> list[PlanRow]:
+    """The cheapest design of each family that connects ``gpus`` GPUs, ranked by cost.
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs to connect (rounded up to whole servers).
+    switch_ports : int
+        Radix ``k``.
+    link_gbps : float
+        Port and cable speed, Gb/s.
+    gpus_per_node, nics_per_node : int
+        Server shape (``mpft`` has ``nics_per_node`` planes).
+    max_oversubscription : float
+        Largest leaf down/up ratio allowed (1 = non-blocking); Dragonfly and Slim Fly read it
+        as endpoints per router over the full-bandwidth share (``h``; ``ceil(k'/2)``).
+    families : sequence of str
+        From :data:`PLAN_FAMILIES`.
+    prices : PriceBook or None
+        None reads the default price book.
+    time_limit_s : float or None
+        HiGHS time limit per family, seconds.
+    check : bool
+        Build each design up to :data:`MAX_CHECK_GPUS` GPUs, count and price it; a mismatch
+        is a bug and raises ``AssertionError``.
+
+    Returns
+    -------
+    list of PlanRow
+        Feasible rows by cost, then the infeasible ones (with the binding limit).
+
+    Raises
+    ------
+    SpecError
+        ``gpus`` not positive; bad switch, server or oversubscription; unknown family; a price
+        the book lacks.
+
+    Examples
+    --------
+    >>> rows = plan(16385, families=("mpft", "ft3"), check=False)
+    >>> [(r.family, r.feasible, r.tiers) for r in rows]
+    [('ft3', True, 3), ('mpft', False, None)]
+
+    References
+    ----------
+    W. Zhao et al., "Insights into DeepSeek-V3", ISCA 2025, §5.1 and Table 3; M. Al-Fares et
+    al., SIGCOMM 2008; M. Besta and T. Hoefler, SC14; J. Kim et al., ISCA 2008.
+    """
+    from topo.builders._common import as_int
+
+    n = as_int("gpus", gpus)
+    if n < 1:
+        raise SpecError(f"--gpus must be at least 1, got {n}")
+    prices = prices or load_prices()
+    inp = _inputs(
+        switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, prices
+    )
+    nodes = -(-n // inp.gpus_per_node)
+    n_gpus = nodes * inp.gpus_per_node
+    endpoints = nodes * inp.nics_per_node
+    rows = []
+    for family in families:
+        t0 = time.perf_counter()
+        try:
+            m = _model(family, inp, n)
+        except _NoDesign as exc:
+            rows.append(
+                PlanRow(
+                    family,
+                    False,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    n_gpus,
+                    str(exc),
+                    {},
+                    "infeasible",
+                )
+            )
+            continue
+        status = _solve(m, time_limit_s)
+        secs = time.perf_counter() - t0
+        if status != "optimal":
+            binding = status
+            if status == "time limit":
+                binding = (
+                    f"HiGHS stopped at the time limit ({time_limit_s:g} s) without a proven optimum"
+                )
+            if status == "infeasible":
+                ceiling = max_gpus_plan(
+                    switch_ports=inp.k,
+                    link_gbps=inp.link_gbps,
+                    gpus_per_node=inp.gpus_per_node,
+                    nics_per_node=inp.nics_per_node,
+                    max_oversubscription=inp.R,
+                    families=(family,),
+                    prices=prices,
+                    time_limit_s=time_limit_s,
+                )[0]
+                binding = _ceiling_text(family, inp, ceiling.max_gpus, n_gpus)
+            rows.append(
+                PlanRow(
+                    family,
+                    False,
+                    None,
+                    None,
+                    None,
+                    m.planes,
+                    None,
+                    None,
+                    None,
+                    n_gpus,
+                    binding,
+                    {},
+                    status,
+                    None,
+                    secs,
+                )
+            )
+            continue
+        sol = m.read()
+        design = _design(family, inp, sol, n_gpus)
+        cost = _val(m.prob.objective)
+        from topo.cost.bom import cost_from_counts
+
+        cables: dict[tuple[str, float], int] = {}
+        local = sol["local_links"] if prices.electrical_within_group else 0
+        if sol["links"] - local:
+            cables[("optical", inp.link_gbps)] = sol["links"] - local
+        if local:
+            cables[("electrical", inp.link_gbps)] = local
+        cables[("endpoint", inp.link_gbps)] = endpoints
+        bom = cost_from_counts(
+            family=family,
+            name=f"{family}-{n_gpus}",
+            endpoints=endpoints,
+            switches={(inp.k, inp.link_gbps): sol["switches"]},
+            cables=cables,
+            prices=prices,
+        )
+        if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
+            raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
+        checked = None
+        if check and n_gpus <= MAX_CHECK_GPUS:
+            checked = _check(design, sol, bom.cost_usd, prices)
+        rows.append(
+            PlanRow(
+                family=family,
+                feasible=True,
+                cost_usd=bom.cost_usd,
+                cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
+                tiers=sol["tiers"],
+                planes=m.planes,
+                switches=sol["switches"],
+                links=sol["links"],
+                endpoints=endpoints,
+                gpus=n_gpus,
+                binding=_binding(m) or "none: the smallest size that holds N, spare ports left",
+                design=design,
+                status=status,
+                checked=checked,
+                solve_seconds=secs,
+                bom=[asdict(x) for x in bom.lines],
+            )
+        )
+    return sorted(rows, key=lambda r: (not r.feasible, r.cost_usd or 0.0, r.family))
+
+
+def _check(design: dict[str, Any], sol: dict[str, Any], cost: float, prices: PriceBook) -> bool:
+    """Build the design, count it and price it; AssertionError if anything differs."""
+    from topo.builders import build
+    from topo.cost.bom import bill_of_materials
+    from topo.fabric import summarize
+
+    kwargs = {k: v for k, v in design.items() if k != "family"}
+    G = build(design["family"], **kwargs)
+    s = summarize(G)
+    got = bill_of_materials(G, prices)
+    if (s.switches, s.links) != (sol["switches"], sol["links"]) or abs(
+        got.cost_usd - cost
+    ) > 1e-6 * cost:
+        raise AssertionError(  # pragma: no cover - a bug, never a user error
+            f"plan {design}: the program says {sol['switches']} switches, {sol['links']} links, "
+            f"{cost:.2f} $; the built fabric has {s.switches}, {s.links}, {got.cost_usd:.2f} $"
+        )
+    return True

@@ -1,0 +1,284 @@
+"""Price books: switch and cable prices (US dollars), optionally power (watts).
+
+A price book is a TOML file; topo ships a default (``topo/data/prices.toml``) derived from the
+DeepSeek-V3 hardware report's Table 3, every price with its source. Format::
+
+    currency = "USD"
+
+    [[switch]]
+    ports = 64            # radix
+    gbps = 400            # port speed, Gb/s
+    price_usd = 44_500
+    watts = 1500          # optional
+    source = "why this price"
+
+    [[cable]]
+    class = "optical"     # endpoint | electrical | optical
+    gbps = 400
+    price_usd = 1_680
+    watts = 30            # optional (transceivers)
+    source = "why"
+
+    [layout]
+    electrical_within_group = false   # Dragonfly local links electrical (one group, one rack)
+
+A switch of a radix not listed is priced per port from the listed switch of the same speed with
+the nearest radix (switch cost linear in radix, as in the Slim Fly cost model: Besta and
+Hoefler, SC14, §V).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from topo.errors import FormatError, SpecError
+from topo.fabric import read_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CABLE_CLASSES = ("endpoint", "electrical", "optical")
+"""Cable classes: NIC to switch; switch to switch inside a rack; switch to switch between
+racks (with transceivers)."""
+
+DEFAULT_PRICES = "prices.toml"
+"""The default price book, package data in ``topo/data``."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One priced item of a price book.
+
+    Attributes
+    ----------
+    kind : str
+        ``switch`` or a cable class (:data:`CABLE_CLASSES`).
+    gbps : float
+        Port or cable speed, Gb/s.
+    price_usd : float
+        Price of one, US dollars.
+    ports : int
+        Radix (switches; 0 for cables).
+    watts : float or None
+        Power of one, W (None if the book gives none).
+    source : str
+        Where the price comes from.
+    """
+
+    kind: str
+    gbps: float
+    price_usd: float
+    ports: int = 0
+    watts: float | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """Switch and cable prices (see the module docstring for the TOML format).
+
+    Attributes
+    ----------
+    path : str
+        File it was read from (``<default>`` for the packaged book).
+    switches : tuple of Item
+        Listed switches.
+    cables : tuple of Item
+        Listed cables, by class and speed.
+    electrical_within_group : bool
+        Dragonfly local links are electrical (a group in one rack).
+    """
+
+    path: str
+    switches: tuple[Item, ...]
+    cables: tuple[Item, ...]
+    electrical_within_group: bool = False
+
+    def switch(self, ports: int, gbps: float) -> Item:
+        """The price of a ``ports``-port switch of ``gbps`` Gb/s ports.
+
+        Listed: as listed. Not listed: per port from the listed switch of the same speed with
+        the nearest radix (``price * ports / listed_ports``, same for watts).
+
+        Raises
+        ------
+        SpecError
+            If the book lists no switch of that speed.
+        """
+        same = [s for s in self.switches if s.gbps == gbps]
+        if not same:
+            speeds = ", ".join(f"{s.gbps:g}" for s in self.switches) or "none"
+            raise SpecError(
+                f"price book {self.path} has no switch of {gbps:g} Gb/s ports (it lists {speeds})"
+            )
+        for s in same:
+            if s.ports == ports:
+                return s
+        ref = min(same, key=lambda s: (abs(s.ports - ports), s.ports))
+        f = ports / ref.ports
+        return Item(
+            kind="switch",
+            gbps=gbps,
+            ports=ports,
+            price_usd=ref.price_usd * f,
+            watts=None if ref.watts is None else ref.watts * f,
+            source=f"scaled per port from the {ref.ports}-port switch ({ref.source})",
+        )
+
+    def cable(self, kind: str, gbps: float) -> Item:
+        """The price of one cable of class ``kind`` at ``gbps`` Gb/s.
+
+        Raises
+        ------
+        SpecError
+            If the book has no such cable.
+        """
+        for c in self.cables:
+            if c.kind == kind and c.gbps == gbps:
+                return c
+        raise SpecError(f"price book {self.path} has no {kind} cable of {gbps:g} Gb/s")
+
+
+def load_prices(path: str | Path | None = None) -> PriceBook:
+    """Read a price book; None reads the default (``topo/data/prices.toml``).
+
+    Parameters
+    ----------
+    path : str, Path or None
+        A TOML price book.
+
+    Returns
+    -------
+    PriceBook
+
+    Raises
+    ------
+    FormatError
+        Missing or unreadable file; TOML syntax error (with its line); an unknown key; a price,
+        speed, radix or power that is not a non-negative number (positive for speeds and
+        radices); an unknown cable class; two entries for the same item.
+
+    Examples
+    --------
+    >>> book = load_prices()
+    >>> book.switch(64, 400).price_usd, book.cable("optical", 400).price_usd
+    (44500.0, 1680.0)
+    """
+    if path is None:
+        text = resources.files("topo").joinpath("data").joinpath(DEFAULT_PRICES).read_text("utf-8")
+        where = "<default price book>"
+    else:
+        text = read_text(path)
+        where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"\(at line (\d+)", str(exc))
+        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
+        raise FormatError(
+            where, f"not valid TOML: {str(exc).split(' (at line')[0]}", line
+        ) from None
+    return _parse(data, where)
+
+
+_TOP = {"currency", "switch", "cable", "layout"}
+_SWITCH = {"ports", "gbps", "price_usd", "watts", "source"}
+_CABLE = {"class", "gbps", "price_usd", "watts", "source"}
+_LAYOUT = {"electrical_within_group", "source"}
+
+
+def _parse(data: dict[str, Any], where: str) -> PriceBook:
+    _keys(data, _TOP, where, "the price book")
+    if data.get("currency", "USD") != "USD":
+        raise FormatError(where, f"currency must be USD, got {data['currency']!r}")
+    switches, cables = [], []
+    seen: set[tuple[Any, ...]] = set()
+    for i, s in enumerate(_table_list(data, "switch", where)):
+        what = f"[[switch]] #{i + 1}"
+        _keys(s, _SWITCH, where, what)
+        item = Item(
+            kind="switch",
+            ports=int(_number(s, "ports", where, what, positive=True, integer=True)),
+            gbps=_number(s, "gbps", where, what, positive=True),
+            price_usd=_number(s, "price_usd", where, what),
+            watts=_number(s, "watts", where, what) if "watts" in s else None,
+            source=str(s.get("source", "")),
+        )
+        key = ("switch", item.ports, item.gbps)
+        if key in seen:
+            raise FormatError(where, f"{what}: a second {item.ports}-port {item.gbps:g}G switch")
+        seen.add(key)
+        switches.append(item)
+    for i, c in enumerate(_table_list(data, "cable", where)):
+        what = f"[[cable]] #{i + 1}"
+        _keys(c, _CABLE, where, what)
+        kind = c.get("class")
+        if kind not in CABLE_CLASSES:
+            raise FormatError(
+                where, f"{what}: class must be one of {', '.join(CABLE_CLASSES)}, got {kind!r}"
+            )
+        item = Item(
+            kind=kind,
+            gbps=_number(c, "gbps", where, what, positive=True),
+            price_usd=_number(c, "price_usd", where, what),
+            watts=_number(c, "watts", where, what) if "watts" in c else None,
+            source=str(c.get("source", "")),
+        )
+        if (kind, item.gbps) in seen:
+            raise FormatError(where, f"{what}: a second {kind} cable of {item.gbps:g} Gb/s")
+        seen.add((kind, item.gbps))
+        cables.append(item)
+    layout = data.get("layout", {})
+    if not isinstance(layout, dict):
+        raise FormatError(where, "[layout] must be a table")
+    _keys(layout, _LAYOUT, where, "[layout]")
+    within = layout.get("electrical_within_group", False)
+    if not isinstance(within, bool):
+        raise FormatError(
+            where, f"[layout] electrical_within_group must be true or false, got {within!r}"
+        )
+    return PriceBook(where, tuple(switches), tuple(cables), within)
+
+
+def _keys(d: dict[str, Any], allowed: set[str], where: str, what: str) -> None:
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise FormatError(
+            where, f"{what}: unknown key {extra[0]!r}; expected one of {', '.join(sorted(allowed))}"
+        )
+
+
+def _table_list(data: dict[str, Any], name: str, where: str) -> list[dict[str, Any]]:
+    items = data.get(name, [])
+    if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+        raise FormatError(where, f"{name} entries must be an array of tables ([[{name}]])")
+    return items
+
+
+def _number(
+    d: dict[str, Any],
+    key: str,
+    where: str,
+    what: str,
+    positive: bool = False,
+    integer: bool = False,
+) -> float:
+    if key not in d:
+        raise FormatError(where, f"{what}: missing {key}")
+    v = d[key]
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v != float("inf")
+    if integer:
+        ok = ok and isinstance(v, int)
+    if not ok or v < 0 or (positive and v == 0):
+        want = "a positive" if positive else "a non-negative"
+        raise FormatError(
+            where, f"{what}: {key} must be {want} {'integer' if integer else 'number'}, got {v!r}"
+        )
+    return float(v)
