@@ -7,6 +7,7 @@ Commands live in :mod:`topo.cli` (build, import, bandwidth, plot) and in :mod:`t
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sys
@@ -52,7 +53,10 @@ def _main(
 import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
+# a terminal keeps its own width, and COLUMNS still wins when set.
+_PIPE_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+out = Console(highlight=False, soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,1 +1,270 @@
-"""topo collective (being written)."""
+"""``topo collective``: NCCL-style collective costs on a fabric, in nccl-tests' columns."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from topo.cli_common import InputFabric, app, err, out, print_json, user_errors
+from topo.errors import TopoError
+
+WIDE = 160
+"""Piped output draws tables this wide (characters), one row per line as nccl-tests prints."""
+
+_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class Op(str, Enum):
+    all_reduce = "all_reduce"
+    all_gather = "all_gather"
+    reduce_scatter = "reduce_scatter"
+    alltoall = "alltoall"
+    broadcast = "broadcast"
+    reduce = "reduce"
+    sendrecv = "sendrecv"
+
+
+def parse_size(text: str, option: str) -> int:
+    """A byte count as nccl-tests reads it: an integer with an optional K, M, G or T suffix
+    (powers of 1024), e.g. ``8``, ``32M``, ``8G``.
+
+    Raises
+    ------
+    TopoError
+        Not such a count, or below 1.
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGTkmgt]?)[Bb]?\s*", text)
+    if not m:
+        raise TopoError(f"{option} must be a byte count such as 8, 32M or 8G, got {text!r}")
+    value = int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    if value < 1:
+        raise TopoError(f"{option} must be >= 1 byte, got {text!r}")
+    return value
+
+
+@app.command("collective")
+@user_errors
+def collective(
+    fabric: InputFabric,
+    op: Annotated[
+        Op | None,
+        typer.Option(
+            "--op",
+            help="The collective (default all_reduce; with --compare: every test of the log).",
+        ),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            help="Ranks N: the first N/G servers (default: every GPU, or the log's ranks).",
+        ),
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-node",
+            help="Ranks per server G (default: a whole server, N if fewer, or the log's).",
+        ),
+    ] = None,
+    min_bytes: Annotated[
+        str, typer.Option("--min-bytes", help="Smallest size (nccl-tests -b), e.g. 8, 32M.")
+    ] = "8",
+    max_bytes: Annotated[
+        str, typer.Option("--max-bytes", help="Largest size (nccl-tests -e), e.g. 8G.")
+    ] = "8G",
+    step_factor: Annotated[
+        int, typer.Option("--step-factor", help="Size multiplier per step (nccl-tests -f).")
+    ] = 2,
+    datatype: Annotated[
+        str, typer.Option("--datatype", help="nccl-tests data type (-d): float, double, half, ...")
+    ] = "float",
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            help="A real nccl-tests log: measured against predicted busbw, size by size.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    fit: Annotated[
+        bool,
+        typer.Option("--fit", help="With --compare: least-squares alpha and beta of the log."),
+    ] = False,
+    constants: Annotated[
+        Path | None,
+        typer.Option(
+            "--constants",
+            help="TOML overriding the NCCL constants (same shape as topo/data/nccl-2.29.toml).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", help="Write busbw against size (log x) as offline HTML.", dir_okay=False
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the rows as JSON objects.")
+    ] = False,
+) -> None:
+    """Predict nccl-tests' table (time, algbw, busbw) on a fabric, with NCCL's algorithm choice."""
+    from topo import fabric as fabric_mod
+    from topo.collective import collective_table, compare_log, load_constants, plot_busbw
+    from topo.formats.nccl_tests import read_nccl_tests
+
+    if fit and compare is None:
+        raise TopoError("--fit needs --compare LOG (it fits the measured times)")
+    c = load_constants(constants)
+    G = fabric_mod.load(fabric)
+    if compare is not None:
+        tests = read_nccl_tests(compare)
+        if op is not None:
+            tests = [t for t in tests if t.op == op.value]
+            if not tests:
+                found = ", ".join(t.op for t in read_nccl_tests(compare))
+                raise TopoError(f"{compare}: no {op.value}_perf test in the log (it has {found})")
+        comparisons = [
+            compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
+            for t in tests
+        ]
+        if html is not None:
+            from topo.plot import write_html
+
+            write_html(plot_busbw(comparisons=comparisons), html)
+        if as_json:
+            print_json([cmp.to_dict() for cmp in comparisons])
+        else:
+            for cmp in comparisons:
+                _compare_table(cmp, compare)
+        if html is not None:
+            err.print(f"wrote {html}")
+        return
+    report = collective_table(
+        G,
+        (op or Op.all_reduce).value,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        min_bytes=parse_size(min_bytes, "--min-bytes"),
+        max_bytes=parse_size(max_bytes, "--max-bytes"),
+        step_factor=step_factor,
+        dtype=datatype,
+        constants=c,
+    )
+    if html is not None:
+        from topo.plot import write_html
+
+        write_html(plot_busbw(report=report), html)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _table(report)
+    if html is not None:
+        err.print(f"wrote {html}")
+
+
+def _console() -> Console:
+    """``out``, or, when stdout is not a terminal, a console at least :data:`WIDE` wide."""
+    if out.is_terminal:
+        return out
+    return Console(highlight=False, soft_wrap=True, width=max(out.width, WIDE))
+
+
+def _rates_line(rates: dict[str, Any]) -> str:
+    parts = [
+        f"NVLink {rates['nvlink_per_gpu_GBps']:.1f} GB/s per GPU "
+        f"({rates['nvlink_effective_GBps']:.1f} as NCCL gets it)"
+    ]
+    if rates.get("ring_per_server_GBps"):
+        parts.append(
+            f"{rates['nics_per_node']} NICs x {rates['nic_GBps']:.1f} GB/s per server in use, "
+            f"ring {rates['ring_per_server_GBps']:.1f} GB/s per server "
+            f"(bottleneck {', '.join(rates['ring_bottleneck']) or '-'}), "
+            f"server ceiling {rates['server_ceiling_GBps']:.1f} GB/s"
+        )
+    if rates.get("alltoall_internode_per_gpu_GBps"):
+        parts.append(
+            f"all-to-all {rates['alltoall_internode_per_gpu_GBps']:.2f} GB/s per GPU across servers"
+        )
+    return "; ".join(parts)
+
+
+def _table(rep: Any) -> None:
+    title = (
+        f"{rep.op} on {rep.fabric}: {rep.gpus} GPUs, {rep.nodes} nodes x {rep.gpus_per_node} "
+        f"(NCCL {rep.nccl_release} model)"
+    )
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption=_rates_line(rep.rates),
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for name in (
+        "size (B)",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time (us)",
+        "algbw (GB/s)",
+        "busbw (GB/s)",
+    ):
+        table.add_column(name, justify="right")
+    table.add_column("algorithm/protocol")
+    table.add_column("bound")
+    for r in rep.rows:
+        table.add_row(
+            str(r.size_bytes),
+            str(r.count),
+            r.type,
+            r.redop,
+            str(r.root),
+            f"{r.time_us:.2f}",
+            f"{r.algbw_GBps:.2f}",
+            f"{r.busbw_GBps:.2f}",
+            f"{r.algorithm}/{r.protocol}",
+            r.bound,
+        )
+    _console().print(table)
+
+
+def _compare_table(cmp: Any, log: Path) -> None:
+    title = (
+        f"{cmp.op}: {log.name} against the model ({cmp.gpus} GPUs, {cmp.nodes} nodes x "
+        f"{cmp.gpus_per_node})"
+    )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("size (B)", "time (us)", "model (us)", "busbw (GB/s)", "model (GB/s)", "ratio"):
+        table.add_column(name, justify="right")
+    table.add_column("model's choice")
+    for r in cmp.rows:
+        table.add_row(
+            str(r.size_bytes),
+            f"{r.measured_time_us:.1f}",
+            f"{r.predicted_time_us:.1f}",
+            f"{r.measured_busbw_GBps:.2f}",
+            f"{r.predicted_busbw_GBps:.2f}",
+            f"{r.ratio:.2f}",
+            f"{r.algorithm}/{r.protocol}",
+        )
+    _console().print(table)
+    style = "bold red" if cmp.far_below else "bold"
+    out.print(f"{cmp.op}: {cmp.verdict}", style=style)
+    if cmp.fit is not None:
+        f = cmp.fit
+        out.print(
+            f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
+            f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
+        )

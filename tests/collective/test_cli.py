@@ -1,0 +1,155 @@
+"""``topo collective`` on the command line (typer's CliRunner): the table, --json, --compare,
+--fit, --html, and bad input (one line on stderr, exit 1, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from formats._real import real_file
+from typer.testing import CliRunner, Result
+
+from topo.builders import build
+from topo.cli import app
+from topo.fabric import save
+from topo.spec import load_spec
+
+runner = CliRunner()
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
+
+
+def run(*args: Any) -> Result:
+    return runner.invoke(app, ["collective", *map(str, args)])
+
+
+def ok(*args: Any) -> Result:
+    r = run(*args)
+    assert r.exit_code == 0 and r.exception is None, r.output
+    return r
+
+
+def user_error(r: Result, *fragments: str) -> str:
+    assert isinstance(r.exception, SystemExit) and "Traceback" not in r.output, r.output
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("topo: error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    """Two servers of 8 GPUs and 8 x 400G NICs, NVLink 450 GB/s, on an 8-port fat tree."""
+    path = tmp_path_factory.mktemp("fab") / "small.json"
+    save(
+        build("ft2", switch_ports=8, gpus=16, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450),
+        path,
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def h100(tmp_path_factory) -> Path:
+    spec = load_spec(EXAMPLE)
+    spec.pop("name", None)
+    path = tmp_path_factory.mktemp("fab") / "h100.json"
+    save(build(spec.pop("family"), **spec), path)
+    return path
+
+
+def test_json_rows(small):
+    r = ok(
+        small, "--op", "all_gather", "--gpus", 8, "--min-bytes", 8, "--max-bytes", "1M", "--json"
+    )
+    rep = json.loads(r.stdout)
+    assert (rep["op"], rep["gpus"], rep["nodes"], rep["gpus_per_node"]) == ("all_gather", 8, 1, 8)
+    rows = rep["rows"]
+    # float, 8 ranks, 16-byte chunks: the first size with a whole chunk is 128 B
+    assert [row["size_bytes"] for row in rows] == [2**k for k in range(7, 21)]
+    for row in rows:
+        assert {
+            "size_bytes",
+            "time_us",
+            "algbw_GBps",
+            "busbw_GBps",
+            "algorithm",
+            "protocol",
+        } <= set(row)
+        assert row["busbw_GBps"] == pytest.approx(row["algbw_GBps"] * 7 / 8)
+    assert rows[0]["algorithm"] == "ring" and rows[0]["protocol"] == "LL"
+    assert rep["rates"]["nvlink_effective_GBps"] == pytest.approx(450 * 0.824)
+
+
+def test_table(small):
+    r = ok(small, "--op", "all_reduce", "--max-bytes", "8G", "--min-bytes", "1G")
+    assert "busbw" in r.stdout and "nvls_tree/Simple" in r.stdout
+    assert "all_reduce on" in r.stdout and "16 GPUs, 2 nodes x 8" in r.stdout
+
+
+def test_html(small, tmp_path):
+    out = tmp_path / "c.html"
+    r = ok(small, "--op", "alltoall", "--html", out)
+    assert out.is_file() and "plotly" in out.read_text()[:100000].lower()
+    assert r.stderr.strip() == f"wrote {out}"
+
+
+def test_compare_and_fit_ten_nodes(h100, tmp_path):
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    out = tmp_path / "cmp.html"
+    r = ok(h100, "--compare", log, "--op", "all_gather", "--fit", "--html", out)
+    assert "all_gather: agrees with the model" in r.stdout
+    assert "fit over 10 sizes" in r.stdout and out.is_file()
+    data = json.loads(ok(h100, "--compare", log, "--json").stdout)
+    assert [d["op"] for d in data] == [
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "alltoall",
+        "sendrecv",
+    ]
+    assert all(d["gpus"] == 80 and d["gpus_per_node"] == 8 for d in data)
+
+
+def test_compare_pair_says_far_below(h100):
+    log = real_file(
+        "nccl_tests_logs", "xxrjun_cluster00_pairwise", "nccl_N2_G8_cnode2-001_cnode2-002.log"
+    )
+    r = ok(h100, "--compare", log, "--op", "alltoall")
+    assert "alltoall: FAR BELOW the model" in r.stdout
+
+
+def test_failed_log_is_one_line(h100):
+    log = real_file(
+        "nccl_tests_logs",
+        "xxrjun_cluster00_pairwise",
+        "nccl_N2_G8_cnode2-002_cnode2-008.FAILED.log",
+    )
+    user_error(
+        run(h100, "--compare", log), "FAILED.log:", "alltoall_perf", "failed", "NCCL failure"
+    )
+
+
+def test_bad_input(small, tmp_path):
+    user_error(run(small, "--fit"), "--fit needs --compare")
+    user_error(run(small, "--max-bytes", "8X"), "--max-bytes must be a byte count", "'8X'")
+    user_error(run(small, "--gpus", 12), "--gpus 12 must be a multiple of --gpus-per-node 8")
+    user_error(run(small, "--gpus", 64), "needs 8 servers; the fabric has 2")
+    user_error(run(small, "--min-bytes", "2G", "--max-bytes", "1G"), "exceeds --max-bytes")
+    user_error(run(small, "--datatype", "float8"), "unknown data type 'float8'")
+    bad = tmp_path / "c.toml"
+    bad.write_text("[model]\narch = 'pascal'\n")
+    user_error(run(small, "--constants", bad), "c.toml", "model.arch must be one of")
+    log = tmp_path / "one.log"
+    log.write_text(
+        "# Collective test starting: all_gather_perf\n"
+        "#  Rank  0 Group  0 Pid 1 on h1 device  0 [0000:1b:00] NVIDIA H100\n"
+        "#  Rank  1 Group  0 Pid 2 on h1 device  1 [0000:1b:00] NVIDIA H100\n"
+        "  1024  128  float  none  -1  10.00  0.10  0.05  0  9.00  0.11  0.06  0\n"
+        "# Avg bus bandwidth    : 0.055 \n"
+    )
+    user_error(
+        run(small, "--compare", log, "--op", "alltoall"), "no alltoall_perf test", "all_gather"
+    )

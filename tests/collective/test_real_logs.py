@@ -1,0 +1,80 @@
+"""The model against the real H100 nccl-tests logs (../shared/data/real/nccl_tests_logs).
+
+Acceptance (issue 4): with the fabric of examples/h100-10node.toml, the predicted busbw of every
+size of 1 GiB and more is within 15% of the measured (out-of-place) busbw for all_reduce,
+all_gather, reduce_scatter and alltoall, on the ten-node logs at 8 GPUs per node and on the
+single-node logs (NVLink alone). The two-node pair of the other cluster is far below the model.
+Skipped when the shared data folder is absent.
+
+Note: the constants file's ``node_network`` efficiency was fitted to the ten-node 8-GPU
+all_gather / reduce_scatter plateau (see docs/collective.md); the other ops, the other GPU
+counts and the single-node logs are not fitted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from formats._real import real_file
+
+from topo.builders import build
+from topo.collective import compare_log, load_constants
+from topo.formats.nccl_tests import read_nccl_tests
+from topo.spec import load_spec
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
+LOGS = "nccl_tests_logs"
+ACCEPTED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def h100():
+    spec = load_spec(EXAMPLE)
+    spec.pop("name", None)
+    return build(spec.pop("family"), **spec)
+
+
+def _ratios(G, log: Path, op: str) -> list[float]:
+    (test,) = [t for t in read_nccl_tests(log) if t.op == op]
+    cmp = compare_log(G, test, constants=load_constants())
+    big = [r for r in cmp.rows if r.size_bytes >= GIB]
+    assert big, f"{log.name} {op}: no size of 1 GiB or more"
+    return [r.predicted_busbw_GBps / r.measured_busbw_GBps for r in big]
+
+
+@pytest.mark.parametrize("op", ACCEPTED)
+@pytest.mark.parametrize(
+    "folder, name",
+    [
+        ("xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log"),
+        ("xxrjun_cluster01_singlenode", "nccl_N1_G8_cnode3-002.log"),
+        ("xxrjun_cluster01_singlenode", "nccl_N1_G4_cnode3-002.log"),
+    ],
+)
+def test_within_15_percent_at_1_gib_and_more(h100, folder, name, op):
+    log = real_file(LOGS, folder, name)
+    for ratio in _ratios(h100, log, op):
+        assert 0.85 <= ratio <= 1.15, f"{name} {op}: predicted / measured busbw {ratio:.3f}"
+
+
+@pytest.mark.parametrize("name", ["nccl_N10_G1.log", "nccl_N10_G2.log", "nccl_N10_G4.log"])
+def test_fewer_gpus_per_node_use_fewer_nics(h100, name):
+    """Not part of the acceptance, and not fitted: at G = 1, 2, 4 the ring uses G NICs."""
+    log = real_file(LOGS, "xxrjun_cluster01_multinode_N10", name)
+    for op in ("all_gather", "reduce_scatter", "all_reduce"):
+        for ratio in _ratios(h100, log, op):
+            assert 0.85 <= ratio <= 1.15, f"{name} {op}: {ratio:.3f}"
+
+
+def test_underperforming_pair_is_far_below(h100):
+    log = real_file(LOGS, "xxrjun_cluster00_pairwise", "nccl_N2_G8_cnode2-001_cnode2-002.log")
+    (test,) = [t for t in read_nccl_tests(log) if t.op == "alltoall"]
+    cmp = compare_log(h100, test, constants=load_constants(), fit=True)
+    assert cmp.far_below and "FAR BELOW" in cmp.verdict
+    # 2 servers x 8 GPUs: busbw allowed = 48 GB/s per NIC x (n-1)/(n-G) = 48 x 15/8 = 90, or
+    # the server ceiling 330 / 8 x 15/8 = 77.3 GB/s; measured about 23.6
+    assert cmp.rows[-1].predicted_busbw_GBps == pytest.approx(330 / 8 * 15 / 8, rel=0.01)
+    assert cmp.median_ratio < 0.35
+    assert cmp.fit is not None and cmp.fit.busbw_GBps == pytest.approx(23.6, rel=0.02)

@@ -1,0 +1,139 @@
+"""The nccl-tests log reader on every log of ../shared/data/real/nccl_tests_logs, checked
+against the tool's own parsed summary (summary.csv) and the files' headers; and on cut-off and
+failed logs, which must be errors naming what is missing."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from formats._real import REAL_DATA, real_file
+from topo.errors import FormatError
+from topo.formats.nccl_tests import read_nccl_tests
+
+FOLDER = REAL_DATA / "nccl_tests_logs"
+GOOD = [
+    ("xxrjun_cluster01_multinode_N10", "nccl_N10_G1.log", 10, 1),
+    ("xxrjun_cluster01_multinode_N10", "nccl_N10_G2.log", 20, 2),
+    ("xxrjun_cluster01_multinode_N10", "nccl_N10_G4.log", 40, 4),
+    ("xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log", 80, 8),
+    ("xxrjun_cluster01_singlenode", "nccl_N1_G8_cnode3-002.log", 8, 8),
+    ("xxrjun_cluster01_singlenode", "nccl_N1_G4_cnode3-002.log", 4, 4),
+    ("xxrjun_cluster00_pairwise", "nccl_N2_G8_cnode2-001_cnode2-002.log", 16, 8),
+]
+
+
+def test_every_log_in_the_folder_is_covered():
+    if not FOLDER.is_dir():
+        pytest.skip(f"real data not available: {FOLDER}")
+    logs = {p.name for p in FOLDER.glob("*/*.log")}
+    assert logs == {name for _, name, _, _ in GOOD} | {
+        "nccl_N2_G8_cnode2-002_cnode2-008.FAILED.log"
+    }
+
+
+@pytest.mark.parametrize("folder, name, ranks, gpn", GOOD)
+def test_good_logs(folder, name, ranks, gpn):
+    tests = read_nccl_tests(real_file("nccl_tests_logs", folder, name))
+    ops = [t.op for t in tests]
+    if "pairwise" in folder:
+        assert ops == ["alltoall", "sendrecv"]
+    else:
+        assert ops == ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
+    for t in tests:
+        assert (t.ranks, t.gpus_per_node) == (ranks, gpn)
+        assert len(t.rows) == 10  # 32 MiB .. 16 GiB, factor 2
+        assert t.rows[0].size_bytes <= 1 << 25 < t.rows[1].size_bytes
+        # nccl-tests' average is the mean of the printed busbw, out-of-place and in-place
+        vals = [r.busbw_GBps for r in t.rows] + [r.inplace_busbw_GBps for r in t.rows]
+        assert sum(vals) / len(vals) == pytest.approx(t.avg_busbw_GBps, abs=0.01)
+        for r in t.rows:
+            factor = r.busbw_GBps / r.algbw_GBps
+            assert r.size_bytes / r.time_us / 1e3 == pytest.approx(r.algbw_GBps, rel=0.01)
+            want = {"all_reduce": 2 * (ranks - 1) / ranks, "sendrecv": 1.0}.get(
+                t.op, (ranks - 1) / ranks
+            )
+            assert factor == pytest.approx(want, rel=0.01)
+
+
+def test_ten_node_peaks_match_the_tools_summary():
+    """summary.csv of the same run: peak busbw per test and G (the tool's own parser)."""
+    folder = "xxrjun_cluster01_multinode_N10"
+    summary = real_file("nccl_tests_logs", folder, "summary.csv")
+    with open(summary, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows
+    checked = 0
+    for row in rows:
+        log = real_file("nccl_tests_logs", folder, row["file"])
+        (t,) = [t for t in read_nccl_tests(log) if f"{t.op}_perf" == row["test"]]
+        peak = max(max(r.busbw_GBps, r.inplace_busbw_GBps or 0) for r in t.rows)
+        assert peak == pytest.approx(float(row["peak_busbw_GBs"]), abs=0.01)
+        assert t.avg_busbw_GBps == pytest.approx(float(row["avg_bus_bw_GBs"]), abs=0.01)
+        checked += 1
+    assert checked == 20
+
+
+def test_failed_log_names_the_failure():
+    log = real_file(
+        "nccl_tests_logs",
+        "xxrjun_cluster00_pairwise",
+        "nccl_N2_G8_cnode2-002_cnode2-008.FAILED.log",
+    )
+    with pytest.raises(
+        FormatError,
+        match=r"FAILED.log:\d+: test alltoall_perf .* failed: Test NCCL failure.*"
+        r"remote process exited",
+    ):
+        read_nccl_tests(log)
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "x.log"
+    p.write_text(text)
+    return p
+
+
+HEAD = (
+    "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n"
+    "# Collective test starting: all_gather_perf\n"
+    "#  Rank  0 Group  0 Pid 1 on h1 device  0 [0000:1b:00] NVIDIA H100\n"
+    "#  Rank  1 Group  0 Pid 2 on h2 device  0 [0000:1b:00] NVIDIA H100\n"
+)
+ROW = "  1024  128  float  none  -1  10.00  0.10  0.05  0  9.00  0.11  0.06  0\n"
+
+
+def test_truncated_logs_are_errors(tmp_path):
+    with pytest.raises(
+        FormatError, match=r"x.log: test all_gather_perf \(started line 2\) has no result rows"
+    ):
+        read_nccl_tests(_write(tmp_path, HEAD))
+    with pytest.raises(
+        FormatError, match="no 'Avg bus bandwidth' line after its last row \\(line 5\\)"
+    ):
+        read_nccl_tests(_write(tmp_path, HEAD + ROW))
+    with pytest.raises(FormatError, match="no nccl-tests result"):
+        read_nccl_tests(_write(tmp_path, "hello\n"))
+    with pytest.raises(FormatError, match=r"x.log:5: a result row has 9 or 13 columns"):
+        read_nccl_tests(_write(tmp_path, HEAD + "  1024  128  float  none  -1  10.00\n"))
+    with pytest.raises(FormatError, match=r"x.log:5: bad number"):
+        read_nccl_tests(_write(tmp_path, HEAD + ROW.replace("10.00", "ten")))
+    with pytest.raises(FormatError, match="no such file"):
+        read_nccl_tests(tmp_path / "missing.log")
+
+
+def test_minimal_log(tmp_path):
+    (t,) = read_nccl_tests(_write(tmp_path, HEAD + ROW + "# Avg bus bandwidth    : 0.055 \n"))
+    assert (t.op, t.ranks, t.hosts, t.gpus_per_node, t.nccl_version) == (
+        "all_gather",
+        2,
+        ["h1", "h2"],
+        1,
+        "22902",
+    )
+    assert (t.rows[0].size_bytes, t.rows[0].time_us, t.rows[0].inplace_busbw_GBps) == (
+        1024,
+        10.0,
+        0.06,
+    )

@@ -1,0 +1,43 @@
+"""NCCL-style collective costs on a fabric, in nccl-tests' columns (``topo collective``).
+
+- :mod:`topo.collective.constants`: NCCL's latencies, protocol factors and caps, per release;
+- :mod:`topo.collective.fabric_rates`: NVLink, NIC and network rates of a sub-cluster, from
+  the graph and the flow solver;
+- :mod:`topo.collective.model`: the alpha-beta cost of every (algorithm, protocol) and the
+  tuner's choice;
+- :mod:`topo.collective.report`: the size sweep, the comparison with a real log, the fit.
+
+The model and its sources: ``docs/collective.md``.
+"""
+
+from topo.collective.constants import NcclConstants, load_constants
+from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.model import OPS, Candidate, busbw_factor, candidates, choose
+from topo.collective.report import (
+    CollectiveReport,
+    Comparison,
+    Fit,
+    collective_table,
+    compare_log,
+    fit_alpha_beta,
+    plot_busbw,
+)
+
+__all__ = [
+    "OPS",
+    "Candidate",
+    "CollectiveReport",
+    "Comparison",
+    "FabricRates",
+    "Fit",
+    "NcclConstants",
+    "busbw_factor",
+    "candidates",
+    "choose",
+    "collective_table",
+    "compare_log",
+    "fabric_rates",
+    "fit_alpha_beta",
+    "load_constants",
+    "plot_busbw",
+]

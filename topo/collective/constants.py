@@ -1,0 +1,254 @@
+"""The constants of the NCCL cost model: one TOML file per NCCL release, overridable.
+
+The default file is ``topo/data/nccl-2.29.toml``; each value in it names its source (NCCL's
+``src/graph/tuning.cc``, ``topo.h``, ``search.cc``) or says that it was fitted, and to what.
+A user file given to :func:`load_constants` (``topo collective --constants FILE.toml``) has the
+same shape and holds only the keys it changes; unknown keys are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from topo.errors import FormatError
+from topo.fabric import read_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_RELEASE = "2.29"
+ARCHES = ("volta", "ampere", "hopper", "blackwell")
+CPU_VENDORS = ("intel", "amd")
+PROTOCOLS = ("LL", "LL128", "Simple")
+"""NCCL's protocols, in the order of every per-protocol array of the constants file."""
+
+
+@dataclass(frozen=True)
+class NcclConstants:
+    """The constants file, validated, with accessors for the model.
+
+    Attributes
+    ----------
+    data : dict
+        The merged TOML tables (``model``, ``latency``, ``bandwidth``, ``efficiency``).
+    origin : str
+        Where the values came from (the default file, plus the override file if any).
+    """
+
+    data: dict[str, Any]
+    origin: str
+
+    # ---------------------------------------------------------------- model
+    @property
+    def release(self) -> str:
+        """NCCL release the constants are taken from (e.g. ``"2.29"``)."""
+        return str(self.data["model"]["nccl_release"])
+
+    @property
+    def arch(self) -> str:
+        """GPU generation: volta, ampere, hopper or blackwell."""
+        return str(self.data["model"]["arch"])
+
+    @property
+    def cpu_vendor(self) -> str:
+        """intel or amd."""
+        return str(self.data["model"]["cpu_vendor"])
+
+    @property
+    def channels(self) -> int:
+        """NCCL channels assumed for the per-channel caps."""
+        return int(self.data["model"]["channels"])
+
+    # ---------------------------------------------------------------- latency
+    def base_latency_us(self, algorithm: str, protocol: str) -> float:
+        """NCCL's ``baseLatencies[algorithm][protocol]`` (µs)."""
+        return float(self.data["latency"]["base"][algorithm][PROTOCOLS.index(protocol)])
+
+    def hw_latency_us(self, hw: str, algorithm: str, protocol: str) -> float:
+        """NCCL's ``hwLatencies[hw][algorithm][protocol]`` (µs); hw is nvlink, pci or net."""
+        return float(self.data["latency"][hw][algorithm][PROTOCOLS.index(protocol)])
+
+    def latency(self, key: str) -> float:
+        """A scalar of the ``[latency]`` table."""
+        value = self.data["latency"][key]
+        if key == "net_overhead_us":
+            return float(value[self.cpu_vendor])
+        return float(value)
+
+    # ---------------------------------------------------------------- bandwidth
+    def _by_nodes(self, row: list[float], nodes: int) -> float:
+        return float(row[min(nodes, 3) - 1])
+
+    def ll_max_GBps(self, nodes: int) -> float:
+        """NCCL's ``llMaxBws``: row by arch on one node, by CPU vendor across nodes (GB/s)."""
+        key = self.arch if nodes == 1 else self.cpu_vendor
+        return self._by_nodes(self.data["bandwidth"]["ll_max"][key], nodes)
+
+    def per_channel_GBps(self, table: str, nodes: int) -> float:
+        """A per-channel cap (``per_channel_ring_ll128``, ``_tree``, ...) for this arch (GB/s)."""
+        return self._by_nodes(self.data["bandwidth"][table][self.arch], nodes)
+
+    def nvls_efficiency(self) -> float:
+        """NCCL's ``nvlsEfficiency`` for this arch (0: no NVLink SHARP)."""
+        return float(self.data["bandwidth"]["nvls_efficiency"][self.arch])
+
+    def factor(self, key: str) -> float:
+        """A scalar of the ``[bandwidth]`` table (protocol and algorithm factors)."""
+        return float(self.data["bandwidth"][key])
+
+    def tree_correction(self, protocol: str, nbytes: float) -> float:
+        """NCCL's ``treeCorrectionFactor`` for a tree all-reduce of ``nbytes`` (1 outside)."""
+        log_size = _log2i(int(nbytes) >> 6)
+        table = self.data["bandwidth"]["tree_correction"][PROTOCOLS.index(protocol)]
+        if 0 <= log_size < len(table):
+            return float(table[log_size])
+        return 1.0
+
+    # ---------------------------------------------------------------- efficiency
+    @property
+    def nvlink_efficiency(self) -> float:
+        """NCCL's NVLink rate over the link's rate, for this arch."""
+        return float(self.data["efficiency"]["nvlink"][self.arch])
+
+    @property
+    def nic_efficiency(self) -> float:
+        """NCCL's per-NIC channel rate over the NIC's rate."""
+        return float(self.data["efficiency"]["nic"])
+
+    @property
+    def node_network_efficiency(self) -> float:
+        """Share of a server's aggregate NIC rate it drives at once (fitted; see the file)."""
+        return float(self.data["efficiency"]["node_network"])
+
+
+def _log2i(x: int) -> int:
+    """NCCL's log2i: floor(log2(x)) for x >= 1, -1 for x <= 0."""
+    return x.bit_length() - 1 if x > 0 else -1
+
+
+def default_constants_path(release: str = DEFAULT_RELEASE) -> Path:
+    """Path of the packaged constants file of an NCCL release (``topo/data/nccl-<r>.toml``)."""
+    return Path(str(resources.files("topo") / "data" / f"nccl-{release}.toml"))
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    text = read_text(path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"\(at line (\d+)", str(exc))
+        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
+        raise FormatError(
+            path, f"not valid TOML: {str(exc).split(' (at line')[0]}", line=line
+        ) from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], path: Path, where: str = "") -> None:
+    for key, value in over.items():
+        name = f"{where}{key}"
+        if key not in base:
+            raise FormatError(path, f"unknown key {name!r} (not in the default constants file)")
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise FormatError(path, f"{name} must be a table")
+            _merge(base[key], value, path, name + ".")
+            continue
+        old = base[key]
+        if isinstance(old, list):
+            ok = (
+                isinstance(value, list)
+                and len(value) == len(old)
+                and all(_same_shape(a, b) for a, b in zip(old, value, strict=True))
+            )
+            if not ok:
+                raise FormatError(path, f"{name} must be a list shaped like the default {old!r}")
+        elif isinstance(old, str):
+            if not isinstance(value, str):
+                raise FormatError(path, f"{name} must be a string, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FormatError(path, f"{name} must be a number, got {value!r}")
+        base[key] = value
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same_shape, a, b))
+    return isinstance(b, (int, float)) and not isinstance(b, bool)
+
+
+def _check(data: dict[str, Any], path: Path) -> None:
+    model = data["model"]
+    if model["arch"] not in ARCHES:
+        raise FormatError(
+            path, f"model.arch must be one of {', '.join(ARCHES)}, got {model['arch']!r}"
+        )
+    if model["cpu_vendor"] not in CPU_VENDORS:
+        raise FormatError(
+            path, f"model.cpu_vendor must be intel or amd, got {model['cpu_vendor']!r}"
+        )
+    if not isinstance(model["channels"], int) or model["channels"] < 1:
+        raise FormatError(
+            path, f"model.channels must be an integer >= 1, got {model['channels']!r}"
+        )
+    eff = data["efficiency"]
+    for name, value in (
+        ("efficiency.nic", eff["nic"]),
+        ("efficiency.node_network", eff["node_network"]),
+        ("efficiency.nvlink." + model["arch"], eff["nvlink"][model["arch"]]),
+    ):
+        if not 0 < value <= 1:
+            raise FormatError(path, f"{name} must be in (0, 1], got {value!r}")
+
+
+def load_constants(
+    override: str | Path | None = None, release: str = DEFAULT_RELEASE
+) -> NcclConstants:
+    """Load the constants of an NCCL release, with a user's overrides.
+
+    Parameters
+    ----------
+    override : str or Path, optional
+        A TOML file of the same shape as the default, holding only the values to change.
+    release : str
+        NCCL release of the default file (``topo/data/nccl-<release>.toml``).
+
+    Returns
+    -------
+    NcclConstants
+
+    Raises
+    ------
+    FormatError
+        Unknown release, unreadable or invalid TOML, a key the default file does not have, a
+        value of another type or shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency
+        outside (0, 1].
+
+    Examples
+    --------
+    >>> c = load_constants()
+    >>> c.base_latency_us("ring", "Simple"), c.hw_latency_us("net", "ring", "Simple")
+    (8.4, 14.0)
+    """
+    path = default_constants_path(release)
+    if not path.is_file():
+        raise FormatError(path, f"no constants for NCCL release {release}")
+    data = _parse(path)
+    origin = str(path)
+    if override is not None:
+        opath = Path(override)
+        merged = copy.deepcopy(data)
+        _merge(merged, _parse(opath), opath)
+        data = merged
+        origin += f" + {opath}"
+        _check(data, opath)
+    else:
+        _check(data, path)
+    return NcclConstants(data, origin)

@@ -1,0 +1,364 @@
+"""What a collective gets from a fabric: NVLink, NIC and network rates of a sub-cluster.
+
+A collective on ``N`` GPUs, ``G`` per node, runs on the first ``N / G`` servers of the fabric
+(servers in natural order of their ``node`` id) and, in each, on GPUs ``0 .. G-1`` and the NICs
+those GPUs are cabled to over PCIe (NCCL uses the NICs local to its GPUs). From the graph:
+
+- NVLink per GPU: the summed capacity of the GPU's ``nvlink`` edges (to its NVSwitch);
+- per NIC: the tighter of its ``endpoint`` cable and its PCIe side (the NIC's ``pcie`` edges to
+  the GPUs in use); per server, the sum over all of its NICs (all GPUs);
+- across servers, the time to deliver each collective's server-to-server traffic pattern at
+  once, by maximum concurrent flow (:func:`topo.flow.demand.server_demand_time`; the all-to-all
+  by :func:`topo.flow.alltoall_bandwidth`): a ring's neighbour exchange, a double binary tree's
+  up and down traffic. This is where oversubscription and failed links enter.
+
+All rates here are the fabric's raw capacities (B/s); the efficiencies of NCCL and of the
+server are applied by :mod:`topo.collective.model`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from topo.errors import SolverError, TopoError
+from topo.flow.alltoall import alltoall_bandwidth
+from topo.flow.demand import server_demand_time
+
+UNIT_BYTES = 1e9
+"""Bytes per server pair used to pose the flow problems (any scale gives the same rates)."""
+
+
+@dataclass(frozen=True)
+class PatternRate:
+    """How fast one server-to-server traffic pattern crosses the network.
+
+    Attributes
+    ----------
+    seconds_per_byte : float
+        LP time to deliver the pattern, per byte of its unit (s/B; see each pattern).
+    node_bytes : float
+        Most bytes any server sends or receives per byte of the unit (B/B).
+    bottleneck : dict of str to int
+        Binding link directions per tier, from the LP (empty if not solved by LP).
+    method : str
+        ``lp`` or a note on the fallback used.
+    """
+
+    seconds_per_byte: float
+    node_bytes: float
+    bottleneck: dict[str, int]
+    method: str
+
+
+@dataclass(frozen=True)
+class FabricRates:
+    """The fabric-derived rates of a sub-cluster (raw capacities, B/s).
+
+    Attributes
+    ----------
+    fabric : str
+        The fabric's name.
+    gpus, nodes, gpus_per_node : int
+        Ranks, servers, ranks per server.
+    servers : list
+        The server ids used, in order (the ring order).
+    nvswitch : bool
+        Every server used has an NVSwitch joined to its GPUs.
+    nvlink_Bps : float
+        NVLink capacity per GPU per direction, smallest over the GPUs used (0 if G = 1).
+    nic_Bps : float
+        Rate of one NIC in use (smallest): min(cable, PCIe side).
+    nics_per_node : int
+        NICs in use per server (smallest over the servers).
+    gpu_nic_Bps : float
+        NIC rate one GPU can use alone over its own PCIe-attached NICs (smallest).
+    server_nic_Bps : float
+        Sum of the rates of all NICs of a server (smallest server), whether in use or not.
+    ring, tree, alltoall : PatternRate or None
+        The patterns across servers (None on one server). ``ring``: unit = one byte from every
+        server to the next in order. ``tree``: unit = one byte of all-reduce buffer, spread
+        over NCCL's double binary tree (each tree carries half, up and down).
+        ``alltoall``: unit = one byte from every GPU to every GPU of the other servers.
+    """
+
+    fabric: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    servers: list[Hashable]
+    nvswitch: bool
+    nvlink_Bps: float
+    nic_Bps: float
+    nics_per_node: int
+    gpu_nic_Bps: float
+    server_nic_Bps: float
+    ring: PatternRate | None
+    tree: PatternRate | None
+    alltoall: PatternRate | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _key(x: Hashable) -> tuple[int, Any]:
+    return (0, x) if isinstance(x, int) else (1, str(x))
+
+
+def _inventory(G: nx.Graph) -> dict[Hashable, dict[str, list[Any]]]:
+    servers: dict[Hashable, dict[str, list[Any]]] = {}
+    for v, d in G.nodes(data=True):
+        if d["kind"] in ("gpu", "nic", "nvswitch"):
+            servers.setdefault(d["node"], {"gpu": [], "nic": [], "nvswitch": []})[d["kind"]].append(
+                v
+            )
+    for parts in servers.values():
+        parts["gpu"].sort(key=lambda v: _key(G.nodes[v].get("index", 0)))
+    return {s: p for s, p in servers.items() if p["gpu"]}
+
+
+def select_subcluster(
+    G: nx.Graph, gpus: int | None, gpus_per_node: int | None
+) -> tuple[nx.Graph, list[Hashable], int, int]:
+    """The sub-fabric a collective of ``gpus`` ranks, ``gpus_per_node`` per server, runs on.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (schema in :mod:`topo.fabric`).
+    gpus : int, optional
+        Ranks N (default: every GPU of the fabric, at ``gpus_per_node`` per server).
+    gpus_per_node : int, optional
+        Ranks per server G (default: the GPUs of a server, or N when N is fewer).
+
+    Returns
+    -------
+    (networkx.Graph, list, int, int)
+        The sub-fabric (every switch; of the first N/G servers only GPUs 0..G-1, the NICs
+        cabled to them over PCIe, and the NVSwitch), the server ids in order, N and G.
+
+    Raises
+    ------
+    TopoError
+        No GPUs; G < 1 or more than a server holds; N < 2, not a multiple of G, or more than
+        the fabric's servers hold.
+    """
+    inv = _inventory(G)
+    if not inv:
+        raise TopoError("the fabric has no GPUs: collectives need a built fabric with servers")
+    order = sorted(inv, key=_key)
+    per_server = min(len(inv[s]["gpu"]) for s in order)
+    if gpus_per_node is not None:
+        g = gpus_per_node
+    elif gpus is not None and 1 <= gpus < per_server:
+        g = gpus  # fewer ranks than a server holds: one server
+    else:
+        g = per_server
+    if g < 1:
+        raise TopoError(f"--gpus-per-node must be >= 1, got {g}")
+    if g > per_server:
+        raise TopoError(
+            f"--gpus-per-node {g} exceeds the {per_server} GPUs of the fabric's servers"
+        )
+    n = g * len(order) if gpus is None else gpus
+    if n < 2:
+        raise TopoError(f"--gpus must be >= 2 (a collective needs two ranks), got {n}")
+    if g > 1 and n % g:
+        raise TopoError(f"--gpus {n} must be a multiple of --gpus-per-node {g}")
+    nodes = max(1, n // g) if g > 1 else n
+    if g == 1 and n > len(order):
+        raise TopoError(
+            f"--gpus {n} at 1 GPU per node needs {n} servers; the fabric has {len(order)}"
+        )
+    if nodes > len(order):
+        raise TopoError(
+            f"--gpus {n} at {g} per node needs {nodes} servers; the fabric has {len(order)} "
+            f"(at most {g * len(order)} GPUs)"
+        )
+    chosen = order[:nodes]
+    keep: set[Any] = {
+        v for v, d in G.nodes(data=True) if d["kind"] not in ("gpu", "nic", "nvswitch")
+    }
+    for s in chosen:
+        gset = inv[s]["gpu"][:g]
+        keep.update(gset)
+        keep.update(inv[s]["nvswitch"])
+        for gv in gset:
+            keep.update(w for w in G.neighbors(gv) if G.nodes[w]["kind"] == "nic")
+    return G.subgraph(keep).copy(), chosen, n, g
+
+
+def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
+    rates = []
+    for nic in nics:
+        cable = sum(e["capacity"] for _, _, e in G.edges(nic, data=True) if e["kind"] == "endpoint")
+        pcie = sum(e["capacity"] for _, _, e in G.edges(nic, data=True) if e["kind"] == "pcie")
+        if cable > 0:
+            rates.append(min(cable, pcie) if pcie > 0 else cable)
+    return rates
+
+
+def _pattern(
+    G: nx.Graph, demand: dict[tuple[Hashable, Hashable], float], unit: float
+) -> PatternRate:
+    out: dict[Hashable, float] = {}
+    inn: dict[Hashable, float] = {}
+    for (a, b), x in demand.items():
+        out[a] = out.get(a, 0.0) + x
+        inn[b] = inn.get(b, 0.0) + x
+    node_bytes = max(max(out.values()), max(inn.values())) / unit
+    try:
+        rep = server_demand_time(G, demand)
+    except SolverError as exc:
+        # Too large for an exact LP: fall back to the servers' NIC totals (non-blocking).
+        return PatternRate(0.0, node_bytes, {}, f"LP refused ({exc}); NIC-bound only")
+    return PatternRate(rep.time_s / unit, node_bytes, dict(rep.bottleneck_tiers), "lp")
+
+
+def btree_parent(rank: int, nranks: int) -> int:
+    """Parent of ``rank`` in NCCL's binary tree over ``nranks`` (-1 for the root, rank 0).
+
+    The parent clears the rank's lowest set bit and sets the next one up, or only clears it
+    when that falls outside the ranks (NCCL ``src/graph/trees.cc``, ``ncclGetBtree``).
+
+    Examples
+    --------
+    >>> [btree_parent(r, 4) for r in range(4)]
+    [-1, 2, 0, 2]
+    """
+    if rank == 0:
+        return -1
+    bit = rank & -rank
+    up = (rank ^ bit) | (bit << 1)
+    return up if up < nranks else rank ^ bit
+
+
+def double_binary_tree(nranks: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The two trees of NCCL's double binary tree, as (child, parent) edges.
+
+    Tree 0 is :func:`btree_parent`'s tree; tree 1 is it mirrored (rank -> nranks-1-rank) when
+    ``nranks`` is even and shifted by one when odd, so that the leaves of one tree are inner
+    ranks of the other (NCCL ``ncclGetDtree``; Sanders, Speck and Träff, Parallel Computing
+    35(12), 2009).
+    """
+    t0 = [(r, btree_parent(r, nranks)) for r in range(1, nranks)]
+    if nranks % 2 == 0:
+        t1 = [(nranks - 1 - c, nranks - 1 - p) for c, p in t0]
+    else:
+        t1 = [((c + 1) % nranks, (p + 1) % nranks) for c, p in t0]
+    return t0, t1
+
+
+def fabric_rates(
+    G: nx.Graph, gpus: int | None = None, gpus_per_node: int | None = None
+) -> FabricRates:
+    """NVLink, NIC and network rates of the sub-cluster a collective runs on.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (schema in :mod:`topo.fabric`).
+    gpus, gpus_per_node : int, optional
+        Ranks and ranks per server (see :func:`select_subcluster`).
+
+    Returns
+    -------
+    FabricRates
+        Raw capacities in B/s and the LP times of the ring, tree and all-to-all patterns.
+
+    Raises
+    ------
+    TopoError
+        Bad ``gpus`` / ``gpus_per_node``; GPUs of a server without NVLink while G > 1; a server
+        with no NIC cabled to a switch while N/G > 1.
+    InfeasibleError
+        Servers with no path between them.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> r = fabric_rates(G, gpus=4)
+    >>> r.nodes, r.nic_Bps / 1e9, round(1 / r.ring.seconds_per_byte / 1e9, 6)  # 2 x 400G
+    (2, 50.0, 100.0)
+    """
+    sub, servers, n, g = select_subcluster(G, gpus, gpus_per_node)
+    inv = _inventory(sub)
+    nodes = len(servers)
+    full = _inventory(G)
+    nvswitch = all(inv[s]["nvswitch"] for s in servers)
+    nvlink = math.inf
+    gpu_nic = math.inf
+    nic_rates: list[float] = []
+    nics_per_node = 10**9
+    server_nic = math.inf
+    for s in servers:
+        for gv in inv[s]["gpu"]:
+            nv = sum(e["capacity"] for _, _, e in sub.edges(gv, data=True) if e["kind"] == "nvlink")
+            nvlink = min(nvlink, nv)
+            own = 0.0
+            for w in sub.neighbors(gv):
+                if sub.nodes[w]["kind"] != "nic":
+                    continue
+                sharers = sum(1 for x in sub.neighbors(w) if sub.nodes[x]["kind"] == "gpu")
+                rate = _nic_rates(sub, [w])
+                if rate:
+                    own += rate[0] / max(1, sharers)
+            gpu_nic = min(gpu_nic, own)
+        rates = _nic_rates(sub, inv[s]["nic"])
+        nic_rates += rates
+        nics_per_node = min(nics_per_node, len(rates))
+        server_nic = min(server_nic, sum(_nic_rates(G, full[s]["nic"])))
+    if g > 1 and nvlink <= 0:
+        raise TopoError(
+            "GPUs without NVLink: intra-node collectives over PCIe are not modelled "
+            "(the servers need an NVSwitch joined to their GPUs)"
+        )
+    if nodes > 1 and (not nic_rates or nics_per_node == 0):
+        raise TopoError(
+            "a server in use has no NIC cabled to a switch: collectives across servers need one"
+        )
+    ring = tree = a2a = None
+    if nodes > 1:
+        ring_d = {(servers[i], servers[(i + 1) % nodes]): UNIT_BYTES for i in range(nodes)}
+        if nodes == 2:
+            ring_d = {(servers[0], servers[1]): UNIT_BYTES, (servers[1], servers[0]): UNIT_BYTES}
+        ring = _pattern(sub, ring_d, UNIT_BYTES)
+        tree_d: dict[tuple[Hashable, Hashable], float] = {}
+        for edges in double_binary_tree(nodes):
+            for c, p in edges:
+                for a, b in ((c, p), (p, c)):
+                    key = (servers[a], servers[b])
+                    tree_d[key] = tree_d.get(key, 0.0) + UNIT_BYTES / 2
+        tree = _pattern(sub, tree_d, UNIT_BYTES)
+        a2a = _alltoall_pattern(sub, n, g, nodes)
+    return FabricRates(
+        fabric=str(G.graph.get("name", "fabric")),
+        gpus=n,
+        nodes=nodes,
+        gpus_per_node=g,
+        servers=servers,
+        nvswitch=nvswitch,
+        nvlink_Bps=0.0 if g == 1 else float(nvlink),
+        nic_Bps=min(nic_rates) if nic_rates else 0.0,
+        nics_per_node=nics_per_node if nic_rates else 0,
+        gpu_nic_Bps=0.0 if math.isinf(gpu_nic) else float(gpu_nic),
+        server_nic_Bps=0.0 if math.isinf(server_nic) else float(server_nic),
+        ring=ring,
+        tree=tree,
+        alltoall=a2a,
+    )
+
+
+def _alltoall_pattern(sub: nx.Graph, n: int, g: int, nodes: int) -> PatternRate:
+    """Uniform all-to-all across servers: unit = one byte per ordered pair of GPUs on
+    different servers. The LP's pair rate lambda gives the time 1/lambda per unit."""
+    node_bytes = float(g * g * (nodes - 1))
+    try:
+        rep = alltoall_bandwidth(sub)
+    except SolverError as exc:
+        return PatternRate(0.0, node_bytes, {}, f"LP refused ({exc}); NIC-bound only")
+    lam = rep.pair_rate_GBps * 1e9
+    return PatternRate(1.0 / lam, node_bytes, dict(rep.bottleneck_tiers), "lp")

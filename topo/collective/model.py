@@ -1,0 +1,418 @@
+"""NCCL-style alpha-beta costs of collectives on a fabric, and the tuner's choice.
+
+For each algorithm NCCL has for an operation (ring; tree: a double binary tree across servers,
+a chain inside; NVLS and NVLS-tree where the servers have an NVSwitch; PAT at one GPU per
+server; pairwise exchange with PXN for alltoall and send/recv) and each protocol (LL, LL128,
+Simple), the time of a size-``S`` operation is
+
+    time = latency + S / algbw
+
+``S`` is the size nccl-tests prints (per rank for all_reduce, broadcast, reduce, sendrecv; the
+whole buffer of ``n`` chunks for all_gather, reduce_scatter and alltoall). The tuner takes the
+fastest (algorithm, protocol), as NCCL's ``ncclTopoGetAlgoTime`` does (NVIDIA/nccl
+``src/graph/tuning.cc``), and busbw is algbw times nccl-tests' factor
+(``doc/PERFORMANCE.md``: all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
+broadcast, reduce, sendrecv 1).
+
+The latencies, protocol factors and per-channel caps are NCCL's (see the constants file). The
+bandwidths are the fabric's (:mod:`topo.collective.fabric_rates`), times NCCL's NVLink and NIC
+efficiencies and capped by what a server drives over all its NICs at once:
+
+- ring: every ring link carries the ring's bus bandwidth ``B``; across servers each server
+  sends ``B`` to the next (the ring pattern's flow rate), and inside a server every GPU but the
+  one whose NIC leaves forwards over NVLink: ``B (G-1)/G <= NVLink``. algbw = B n / steps with
+  steps 2(n-1) (all_reduce), n-1 (all_gather, reduce_scatter), n (broadcast, reduce).
+- tree (all_reduce): the double binary tree moves 2S in and out of an inner server; the flow
+  rate of that pattern is the network's algbw; the chain inside moves 2S per GPU over NVLink.
+  NCCL's refinements (x0.92, x0.85 tree pattern, per-channel caps, LL /3.8, LL128 120/128) and
+  its medium-size correction table apply.
+- NVLS (one server): with NVLink SHARP each GPU sends and receives S (n+1)/n, so algbw =
+  NVLink x nvlsEfficiency x G/(G+1); NVLS-tree adds the tree across servers (no tree factors).
+- PAT (all_gather, reduce_scatter at one GPU per server): the ring's network rate x 0.75.
+- alltoall: each GPU sends S/n to every rank; the per-GPU share of the fabric's all-to-all
+  flow bounds the inter-server part, NVLink the rest (with PXN, traffic for another rail's NIC
+  crosses NVLink first: (G-1)/G of the inter-server bytes).
+- sendrecv: one GPU pair per hop: the GPU's own NIC(s) across servers, NVLink inside.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from topo.collective.constants import PROTOCOLS, NcclConstants, _log2i
+from topo.collective.fabric_rates import FabricRates, PatternRate
+from topo.errors import TopoError
+
+OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "broadcast",
+    "reduce",
+    "sendrecv",
+)
+"""The operations of ``topo collective --op``, named as nccl-tests' binaries (``*_perf``)."""
+
+TOTAL_SIZE_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Operations whose nccl-tests size column is the whole buffer (n chunks), not one rank's."""
+
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat", "pairwise", "p2p")
+
+
+def busbw_factor(op: str, nranks: int) -> float:
+    """nccl-tests' busbw / algbw factor for ``op`` on ``nranks`` ranks.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`OPS`.
+    nranks : int
+        Ranks n >= 1.
+
+    Returns
+    -------
+    float
+        2(n-1)/n for all_reduce; (n-1)/n for all_gather, reduce_scatter, alltoall; 1 for
+        broadcast, reduce, sendrecv.
+
+    References
+    ----------
+    NVIDIA/nccl-tests ``doc/PERFORMANCE.md`` and ``src/*.cu`` (``GetBw``).
+
+    Examples
+    --------
+    >>> busbw_factor("all_reduce", 8), busbw_factor("alltoall", 8)
+    (1.75, 0.875)
+    """
+    n = nranks
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in TOTAL_SIZE_OPS:
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (algorithm, protocol) and its cost for one size.
+
+    Attributes
+    ----------
+    algorithm, protocol : str
+        e.g. ``ring`` / ``Simple``.
+    latency_s : float
+        Latency term (s).
+    algbw_Bps : float
+        Bandwidth on the nccl-tests size (B/s).
+    time_s : float
+        latency + size / algbw (s).
+    bound : str
+        What limits ``algbw``: ``nvlink``, ``network`` (with the binding tiers), ``server NICs``
+        (the node_network ceiling), a protocol ceiling or a per-channel cap.
+    """
+
+    algorithm: str
+    protocol: str
+    latency_s: float
+    algbw_Bps: float
+    time_s: float
+    bound: str
+
+
+class _Rates:
+    """Efficiency-adjusted rates (B/s) of a sub-cluster under a set of constants."""
+
+    def __init__(self, r: FabricRates, c: NcclConstants) -> None:
+        self.r, self.c = r, c
+        self.n, self.N, self.G = r.gpus, r.nodes, r.gpus_per_node
+        self.nvl = r.nvlink_Bps * c.nvlink_efficiency
+        self.node_cap = c.node_network_efficiency * r.server_nic_Bps
+
+    def pattern(self, p: PatternRate) -> tuple[float, str]:
+        """Units per second of a pattern, and its bound."""
+        c, r = self.c, self.r
+        if p.seconds_per_byte > 0:
+            t_net = p.seconds_per_byte / c.nic_efficiency
+            tiers = ", ".join(f"{k}" for k in p.bottleneck) or "links"
+            net_label = f"net {tiers}"
+        else:  # LP refused: the NICs in use, non-blocking
+            t_net = p.node_bytes / (r.nics_per_node * r.nic_Bps * c.nic_efficiency)
+            net_label = "net NICs (no LP)"
+        t_node = p.node_bytes / self.node_cap if self.node_cap > 0 else math.inf
+        if t_node > t_net:
+            return 1.0 / t_node, "server ceiling"
+        return 1.0 / t_net, net_label
+
+    def ring_bus(self) -> tuple[float, str]:
+        """Ring bus bandwidth (B/s per ring link) and its bound."""
+        if self.N == 1:
+            return self.nvl, "nvlink"
+        assert self.r.ring is not None
+        bw, bound = self.pattern(self.r.ring)
+        if self.G > 1:
+            nv = self.nvl * self.G / (self.G - 1)
+            if nv < bw:
+                return nv, "nvlink"
+        return bw, bound
+
+
+def _hw_intra(rates: _Rates) -> str:
+    return "nvlink" if rates.r.nvswitch and rates.G > 1 else "pci"
+
+
+def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
+    c, n, N = R.c, R.n, R.N
+    bus, bound = R.ring_bus()
+    nsteps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
+    out = []
+    for p in PROTOCOLS:
+        b, why = bus, bound
+        if p == "LL":
+            cap = c.ll_max_GBps(N) * 1e9
+            b = bus * c.factor("ring_ll_factor")
+            if cap < b:
+                b, why = cap, "LL ceiling"
+        elif p == "LL128":
+            cap = c.channels * c.per_channel_GBps("per_channel_ring_ll128", N) * 1e9
+            b = bus * c.factor("ring_ll128_factor")
+            if cap < b:
+                b, why = cap, "LL128 cap"
+        algbw = b * n / nsteps
+        lat = c.base_latency_us("ring", p)
+        hw = "net" if N > 1 else _hw_intra(R)
+        if op in ("broadcast", "reduce"):
+            hop = c.hw_latency_us(hw, "tree" if p == "Simple" else "ring", p)
+            lat += nsteps * hop
+        else:
+            intra = c.hw_latency_us(_hw_intra(R), "ring", p)
+            inter = c.hw_latency_us("net", "tree" if R.G == 1 else "ring", p)
+            if N > 1:
+                ovh = c.latency("net_overhead_us")
+                if p == "Simple":
+                    ovh *= c.latency("net_overhead_simple_factor")
+                intra = max(intra, ovh)
+            n_inter = 0 if N == 1 else (2 * (N - 1) if op == "all_reduce" else N - 1)
+            lat += (nsteps - n_inter) * intra + n_inter * inter
+            if op == "all_reduce" and p == "Simple" and N > 1 and S / (c.channels * n) >= 64:
+                lat *= c.latency("ring_plateau_factor")
+        out.append(_cand("ring", p, lat, algbw, S, why))
+    return out
+
+
+def _cand(algo: str, proto: str, lat_us: float, algbw: float, S: float, bound: str) -> Candidate:
+    lat = lat_us * 1e-6
+    return Candidate(algo, proto, lat, algbw, lat + S / algbw, bound)
+
+
+def _tree_net(R: _Rates) -> tuple[float, str]:
+    """all_reduce bytes per second the tree pattern moves across servers (no NCCL factors)."""
+    assert R.r.tree is not None
+    return R.pattern(R.r.tree)
+
+
+def _tree(S: float, R: _Rates) -> list[Candidate]:
+    c, N, G = R.c, R.N, R.G
+    if N == 1:
+        raw, bound = R.nvl / 2, "nvlink"
+    else:
+        raw, bound = _tree_net(R)
+        if G > 1 and R.nvl / 2 < raw:
+            raw, bound = R.nvl / 2, "nvlink"
+    out = []
+    for p in PROTOCOLS:
+        bus, why = 2 * raw, bound  # NCCL's tree busBw; algbw = busBw / 2
+        cap = c.channels * c.per_channel_GBps("per_channel_tree", N) * 1e9
+        bus = bus * c.factor("tree_factor")
+        if cap < bus:
+            bus, why = cap, "tree cap"
+        if p == "LL":
+            llcap = c.ll_max_GBps(N) * 1e9
+            bus = bus * c.factor("tree_ll_factor")
+            if llcap < bus:
+                bus, why = llcap, "LL ceiling"
+        elif p == "LL128":
+            f = c.factor("tree_ll128_factor_one_node" if N == 1 else "tree_ll128_factor")
+            cap128 = c.channels * c.per_channel_GBps("per_channel_tree_ll128", N) * 1e9
+            bus = bus * f
+            if cap128 < bus:
+                bus, why = cap128, "LL128 cap"
+        if c.arch in ("hopper", "blackwell"):
+            bus *= c.factor("tree_pattern_factor")
+        algbw = bus / 2 * c.tree_correction(p, S)
+        intra = c.hw_latency_us(_hw_intra(R), "tree", p)
+        inter = c.hw_latency_us("net", "tree", p)
+        lat = c.base_latency_us("tree", p) + 2 * ((G - 1) * intra + _log2i(N) * inter)
+        out.append(_cand("tree", p, lat, algbw, S, why))
+    return out
+
+
+def _nvls_ok(R: _Rates) -> bool:
+    return R.r.nvswitch and R.G > 1 and R.c.nvls_efficiency() > 0
+
+
+def _nvls(op: str, S: float, R: _Rates) -> list[Candidate]:
+    c, G, n = R.c, R.G, R.n
+    eff = R.nvl * c.nvls_efficiency()
+    if op == "all_reduce":
+        algbw = eff * G / (G + 1)
+    else:  # all_gather / reduce_scatter on one server: busbw = NVLink x nvlsEfficiency
+        algbw = eff * n / (n - 1)
+    lat = c.hw_latency_us("nvlink", "nvls", "Simple")
+    return [_cand("nvls", "Simple", lat, algbw, S, "nvlink")]
+
+
+def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
+    c, G, N, n = R.c, R.G, R.N, R.n
+    intra = R.nvl * c.nvls_efficiency() * G / (G + 1)
+    inter, bound = _tree_net(R)
+    algbw, why = intra, "nvlink"
+    if inter < algbw:
+        algbw, why = inter, bound
+    per_ch = c.per_channel_GBps("per_channel_nvls_tree", N)
+    if per_ch > 0:
+        cap = c.channels * per_ch * 1e9 * n / (2 * (n - 1))
+        if cap < algbw:
+            algbw, why = cap, "NVLS-tree cap"
+    lat = (
+        c.base_latency_us("nvls_tree", "Simple")
+        + c.hw_latency_us("nvlink", "nvls_tree", "Simple")
+        + 2 * _log2i(N) * c.hw_latency_us("net", "nvls_tree", "Simple")
+    )
+    return [_cand("nvls_tree", "Simple", lat, algbw, S, why)]
+
+
+def _pat(S: float, R: _Rates) -> list[Candidate]:
+    c = R.c
+    bus, bound = R.ring_bus()
+    algbw = bus * c.factor("pat_factor")
+    inter = c.hw_latency_us("net", "tree", "Simple")
+    lat = (
+        c.base_latency_us("pat", "Simple")
+        + _log2i(R.N) * inter / c.latency("pat_log_divisor")
+        + R.n * c.latency("pat_per_rank_us")
+    )
+    return [_cand("pat", "Simple", lat, algbw, S, bound)]
+
+
+def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
+    c = R.c
+    hw = "net" if R.N > 1 else _hw_intra(R)
+    lat = c.base_latency_us("ring", p) + c.hw_latency_us(hw, "ring", p)
+    if R.N > 1:
+        lat += peers * c.latency("net_overhead_us")
+    return lat
+
+
+def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
+    out = [("Simple", 1.0)]
+    if per_peer <= R.c.factor("p2p_ll_threshold_bytes"):
+        out.append(("LL", R.c.factor("ring_ll_factor")))
+    return out
+
+
+def _alltoall(S: float, R: _Rates) -> list[Candidate]:
+    n, G, N = R.n, R.G, R.N
+    chunk = S / n
+    t_net, t_nvl = 0.0, 0.0
+    bound = "nvlink"
+    if N > 1:
+        assert R.r.alltoall is not None
+        units, bound = R.pattern(R.r.alltoall)
+        t_net = chunk / units
+    if G > 1:
+        fwd = (n - G) * (G - 1) / G if N > 1 else 0.0
+        t_nvl = ((G - 1) + fwd) * chunk / R.nvl
+        if t_nvl > t_net:
+            bound = "nvlink"
+    per_chunk = max(t_net, t_nvl)
+    algbw = S / per_chunk if per_chunk > 0 else math.inf
+    out = []
+    for p, f in _p2p_protocols(R, chunk):
+        out.append(_cand("pairwise", p, _p2p_latency(R, p, n - 1), algbw * f, S, bound))
+    return out
+
+
+def _sendrecv(S: float, R: _Rates) -> list[Candidate]:
+    rates: list[tuple[float, str]] = []
+    if R.G > 1:
+        rates.append((R.nvl, "nvlink"))
+    if R.N > 1:
+        nic = R.r.gpu_nic_Bps * R.c.nic_efficiency
+        rates.append((nic, "own NIC"))
+    bw, bound = min(rates)
+    out = []
+    for p, f in _p2p_protocols(R, S):
+        out.append(_cand("p2p", p, _p2p_latency(R, p, 1), bw * f, S, bound))
+    return out
+
+
+def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants) -> list[Candidate]:
+    """Every (algorithm, protocol) NCCL would consider for ``op`` at ``size_bytes``.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`OPS`.
+    size_bytes : float
+        The nccl-tests size (B): per rank, or the whole buffer for all_gather,
+        reduce_scatter and alltoall.
+    rates : FabricRates
+        The sub-cluster (:func:`topo.collective.fabric_rates.fabric_rates`).
+    c : NcclConstants
+        The constants.
+
+    Returns
+    -------
+    list of Candidate
+        Unsorted; ``time_s`` = latency + size / algbw.
+
+    Raises
+    ------
+    TopoError
+        Unknown op, or size <= 0.
+    """
+    busbw_factor(op, 2)  # validates op
+    if not size_bytes > 0:
+        raise TopoError(f"size must be > 0 bytes, got {size_bytes}")
+    R = _Rates(rates, c)
+    S = float(size_bytes)
+    if op == "alltoall":
+        return _alltoall(S, R)
+    if op == "sendrecv":
+        return _sendrecv(S, R)
+    out = _ring(op, S, R)
+    if op == "all_reduce":
+        out += _tree(S, R)
+        if _nvls_ok(R):
+            out += _nvls(op, S, R) if R.N == 1 else _nvls_tree(S, R)
+    elif op in ("all_gather", "reduce_scatter"):
+        if R.N == 1 and _nvls_ok(R):
+            out += _nvls(op, S, R)
+        if R.G == 1 and R.N > 1:
+            out += _pat(S, R)
+    return out
+
+
+def choose(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants) -> Candidate:
+    """The fastest candidate, as NCCL's tuner picks it (ties: the first in NCCL's order).
+
+    Returns
+    -------
+    Candidate
+        The (algorithm, protocol) of least ``time_s``.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> from topo.collective.constants import load_constants
+    >>> from topo.collective.fabric_rates import fabric_rates
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> best = choose("all_reduce", 8, fabric_rates(G), load_constants())
+    >>> best.protocol                      # tiny messages: the low-latency protocol
+    'LL'
+    """
+    return min(candidates(op, size_bytes, rates, c), key=lambda k: k.time_s)

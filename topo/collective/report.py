@@ -1,0 +1,538 @@
+"""The nccl-tests table a fabric allows, and how a measured log compares with it.
+
+:func:`collective_table` sweeps sizes as nccl-tests does (``-b``, ``-e``, ``-f``) and returns
+one row per size with the tuner's choice; :func:`compare_log` predicts each row of a real
+nccl-tests test and gives measured / predicted busbw; :func:`fit_alpha_beta` fits
+``time = alpha + factor * size / beta`` to a measured table by least squares (numpy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.collective.constants import NcclConstants, load_constants
+from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor, choose
+from topo.errors import TopoError
+from topo.formats.nccl_tests import NcclTest
+
+TYPE_BYTES = {
+    "int8": 1,
+    "uint8": 1,
+    "half": 2,
+    "bfloat16": 2,
+    "float": 4,
+    "int32": 4,
+    "uint32": 4,
+    "double": 8,
+    "int64": 8,
+    "uint64": 8,
+}
+"""nccl-tests' data types and their sizes (B)."""
+
+GIB = 1 << 30
+FAR_BELOW = 0.5
+"""Measured / predicted busbw under this is reported as far below what the fabric allows."""
+AGREES = 0.85
+"""Measured / predicted busbw from this to 1/AGREES is reported as agreeing with the model."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of the predicted table (nccl-tests' columns plus the choice).
+
+    Attributes
+    ----------
+    size_bytes, count : int
+        nccl-tests size (B) and element count per rank (per peer for alltoall).
+    type, redop : str
+        Data type; ``sum`` for reductions, ``none`` otherwise.
+    root : int
+        0 for broadcast and reduce, -1 otherwise.
+    time_us, algbw_GBps, busbw_GBps : float
+        Predicted time (µs) and bandwidths (GB/s).
+    algorithm, protocol : str
+        The tuner's choice.
+    latency_us : float
+        Its latency term (µs).
+    bound : str
+        What limits its bandwidth.
+    """
+
+    size_bytes: int
+    count: int
+    type: str
+    redop: str
+    root: int
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+    algorithm: str
+    protocol: str
+    latency_us: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class CollectiveReport:
+    """A predicted nccl-tests table (see :func:`collective_table`)."""
+
+    op: str
+    fabric: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    nccl_release: str
+    constants: str
+    rates: dict[str, Any]
+    rows: list[Row]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; ``rows`` is a list of objects with nccl-tests' columns."""
+        return asdict(self)
+
+
+def rates_summary(r: FabricRates, c: NcclConstants) -> dict[str, Any]:
+    """The fabric-derived rates of a sub-cluster in GB/s, raw and as NCCL gets them."""
+    out: dict[str, Any] = {
+        "nvlink_per_gpu_GBps": r.nvlink_Bps / 1e9,
+        "nvlink_effective_GBps": r.nvlink_Bps * c.nvlink_efficiency / 1e9,
+        "nic_GBps": r.nic_Bps / 1e9,
+        "nics_per_node": r.nics_per_node,
+        "server_nics_GBps": r.server_nic_Bps / 1e9,
+        "server_ceiling_GBps": r.server_nic_Bps * c.node_network_efficiency / 1e9,
+    }
+    for name, p in (("ring", r.ring), ("tree", r.tree), ("alltoall", r.alltoall)):
+        if p is None:
+            continue
+        if name == "alltoall":
+            per_gpu = (
+                (r.gpus - r.gpus_per_node) / p.seconds_per_byte if p.seconds_per_byte else None
+            )
+            out["alltoall_internode_per_gpu_GBps"] = per_gpu / 1e9 if per_gpu else None
+        else:
+            out[f"{name}_per_server_GBps"] = (
+                1 / p.seconds_per_byte / 1e9 if p.seconds_per_byte else None
+            )
+        out[f"{name}_bottleneck"] = p.bottleneck
+    return out
+
+
+def _count(op: str, size: int, n: int, elt: int) -> int:
+    # nccl-tests (src/*.cu, *GetCollByteCount): per-rank chunks of the total-size ops are
+    # rounded down to 16-byte multiples; the others keep size // element.
+    if op in TOTAL_SIZE_OPS:
+        align = max(1, 16 // elt)
+        return ((size // elt) // n) // align * align
+    return size // elt
+
+
+def predict_row(
+    op: str, size_bytes: int, count: int, dtype: str, rates: FabricRates, c: NcclConstants
+) -> Row:
+    """The predicted row for one size (see :class:`Row`)."""
+    best = choose(op, size_bytes, rates, c)
+    algbw = size_bytes / best.time_s
+    return Row(
+        size_bytes=size_bytes,
+        count=count,
+        type=dtype,
+        redop="sum" if op in ("all_reduce", "reduce_scatter", "reduce") else "none",
+        root=0 if op in ("broadcast", "reduce") else -1,
+        time_us=best.time_s * 1e6,
+        algbw_GBps=algbw / 1e9,
+        busbw_GBps=algbw * busbw_factor(op, rates.gpus) / 1e9,
+        algorithm=best.algorithm,
+        protocol=best.protocol,
+        latency_us=best.latency_s * 1e6,
+        bound=best.bound,
+    )
+
+
+def collective_table(
+    G: nx.Graph,
+    op: str,
+    *,
+    gpus: int | None = None,
+    gpus_per_node: int | None = None,
+    min_bytes: int = 8,
+    max_bytes: int = 8 * GIB,
+    step_factor: int = 2,
+    dtype: str = "float",
+    constants: NcclConstants | None = None,
+) -> CollectiveReport:
+    """Predict nccl-tests' table for ``op`` on a fabric, size by size.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (schema in :mod:`topo.fabric`).
+    op : str
+        One of :data:`topo.collective.model.OPS`.
+    gpus, gpus_per_node : int, optional
+        Ranks N and ranks per server G: the first N/G servers (default: every GPU).
+    min_bytes, max_bytes : int
+        Sweep limits (B), as nccl-tests' ``-b`` / ``-e``.
+    step_factor : int
+        Multiply the size by this each step (``-f``), >= 2.
+    dtype : str
+        nccl-tests data type (sizes are rounded to whole elements, 16-byte aligned, and for
+        all_gather, reduce_scatter and alltoall to n chunks, as nccl-tests does).
+    constants : NcclConstants, optional
+        Default: :func:`topo.collective.constants.load_constants`.
+
+    Returns
+    -------
+    CollectiveReport
+        One :class:`Row` per size (sizes rounding to zero elements are skipped).
+
+    Raises
+    ------
+    TopoError
+        Unknown op or type; min > max; sizes < 1; step factor < 2; see also
+        :func:`topo.collective.fabric_rates.fabric_rates`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> rep = collective_table(G, "all_gather", min_bytes=1 << 30, max_bytes=1 << 30)
+    >>> rep.rows[0].algorithm, rep.rows[0].protocol
+    ('ring', 'Simple')
+    """
+    if op not in OPS:
+        raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
+    if dtype not in TYPE_BYTES:
+        raise TopoError(f"unknown data type {dtype!r}; one of {', '.join(TYPE_BYTES)}")
+    if min_bytes < 1 or max_bytes < 1:
+        raise TopoError(f"--min-bytes and --max-bytes must be >= 1, got {min_bytes}, {max_bytes}")
+    if min_bytes > max_bytes:
+        raise TopoError(f"--min-bytes {min_bytes} exceeds --max-bytes {max_bytes}")
+    if step_factor < 2:
+        raise TopoError(f"--step-factor must be >= 2, got {step_factor}")
+    c = constants or load_constants()
+    rates = fabric_rates(G, gpus, gpus_per_node)
+    elt = TYPE_BYTES[dtype]
+    rows = []
+    size = min_bytes
+    while size <= max_bytes:
+        count = _count(op, size, rates.gpus, elt)
+        if count > 0:
+            eff = count * elt * (rates.gpus if op in TOTAL_SIZE_OPS else 1)
+            rows.append(predict_row(op, eff, count, dtype, rates, c))
+        size *= step_factor
+    return CollectiveReport(
+        op=op,
+        fabric=rates.fabric,
+        gpus=rates.gpus,
+        nodes=rates.nodes,
+        gpus_per_node=rates.gpus_per_node,
+        nccl_release=c.release,
+        constants=c.origin,
+        rates=rates_summary(rates, c),
+        rows=rows,
+    )
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """Measured against predicted, one size (bandwidths GB/s, times µs)."""
+
+    size_bytes: int
+    measured_time_us: float
+    predicted_time_us: float
+    measured_busbw_GBps: float
+    predicted_busbw_GBps: float
+    ratio: float
+    algorithm: str
+    protocol: str
+    bound: str
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Least-squares fit of ``time = alpha + factor * size / beta`` (see :func:`fit_alpha_beta`).
+
+    Attributes
+    ----------
+    alpha_us : float
+        Fitted latency (µs).
+    busbw_GBps : float
+        Fitted beta: the bus bandwidth the sizes tend to (GB/s).
+    residual : float
+        RMS of the relative time residuals (fraction; 0.02 = 2%).
+    points : int
+        Sizes fitted.
+    """
+
+    alpha_us: float
+    busbw_GBps: float
+    residual: float
+    points: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A measured nccl-tests test against the model (see :func:`compare_log`)."""
+
+    op: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    nccl_version: str
+    rows: list[CompareRow]
+    median_ratio: float
+    ratio_sizes: str
+    verdict: str
+    far_below: bool
+    fit: Fit | None = None
+    model_latency_us: float | None = None
+    rates: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:
+    """Fit ``time = alpha + factor * size / beta`` to measured times (least squares).
+
+    Parameters
+    ----------
+    sizes : list of float
+        nccl-tests sizes (B).
+    times_us : list of float
+        Measured times (µs).
+    factor : float
+        nccl-tests' busbw factor of the op and rank count, so that beta is a bus bandwidth.
+
+    Returns
+    -------
+    Fit
+
+    Raises
+    ------
+    TopoError
+        Fewer than two sizes, or times that do not grow with size (no positive beta).
+
+    References
+    ----------
+    R. Hockney, Parallel Computing 20(3), 1994 (the alpha-beta model); ``numpy.linalg.lstsq``.
+
+    Examples
+    --------
+    >>> f = fit_alpha_beta([1e6, 2e6, 4e6], [20.0, 30.0, 50.0], 1.0)
+    >>> round(f.alpha_us, 6), round(f.busbw_GBps, 6)
+    (10.0, 100.0)
+    """
+    if len(sizes) < 2 or len(set(sizes)) < 2:
+        raise TopoError("--fit needs at least two different sizes in the log")
+    x = np.asarray(sizes, dtype=float) * factor
+    t = np.asarray(times_us, dtype=float) * 1e-6
+    A = np.column_stack([np.ones_like(x), x])
+    (alpha, inv_beta), *_ = np.linalg.lstsq(A, t, rcond=None)
+    if not inv_beta > 0:
+        raise TopoError("--fit: the measured times do not grow with size; no bandwidth to fit")
+    resid = (A @ np.array([alpha, inv_beta]) - t) / t
+    return Fit(
+        alpha_us=float(alpha) * 1e6,
+        busbw_GBps=1.0 / float(inv_beta) / 1e9,
+        residual=float(np.sqrt(np.mean(resid**2))),
+        points=len(sizes),
+    )
+
+
+def _verdict(median: float, which: str) -> tuple[str, bool]:
+    pct = f"{median * 100:.0f}%"
+    if median < FAR_BELOW:
+        return (
+            f"FAR BELOW the model: at {which} the measurement reaches only {pct} of the busbw "
+            "the fabric allows; look for a slow or misconfigured node, NIC, cable or switch "
+            "port on this path (this is not what the hardware can do)",
+            True,
+        )
+    if median < AGREES:
+        return (f"below the model: {pct} of the predicted busbw at {which}", False)
+    if median <= 1 / AGREES:
+        return (f"agrees with the model: {pct} of the predicted busbw at {which}", False)
+    return (
+        f"above the model: {pct} of the predicted busbw at {which}; the model is pessimistic "
+        "here (check the fabric file and the constants)",
+        False,
+    )
+
+
+def compare_log(
+    G: nx.Graph,
+    test: NcclTest,
+    *,
+    gpus: int | None = None,
+    gpus_per_node: int | None = None,
+    constants: NcclConstants | None = None,
+    fit: bool = False,
+) -> Comparison:
+    """Predict each size of a measured nccl-tests test and compare busbw.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric the test ran on (or a design of it).
+    test : NcclTest
+        One test of :func:`topo.formats.nccl_tests.read_nccl_tests`.
+    gpus, gpus_per_node : int, optional
+        Default: the ranks and ranks per host listed in the log.
+    constants : NcclConstants, optional
+        Default: :func:`topo.collective.constants.load_constants`.
+    fit : bool
+        Also fit alpha and beta to the measured out-of-place times.
+
+    Returns
+    -------
+    Comparison
+        ``ratio`` = measured / predicted busbw per size; ``median_ratio`` over the sizes of
+        1 GiB and more (all sizes when none is that large), with a plain verdict:
+        ``far_below`` when under :data:`FAR_BELOW`.
+
+    Raises
+    ------
+    TopoError
+        The test's op is not one topo models; ranks unknown (no ``Rank`` lines and no
+        ``gpus``); see :func:`collective_table`.
+    """
+    if test.op not in OPS:
+        raise TopoError(f"the log's test {test.op}_perf is not one of {', '.join(OPS)}")
+    n = gpus if gpus is not None else test.ranks
+    g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
+    if n is None:
+        raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
+    c = constants or load_constants()
+    rates = fabric_rates(G, n, g)
+    rows = []
+    for m in test.rows:
+        p = predict_row(test.op, m.size_bytes, m.count, m.type, rates, c)
+        rows.append(
+            CompareRow(
+                size_bytes=m.size_bytes,
+                measured_time_us=m.time_us,
+                predicted_time_us=p.time_us,
+                measured_busbw_GBps=m.busbw_GBps,
+                predicted_busbw_GBps=p.busbw_GBps,
+                ratio=m.busbw_GBps / p.busbw_GBps if p.busbw_GBps > 0 else math.inf,
+                algorithm=p.algorithm,
+                protocol=p.protocol,
+                bound=p.bound,
+            )
+        )
+    large = [r for r in rows if r.size_bytes >= GIB]
+    which = "1 GiB and more" if large else "every size"
+    median = float(np.median([r.ratio for r in (large or rows)]))
+    verdict, far = _verdict(median, which)
+    if test.op == "sendrecv" and median < AGREES:
+        verdict += (
+            " (sendrecv: the model is the link's rate; NCCL's send/recv runs few channels per "
+            "peer, NCCL_NCHANNELS_PER_NET_PEER, and often reaches only a third to a half of it "
+            "on a healthy fabric)"
+        )
+    f = None
+    model_lat = None
+    if fit:
+        f = fit_alpha_beta(
+            [m.size_bytes for m in test.rows],
+            [m.time_us for m in test.rows],
+            busbw_factor(test.op, rates.gpus),
+        )
+        big = max(test.rows, key=lambda m: m.size_bytes)
+        model_lat = choose(test.op, big.size_bytes, rates, c).latency_s * 1e6
+    return Comparison(
+        op=test.op,
+        gpus=rates.gpus,
+        nodes=rates.nodes,
+        gpus_per_node=rates.gpus_per_node,
+        nccl_version=test.nccl_version,
+        rows=rows,
+        median_ratio=median,
+        ratio_sizes=which,
+        verdict=verdict,
+        far_below=far,
+        fit=f,
+        model_latency_us=model_lat,
+        rates=rates_summary(rates, c),
+    )
+
+
+# ----------------------------------------------------------------------------- plot
+
+
+def _busbw_data(
+    report: CollectiveReport | None, comparisons: list[Comparison]
+) -> list[tuple[str, list[int], list[float]]]:
+    """The curves to plot: (name, sizes in B, busbw in GB/s)."""
+    curves = []
+    if report is not None:
+        curves.append(
+            (
+                f"{report.op}: model ({report.gpus} GPUs)",
+                [r.size_bytes for r in report.rows],
+                [r.busbw_GBps for r in report.rows],
+            )
+        )
+    for cmp in comparisons:
+        sizes = [r.size_bytes for r in cmp.rows]
+        curves.append(
+            (
+                f"{cmp.op}: model ({cmp.gpus} GPUs)",
+                sizes,
+                [r.predicted_busbw_GBps for r in cmp.rows],
+            )
+        )
+        curves.append((f"{cmp.op}: measured", sizes, [r.measured_busbw_GBps for r in cmp.rows]))
+    return curves
+
+
+def plot_busbw(
+    report: CollectiveReport | None = None, comparisons: list[Comparison] | None = None
+) -> Any:
+    """busbw against size (log x): the model's curve and, with comparisons, the measured ones.
+
+    Parameters
+    ----------
+    report : CollectiveReport, optional
+        A predicted table (:func:`collective_table`).
+    comparisons : list of Comparison, optional
+        Measured tests against the model (:func:`compare_log`): two curves each.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    import plotly.graph_objects as go
+
+    comparisons = comparisons or []
+    fig = go.Figure()
+    for name, x, y in _busbw_data(report, comparisons):
+        measured = name.endswith("measured")
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                name=name,
+                mode="markers+lines",
+                line={"dash": "dot"} if measured else {},
+            )
+        )
+    ops = [report.op] if report is not None else [c.op for c in comparisons]
+    fig.update_layout(
+        title=f"{', '.join(ops)}: bus bandwidth (nccl-tests busbw) against size",
+        xaxis={"title": "size (B)", "type": "log"},
+        yaxis={"title": "busbw (GB/s)", "rangemode": "tozero"},
+        template="plotly_white",
+    )
+    return fig

@@ -1,0 +1,283 @@
+"""Reader of nccl-tests output logs (``all_reduce_perf`` ... ``sendrecv_perf``).
+
+A log holds one or more tests, each opened by ``# Collective test starting: <name>_perf``
+(nccl-tests >= 2.17; older logs start with ``# nThread``), a ``#  Rank ...`` line per rank
+(``... on <host> device <d> ...``), the column header and one row per size::
+
+    size  count  type  redop  root  time  algbw  busbw  #wrong  [time  algbw  busbw  #wrong]
+
+(out-of-place, then in-place; times in µs, bandwidths in GB/s), closed by
+``# Avg bus bandwidth : <x>``. The format is nccl-tests' ``src/common.cu``
+(github.com/NVIDIA/nccl-tests).
+
+A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
+``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
+partial result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topo.errors import FormatError
+from topo.fabric import read_text
+
+_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s.*\bon\s+(\S+)\s+device\s+(\d+)")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_FAIL = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)(.*)")
+_NTHREAD = re.compile(r"^#\s*nThread\s")
+
+
+@dataclass(frozen=True)
+class NcclTestRow:
+    """One size of an nccl-tests table (out-of-place columns; in-place when printed).
+
+    Attributes
+    ----------
+    size_bytes, count : int
+        Size (B) and element count, as printed.
+    type, redop : str
+        Data type and reduction (``none`` when not a reduction).
+    root : int
+        Root rank (-1 when not rooted).
+    time_us, algbw_GBps, busbw_GBps : float
+        Out-of-place time (µs) and bandwidths (GB/s).
+    inplace_time_us, inplace_algbw_GBps, inplace_busbw_GBps : float or None
+        The in-place columns, when the test printed them.
+    line : int
+        1-based line in the file.
+    """
+
+    size_bytes: int
+    count: int
+    type: str
+    redop: str
+    root: int
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+    inplace_time_us: float | None
+    inplace_algbw_GBps: float | None
+    inplace_busbw_GBps: float | None
+    line: int
+
+
+@dataclass(frozen=True)
+class NcclTest:
+    """One test of a log.
+
+    Attributes
+    ----------
+    op : str
+        The operation, from the binary's name without ``_perf`` (``all_reduce``, ...).
+    rows : list of NcclTestRow
+        One per size, in file order.
+    ranks : int or None
+        Ranks listed (``#  Rank`` lines); None if the log has no such lines.
+    hosts : list of str
+        Distinct hosts of the ranks, in order of first appearance.
+    gpus_per_node : int or None
+        ranks / hosts when every host has the same number of ranks.
+    nccl_tests_version, nccl_version : str
+        e.g. ``2.17.8`` and ``22902`` (``nccl-library``), empty when not printed.
+    avg_busbw_GBps : float
+        The ``Avg bus bandwidth`` line.
+    line : int
+        1-based line where the test starts.
+    """
+
+    op: str
+    rows: list[NcclTestRow]
+    ranks: int | None
+    hosts: list[str]
+    gpus_per_node: int | None
+    nccl_tests_version: str
+    nccl_version: str
+    avg_busbw_GBps: float
+    line: int
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Open:
+    name: str
+    line: int
+    version: str = ""
+    library: str = ""
+    ranks: dict[int, str] = field(default_factory=dict)
+    rows: list[NcclTestRow] = field(default_factory=list)
+    avg: float | None = None
+    failure: tuple[int, str] | None = None
+
+
+def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
+    if len(fields) not in (9, 13):
+        raise FormatError(
+            path,
+            f"a result row has 9 or 13 columns (size count type redop root time algbw busbw "
+            f"#wrong, then in-place), got {len(fields)}",
+            line=lineno,
+        )
+    try:
+        size, count, root = int(fields[0]), int(fields[1]), int(fields[4])
+        t, alg, bus = (float(x) for x in fields[5:8])
+        ip: list[float | None] = (
+            [float(x) for x in fields[9:12]] if len(fields) == 13 else [None, None, None]
+        )
+    except ValueError:
+        raise FormatError(
+            path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
+        ) from None
+    return NcclTestRow(
+        size_bytes=size,
+        count=count,
+        type=fields[2],
+        redop=fields[3],
+        root=root,
+        time_us=t,
+        algbw_GBps=alg,
+        busbw_GBps=bus,
+        inplace_time_us=ip[0],
+        inplace_algbw_GBps=ip[1],
+        inplace_busbw_GBps=ip[2],
+        line=lineno,
+    )
+
+
+def _close(path: Path, cur: _Open) -> NcclTest:
+    if cur.failure is not None:
+        lineno, what = cur.failure
+        raise FormatError(
+            path,
+            f"test {cur.name} (started line {cur.line}) failed: {what.strip()}; no results",
+            line=lineno,
+        )
+    if not cur.rows:
+        raise FormatError(
+            path,
+            f"test {cur.name} (started line {cur.line}) has no result rows: truncated log",
+        )
+    if cur.avg is None:
+        raise FormatError(
+            path,
+            f"test {cur.name} (started line {cur.line}) has no 'Avg bus bandwidth' line after "
+            f"its last row (line {cur.rows[-1].line}): truncated log",
+        )
+    hosts: list[str] = []
+    per_host: dict[str, int] = {}
+    for r in sorted(cur.ranks):
+        h = cur.ranks[r]
+        if h not in per_host:
+            hosts.append(h)
+        per_host[h] = per_host.get(h, 0) + 1
+    gpn = None
+    if per_host and len(set(per_host.values())) == 1:
+        gpn = next(iter(per_host.values()))
+    op = cur.name.removesuffix("_perf")
+    return NcclTest(
+        op=op,
+        rows=cur.rows,
+        ranks=len(cur.ranks) or None,
+        hosts=hosts,
+        gpus_per_node=gpn,
+        nccl_tests_version=cur.version,
+        nccl_version=cur.library,
+        avg_busbw_GBps=cur.avg,
+        line=cur.line,
+    )
+
+
+def read_nccl_tests(path: str | Path) -> list[NcclTest]:
+    """Read every test of an nccl-tests log.
+
+    Parameters
+    ----------
+    path : str or Path
+        The log (stdout of ``*_perf``, one or more tests in a row).
+
+    Returns
+    -------
+    list of NcclTest
+        In file order.
+
+    Raises
+    ------
+    FormatError
+        Missing or unreadable file; no test in it; a test that failed (naming the failure
+        line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a result row that
+        does not have 9 or 13 columns or has a bad number.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = "\\n".join([
+    ...     "# Collective test starting: all_reduce_perf",
+    ...     "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:1b:00] NVIDIA H100",
+    ...     "#  Rank  1 Group  0 Pid 2 on a device  1 [0000:43:00] NVIDIA H100",
+    ...     "     1024   256   float   sum   -1   10.0   0.10   0.10   0   9.0   0.11   0.11   0",
+    ...     "# Avg bus bandwidth    : 0.105 ",
+    ... ])
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+    ...     _ = f.write(log)
+    >>> t = read_nccl_tests(f.name)[0]; os.unlink(f.name)
+    >>> t.op, t.ranks, t.gpus_per_node, t.rows[0].busbw_GBps
+    ('all_reduce', 2, 2, 0.1)
+    """
+    path = Path(path)
+    text = read_text(path)
+    tests: list[NcclTest] = []
+    cur: _Open | None = None
+    version = library = ""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _VERSION.match(line)
+        if m:
+            version, library = m.group(1), m.group(2) or ""
+            continue
+        m = _START.match(line)
+        if m or (_NTHREAD.match(line) and (cur is None or cur.rows or cur.avg is not None)):
+            if cur is not None:
+                tests.append(_close(path, cur))
+            name = m.group(1) if m else "nccl_test"
+            cur = _Open(name, lineno, version, library)
+            continue
+        fail = _FAIL.search(line)
+        if fail:
+            if cur is None:
+                cur = _Open("nccl_test", lineno, version, library)
+            if cur.failure is None:
+                cur.failure = (lineno, fail.group(1) + fail.group(2))
+            continue
+        if cur is None:
+            continue
+        m = _RANK.match(line)
+        if m:
+            cur.ranks[int(m.group(1))] = m.group(2)
+            continue
+        m = _AVG.match(line)
+        if m:
+            try:
+                cur.avg = float(m.group(1))
+            except ValueError:
+                raise FormatError(
+                    path, f"bad Avg bus bandwidth {m.group(1)!r}", line=lineno
+                ) from None
+            continue
+        if line.startswith("#"):
+            continue
+        fields = line.split()
+        if fields[0].isdigit():
+            cur.rows.append(_row(path, lineno, fields))
+    if cur is not None:
+        tests.append(_close(path, cur))
+    if not tests:
+        raise FormatError(
+            path, "no nccl-tests result in the file (no '# Collective test starting' or table)"
+        )
+    return tests
