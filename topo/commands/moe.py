@@ -1,1 +1,254 @@
-"""topo moe (being written)."""
+"""``topo moe``: DeepSeekMoE expert-parallel dispatch and combine on a fabric (docs/moe.md)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from topo.cli_common import app, err, out, print_json, user_errors
+from topo.errors import TopoError
+
+if TYPE_CHECKING:
+    from topo.moe import MoEReport
+
+
+class Dtype(str, Enum):
+    fp8 = "fp8"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+class Shared(str, Enum):
+    remote = "remote"
+    local = "local"
+
+
+@app.command("moe")
+@user_errors
+def moe(
+    fabric: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A fabric JSON written by 'topo build -o' (not needed with --paper-example).",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            "--model",
+            help="A Hugging Face config.json (DeepSeek-V3/R1, Mixtral, Qwen-MoE) or DeepSeek "
+            "inference config; default: DeepSeek-V3.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    ep: Annotated[
+        int | None,
+        typer.Option(
+            "--ep",
+            help="EP size, GPUs (default: the most whole servers dividing the routed experts).",
+            min=1,
+        ),
+    ] = None,
+    tokens_per_gpu: Annotated[
+        int, typer.Option("--tokens-per-gpu", help="Tokens per GPU per micro-batch.", min=1)
+    ] = 32,
+    dispatch_dtype: Annotated[
+        Dtype, typer.Option("--dispatch-dtype", help="Dispatch format (fp8 with its scales).")
+    ] = Dtype.fp8,
+    combine_dtype: Annotated[
+        Dtype, typer.Option("--combine-dtype", help="Combine format.")
+    ] = Dtype.bf16,
+    fp8_scales: Annotated[
+        bool,
+        typer.Option(
+            "--fp8-scales/--no-fp8-scales",
+            help="Count FP8's fp32 scale per 128 values (4 B per tile).",
+        ),
+    ] = True,
+    node_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--node-limit",
+            help="Nodes a token may reach, M (default: the config's topk_group; 0 = unlimited).",
+            min=0,
+        ),
+    ] = None,
+    shared: Annotated[
+        Shared,
+        typer.Option(
+            "--shared",
+            help="remote: the shared expert is one more destination (decode); local: no traffic.",
+        ),
+    ] = Shared.remote,
+    zipf: Annotated[
+        float | None,
+        typer.Option("--zipf", help="Skewed routing: Zipf exponent of the expert loads."),
+    ] = None,
+    expert_load: Annotated[
+        Path | None,
+        typer.Option(
+            "--expert-load",
+            help="Skewed routing: a file of relative loads, one per routed expert.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    micro_batches: Annotated[
+        int, typer.Option("--micro-batches", help="Micro-batches per layer.", min=1)
+    ] = 2,
+    ib_efficiency: Annotated[
+        float,
+        typer.Option("--ib-efficiency", help="Achieved fraction of NIC/fabric capacity (0-1]."),
+    ] = 1.0,
+    nvlink_efficiency: Annotated[
+        float,
+        typer.Option("--nvlink-efficiency", help="Achieved fraction of NVLink capacity (0-1]."),
+    ] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.")] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as one JSON object.")
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", help="Write the heat map and phase-time bars as HTML.", dir_okay=False
+        ),
+    ] = None,
+    paper_example: Annotated[
+        bool,
+        typer.Option("--paper-example", help="Print the DeepSeek-V3 report's worked example."),
+    ] = False,
+) -> None:
+    """Expert-parallel dispatch and combine of an MoE layer: bytes, times, TPOT, decode speed."""
+    from topo import fabric as fabric_mod
+    from topo.moe import default_config, load_config, load_expert_loads, moe_report
+    from topo.moe import paper_example as paper
+
+    if paper_example:
+        ex = paper()
+        if as_json:
+            print_json(ex.to_dict())
+        else:
+            for line in ex.lines():
+                out.print(line)
+        return
+    if fabric is None:
+        raise TopoError("give a FABRIC.json (from 'topo build -o'), or --paper-example")
+    if zipf is not None and expert_load is not None:
+        raise TopoError("give either --zipf or --expert-load, not both")
+    config = load_config(model) if model is not None else default_config()
+    loads = load_expert_loads(expert_load) if expert_load is not None else None
+    G = fabric_mod.load(fabric)
+    try:
+        report = moe_report(
+            G,
+            config,
+            ep=ep,
+            tokens_per_gpu=tokens_per_gpu,
+            dispatch_dtype=dispatch_dtype.value,
+            combine_dtype=combine_dtype.value,
+            fp8_scales=fp8_scales,
+            node_limit=node_limit,
+            shared=shared.value,
+            zipf=zipf,
+            expert_load=loads,
+            micro_batches=micro_batches,
+            ib_efficiency=ib_efficiency,
+            nvlink_efficiency=nvlink_efficiency,
+            seed=seed,
+            routing_label=f"load vector {expert_load}" if expert_load is not None else None,
+        )
+    except TopoError as exc:
+        if expert_load is not None and "expert-load" in str(exc):
+            raise TopoError(f"{expert_load}: {exc}") from None
+        raise
+    if html is not None:
+        from topo.moe.plot import plot_moe
+        from topo.plot import write_html
+
+        write_html(plot_moe(report), html)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _tables(report)
+    if html is not None:
+        err.print(f"wrote {html}")
+
+
+def _tables(r: MoEReport) -> None:
+    m = r.model
+    out.print(
+        f"[bold]{m.name}[/bold] EP{r.ep} ({r.nodes} node{'s' if r.nodes > 1 else ''} x "
+        f"{r.gpus_per_node} GPUs) on {r.fabric}: {m.n_routed_experts} routed experts, "
+        f"{m.num_experts_per_tok} per token, shared {r.shared}; {r.tokens_per_gpu} tokens/GPU x "
+        f"{r.micro_batches} micro-batches; per copy: dispatch {r.dispatch_dtype} "
+        f"{r.dispatch_bytes_per_copy:,} B, combine {r.combine_dtype} "
+        f"{r.combine_bytes_per_copy:,} B; routing {r.routing}"
+        + (f", seed {r.seed}" if r.routing != "fixed" else "")
+    )
+    phases = Table(
+        title="phases, per micro-batch (MB: a GPU's mean bytes sent)", title_justify="left"
+    )
+    for col in ("scenario", "phase", "NVL MB", "IB MB", "NVL µs", "IB µs", "µs", "bottleneck"):
+        left = col in ("scenario", "phase", "bottleneck")
+        phases.add_column(col, justify="left" if left else "right", no_wrap=left)
+    for s in r.scenarios:
+        for p in (s.dispatch, s.combine):
+            phases.add_row(
+                s.label,
+                p.phase,
+                f"{p.nvlink_bytes_sent / 1e6:.3f}",
+                f"{p.ib_bytes_sent / 1e6:.3f}",
+                f"{p.nvlink_s * 1e6:.2f}",
+                f"{p.ib_s * 1e6:.2f}",
+                f"{p.time_s * 1e6:.2f}",
+                p.bottleneck,
+            )
+    out.print(phases)
+    layers = Table(
+        title=f"per layer ({r.micro_batches} micro-batches) and per output token "
+        f"({r.moe_layers} MoE layers)",
+        title_justify="left",
+    )
+    for col in ("scenario", "nodes/tok", "IB/tok", "IB MB/layer", "layer µs", "TPOT ms", "tok/s"):
+        layers.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=True)
+    for s in r.scenarios:
+        layers.add_row(
+            s.label,
+            f"{s.nodes_per_token:.2f}",
+            f"{s.ib_copies_per_token:.2f}",
+            f"{s.ib_bytes_per_gpu / 1e6:.3f}",
+            f"{s.layer_s * 1e6:.2f}",
+            f"{s.tpot_s * 1e3:.3f}",
+            f"{s.tokens_per_s:,.1f}",
+        )
+    out.print(layers)
+    out.print(
+        "nodes/tok: distinct nodes of a token's routed experts; IB/tok: network copies per token"
+    )
+    saving = r.node_limit_saving()
+    if saving is not None:
+        out.print(
+            f"node limit M={r.node_limit} (DeepEP-style): nodes per token "
+            f"{saving['nodes_per_token_unlimited']:.2f} -> "
+            f"{saving['nodes_per_token_limited']:.2f}, IB bytes per GPU "
+            f"-{100 * saving['ib_bytes_saved_fraction']:.1f}%, layer time "
+            f"-{100 * saving['layer_time_saved_fraction']:.1f}%"
+        )
+    else:
+        why = (
+            "a fixed routing"
+            if r.routing == "fixed"
+            else (f"{r.nodes} node{'s' if r.nodes > 1 else ''} in the EP group")
+        )
+        limit = f"M={r.node_limit}" if r.node_limit else "none asked"
+        out.print(f"node limit ({limit}): does not bind, {why}")

@@ -1,0 +1,67 @@
+"""DeepSeekMoE expert-parallel traffic: dispatch and combine on a fabric, node-limited routing,
+and the decode speed it bounds.
+
+- :mod:`topo.moe.config`: model configs (Hugging Face ``config.json``, DeepSeek's inference
+  format; a built-in DeepSeek-V3).
+- :mod:`topo.moe.gating`: group-limited top-k gating (node-limited routing), uniform or skewed.
+- :mod:`topo.moe.traffic`: EP placement, the GPU-to-GPU copy matrices (naive, DeepEP-style).
+- :mod:`topo.moe.timing`: phase times on the fabric (flow solver + NVLink), layer, TPOT.
+- :mod:`topo.moe.paper`: the DeepSeek-V3 hardware report's worked example.
+- :mod:`topo.moe.plot`: the HTML heat map and phase-time bars.
+
+The model and its assumptions are in ``docs/moe.md``.
+"""
+
+from topo.moe.config import MoEConfig, config_from_dict, default_config, load_config
+from topo.moe.gating import (
+    GateResult,
+    expected_nodes_uniform,
+    expert_probabilities,
+    gate,
+    route_tokens,
+)
+from topo.moe.paper import PaperExample, paper_example
+from topo.moe.timing import (
+    MoEReport,
+    PhaseResult,
+    ScenarioResult,
+    copy_bytes,
+    load_expert_loads,
+    moe_report,
+    time_phase,
+)
+from topo.moe.traffic import (
+    CopyMatrices,
+    EPLayout,
+    copy_matrices,
+    default_ep,
+    destinations,
+    ep_layout,
+)
+
+__all__ = [
+    "CopyMatrices",
+    "EPLayout",
+    "GateResult",
+    "MoEConfig",
+    "MoEReport",
+    "PaperExample",
+    "PhaseResult",
+    "ScenarioResult",
+    "config_from_dict",
+    "copy_bytes",
+    "copy_matrices",
+    "default_config",
+    "default_ep",
+    "destinations",
+    "ep_layout",
+    "expected_nodes_uniform",
+    "expert_probabilities",
+    "gate",
+    "load_config",
+    "load_expert_loads",
+    "moe_report",
+    "paper_example",
+    "route_tokens",
+    "time_phase",
+]

@@ -1,0 +1,795 @@
+"""Time an MoE layer's dispatch and combine on a fabric, and what that bounds decode speed to.
+
+For one phase (dispatch or combine of one micro-batch) with copy matrices ``C_ib`` and
+``C_nvl`` (:mod:`topo.moe.traffic`) and ``b`` bytes per copy:
+
+- **network time** ``t_ib``: the server-to-server byte matrix ``b * C_ib`` summed over the GPUs
+  of each server, delivered at once over NICs and switches: ``1 / theta`` of its maximum
+  concurrent flow (:func:`topo.flow.demand.server_demand_time`; servers contracted, so any NIC
+  of a server may carry any of its GPUs' bytes, as NCCL's PXN and DeepEP's NVLink forwarding
+  do), divided by ``ib_efficiency``;
+- **NVLink time** ``t_nvl``: every GPU reaches the NVSwitch over its own NVLink ports, a
+  non-blocking crossbar, so the phase needs ``max_i max(out_i, in_i) / c_i`` with ``out_i`` and
+  ``in_i`` the NVLink bytes GPU ``i`` sends and receives and ``c_i`` its NVLink capacity per
+  direction (from the graph), divided by ``nvlink_efficiency``;
+- **phase time** ``max(t_ib, t_nvl)``: DeepEP's normal kernels run the network and the NVLink
+  traffic of a phase at once (forwarding is pipelined in chunks), and the naive scheme sends to
+  every destination at once, so the slower medium sets the time. The bottleneck is NVLink or the
+  binding tier of the network (NIC, a spine link).
+
+Per layer: ``micro_batches * (t_dispatch + t_combine)`` (two micro-batches overlap computation
+with communication, so the network is busy with one micro-batch's dispatch and combine after the
+other). Per output token (TPOT): that times the MoE layers; decode speed ``1 / TPOT`` tokens/s
+per sequence. Latency, computation and the dense layers are left out: the bound is the
+communication's, as in the DeepSeek-V3 report's worked example.
+
+References
+----------
+W. Zhao et al., "Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for
+AI Architectures", ISCA 2025, §2.3.2 (the EP worked example, two micro-batches) and §4.3.
+DeepEP README (normal kernels). F. Shahrokhi and D. W. Matula, "The maximum concurrent flow
+problem", J. ACM 37(2), 1990.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import InfeasibleError, TopoError
+from topo.fabric import SWITCH_KINDS
+from topo.moe.config import MoEConfig
+from topo.moe.gating import expert_probabilities, route_tokens
+from topo.moe.traffic import (
+    SCHEMES,
+    CopyMatrices,
+    EPLayout,
+    copy_matrices,
+    destinations,
+    ep_layout,
+)
+
+__all__ = [
+    "DTYPE_BYTES",
+    "MoEReport",
+    "PhaseResult",
+    "ScenarioResult",
+    "copy_bytes",
+    "moe_report",
+    "time_phase",
+]
+
+DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
+"""Bytes per element of the activation formats."""
+FP8_TILE = 128
+"""FP8 activations carry one fp32 scale per 1 x 128 tile (DeepSeek-V3 §3.3)."""
+FP8_SCALE_BYTES = 4
+MAX_TOKENS = 4_194_304
+"""Most tokens gated in one report (ep x tokens per GPU): a memory guard."""
+
+
+def copy_bytes(hidden: int, dtype: str, *, fp8_scales: bool = True) -> int:
+    """Bytes of one token's activation on the wire.
+
+    ``hidden * bytes(dtype)``, plus, for FP8 with ``fp8_scales``, one 4-byte fp32 scale per
+    1 x 128 tile: ``4 * ceil(hidden / 128)`` (DeepEP counts FP8 as ``hidden * (1 + 4/128)``).
+
+    Parameters
+    ----------
+    hidden : int
+        Elements per token.
+    dtype : str
+        One of :data:`DTYPE_BYTES` (fp8, bf16, fp16, fp32).
+    fp8_scales : bool
+        Count the FP8 block scales.
+
+    Returns
+    -------
+    int
+        Bytes.
+
+    Raises
+    ------
+    TopoError
+        Unknown dtype.
+
+    Examples
+    --------
+    >>> copy_bytes(7168, "fp8"), copy_bytes(7168, "fp8", fp8_scales=False), copy_bytes(7168, "bf16")
+    (7392, 7168, 14336)
+
+    References
+    ----------
+    DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv 2412.19437, §3.3 (1 x 128 tile-wise
+    activation scales); DeepEP ``tests/test_internode.py`` (``fp8_factor = (1 + 4/128) / 2``).
+    """
+    if dtype not in DTYPE_BYTES:
+        raise TopoError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+    size = hidden * DTYPE_BYTES[dtype]
+    if dtype == "fp8" and fp8_scales:
+        size += FP8_SCALE_BYTES * math.ceil(hidden / FP8_TILE)
+    return size
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One phase (dispatch or combine of one micro-batch) on the fabric.
+
+    Attributes
+    ----------
+    phase : str
+        ``dispatch`` or ``combine``.
+    bytes_per_copy : int
+        Bytes of one token's activation in this phase (B).
+    nvlink_bytes_sent, ib_bytes_sent : float
+        Mean bytes a GPU of the EP group sends over NVLink hops and over the network (B).
+    nvlink_bytes_max, ib_bytes_max : float
+        The busiest GPU's larger of sent and received bytes (B).
+    nvlink_s, ib_s, time_s : float
+        NVLink time, network time, and the phase time ``max(ib_s, nvlink_s)`` (s).
+    bottleneck : str
+        ``NIC``, ``spine link``, ``core link``, ... or ``NVLink``.
+    ib_bottleneck_tiers : dict of str to int
+        Binding link directions per tier from the flow solver (or ``{"own NIC": 1}``).
+    ib_method : str
+        How the network time was solved (cut fabric at the hose bound, whole fabric, own NIC).
+    nvlink_busiest_gpu : str or None
+        The GPU whose NVLink binds.
+    ib_matrix, nvlink_matrix : numpy.ndarray, shape (ep, ep)
+        Bytes from rank ``i`` to rank ``j`` over network and NVLink hops (not in the JSON).
+    """
+
+    phase: str
+    bytes_per_copy: int
+    nvlink_bytes_sent: float
+    nvlink_bytes_max: float
+    ib_bytes_sent: float
+    ib_bytes_max: float
+    nvlink_s: float
+    ib_s: float
+    time_s: float
+    bottleneck: str
+    ib_bottleneck_tiers: dict[str, int]
+    ib_method: str
+    nvlink_busiest_gpu: str | None
+    ib_matrix: np.ndarray = field(repr=False, compare=False)
+    nvlink_matrix: np.ndarray = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (times in µs; the matrices left out)."""
+        return {
+            "phase": self.phase,
+            "bytes_per_copy": self.bytes_per_copy,
+            "nvlink_bytes_per_gpu": self.nvlink_bytes_sent,
+            "nvlink_bytes_max": self.nvlink_bytes_max,
+            "ib_bytes_per_gpu": self.ib_bytes_sent,
+            "ib_bytes_max": self.ib_bytes_max,
+            "nvlink_us": self.nvlink_s * 1e6,
+            "ib_us": self.ib_s * 1e6,
+            "time_us": self.time_s * 1e6,
+            "bottleneck": self.bottleneck,
+            "ib_bottleneck_tiers": self.ib_bottleneck_tiers,
+            "ib_method": self.ib_method,
+            "nvlink_busiest_gpu": self.nvlink_busiest_gpu,
+        }
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """Dispatch and combine of one MoE layer for one routing and one delivery scheme.
+
+    Attributes
+    ----------
+    scheme : str
+        ``deepep`` (one network copy per destination node, NVLink fan-out) or ``naive`` (one
+        copy per expert).
+    node_limit : int
+        Nodes a token may reach (0 = unlimited).
+    nodes_per_token : float
+        Mean distinct nodes of a token's routed experts (its own node included).
+    ib_copies_per_token : float
+        Mean network copies a token's dispatch makes (shared copy included).
+    dispatch, combine : PhaseResult
+    layer_s, tpot_s, tokens_per_s : float
+        ``micro_batches * (dispatch + combine)``; times the MoE layers; ``1 / tpot_s``.
+    ib_bytes_per_gpu, nvlink_bytes_per_gpu : float
+        Mean bytes a GPU sends per MoE layer (all micro-batches, dispatch and combine).
+    """
+
+    scheme: str
+    node_limit: int
+    nodes_per_token: float
+    ib_copies_per_token: float
+    dispatch: PhaseResult
+    combine: PhaseResult
+    layer_s: float
+    tpot_s: float
+    tokens_per_s: float
+    ib_bytes_per_gpu: float
+    nvlink_bytes_per_gpu: float
+
+    @property
+    def label(self) -> str:
+        """E.g. ``deepep, M=4`` or ``naive, unlimited``."""
+        return f"{self.scheme}, " + (f"M={self.node_limit}" if self.node_limit else "unlimited")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: times in µs (phases, layer) and ms (TPOT)."""
+        return {
+            "scheme": self.scheme,
+            "node_limit": self.node_limit,
+            "nodes_per_token": self.nodes_per_token,
+            "ib_copies_per_token": self.ib_copies_per_token,
+            "dispatch_us": self.dispatch.time_s * 1e6,
+            "combine_us": self.combine.time_s * 1e6,
+            "layer_us": self.layer_s * 1e6,
+            "tpot_ms": self.tpot_s * 1e3,
+            "tokens_per_s": self.tokens_per_s,
+            "ib_bytes_per_gpu": self.ib_bytes_per_gpu,
+            "nvlink_bytes_per_gpu": self.nvlink_bytes_per_gpu,
+            "dispatch": self.dispatch.to_dict(),
+            "combine": self.combine.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class MoEReport:
+    """Expert-parallel traffic of an MoE model on a fabric (:func:`moe_report`).
+
+    ``scenarios[0]`` is the headline: DeepEP-style delivery with the node limit asked for; the
+    others drop the limit and/or deliver naively, on the same random scores. ``node_limit`` is
+    the limit asked for; ``node_limit_binds`` is False when it cannot bind (no more EP nodes
+    than ``M``, or a fixed routing), and then only unlimited scenarios are computed.
+    """
+
+    model: MoEConfig
+    fabric: str
+    ep: int
+    nodes: int
+    gpus_per_node: int
+    tokens_per_gpu: int
+    micro_batches: int
+    moe_layers: int
+    dispatch_dtype: str
+    combine_dtype: str
+    dispatch_bytes_per_copy: int
+    combine_bytes_per_copy: int
+    shared: str
+    routing: str
+    seed: int | None
+    node_limit: int
+    node_limit_binds: bool
+    scenarios: list[ScenarioResult]
+    layout: EPLayout = field(repr=False, compare=False)
+
+    @property
+    def headline(self) -> ScenarioResult:
+        return self.scenarios[0]
+
+    def scenario(self, scheme: str, limited: bool) -> ScenarioResult | None:
+        """The scenario of a scheme with (``limited``) or without the node limit, if computed."""
+        for s in self.scenarios:
+            if s.scheme == scheme and (s.node_limit > 0) == limited:
+                return s
+        return None
+
+    def node_limit_saving(self) -> dict[str, float] | None:
+        """What the node limit saves with DeepEP-style delivery (None without a limit)."""
+        on, off = self.scenario("deepep", True), self.scenario("deepep", False)
+        if on is None or off is None:
+            return None
+        return {
+            "nodes_per_token_unlimited": off.nodes_per_token,
+            "nodes_per_token_limited": on.nodes_per_token,
+            "ib_bytes_per_gpu_unlimited": off.ib_bytes_per_gpu,
+            "ib_bytes_per_gpu_limited": on.ib_bytes_per_gpu,
+            "ib_bytes_saved_fraction": 1 - on.ib_bytes_per_gpu / off.ib_bytes_per_gpu
+            if off.ib_bytes_per_gpu
+            else 0.0,
+            "layer_us_unlimited": off.layer_s * 1e6,
+            "layer_us_limited": on.layer_s * 1e6,
+            "layer_time_saved_fraction": 1 - on.layer_s / off.layer_s if off.layer_s else 0.0,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the headline's figures at the top level, then every scenario."""
+        h = self.headline.to_dict()
+        return {
+            "dispatch_us": h["dispatch_us"],
+            "combine_us": h["combine_us"],
+            "layer_us": h["layer_us"],
+            "tpot_ms": h["tpot_ms"],
+            "tokens_per_s": h["tokens_per_s"],
+            "ib_bytes_per_gpu": h["ib_bytes_per_gpu"],
+            "nvlink_bytes_per_gpu": h["nvlink_bytes_per_gpu"],
+            "nodes_per_token": h["nodes_per_token"],
+            "ib_copies_per_token": h["ib_copies_per_token"],
+            "dispatch_bottleneck": h["dispatch"]["bottleneck"],
+            "combine_bottleneck": h["combine"]["bottleneck"],
+            "scheme": h["scheme"],
+            "node_limit": self.node_limit,
+            "node_limit_binds": self.node_limit_binds,
+            "node_limit_saving": self.node_limit_saving(),
+            "model": self.model.to_dict(),
+            "fabric": self.fabric,
+            "ep": self.ep,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "tokens_per_gpu": self.tokens_per_gpu,
+            "micro_batches": self.micro_batches,
+            "moe_layers": self.moe_layers,
+            "dispatch_dtype": self.dispatch_dtype,
+            "combine_dtype": self.combine_dtype,
+            "dispatch_bytes_per_copy": self.dispatch_bytes_per_copy,
+            "combine_bytes_per_copy": self.combine_bytes_per_copy,
+            "shared": self.shared,
+            "routing": self.routing,
+            "seed": self.seed,
+            "scenarios": [s.to_dict() for s in self.scenarios],
+        }
+
+
+def time_phase(
+    G: nx.Graph,
+    layout: EPLayout,
+    copies: CopyMatrices,
+    bytes_per_copy: int,
+    phase: str,
+    *,
+    ib_efficiency: float = 1.0,
+    nvlink_efficiency: float = 1.0,
+) -> PhaseResult:
+    """Time one phase: network by max concurrent flow, NVLink per GPU, the slower one binds.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    layout : EPLayout
+        Ranks and their GPUs and servers.
+    copies : CopyMatrices
+        Copies of the phase (rank to rank).
+    bytes_per_copy : int
+        Bytes of one copy (B).
+    phase : str
+        ``dispatch`` or ``combine`` (a label).
+    ib_efficiency, nvlink_efficiency : float
+        Fractions of the network and NVLink capacities that the kernels achieve, in (0, 1].
+
+    Returns
+    -------
+    PhaseResult
+        Times in s; bytes per GPU.
+
+    Raises
+    ------
+    TopoError
+        NVLink copies but a GPU without NVLink; errors of
+        :func:`topo.flow.demand.server_demand_time` (no path, solver failure).
+
+    References
+    ----------
+    Module notes; :func:`topo.flow.demand.server_demand_time`.
+    """
+    ep = layout.ep
+    ib = copies.ib.astype(float) * bytes_per_copy
+    nvl = copies.nvlink.astype(float) * bytes_per_copy
+    # NVLink: per GPU, the larger of sent and received bytes over its own capacity.
+    nvl_load = np.maximum(nvl.sum(axis=1), nvl.sum(axis=0))
+    busy = nvl_load > 0
+    if np.any(busy & (layout.nvlink_Bps <= 0)):
+        gpu = layout.gpus[int(np.flatnonzero(busy & (layout.nvlink_Bps <= 0))[0])]
+        raise TopoError(f"GPU {gpu} has NVLink traffic but no nvlink edge in the fabric")
+    nvl_times = np.divide(nvl_load, layout.nvlink_Bps, out=np.zeros(ep), where=busy)
+    nvl_s = float(nvl_times.max()) / nvlink_efficiency if ep else 0.0
+    busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
+    # Network: server-to-server demand over the fabric.
+    node = layout.node_of_rank
+    n = layout.nodes
+    onehot = np.zeros((ep, n))
+    onehot[np.arange(ep), node] = 1.0
+    server_bytes = onehot.T @ ib @ onehot
+    np.fill_diagonal(server_bytes, 0.0)
+    demand: dict[tuple[Hashable, Hashable], float] = {
+        (layout.servers[a], layout.servers[b]): float(server_bytes[a, b])
+        for a, b in zip(*np.nonzero(server_bytes), strict=True)
+    }
+    ib_s, tiers, method = 0.0, {}, "-"
+    if demand:
+        rep, method = network_time(G, demand)
+        ib_s, tiers = rep.time_s, dict(rep.bottleneck_tiers)
+        own = own_nic_time(layout, ib)
+        if own > ib_s * (1 + 1e-9):
+            ib_s, tiers = own, {"own NIC": 1}
+            method += "; own-NIC bound binds"
+        ib_s /= ib_efficiency
+    time_s = max(ib_s, nvl_s)
+    if time_s == 0:
+        bottleneck = "-"
+    elif ib_s >= nvl_s:
+        bottleneck = _tier_label(tiers)
+    else:
+        bottleneck = "NVLink"
+    return PhaseResult(
+        phase=phase,
+        bytes_per_copy=bytes_per_copy,
+        nvlink_bytes_sent=float(nvl.sum() / ep),
+        nvlink_bytes_max=float(nvl_load.max()) if ep else 0.0,
+        ib_bytes_sent=float(ib.sum() / ep),
+        ib_bytes_max=float(np.maximum(ib.sum(axis=1), ib.sum(axis=0)).max()) if ep else 0.0,
+        nvlink_s=nvl_s,
+        ib_s=ib_s,
+        time_s=time_s,
+        bottleneck=bottleneck,
+        ib_bottleneck_tiers=tiers,
+        ib_method=method,
+        nvlink_busiest_gpu=busiest,
+        ib_matrix=ib,
+        nvlink_matrix=nvl,
+    )
+
+
+def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
+    """Time for every GPU to move its network bytes through its own NIC.
+
+    DeepEP's kernels (and a naive all-to-all) send a GPU's RDMA traffic through the GPU's own
+    NIC and receive it on the destination GPU's own NIC, while the fabric solver pools a
+    server's NICs. So the network time is at least, for every GPU ``i``,
+    ``max(out_i, in_i) / pcie_i`` and, for every NIC ``n``, the summed bytes of its GPUs over
+    its cable capacity (GPUs sharing a NIC share its cable; a GPU with several NICs splits its
+    bytes evenly). GPUs without a NIC of their own are left to the solver.
+
+    Parameters
+    ----------
+    layout : EPLayout
+    ib : numpy.ndarray, shape (ep, ep)
+        Network bytes from rank ``i`` to rank ``j`` (B).
+
+    Returns
+    -------
+    float
+        Seconds (0 when no GPU has a NIC of its own).
+    """
+    out, inn = ib.sum(axis=1), ib.sum(axis=0)
+    worst = 0.0
+    nic_out: dict[str, float] = {}
+    nic_in: dict[str, float] = {}
+    for i, nics in enumerate(layout.nic_of_rank):
+        if not nics:
+            continue
+        if layout.pcie_Bps[i] > 0:
+            worst = max(worst, max(out[i], inn[i]) / layout.pcie_Bps[i])
+        for n in nics:
+            nic_out[n] = nic_out.get(n, 0.0) + out[i] / len(nics)
+            nic_in[n] = nic_in.get(n, 0.0) + inn[i] / len(nics)
+    for n, cap in layout.nic_cable_Bps.items():
+        if cap > 0 and n in nic_out:
+            worst = max(worst, max(nic_out[n], nic_in[n]) / cap)
+    return float(worst)
+
+
+HOSE_TOL = 1e-6
+"""Relative tolerance of the hose-bound check of :func:`network_time`."""
+
+
+def network_time(G: nx.Graph, demand: dict[tuple[Hashable, Hashable], float]) -> tuple[Any, str]:
+    """Time a server-to-server byte matrix on the fabric, solving a smaller fabric when exact.
+
+    The fabric is first cut down to the demand's servers, the leaves they are cabled to and
+    every switch above the leaves (other servers never forward traffic, and other leaves only
+    offer detours). Removing arcs can only lengthen the time, and no fabric delivers a server's
+    bytes faster than its NICs' cables carry them (the *hose bound*
+    ``max_s max(out_s, in_s) / c_s``). So when the cut fabric reaches the hose bound, its time
+    is exact for the whole fabric; otherwise the whole fabric is solved.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    demand : dict of (server, server) to float
+        Bytes between distinct servers.
+
+    Returns
+    -------
+    (DemandReport, str)
+        The report of :func:`topo.flow.demand.server_demand_time` and how it was obtained.
+
+    References
+    ----------
+    :func:`topo.flow.demand.server_demand_time`; docs/moe.md ("Solving the network time").
+    """
+    from topo.flow.demand import server_demand_time
+
+    servers = {s for pair in demand for s in pair}
+    keep, cable = _cut_fabric(G, servers)
+    if len(keep) < G.number_of_nodes():
+        try:
+            rep = server_demand_time(G.subgraph(keep), demand)
+        except InfeasibleError:  # the cut removed a needed path: solve the whole fabric
+            rep = None
+        out: dict[Hashable, float] = {}
+        inn: dict[Hashable, float] = {}
+        for (a, b), x in demand.items():
+            out[a] = out.get(a, 0.0) + x
+            inn[b] = inn.get(b, 0.0) + x
+        hose = max(
+            (max(out.get(s, 0.0), inn.get(s, 0.0)) / cable[s] for s in servers if cable.get(s)),
+            default=0.0,
+        )
+        if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
+            n, m = len(keep), G.number_of_nodes()
+            return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact"
+    return server_demand_time(G, demand), "whole fabric"
+
+
+def _cut_fabric(G: nx.Graph, servers: set[Hashable]) -> tuple[set[Hashable], dict[Hashable, float]]:
+    """Vertices of the demand's servers, their leaves and all higher switches; and each server's
+    summed NIC cable capacity (B/s)."""
+    keep: set[Hashable] = set()
+    cable: dict[Hashable, float] = {}
+    for v, d in G.nodes(data=True):
+        kind = d["kind"]
+        if kind in ("gpu", "nic", "nvswitch") and d["node"] in servers:
+            keep.add(v)
+            if kind == "nic":
+                for w, e in G[v].items():
+                    if e["kind"] == "endpoint":
+                        keep.add(w)
+                        cable[d["node"]] = cable.get(d["node"], 0.0) + float(e["capacity"])
+        elif kind in SWITCH_KINDS and int(d.get("tier", 1)) >= 2:
+            keep.add(v)
+    return keep, cable
+
+
+def _tier_label(tiers: dict[str, int]) -> str:
+    """Name the binding network tier(s): NIC, leaf link, spine link, core link."""
+    names: list[str] = []
+    for tier in tiers:
+        if "nic" in tier.lower():
+            name = "NIC"
+        elif "core" in tier:
+            name = "core link"
+        elif "spine" in tier:
+            name = "spine link"
+        else:
+            name = f"{tier} link"
+        if name not in names:
+            names.append(name)
+    return " + ".join(names) if names else "network"
+
+
+def moe_report(
+    G: nx.Graph,
+    config: MoEConfig,
+    *,
+    ep: int | None = None,
+    tokens_per_gpu: int = 32,
+    dispatch_dtype: str = "fp8",
+    combine_dtype: str = "bf16",
+    fp8_scales: bool = True,
+    node_limit: int | None = None,
+    shared: str = "remote",
+    zipf: float | None = None,
+    expert_load: Sequence[float] | np.ndarray | None = None,
+    routing: np.ndarray | None = None,
+    micro_batches: int = 2,
+    ib_efficiency: float = 1.0,
+    nvlink_efficiency: float = 1.0,
+    schemes: Sequence[str] = SCHEMES,
+    seed: int | None = 0,
+    routing_label: str | None = None,
+) -> MoEReport:
+    """Expert-parallel dispatch and combine of one MoE layer on a fabric; TPOT and decode speed.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (e.g. ``build("mpft", ...)``).
+    config : MoEConfig
+        The model (:func:`topo.moe.load_config`, :func:`topo.moe.default_config`).
+    ep : int, optional
+        EP size in GPUs (default :func:`topo.moe.traffic.default_ep`).
+    tokens_per_gpu : int
+        Tokens each EP rank dispatches per micro-batch (the report's worked example: 32).
+    dispatch_dtype, combine_dtype : str
+        Activation formats on the wire (fp8, bf16, fp16, fp32); FP8 with its block scales
+        unless ``fp8_scales`` is False.
+    node_limit : int, optional
+        Nodes a token may reach, ``M`` (default ``config.default_node_limit``; 0 = unlimited).
+    shared : str
+        ``remote`` (the shared expert is one more destination, DeepSeek-V3 decode) or ``local``.
+    zipf : float, optional
+        Zipf exponent of a skewed expert load (default uniform).
+    expert_load : sequence of float, optional
+        Relative load per routed expert (instead of ``zipf``).
+    routing : numpy.ndarray of int, shape (ep * tokens_per_gpu, k), optional
+        A fixed routing (each token's routed experts) instead of gating; tokens
+        ``r*T .. r*T+T-1`` start on rank ``r``. The node limit is then not applied.
+    micro_batches : int
+        Micro-batches per layer whose communication runs back to back (2 in DeepSeek-V3).
+    ib_efficiency, nvlink_efficiency : float
+        Achieved fractions of network and NVLink capacity, in (0, 1].
+    schemes : sequence of str
+        Delivery schemes to compute (``deepep`` first is the headline).
+    seed : int or None
+        Randomness of the gating and of the Zipf ranks.
+    routing_label : str, optional
+        How the routing is described in the report (default: uniform, zipf s=..., load vector,
+        fixed).
+
+    Returns
+    -------
+    MoEReport
+        One :class:`ScenarioResult` per scheme and per limit (the limit asked for, then
+        unlimited, when the limit can bind).
+
+    Raises
+    ------
+    TopoError
+        Bad sizes (tokens, micro-batches, efficiencies, node limit), EP placement errors
+        (:func:`topo.moe.traffic.ep_layout`), routing errors (:func:`topo.moe.gating.gate`),
+        too many tokens (:data:`MAX_TOKENS`), and the flow solver's errors.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> from topo.moe import default_config
+    >>> r = moe_report(build("mpft", switch_ports=16, gpus=64), default_config())
+    >>> r.ep, r.nodes, r.node_limit, r.headline.label
+    (64, 8, 4, 'deepep, M=4')
+    >>> r.headline.nodes_per_token <= 4 < r.scenario("deepep", False).nodes_per_token
+    True
+
+    References
+    ----------
+    W. Zhao et al., ISCA 2025, §2.3.2 and §4.3; DeepSeek-AI, arXiv 2412.19437, §2.1.2, §3.4;
+    DeepEP README.
+    """
+    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
+    for name, eff in (
+        ("--ib-efficiency", ib_efficiency),
+        ("--nvlink-efficiency", nvlink_efficiency),
+    ):
+        if not (0 < eff <= 1):
+            raise TopoError(f"{name} must be in (0, 1], got {eff}")
+    if shared not in ("remote", "local"):
+        raise TopoError(f"shared experts must be one of remote, local, got {shared!r}")
+    if not schemes or any(s not in SCHEMES for s in schemes):
+        raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
+    layout = ep_layout(G, config.n_routed_experts, ep)
+    n_tokens = layout.ep * tokens_per_gpu
+    if n_tokens > MAX_TOKENS:
+        raise TopoError(
+            f"{layout.ep} ranks x {tokens_per_gpu} tokens = {n_tokens:,} tokens exceeds the "
+            f"{MAX_TOKENS:,} topo gates at once; lower --tokens-per-gpu"
+        )
+    k = config.num_experts_per_tok
+    limit = config.default_node_limit if node_limit is None else node_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
+    per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
+    binding = 0 < limit < layout.nodes
+    most = int(np.sort(per_node)[::-1][:limit].sum())
+    if binding and most < k:
+        raise TopoError(
+            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
+            f"fewer than the {k} a token picks"
+        )
+    if routing is not None:
+        experts = np.asarray(routing, dtype=np.int64)
+        if experts.shape != (n_tokens, k):
+            raise TopoError(
+                f"a fixed routing must have shape ({n_tokens}, {k}), got {experts.shape}"
+            )
+        if experts.min() < 0 or experts.max() >= config.n_routed_experts:
+            raise TopoError("a fixed routing names an expert outside the model's routed experts")
+        routings = {0: experts}
+        limits = [0]
+        label = routing_label or "fixed"
+    else:
+        probs = expert_probabilities(
+            config.n_routed_experts, zipf=zipf, load=expert_load, seed=seed
+        )
+        limits = [limit, 0] if binding else [0]
+        gated = route_tokens(n_tokens, probs, layout.expert_node, k, limits, seed=seed)
+        routings = {m: g.experts for m, g in gated.items()}
+        label = routing_label or (
+            f"zipf s={zipf:g}"
+            if zipf is not None
+            else "load vector"
+            if expert_load is not None
+            else "uniform"
+        )
+    d_bytes = copy_bytes(config.hidden_size, dispatch_dtype, fp8_scales=fp8_scales)
+    c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
+    use_shared = shared if config.n_shared_experts > 0 else "local"
+    scenarios: list[ScenarioResult] = []
+    for scheme in schemes:
+        for m in limits:
+            experts = routings[m]
+            src, dest = destinations(layout, experts, tokens_per_gpu, use_shared)
+            nodes = layout.expert_node[experts]
+            nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
+            copies = copy_matrices(src, dest, layout.gpus_per_node, layout.ep, scheme)
+            kw = dict(ib_efficiency=ib_efficiency, nvlink_efficiency=nvlink_efficiency)
+            disp = time_phase(G, layout, copies, d_bytes, "dispatch", **kw)
+            comb = time_phase(G, layout, copies.transposed(), c_bytes, "combine", **kw)
+            layer = micro_batches * (disp.time_s + comb.time_s)
+            tpot = config.moe_layers * layer
+            scenarios.append(
+                ScenarioResult(
+                    scheme=scheme,
+                    node_limit=m,
+                    nodes_per_token=nodes_per_token,
+                    ib_copies_per_token=float(copies.ib.sum() / n_tokens) if n_tokens else 0.0,
+                    dispatch=disp,
+                    combine=comb,
+                    layer_s=layer,
+                    tpot_s=tpot,
+                    tokens_per_s=1.0 / tpot if tpot > 0 else math.inf,
+                    ib_bytes_per_gpu=micro_batches * (disp.ib_bytes_sent + comb.ib_bytes_sent),
+                    nvlink_bytes_per_gpu=micro_batches
+                    * (disp.nvlink_bytes_sent + comb.nvlink_bytes_sent),
+                )
+            )
+    return MoEReport(
+        model=config,
+        fabric=str(G.graph.get("name", G.graph.get("family", ""))),
+        ep=layout.ep,
+        nodes=layout.nodes,
+        gpus_per_node=layout.gpus_per_node,
+        tokens_per_gpu=tokens_per_gpu,
+        micro_batches=micro_batches,
+        moe_layers=config.moe_layers,
+        dispatch_dtype=dispatch_dtype,
+        combine_dtype=combine_dtype,
+        dispatch_bytes_per_copy=d_bytes,
+        combine_bytes_per_copy=c_bytes,
+        shared=use_shared,
+        routing=label,
+        seed=seed,
+        node_limit=limit,
+        node_limit_binds=binding and routing is None,
+        scenarios=scenarios,
+        layout=layout,
+    )
+
+
+def _distinct_per_row(a: np.ndarray) -> np.ndarray:
+    b = np.sort(a, axis=1)
+    return 1 + (b[:, 1:] != b[:, :-1]).sum(axis=1)
+
+
+def load_expert_loads(path: str | Path) -> np.ndarray:
+    """Read an expert-load vector: a JSON list of numbers, or numbers separated by white space
+    or commas.
+
+    Raises
+    ------
+    FormatError
+        The file is missing, or holds something other than numbers.
+    """
+    import json
+
+    from topo.errors import FormatError
+    from topo.fabric import read_text
+
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = text.replace(",", " ").split()
+    if not isinstance(data, list):
+        raise FormatError(path, "expected a list of expert loads (numbers)")
+    try:
+        return np.array([float(x) for x in data])
+    except (TypeError, ValueError):
+        raise FormatError(path, "expected numbers only (one load per routed expert)") from None
