@@ -41,7 +41,7 @@ import math
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -117,10 +117,13 @@ class BandwidthReport:
     lp_solve_seconds: float
     solve_seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    link_load: dict[tuple[str, str], float] | None = field(default=None, repr=False)
+    """With ``link_loads=True``: load (B/s) of every NIC cable and switch link direction."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``extra`` merged in at the top level)."""
-        d = asdict(self)
+        """A JSON-ready dict (``extra`` merged in at the top level; ``link_load`` left out)."""
+        d = asdict(replace(self, link_load=None))
+        d.pop("link_load")
         d.update(d.pop("extra"))
         return d
 
@@ -738,6 +741,7 @@ def alltoall_bandwidth(
     *,
     method: str = "auto",
     max_variables: int = DEFAULT_MAX_VARIABLES,
+    link_loads: bool = False,
 ) -> BandwidthReport:
     """All-to-all bandwidth per GPU: the maximum concurrent flow of the uniform all-to-all.
 
@@ -752,6 +756,9 @@ def alltoall_bandwidth(
         per terminal (small fabrics only; the reference the reductions are tested against).
     max_variables : int
         Refuse LPs with more flow variables than this (memory guard).
+    link_loads : bool
+        Also return the load of every NIC cable and switch link direction at the optimum
+        found (``report.link_load``; one optimum among possibly many).
 
     Returns
     -------
@@ -848,7 +855,9 @@ def alltoall_bandwidth(
                     "load fits): general LP solved instead"
                 )
                 try:
-                    return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+                    return _general_report(
+                        G, hosts, terminal, max_variables, t0, reductions, link_loads
+                    )
                 except SolverError as exc:
                     raise SolverError(
                         f"the server-contracted LP bounds busbw by "
@@ -856,10 +865,11 @@ def alltoall_bandwidth(
                         f"a server carry only {worst:.3f} of that load, and {exc}"
                     ) from None
         links = _bottlenecks_reduced(G, red, sol)
-        return _report(
+        report = _report(
             G, hosts, terminal, n_terms, lam, links, "reduced", True, reductions, sol, t0
         )
-    return _general_report(G, hosts, terminal, max_variables, t0, reductions)
+        return replace(report, link_load=_fabric_loads(G, red, sol)) if link_loads else report
+    return _general_report(G, hosts, terminal, max_variables, t0, reductions, link_loads)
 
 
 def _general_report(
@@ -869,15 +879,23 @@ def _general_report(
     max_variables: int,
     t0: float,
     reductions: list[str],
+    link_loads: bool = False,
 ) -> BandwidthReport:
     terms, arcs, cap, sol = _general(G, terminal, max_variables)
     links = []
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
         u, v = arcs[a]
         links.append(_link(G, u, v, cap[a], sol.arc_flow[a]))
-    return _report(
+    report = _report(
         G, hosts, terminal, len(terms), sol.theta, links, "general", True, reductions, sol, t0
     )
+    if not link_loads:
+        return report
+    is_sw = {v: k in SWITCH_KINDS for v, k in G.nodes(data="kind")}
+    loads = {
+        (u, v): float(sol.arc_flow[a]) for a, (u, v) in enumerate(arcs) if is_sw[u] or is_sw[v]
+    }
+    return replace(report, link_load=loads)
 
 
 def _check_terminals(G: nx.Graph, hosts: list[_Host], terminal: str) -> None:
@@ -907,12 +925,27 @@ def _check_terminals(G: nx.Graph, hosts: list[_Host], terminal: str) -> None:
 
 def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[BottleneckLink]:
     links: list[BottleneckLink] = []
-    for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
+    for u, v, cap, load in _expand(G, red, sol, np.nonzero(sol.arc_dual > DUAL_TOL)[0]):
+        links.append(_link(G, u, v, cap, load))
+    return links
+
+
+def _expand(
+    G: nx.Graph, red: _Reduced, sol: MCFSolution, which: Iterable[int]
+) -> Iterator[tuple[str, str, float, float]]:
+    """The fabric's arcs behind the reduced arcs ``which``: (tail, head, capacity, load), B/s.
+
+    A reduced fabric arc stands for its images in every plane (each carrying the same flow,
+    or an equal share of a merged group's); a class's up/down arc for its hosts' NIC cables,
+    split in proportion to capacity (the symmetric solution every reduction rests on). Where a
+    NIC's PCIe side is tighter than its cable, its PCIe links are named instead.
+    """
+    for a in which:
         o = red.origin[a]
         if o[0] == "fabric":
             k = red.mult(o[1])
             for u, v in zip(red.images(o[1]), red.images(o[2]), strict=True):
-                links.append(_link(G, u, v, red.capacity[a] / k, sol.arc_flow[a] / k))
+                yield u, v, red.capacity[a] / k, sol.arc_flow[a] / k
             continue
         ci, s0 = o[1], o[2]
         k = red.mult(s0)
@@ -928,12 +961,20 @@ def _bottlenecks_reduced(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> list[B
                             if g in h.members:
                                 c = float(e["capacity"])
                                 u, v = (g, nic) if o[0] == "up" else (nic, g)
-                                links.append(_link(G, u, v, c, share * c))
+                                yield u, v, c, share * c
                         continue
                     c = float(G.edges[nic, s]["capacity"])
                     u, v = (nic, s) if o[0] == "up" else (s, nic)
-                    links.append(_link(G, u, v, c, share * c))
-    return links
+                    yield u, v, c, share * c
+
+
+def _fabric_loads(G: nx.Graph, red: _Reduced, sol: MCFSolution) -> dict[tuple[str, str], float]:
+    """Load (B/s) of every NIC cable and switch link direction at the optimum found."""
+    loads: dict[tuple[str, str], float] = {}
+    for u, v, _, x in _expand(G, red, sol, range(len(red.arcs))):
+        if G.nodes[u]["kind"] in SWITCH_KINDS or G.nodes[v]["kind"] in SWITCH_KINDS:
+            loads[(u, v)] = loads.get((u, v), 0.0) + float(x)
+    return loads
 
 
 def _link(G: nx.Graph, u: str, v: str, cap: float, load: float) -> BottleneckLink:
