@@ -12,6 +12,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable
+from enum import Enum
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -108,5 +109,67 @@ InputFabric = Annotated[
         exists=True,
         dir_okay=False,
         readable=True,
+    ),
+]
+
+
+# --------------------------------------------------------------------------- shared options
+
+
+class Routing(str, Enum):
+    optimal = "optimal"
+    ecmp = "ecmp"
+    dmodk = "dmodk"
+
+
+RoutingOpt = Annotated[
+    Routing,
+    typer.Option(
+        "--routing",
+        help="optimal: max concurrent flow (LP); ecmp: per-flow hashing over equal-cost paths; "
+        "dmodk: InfiniBand destination-mod-k (OpenSM ftree).",
+    ),
+]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", help="Seed of the random failures and of ECMP hashing.")
+]
+FlowsOpt = Annotated[
+    int,
+    typer.Option(
+        "--flows-per-pair",
+        help="ECMP: flows (RDMA queue pairs) per GPU pair, each hashed on its own.",
+        min=1,
+        max=1024,
+    ),
+]
+PxnOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pxn/--no-pxn",
+        help="NCCL PXN: cross-rail/plane traffic first crosses NVLink to the NIC on the "
+        "peer's rail or plane (on by default, as in NCCL); off: it leaves by its own NIC.",
+    ),
+]
+FailLinksOpt = Annotated[
+    int, typer.Option("--fail-links", help="Random cables to fail (seeded by --seed).", min=0)
+]
+FailSwitchesOpt = Annotated[
+    int, typer.Option("--fail-switches", help="Random switches to fail (seeded by --seed).", min=0)
+]
+FailOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail",
+        help="A switch (spine3) or link (leaf0--spine3) to fail, by its name in the fabric "
+        "JSON; repeatable.",
+    ),
+]
+MaxVariablesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-variables",
+        help="Largest exact LP to solve (flow variables; default 2,000,000): a memory and "
+        "time guard; above it, certified lower and upper bounds are reported instead.",
+        min=1,
     ),
 ]

@@ -45,3 +45,7 @@ class InfeasibleError(TopoError):
 
 class SolverError(TopoError):
     """The LP solver failed, hit a limit, or the problem is too large to solve exactly."""
+
+
+class LPTooLarge(SolverError):
+    """The exact LP would exceed the variable limit (a memory and time guard)."""

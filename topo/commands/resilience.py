@@ -1,1 +1,123 @@
-"""topo resilience (being written)."""
+"""``topo resilience``: the all-to-all busbw over many random failure sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from topo import fabric as fabric_mod
+from topo.cli_common import (
+    FailLinksOpt,
+    FailSwitchesOpt,
+    FlowsOpt,
+    MaxVariablesOpt,
+    PxnOpt,
+    Routing,
+    RoutingOpt,
+    SeedOpt,
+    app,
+    err,
+    out,
+    print_json,
+    user_errors,
+)
+
+
+@app.command()
+@user_errors
+def resilience(
+    fabrics: Annotated[
+        list[Path],
+        typer.Argument(
+            help="One or more fabric JSON files (e.g. an MPFT and an MRFT), each run with the "
+            "same failure counts and seeds.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    trials: Annotated[
+        int, typer.Option("--trials", help="Random failure sets per fabric.", min=1)
+    ] = 20,
+    fail_links: FailLinksOpt = 0,
+    fail_switches: FailSwitchesOpt = 0,
+    seed: SeedOpt = 0,
+    routing: RoutingOpt = Routing.optimal,
+    flows_per_pair: FlowsOpt = 1,
+    pxn: PxnOpt = True,
+    max_variables: MaxVariablesOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a list of one JSON object per fabric.")
+    ] = False,
+) -> None:
+    """All-to-all busbw under random failures: min, p5, median over --trials failure sets.
+
+    Trial i fails --fail-links random cables and --fail-switches random switches drawn with
+    seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
+    """
+    from topo.flow.lp import DEFAULT_MAX_VARIABLES
+    from topo.flow.resilience import resilience as run
+
+    reports = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        for path in fabrics:
+            G = fabric_mod.load(path)
+            task = bar.add_task(f"{path.name}", total=trials)
+            reports.append(
+                run(
+                    G,
+                    trials=trials,
+                    links=fail_links,
+                    switches=fail_switches,
+                    seed=seed,
+                    routing=routing.value,
+                    flows_per_pair=flows_per_pair,
+                    pxn=pxn,
+                    max_variables=max_variables or DEFAULT_MAX_VARIABLES,
+                    progress=lambda done, t=task: bar.update(t, completed=done),
+                )
+            )
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+        return
+    table = Table(
+        title=f"all-to-all busbw (GB/s, {routing.value}) with {fail_links} cable(s) and "
+        f"{fail_switches} switch(es) failed at random, {trials} trials (seeds {seed}.."
+        f"{seed + trials - 1})",
+        title_justify="left",
+    )
+    for col in ("fabric", "intact", "min", "p5", "median", "mean", "max", "cut off"):
+        table.add_column(col, justify="left" if col == "fabric" else "right")
+    for r in reports:
+        cut = (
+            "-"
+            if not r.trials_with_disconnected
+            else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
+        )
+        table.add_row(
+            r.fabric or r.family,
+            f"{r.intact_busbw_GBps:.2f}",
+            f"{r.min_GBps:.2f}",
+            f"{r.p5_GBps:.2f}",
+            f"{r.median_GBps:.2f}",
+            f"{r.mean_GBps:.2f}",
+            f"{r.max_GBps:.2f}",
+            cut,
+        )
+    out.print(table)
+    if any(r.trials_with_disconnected for r in reports):
+        out.print(
+            "  cut off: trials in which some servers lost every path; their busbw is among the "
+            "GPUs still connected (0 when fewer than two are)"
+        )

@@ -48,7 +48,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.errors import InfeasibleError, SolverError, TopoError
+from topo.errors import InfeasibleError, LPTooLarge, SolverError, TopoError
 from topo.fabric import SWITCH_KINDS, tier_name
 from topo.flow.lp import (
     DEFAULT_MAX_VARIABLES,
@@ -712,7 +712,7 @@ def _general(
     # Size first: the demands alone are n^2 entries.
     n = sum(len(others) + len(by_server[server[t]]) for t in terms)
     if n > max_variables:
-        raise SolverError(
+        raise LPTooLarge(
             f"the general all-to-all LP would have {n:,} variables (limit {max_variables:,}); "
             "use the default method, which reduces the fabric exactly where it can"
         )
@@ -802,74 +802,119 @@ def alltoall_bandwidth(
         reductions.append("one server: nothing to reduce; general LP")
         method = "general"
     if method == "auto":
-        red = _reduce(G, hosts)
-        if terminal == "gpu":
-            reductions.append(f"server contraction: {len(hosts)} servers")
-        if red.planes > 1:
-            reductions.append(f"plane decomposition: {red.planes} isomorphic planes, one solved")
-        if red.copies is not None:
-            sizes = sorted(
-                (red.mult(next(iter(c))) for c in nx.connected_components(G.subgraph(red.scope))),
-                reverse=True,
+        try:
+            return _reduced_report(
+                G, hosts, terminal, n_terms, max_variables, link_loads, t0, reductions
             )
-            reductions.append(
-                f"plane merging: {sum(sizes)} planes in {len(sizes)} groups of identical planes "
-                f"({'+'.join(map(str, sizes))}, verified); each group solved as one plane of "
-                "multiplied capacity"
-            )
-        reductions.append(
-            f"twin classes: {sum(len(c) for c in red.classes)} hosts in {len(red.classes)} classes"
-        )
-        gens = _symmetry(G, red)
-        if gens is not None:
-            sol = _solve_symmetric(red, gens, max_variables)
-            n_orbits = len(_class_orbits(red, gens))
-            reductions.append(
-                f"class symmetry: {len(gens)} verified automorphism(s) fold the "
-                f"{len(red.classes)} classes into {n_orbits} orbit(s): one commodity per "
-                "orbit, one capacity row per arc orbit"
-            )
-        else:
-            n_vars = red.lp_variables()
-            if n_vars > max_variables:
-                raise SolverError(
-                    f"the reduced all-to-all LP would have {n_vars:,} variables (limit "
-                    f"{max_variables:,}): the fabric has {len(red.classes):,} distinct server "
-                    "attachments and no verified symmetry between them"
-                )
-            sol = max_concurrent_flow(
-                red.arcs,
-                red.capacity,
-                red.commodities,
-                commodity_arcs=[red.commodity_arcs(ci) for ci in range(len(red.classes))],
-                max_variables=max_variables,
-            )
-        lam = sol.theta
-        if terminal == "gpu":
-            ok, worst = _server_check(G, red, sol, lam)
-            if ok:
-                reductions[0] += " (checked: NVLink and PCIe carry the load)"
-            else:
-                reductions.append(
-                    f"server contraction NOT exact (inside a server only {worst:.3f} of the "
-                    "load fits): general LP solved instead"
-                )
-                try:
-                    return _general_report(
-                        G, hosts, terminal, max_variables, t0, reductions, link_loads
-                    )
-                except SolverError as exc:
-                    raise SolverError(
-                        f"the server-contracted LP bounds busbw by "
-                        f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
-                        f"a server carry only {worst:.3f} of that load, and {exc}"
-                    ) from None
-        links = _bottlenecks_reduced(G, red, sol)
-        report = _report(
-            G, hosts, terminal, n_terms, lam, links, "reduced", True, reductions, sol, t0
-        )
-        return replace(report, link_load=_fabric_loads(G, red, sol)) if link_loads else report
+        except LPTooLarge as exc:
+            return _bounds_report(G, hosts, terminal, n_terms, t0, reductions, str(exc))
     return _general_report(G, hosts, terminal, max_variables, t0, reductions, link_loads)
+
+
+def _reduced_report(
+    G: nx.Graph,
+    hosts: list[_Host],
+    terminal: str,
+    n_terms: int,
+    max_variables: int,
+    link_loads: bool,
+    t0: float,
+    reductions: list[str],
+) -> BandwidthReport:
+    red = _reduce(G, hosts)
+    if terminal == "gpu":
+        reductions.append(f"server contraction: {len(hosts)} servers")
+    if red.planes > 1:
+        reductions.append(f"plane decomposition: {red.planes} isomorphic planes, one solved")
+    if red.copies is not None:
+        sizes = sorted(
+            (red.mult(next(iter(c))) for c in nx.connected_components(G.subgraph(red.scope))),
+            reverse=True,
+        )
+        reductions.append(
+            f"plane merging: {sum(sizes)} planes in {len(sizes)} groups of identical planes "
+            f"({'+'.join(map(str, sizes))}, verified); each group solved as one plane of "
+            "multiplied capacity"
+        )
+    reductions.append(
+        f"twin classes: {sum(len(c) for c in red.classes)} hosts in {len(red.classes)} classes"
+    )
+    gens = _symmetry(G, red)
+    if gens is not None:
+        sol = _solve_symmetric(red, gens, max_variables)
+        n_orbits = len(_class_orbits(red, gens))
+        reductions.append(
+            f"class symmetry: {len(gens)} verified automorphism(s) fold the "
+            f"{len(red.classes)} classes into {n_orbits} orbit(s): one commodity per "
+            "orbit, one capacity row per arc orbit"
+        )
+    else:
+        n_vars = red.lp_variables()
+        if n_vars > max_variables:
+            raise LPTooLarge(
+                f"the reduced all-to-all LP would have {n_vars:,} variables (limit "
+                f"{max_variables:,}): the fabric has {len(red.classes):,} distinct server "
+                "attachments and no verified symmetry between them"
+            )
+        sol = max_concurrent_flow(
+            red.arcs,
+            red.capacity,
+            red.commodities,
+            commodity_arcs=[red.commodity_arcs(ci) for ci in range(len(red.classes))],
+            max_variables=max_variables,
+        )
+    lam = sol.theta
+    if terminal == "gpu":
+        ok, worst = _server_check(G, red, sol, lam)
+        if ok:
+            reductions[0] += " (checked: NVLink and PCIe carry the load)"
+        else:
+            reductions.append(
+                f"server contraction NOT exact (inside a server only {worst:.3f} of the "
+                "load fits): general LP solved instead"
+            )
+            try:
+                return _general_report(
+                    G, hosts, terminal, max_variables, t0, reductions, link_loads
+                )
+            except SolverError as exc:
+                raise SolverError(
+                    f"the server-contracted LP bounds busbw by "
+                    f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
+                    f"a server carry only {worst:.3f} of that load, and {exc}"
+                ) from None
+    links = _bottlenecks_reduced(G, red, sol)
+    report = _report(G, hosts, terminal, n_terms, lam, links, "reduced", True, reductions, sol, t0)
+    return replace(report, link_load=_fabric_loads(G, red, sol)) if link_loads else report
+
+
+def _bounds_report(
+    G: nx.Graph,
+    hosts: list[_Host],
+    terminal: str,
+    n_terms: int,
+    t0: float,
+    reductions: list[str],
+    why: str,
+) -> BandwidthReport:
+    """Certified lower and upper bounds instead of the exact LP (:mod:`topo.flow.bounds`)."""
+    from topo.flow.bounds import cut_upper_bound, routing_lower_bound
+
+    ub, cut = cut_upper_bound(G)
+    lb, how = routing_lower_bound(G)
+    lb = min(lb, ub)
+    reductions = [*reductions, f"exact LP not solved: {why}"]
+    n = n_terms
+    sol = MCFSolution(lb, np.zeros(0), np.zeros(0), None, 0, 0, 0.0, 0.0)
+    report = _report(G, hosts, terminal, n, lb, [], "bounds", False, reductions, sol, t0)
+    extra = {
+        "lower_bound_busbw_GBps": Bps_to_GBps(lb * (n - 1)),
+        "upper_bound_busbw_GBps": Bps_to_GBps(ub * (n - 1)),
+        "gap": 1.0 - lb / ub if ub > 0 else 0.0,
+        "lower_bound_from": how,
+        "upper_bound_from": f"cut around {cut}",
+    }
+    return replace(report, extra=extra)
 
 
 def _general_report(

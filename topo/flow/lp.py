@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from topo.errors import SolverError
+from topo.errors import LPTooLarge, SolverError
 
 DEFAULT_MAX_VARIABLES = 2_000_000
 """Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: about 4 GiB
@@ -182,7 +182,7 @@ def max_concurrent_flow(
         )
     n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
     if n_vars > max_variables:
-        raise SolverError(
+        raise LPTooLarge(
             f"the flow LP would have {n_vars:,} variables, over the limit of {max_variables:,}; "
             "the fabric's structure did not allow an exact reduction (see docs/bandwidth.md)"
         )

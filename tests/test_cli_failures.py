@@ -1,0 +1,162 @@
+"""``topo bandwidth`` with --routing, failures and --html; ``topo resilience``.
+
+Small fabrics (8-port switches); expected values worked out by hand in each test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from topo.cli import app
+
+runner = CliRunner()
+NIC = 50.0  # GB/s
+
+
+def run(*args: Any) -> Result:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def ft2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # 16 servers x 2 GPUs, 2 x 400G NICs each, non-blocking: 32 GPUs.
+    path = tmp_path_factory.mktemp("f") / "ft2.json"
+    r = run(
+        "build", "ft2", "--switch-ports", 8, "--gpus-per-node", 2, "--nics-per-node", 2, "-o", path
+    )
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture(scope="module")
+def mpft(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("f") / "mpft.json"
+    r = run(
+        "build",
+        "mpft",
+        "--switch-ports",
+        8,
+        "--gpus-per-node",
+        4,
+        "--nics-per-node",
+        4,
+        "--gpus",
+        64,
+        "-o",
+        path,
+    )
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def test_random_failures_are_reproducible_and_listed(ft2: Path) -> None:
+    a = json.loads(run("bandwidth", ft2, "--fail-links", 3, "--seed", 5, "--json").stdout)
+    b = json.loads(run("bandwidth", ft2, "--fail-links", 3, "--seed", 5, "--json").stdout)
+    c = json.loads(run("bandwidth", ft2, "--fail-links", 3, "--seed", 6, "--json").stdout)
+    assert a["failed_links"] == b["failed_links"] and len(a["failed_links"]) == 3
+    assert a["failed_links"] != c["failed_links"]
+    assert a["alltoall_busbw_GBps"] == b["alltoall_busbw_GBps"]
+    assert a["disconnected"] == [] and a["disconnected_gpus"] == 0
+    assert a["routing"] == "optimal"
+
+
+def test_a_cut_off_server_is_reported_not_dropped(ft2: Path) -> None:
+    # Both NIC cables of server 0 fail: its 2 GPUs are out; the other 30 GPUs in 15 servers
+    # are NIC-bound: lambda = 2 x 50 / (2 x 28) GB/s, busbw = lambda x 29.
+    G = json.loads(ft2.read_text())
+    cables = [
+        f"{e['source']}--{e['target']}"
+        for e in G["edges"]
+        if {e["source"], e["target"]} & {"node0/nic0", "node0/nic1"} and e["kind"] == "endpoint"
+    ]
+    args = [a for c in cables for a in ("--fail", c)]
+    r = run("bandwidth", ft2, *args, "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["disconnected"] == ["0"] and d["disconnected_gpus"] == 2
+    assert d["gpus"] == 30
+    assert d["alltoall_busbw_GBps"] == pytest.approx(2 * NIC / (2 * 28) * 29, rel=1e-6)
+    table = run("bandwidth", ft2, *args).stdout
+    assert "DISCONNECTED: 2 GPU(s) in 1 server(s) (0)" in table
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--fail", "spine77"], "--fail 'spine77' is neither a switch nor a link"),
+        (["--fail-links", 100000], "--fail-links 100000: the fabric has 64 cables left"),
+        (["--fail-switches", 13], "--fail-switches 13: the fabric has 12 switches"),
+    ],
+)
+def test_bad_failures_are_one_line_errors(ft2: Path, args: list, message: str) -> None:
+    r = run("bandwidth", ft2, *args)
+    assert r.exit_code == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"topo: error: {message}")
+
+
+def test_routing_dmodk_on_non_blocking_ft2_reaches_the_line_rate(ft2: Path) -> None:
+    # D-mod-k balances a full FT2's all-to-all: every NIC cable at 50 GB/s, as the LP.
+    d = json.loads(run("bandwidth", ft2, "--routing", "dmodk", "--json").stdout)
+    assert d["routing"] == "dmodk"
+    opt = json.loads(run("bandwidth", ft2, "--json").stdout)
+    assert d["alltoall_busbw_GBps"] == pytest.approx(opt["alltoall_busbw_GBps"], rel=1e-6)
+    r = run("bandwidth", ft2, "--routing", "ecmp", "--seed", 1)
+    assert r.exit_code == 0 and "hash collisions cost" in r.stdout
+
+
+def test_mpft_without_pxn_is_refused_clearly(mpft: Path) -> None:
+    r = run("bandwidth", mpft, "--routing", "ecmp", "--no-pxn")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("topo: error: ") and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_html_link_load_page(ft2: Path, tmp_path: Path) -> None:
+    page = tmp_path / "load.html"
+    r = run("bandwidth", ft2, "--fail-links", 2, "--html", page)
+    assert r.exit_code == 0, r.output
+    text = page.read_text()
+    assert "plotly" in text.lower() and "all-to-all link load (optimal)" in text
+
+
+def test_bounds_when_the_lp_is_too_large(ft2: Path) -> None:
+    # One leaf uplink gone: leaf0 keeps 3 of 4 uplinks for its 4 NICs (8-port, non-blocking),
+    # the cut around leaf0 gives lambda <= 150 / (4 * 28) GB/s, and ECMP's even split meets it.
+    d = json.loads(
+        run("bandwidth", ft2, "--fail", "leaf0--spine0", "--max-variables", 10, "--json").stdout
+    )
+    assert d["exact"] is False and d["method"] == "bounds"
+    assert d["upper_bound_busbw_GBps"] == pytest.approx(3 * NIC / (4 * 28) * 31, rel=1e-6)
+    assert d["lower_bound_busbw_GBps"] <= d["upper_bound_busbw_GBps"] * (1 + 1e-9)
+
+
+def test_resilience_compares_fabrics_reproducibly(ft2: Path, mpft: Path) -> None:
+    args = ["resilience", ft2, mpft, "--trials", 3, "--fail-links", 2, "--seed", 4, "--json"]
+    a = json.loads(run(*args).stdout)
+    b = json.loads(run(*args).stdout)
+
+    def timeless(rows: list[dict]) -> list[dict]:
+        return [{k: v for k, v in x.items() if k != "seconds"} for x in rows]
+
+    assert timeless(a) == timeless(b)
+    assert [x["trials"] for x in a] == [3, 3]
+    for x in a:
+        v = sorted(x["busbw_GBps"])
+        assert x["min_GBps"] == v[0] and x["max_GBps"] == v[-1] and x["median_GBps"] == v[1]
+        assert x["min_GBps"] <= x["p5_GBps"] <= x["median_GBps"] <= x["intact_busbw_GBps"] + 1e-9
+    # Each trial matches a single bandwidth run with the same seed.
+    one = json.loads(run("bandwidth", ft2, "--fail-links", 2, "--seed", 5, "--json").stdout)
+    assert a[0]["busbw_GBps"][1] == pytest.approx(one["alltoall_busbw_GBps"])
+    table = run(*args[:-1]).stdout
+    assert "p5" in table and "median" in table
+
+
+def test_resilience_needs_failures(ft2: Path) -> None:
+    r = run("resilience", ft2, "--trials", 2)
+    assert r.exit_code == 1
+    assert "give --fail-links N and/or --fail-switches M" in r.stderr

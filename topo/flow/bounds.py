@@ -1,0 +1,95 @@
+"""Certified bounds on the all-to-all rate when the exact LP is too large.
+
+Both bounds are on ``lambda``, the rate every ordered pair of terminals (GPUs, or host
+endpoints) gets in the uniform all-to-all (:mod:`topo.flow.alltoall`), in B/s.
+
+**Upper bound: cuts.** For any set ``S`` of vertices holding ``W`` of the ``n`` terminals,
+every unit of the ``W (n - W) lambda`` that leaves ``S`` crosses an arc out of ``S``, so
+``lambda <= c(S) / (W (n - W))`` (the cut condition; Leighton and Rao, J. ACM 46(6), 1999,
+where the gap to the LP optimum is also bounded). Cuts tried: every server alone (its NIC
+cables, each counted as the tighter of its cable and its PCIe side) and every switch block
+(a switch of the top tier's complement: each switch, and each connected group of switches
+below the top tier, i.e. a pod) together with every server attached to it, whose other
+attachments then leave the set.
+
+**Lower bound: a routing.** The expected-load ECMP routing of :mod:`topo.flow.routing` (every
+flow split evenly over the equal-cost up/down paths, PXN on) is a feasible concurrent flow:
+its rate, the slowest link's capacity over its load, is achievable. It exists for fabrics with
+up/down tiers (fat trees, imported fat trees); elsewhere the lower bound is 0 (unknown).
+
+The true optimum lies between them; the report gives both and the relative gap
+``1 - lower/upper``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+
+import networkx as nx
+
+from topo.errors import TopoError
+from topo.fabric import SWITCH_KINDS
+
+
+def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
+    """The tightest of the server and switch-block cuts: (lambda bound in B/s, the cut named).
+
+    Raises
+    ------
+    TopoError
+        Fewer than two terminals.
+    """
+    from topo.flow.alltoall import _hosts
+
+    hosts, terminal = _hosts(G)
+    n = sum(h.weight for h in hosts)
+    if n < 2:
+        raise TopoError("all-to-all needs at least two terminals")
+    best, what = math.inf, ""
+    for h in hosts:
+        dem = h.weight * (n - h.weight)
+        cap = sum(h.attach.values())
+        if dem and cap / dem < best:
+            best, what = (
+                cap / dem,
+                f"the NIC cables of {'server' if terminal == 'gpu' else ''} {h.id}",
+            )
+    by_switch: dict[Hashable, list] = {}
+    for h in hosts:
+        for s in h.attach:
+            by_switch.setdefault(s, []).append(h)
+    switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+    blocks: list[set] = [{s} for s in by_switch]
+    if switches:
+        top = max(int(G.nodes[s]["tier"]) for s in switches)
+        lower = [s for s in switches if int(G.nodes[s]["tier"]) < top]
+        blocks += [set(c) for c in nx.connected_components(G.subgraph(lower)) if len(c) > 1]
+    for block in blocks:
+        members = {id(h): h for s in block for h in by_switch.get(s, [])}
+        W = sum(h.weight for h in members.values())
+        if W == 0 or W == n:
+            continue
+        cap = 0.0
+        for s in block:
+            for t, e in G.adj[s].items():
+                if G.nodes[t]["kind"] in SWITCH_KINDS and t not in block:
+                    cap += float(e["capacity"])
+        for h in members.values():
+            cap += sum(c for s, c in h.attach.items() if s not in block)
+        bound = cap / (W * (n - W))
+        if bound < best:
+            name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
+            best, what = bound, f"{name} with its {len(members)} attached host(s)"
+    return best, what
+
+
+def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
+    """A feasible all-to-all rate (B/s) from the expected ECMP routing; (0, why) if none."""
+    try:
+        from topo.flow.routing import routed_alltoall
+
+        r = routed_alltoall(G, "ecmp", seed=0)
+    except TopoError as exc:
+        return 0.0, f"no routing lower bound ({exc})"
+    return r.expected_pair_rate_GBps * 1e9, "ECMP with even splitting (expected loads), PXN"
