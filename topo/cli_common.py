@@ -168,7 +168,8 @@ MaxVariablesOpt = Annotated[
     int | None,
     typer.Option(
         "--max-variables",
-        help="Largest exact LP to solve (flow variables; default 2,000,000): a memory and "
+        help="Largest exact LP to solve, in flow variables (bandwidth: 2,000,000; resilience: "
+        "200,000 per trial): a memory and "
         "time guard; above it, certified lower and upper bounds are reported instead.",
         min=1,
     ),

@@ -59,7 +59,7 @@ def resilience(
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
     """
-    from topo.flow.lp import DEFAULT_MAX_VARIABLES
+    from topo.flow.resilience import TRIAL_MAX_VARIABLES
     from topo.flow.resilience import resilience as run
 
     reports = []
@@ -84,7 +84,7 @@ def resilience(
                     routing=routing.value,
                     flows_per_pair=flows_per_pair,
                     pxn=pxn,
-                    max_variables=max_variables or DEFAULT_MAX_VARIABLES,
+                    max_variables=max_variables or TRIAL_MAX_VARIABLES,
                     progress=lambda done, t=task: bar.update(t, completed=done),
                 )
             )
@@ -97,7 +97,7 @@ def resilience(
         f"{seed + trials - 1})",
         title_justify="left",
     )
-    for col in ("fabric", "intact", "min", "p5", "median", "mean", "max", "cut off"):
+    for col in ("fabric", "intact", "min", "p5", "median", "mean", "max", "exact", "cut off"):
         table.add_column(col, justify="left" if col == "fabric" else "right")
     for r in reports:
         cut = (
@@ -113,9 +113,15 @@ def resilience(
             f"{r.median_GBps:.2f}",
             f"{r.mean_GBps:.2f}",
             f"{r.max_GBps:.2f}",
+            f"{r.exact_trials}/{r.trials}",
             cut,
         )
     out.print(table)
+    if any(r.exact_trials < r.trials for r in reports):
+        out.print(
+            "  exact: trials solved exactly; the others (LP over --max-variables) count their "
+            "certified lower bound (--json has each trial's upper bound)"
+        )
     if any(r.trials_with_disconnected for r in reports):
         out.print(
             "  cut off: trials in which some servers lost every path; their busbw is among the "

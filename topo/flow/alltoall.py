@@ -447,7 +447,13 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
     for cls in red.classes:
         att = list(_scoped(cls[0], red.scope))
         for s, c in att:
-            others = tuple(sorted((color[t], ct) for t, ct in att if t != s))
+            others = tuple(
+                sorted(
+                    (G.nodes[t].get("plane", -1), G.nodes[t].get("rail", -1), color[t], ct)
+                    for t, ct in att
+                    if t != s
+                )
+            )
             refined[s].append((c, others))
     return {s: (color[s], tuple(sorted(refined[s]))) for s in below}
 
@@ -807,7 +813,9 @@ def alltoall_bandwidth(
                 G, hosts, terminal, n_terms, max_variables, link_loads, t0, reductions
             )
         except LPTooLarge as exc:
-            return _bounds_report(G, hosts, terminal, n_terms, t0, reductions, str(exc))
+            return _bounds_report(
+                G, hosts, terminal, n_terms, t0, reductions, str(exc), max_variables
+            )
     return _general_report(G, hosts, terminal, max_variables, t0, reductions, link_loads)
 
 
@@ -896,12 +904,13 @@ def _bounds_report(
     t0: float,
     reductions: list[str],
     why: str,
+    max_variables: int,
 ) -> BandwidthReport:
     """Certified lower and upper bounds instead of the exact LP (:mod:`topo.flow.bounds`)."""
-    from topo.flow.bounds import cut_upper_bound, routing_lower_bound
+    from topo.flow.bounds import cut_upper_bound, plane_lower_bound, routing_lower_bound
 
     ub, cut = cut_upper_bound(G)
-    lb, how = routing_lower_bound(G)
+    lb, how = max(routing_lower_bound(G), plane_lower_bound(G, max_variables))
     lb = min(lb, ub)
     reductions = [*reductions, f"exact LP not solved: {why}"]
     n = n_terms

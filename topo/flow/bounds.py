@@ -93,3 +93,54 @@ def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
     except TopoError as exc:
         return 0.0, f"no routing lower bound ({exc})"
     return r.expected_pair_rate_GBps * 1e9, "ECMP with even splitting (expected loads), PXN"
+
+
+def plane_lower_bound(G: nx.Graph, max_variables: int) -> tuple[float, str]:
+    """A feasible all-to-all rate (B/s) from solving every plane on its own; (0, why) if none.
+
+    For a fabric whose switches fall into several planes (components), let ``S_p`` be the
+    servers with a NIC on plane ``p`` and ``lambda_p`` the exact all-to-all rate among the
+    GPUs of ``S_p`` on plane ``p`` alone (:func:`topo.flow.alltoall.alltoall_bandwidth` on
+    that sub-fabric). Running all the planes' flows at once is feasible, as planes share no
+    switch or cable, so every pair of GPUs in servers ``a, b`` gets ``sum of lambda_p over the
+    planes p holding both``, and the minimum over pairs is achievable. It is the rate without
+    moving load between planes, so it is exact when the damage leaves every plane's own
+    bottleneck where the whole fabric's is (a dead NIC cable; a fabric link of a plane with
+    slack) and below the optimum otherwise. NVLink is assumed not to bind when the planes'
+    flows add up inside a server (each plane's flow is checked alone).
+    """
+    from topo.flow.alltoall import _hosts, _switch_components, alltoall_bandwidth
+
+    comps = _switch_components(G)
+    if len(comps) < 2:
+        return 0.0, "no plane lower bound (one plane)"
+    hosts, terminal = _hosts(G)
+    where = {v: i for i, c in enumerate(comps) for v in c}
+    masks: dict[Hashable, frozenset[int]] = {
+        h.id: frozenset(where[s] for s in h.attach) for h in hosts
+    }
+    rates: list[float] = []
+    for i, comp in enumerate(comps):
+        members = {h.id for h in hosts if i in masks[h.id]}
+        if len(members) < 2:
+            rates.append(0.0)
+            continue
+        keep = set(comp)
+        for h in hosts:
+            if h.id not in members:
+                continue
+            keep.update(v for v in h.members if G.nodes[v]["kind"] != "nic")
+            keep.update(n for s, nics in h.nics.items() if where[s] == i for n in nics)
+        try:
+            r = alltoall_bandwidth(G.subgraph(keep).copy(), max_variables=max_variables)
+            rates.append(r.pair_rate_GBps * 1e9 if r.exact else 0.0)
+        except TopoError:
+            rates.append(0.0)
+    distinct = set(masks.values())
+    best = math.inf
+    for a in distinct:
+        for b in distinct:
+            best = min(best, sum(rates[p] for p in a & b))
+    if not math.isfinite(best) or best <= 0:
+        return 0.0, "no plane lower bound (some pair of servers shares no working plane)"
+    return best, f"each of the {len(comps)} planes solved alone, no load moved between planes"
