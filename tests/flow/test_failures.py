@@ -119,3 +119,15 @@ def test_damaged_fabrics_reduced_equals_general(family: str, seed: int, kw: dict
     general = alltoall_bandwidth(G, method="general")
     assert auto.pair_rate_GBps == pytest.approx(general.pair_rate_GBps, rel=1e-6)
     assert auto.lp_variables < general.lp_variables
+
+
+def test_failures_in_two_planes_keep_a_consistent_leaf_shift() -> None:
+    # Damage under leaf 0 of plane 1 and leaf 3 of plane 2: the leaves of every plane whose
+    # servers sit under either damaged leaf must stay in place (in all planes at once); the
+    # other leaves still shift, and the result is the general LP's.
+    G = small("mpft", gpus=64)
+    H, _ = fail(G, named=["p1/leaf0--p1/spine0", "p2/leaf3--p2/spine1"])
+    auto = alltoall_bandwidth(H)
+    assert any("class symmetry" in line for line in auto.reductions)
+    general = alltoall_bandwidth(H, method="general")
+    assert auto.pair_rate_GBps == pytest.approx(general.pair_rate_GBps, rel=1e-6)
