@@ -783,14 +783,17 @@ def alltoall_bandwidth(
     InfeasibleError
         Fewer than two terminals, or terminals with no cable to any switch.
     SolverError
-        The LP is too large (``max_variables``) or HiGHS fails.
+        HiGHS fails, or (``method="general"``) the LP is too large. With ``method="auto"``
+        an LP over ``max_variables`` gives certified bounds instead (``method == "bounds"``,
+        ``exact`` False, ``extra`` holding ``lower_bound_busbw_GBps``,
+        ``upper_bound_busbw_GBps`` and ``gap``; :mod:`topo.flow.bounds`).
 
     Examples
     --------
     >>> from topo.builders import build
     >>> r = alltoall_bandwidth(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2))
-    >>> round(r.alltoall_busbw_GBps, 3)     # non-blocking: the 50 GB/s NIC is the bound
-    50.0
+    >>> round(r.alltoall_busbw_GBps, 3)     # NIC-bound: 2 x 50 / (2 x 30) x 31 GB/s
+    51.667
 
     References
     ----------

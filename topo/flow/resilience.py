@@ -223,6 +223,7 @@ def resilience(
     ).report
     values: list[float] = []
     uppers: list[float] = []
+    unroutable = 0
     cut_trials = 0
     worst_cut = 0
     exact = 0
@@ -248,9 +249,14 @@ def resilience(
                 cut_trials += 1
                 worst_cut = max(worst_cut, r.disconnected_gpus)
         except InfeasibleError:
-            values.append(0.0)  # fewer than two GPUs left connected
+            # Optimal: fewer than two GPUs left connected. As routed: some pair has no
+            # up/down route, so the all-to-all cannot complete on these paths.
+            values.append(0.0)
             uppers.append(0.0)
-            cut_trials += 1
+            if routing == "optimal":
+                cut_trials += 1
+            else:
+                unroutable += 1
         if progress is not None:
             progress(i + 1)
     v = np.array(values)
@@ -273,7 +279,11 @@ def resilience(
         max_disconnected_gpus=worst_cut,
         exact_trials=exact,
         seconds=time.perf_counter() - t0,
-        extra={"upper_bound_busbw_GBps": uppers, "max_variables": max_variables},
+        extra={
+            "upper_bound_busbw_GBps": uppers,
+            "max_variables": max_variables,
+            "trials_unroutable": unroutable,
+        },
     )
 
 
