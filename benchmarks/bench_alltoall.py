@@ -20,8 +20,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GB200 = ROOT.parent / "shared" / "data" / "real" / "ibnetdiscover" / (
-    "topograph_dgx_gb200_ndr_superpod.out"
+GB200 = (
+    ROOT.parent
+    / "shared"
+    / "data"
+    / "real"
+    / "ibnetdiscover"
+    / ("topograph_dgx_gb200_ndr_superpod.out")
 )
 
 CHILD = r"""
