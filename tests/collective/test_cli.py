@@ -113,6 +113,20 @@ def test_compare_and_fit_ten_nodes(h100, tmp_path):
     assert all(d["gpus"] == 80 and d["gpus_per_node"] == 8 for d in data)
 
 
+def test_compare_without_a_fabric_uses_the_default_h100_cluster(h100):
+    # The default cluster is the example's (10 servers of 8 H100, 8 x 400G): the comparison
+    # must be the same, model column for model column.
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    given = json.loads(ok(h100, "--compare", log, "--op", "all_reduce", "--json").stdout)
+    r = ok("--compare", log, "--op", "all_reduce", "--json")
+    assert "no FABRIC given: holding the log against 10 H100 server(s)" in r.stderr
+    default = json.loads(r.stdout)
+    assert [row["predicted_busbw_GBps"] for row in default[0]["rows"]] == [
+        row["predicted_busbw_GBps"] for row in given[0]["rows"]
+    ]
+    user_error(run(), "give a FABRIC.json")
+
+
 def test_compare_pair_says_far_below(h100):
     log = real_file(
         "nccl_tests_logs", "xxrjun_cluster00_pairwise", "nccl_N2_G8_cnode2-001_cnode2-002.log"

@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from topo.cli_common import InputFabric, app, err, out, print_json, user_errors
+from topo.cli_common import app, err, out, print_json, user_errors
 from topo.errors import TopoError
 
 WIDE = 160
@@ -52,7 +52,17 @@ def parse_size(text: str, option: str) -> int:
 @app.command("collective")
 @user_errors
 def collective(
-    fabric: InputFabric,
+    fabric: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A fabric JSON (topo build/import -o). May be left out with --compare: the "
+            "log is then held against a default H100 cluster of the log's size (8 GPUs and "
+            "8 x 400G NICs per server, NVLink 4, non-blocking fat tree of 64-port switches).",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
     op: Annotated[
         Op | None,
         typer.Option(
@@ -126,9 +136,14 @@ def collective(
     if fit and compare is None:
         raise TopoError("--fit needs --compare LOG (it fits the measured times)")
     c = load_constants(constants)
-    G = fabric_mod.load(fabric)
+    if fabric is None and compare is None:
+        raise TopoError(
+            "give a FABRIC.json (topo build ... -o FILE), or --compare LOG to hold a log "
+            "against a default H100 cluster"
+        )
     if compare is not None:
         tests = read_nccl_tests(compare)
+        G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         if op is not None:
             tests = [t for t in tests if t.op == op.value]
             if not tests:
@@ -150,6 +165,8 @@ def collective(
         if html is not None:
             err.print(f"wrote {html}")
         return
+    assert fabric is not None
+    G = fabric_mod.load(fabric)
     report = collective_table(
         G,
         (op or Op.all_reduce).value,
@@ -171,6 +188,37 @@ def collective(
         _table(report)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+DEFAULT_CLUSTER = dict(
+    family="ft2",
+    switch_ports=64,
+    link_gbps=400.0,
+    gpus_per_node=8,
+    nics_per_node=8,
+    nvlink_GBps=450.0,
+    pcie_GBps=64.0,
+)
+"""The cluster a log is held against when no FABRIC is given: H100 SXM servers (8 GPUs,
+NVLink 4 at 18 x 25 GB/s per direction through NVSwitch, 8 ConnectX-7 400G NICs on PCIe Gen5
+x16), on a non-blocking two-layer fat tree of 64-port 400G switches; as
+examples/h100-10node.toml."""
+
+
+def _default_cluster(tests: list[Any]) -> Any:
+    """Build :data:`DEFAULT_CLUSTER` with as many servers as the log's largest test used."""
+    from topo.builders import build
+
+    servers = max((len(t.hosts) for t in tests), default=0) or 1
+    err.print(
+        f"no FABRIC given: holding the log against {servers} H100 server(s) of 8 GPUs and "
+        "8 x 400G NICs, NVLink 450 GB/s, on a non-blocking fat tree (pass FABRIC.json to choose)"
+    )
+    spec = dict(DEFAULT_CLUSTER)
+    family = spec.pop("family")
+    G = build(family, gpus=8 * servers, **spec)
+    G.graph["name"] = f"default H100 cluster, {servers} x 8 GPUs"
+    return G
 
 
 def _console() -> Console:
