@@ -160,6 +160,7 @@ FailOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--fail",
+        metavar="NAME",
         help="A switch (spine3) or link (leaf0--spine3) to fail, by its name in the fabric "
         "JSON; repeatable.",
     ),
