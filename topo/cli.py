@@ -27,6 +27,7 @@ from topo.cli_common import (
     Routing,
     RoutingOpt,
     SeedOpt,
+    TimeLimitOpt,
     app,
     err,
     import_app,
@@ -50,6 +51,10 @@ class Family(str, Enum):
 class Arrangement(str, Enum):
     consecutive = "consecutive"
     palmtree = "palmtree"
+
+
+BANDWIDTH_TIME_LIMIT_S = 120.0
+"""Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
 
 
 class Method(str, Enum):
@@ -228,6 +233,7 @@ def bandwidth(
     fail_switches: FailSwitchesOpt = 0,
     fail: FailOpt = None,
     max_variables: MaxVariablesOpt = None,
+    time_limit: TimeLimitOpt = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -261,6 +267,7 @@ def bandwidth(
         method=method.value,
         max_variables=max_variables or DEFAULT_MAX_VARIABLES,
         link_loads=html is not None,
+        time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
     )
     if html is not None:
         from topo.plot import write_html

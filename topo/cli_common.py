@@ -175,3 +175,12 @@ MaxVariablesOpt = Annotated[
         min=1,
     ),
 ]
+TimeLimitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        help="Seconds HiGHS may spend on the exact LP (bandwidth: 120; resilience: 60 per "
+        "trial); when reached, certified lower and upper bounds are reported instead.",
+        min=0.1,
+    ),
+]

@@ -49,3 +49,7 @@ class SolverError(TopoError):
 
 class LPTooLarge(SolverError):
     """The exact LP would exceed the variable limit (a memory and time guard)."""
+
+
+class LPTimeLimit(SolverError):
+    """HiGHS stopped at its time limit before reaching the optimum."""

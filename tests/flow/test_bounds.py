@@ -54,3 +54,15 @@ def test_bounds_bracket_the_exact_rate(family, kw, seed):
     assert hi >= exact.alltoall_busbw_GBps * (1 - 1e-6)
     assert b.alltoall_busbw_GBps == pytest.approx(lo)
     assert b.extra["gap"] == pytest.approx(1 - lo / hi)
+
+
+def test_time_limit_gives_bounds_around_the_exact_rate():
+    # A damaged MPFT of 16-port switches: the exact LP takes a fraction of a second, so a
+    # 1 ms HiGHS limit is reached, and the bounds must bracket the exact rate.
+    G, _ = fail(build("mpft", switch_ports=16), links=6, seed=1)
+    exact = alltoall_bandwidth(G)
+    b = alltoall_bandwidth(G, time_limit_s=1e-3)
+    assert exact.exact and b.method == "bounds" and not b.exact
+    assert "time limit" in b.reductions[-1]
+    assert b.extra["lower_bound_busbw_GBps"] <= exact.alltoall_busbw_GBps * (1 + 1e-6)
+    assert b.extra["upper_bound_busbw_GBps"] >= exact.alltoall_busbw_GBps * (1 - 1e-6)

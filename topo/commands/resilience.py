@@ -19,12 +19,16 @@ from topo.cli_common import (
     Routing,
     RoutingOpt,
     SeedOpt,
+    TimeLimitOpt,
     app,
     err,
     out,
     print_json,
     user_errors,
 )
+
+TRIAL_TIME_LIMIT_S = 60.0
+"""Default HiGHS time limit per trial of ``topo resilience`` (s): past it, certified bounds."""
 
 
 @app.command()
@@ -50,6 +54,7 @@ def resilience(
     flows_per_pair: FlowsOpt = 1,
     pxn: PxnOpt = True,
     max_variables: MaxVariablesOpt = None,
+    time_limit: TimeLimitOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a list of one JSON object per fabric.")
     ] = False,
@@ -85,6 +90,7 @@ def resilience(
                     flows_per_pair=flows_per_pair,
                     pxn=pxn,
                     max_variables=max_variables or TRIAL_MAX_VARIABLES,
+                    time_limit_s=time_limit or TRIAL_TIME_LIMIT_S,
                     progress=lambda done, t=task: bar.update(t, completed=done),
                 )
             )

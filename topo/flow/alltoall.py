@@ -48,7 +48,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.errors import InfeasibleError, LPTooLarge, SolverError, TopoError
+from topo.errors import InfeasibleError, LPTimeLimit, LPTooLarge, SolverError, TopoError
 from topo.fabric import SWITCH_KINDS, tier_name
 from topo.flow.lp import (
     DEFAULT_MAX_VARIABLES,
@@ -424,7 +424,8 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
 
     First the classes below it (GPUs, inside, size, capacity) and the capacities of its links
     up; then, for each class below, the same description of the other switches that class
-    attaches to. The refinement tells apart, e.g., the leaves of an undamaged plane whose
+    attaches to, with the names of the switches those reach up (leaves of one plane cut from
+    different spines differ). The refinement tells apart, e.g., the leaves of an undamaged plane whose
     servers sit under a damaged leaf of another plane, so a shift among look-alike leaves can
     still be consistent across planes (one round of colour refinement; the shift found is
     verified arc by arc anyway).
@@ -434,7 +435,8 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
         h = cls[0]
         for s, c in _scoped(h, red.scope):
             below[s].append((h.weight, h.inner_sig, len(cls), c))
-    color = {}
+    color: dict[str, tuple] = {}
+    uppers: dict[str, tuple] = {}  # which switches a leaf reaches up (names: within a plane)
     for s, v in below.items():
         t = G.nodes[s]["tier"]
         up = sorted(
@@ -443,13 +445,25 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
             if u in red.scope and G.nodes[u]["tier"] > t
         )
         color[s] = (tuple(sorted(v)), tuple(up))
+        uppers[s] = tuple(
+            sorted(
+                (str(u) for u in G.adj[s] if u in red.scope and G.nodes[u]["tier"] > t),
+                key=_natural_key,
+            )
+        )
     refined: dict[str, list[tuple]] = defaultdict(list)
     for cls in red.classes:
         att = list(_scoped(cls[0], red.scope))
         for s, c in att:
             others = tuple(
                 sorted(
-                    (G.nodes[t].get("plane", -1), G.nodes[t].get("rail", -1), color[t], ct)
+                    (
+                        G.nodes[t].get("plane", -1),
+                        G.nodes[t].get("rail", -1),
+                        color[t],
+                        ct,
+                        uppers[t],
+                    )
                     for t, ct in att
                     if t != s
                 )
@@ -576,7 +590,10 @@ def _arc_orbits(red: _Reduced, gens: list[dict[Hashable, Hashable]]) -> list[lis
 
 
 def _solve_symmetric(
-    red: _Reduced, gens: list[dict[Hashable, Hashable]], max_variables: int
+    red: _Reduced,
+    gens: list[dict[Hashable, Hashable]],
+    max_variables: int,
+    time_limit_s: float | None = None,
 ) -> MCFSolution:
     """One commodity per class orbit, one capacity row per arc orbit.
 
@@ -600,6 +617,7 @@ def _solve_symmetric(
         capacity_rows=rows,
         keep_commodity_flows=len(reps) > 1,
         max_variables=max_variables,
+        time_limit_s=time_limit_s,
     )
     weighted = np.zeros(len(red.arcs))
     if sol.commodity_flow is None:  # one commodity: arc_flow is its flow
@@ -748,6 +766,7 @@ def alltoall_bandwidth(
     method: str = "auto",
     max_variables: int = DEFAULT_MAX_VARIABLES,
     link_loads: bool = False,
+    time_limit_s: float | None = None,
 ) -> BandwidthReport:
     """All-to-all bandwidth per GPU: the maximum concurrent flow of the uniform all-to-all.
 
@@ -765,6 +784,9 @@ def alltoall_bandwidth(
     link_loads : bool
         Also return the load of every NIC cable and switch link direction at the optimum
         found (``report.link_load``; one optimum among possibly many).
+    time_limit_s : float, optional
+        HiGHS time limit (s) for the reduced LP; when reached, certified bounds are reported
+        as for an LP over ``max_variables``.
 
     Returns
     -------
@@ -813,11 +835,19 @@ def alltoall_bandwidth(
     if method == "auto":
         try:
             return _reduced_report(
-                G, hosts, terminal, n_terms, max_variables, link_loads, t0, reductions
+                G,
+                hosts,
+                terminal,
+                n_terms,
+                max_variables,
+                link_loads,
+                t0,
+                reductions,
+                time_limit_s,
             )
-        except LPTooLarge as exc:
+        except (LPTooLarge, LPTimeLimit) as exc:
             return _bounds_report(
-                G, hosts, terminal, n_terms, t0, reductions, str(exc), max_variables
+                G, hosts, terminal, n_terms, t0, reductions, str(exc), max_variables, time_limit_s
             )
     return _general_report(G, hosts, terminal, max_variables, t0, reductions, link_loads)
 
@@ -831,6 +861,7 @@ def _reduced_report(
     link_loads: bool,
     t0: float,
     reductions: list[str],
+    time_limit_s: float | None = None,
 ) -> BandwidthReport:
     red = _reduce(G, hosts)
     if terminal == "gpu":
@@ -852,7 +883,7 @@ def _reduced_report(
     )
     gens = _symmetry(G, red)
     if gens is not None:
-        sol = _solve_symmetric(red, gens, max_variables)
+        sol = _solve_symmetric(red, gens, max_variables, time_limit_s)
         n_orbits = len(_class_orbits(red, gens))
         reductions.append(
             f"class symmetry: {len(gens)} verified automorphism(s) fold the "
@@ -873,6 +904,7 @@ def _reduced_report(
             red.commodities,
             commodity_arcs=[red.commodity_arcs(ci) for ci in range(len(red.classes))],
             max_variables=max_variables,
+            time_limit_s=time_limit_s,
         )
     lam = sol.theta
     if terminal == "gpu":
@@ -908,12 +940,13 @@ def _bounds_report(
     reductions: list[str],
     why: str,
     max_variables: int,
+    time_limit_s: float | None = None,
 ) -> BandwidthReport:
     """Certified lower and upper bounds instead of the exact LP (:mod:`topo.flow.bounds`)."""
     from topo.flow.bounds import cut_upper_bound, plane_lower_bound, routing_lower_bound
 
     ub, cut = cut_upper_bound(G)
-    lb, how = max(routing_lower_bound(G), plane_lower_bound(G, max_variables))
+    lb, how = max(routing_lower_bound(G), plane_lower_bound(G, max_variables, time_limit_s))
     lb = min(lb, ub)
     reductions = [*reductions, f"exact LP not solved: {why}"]
     n = n_terms

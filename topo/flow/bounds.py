@@ -95,7 +95,9 @@ def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
     return r.expected_pair_rate_GBps * 1e9, "ECMP with even splitting (expected loads), PXN"
 
 
-def plane_lower_bound(G: nx.Graph, max_variables: int) -> tuple[float, str]:
+def plane_lower_bound(
+    G: nx.Graph, max_variables: int, time_limit_s: float | None = None
+) -> tuple[float, str]:
     """A feasible all-to-all rate (B/s) from solving every plane on its own; (0, why) if none.
 
     For a fabric whose switches fall into several planes (components), let ``S_p`` be the
@@ -132,7 +134,9 @@ def plane_lower_bound(G: nx.Graph, max_variables: int) -> tuple[float, str]:
             keep.update(v for v in h.members if G.nodes[v]["kind"] != "nic")
             keep.update(n for s, nics in h.nics.items() if where[s] == i for n in nics)
         try:
-            r = alltoall_bandwidth(G.subgraph(keep).copy(), max_variables=max_variables)
+            r = alltoall_bandwidth(
+                G.subgraph(keep).copy(), max_variables=max_variables, time_limit_s=time_limit_s
+            )
             rates.append(r.pair_rate_GBps * 1e9 if r.exact else 0.0)
         except TopoError:
             rates.append(0.0)

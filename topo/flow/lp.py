@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from topo.errors import LPTooLarge, SolverError
+from topo.errors import LPTimeLimit, LPTooLarge, SolverError
 
 DEFAULT_MAX_VARIABLES = 2_000_000
 """Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: about 4 GiB
@@ -228,6 +228,11 @@ def max_concurrent_flow(
         prob.solve(solver)
     solve_s = time.perf_counter() - t1
     if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
+        if time_limit_s is not None and solve_s >= 0.9 * time_limit_s:
+            raise LPTimeLimit(
+                f"HiGHS reached the time limit of {time_limit_s:g} s on an LP of {n_vars:,} "
+                "variables"
+            )
         raise SolverError(
             f"HiGHS did not reach an optimal solution: status {pulp.LpStatus[prob.status]}"
             + (f" (time limit {time_limit_s} s)" if time_limit_s else "")

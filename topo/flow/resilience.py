@@ -80,6 +80,7 @@ def damaged_bandwidth(
     method: str = "auto",
     max_variables: int = DEFAULT_MAX_VARIABLES,
     link_loads: bool = False,
+    time_limit_s: float | None = None,
 ) -> DamagedBandwidth:
     """All-to-all bandwidth after failing ``links`` random cables, ``switches`` random switches
     and the ``named`` elements (see :func:`topo.flow.failures.fail`).
@@ -94,7 +95,7 @@ def damaged_bandwidth(
         ``optimal``: maximum concurrent flow; the others: :func:`topo.flow.routing.routed_alltoall`.
     flows_per_pair, pxn
         For ``ecmp``/``dmodk`` (see :func:`topo.flow.routing.routed_alltoall`).
-    method, max_variables, link_loads
+    method, max_variables, link_loads, time_limit_s
         For ``optimal`` (see :func:`topo.flow.alltoall.alltoall_bandwidth`).
 
     Returns
@@ -118,7 +119,11 @@ def damaged_bandwidth(
         H = without_servers(H, cut)
     if routing == "optimal":
         report: Any = alltoall_bandwidth(
-            H, method=method, max_variables=max_variables, link_loads=link_loads
+            H,
+            method=method,
+            max_variables=max_variables,
+            link_loads=link_loads,
+            time_limit_s=time_limit_s,
         )
     else:
         from topo.flow.routing import routed_alltoall
@@ -183,6 +188,7 @@ def resilience(
     flows_per_pair: int = 1,
     pxn: bool = True,
     max_variables: int = TRIAL_MAX_VARIABLES,
+    time_limit_s: float | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ResilienceReport:
     """Run ``trials`` random failure sets (seeds ``seed .. seed + trials - 1``) and summarise.
@@ -197,8 +203,8 @@ def resilience(
         Random cables and switches failed in each trial.
     seed : int
         Seed of the first trial.
-    routing, flows_per_pair, pxn, max_variables
-        As for :func:`damaged_bandwidth`.
+    routing, flows_per_pair, pxn, max_variables, time_limit_s
+        As for :func:`damaged_bandwidth` (per trial).
     progress : callable, optional
         Called with the number of trials done after each one (for a progress bar).
 
@@ -238,6 +244,7 @@ def resilience(
                 flows_per_pair=flows_per_pair,
                 pxn=pxn,
                 max_variables=max_variables,
+                time_limit_s=time_limit_s,
             )
             values.append(float(r.report.alltoall_busbw_GBps))
             if getattr(r.report, "exact", True):
