@@ -425,9 +425,9 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
     First the classes below it (GPUs, inside, size, capacity) and the capacities of its links
     up; then, for each class below, the same description of the other switches that class
     attaches to, with the names of the switches those reach up (leaves of one plane cut from
-    different spines differ). The refinement tells apart, e.g., the leaves of an undamaged plane whose
-    servers sit under a damaged leaf of another plane, so a shift among look-alike leaves can
-    still be consistent across planes (one round of colour refinement; the shift found is
+    different spines differ). The refinement tells apart, e.g., the leaves of an undamaged
+    plane whose servers sit under a damaged leaf of another plane, so a shift among look-alike
+    leaves can still be consistent across planes (one round of colour refinement; the shift found is
     verified arc by arc anyway).
     """
     below: dict[str, list[tuple]] = defaultdict(list)
@@ -711,7 +711,11 @@ def _server_theta(
 
 
 def _general(
-    G: nx.Graph, terminal: str, max_variables: int, keep_flows: bool = False
+    G: nx.Graph,
+    terminal: str,
+    max_variables: int,
+    keep_flows: bool = False,
+    time_limit_s: float | None = None,
 ) -> tuple[list[str], list[tuple[str, str]], np.ndarray, MCFSolution]:
     """The LP as defined: one commodity per terminal, every arc, no transit through servers."""
     terms = sorted(
@@ -748,6 +752,7 @@ def _general(
         commodities,
         commodity_arcs=commodity_arcs,
         keep_commodity_flows=keep_flows,
+        time_limit_s=time_limit_s,
         max_variables=max_variables,
     )
     return terms, arcs, np.array(cap), sol
@@ -849,7 +854,14 @@ def alltoall_bandwidth(
             return _bounds_report(
                 G, hosts, terminal, n_terms, t0, reductions, str(exc), max_variables, time_limit_s
             )
-    return _general_report(G, hosts, terminal, max_variables, t0, reductions, link_loads)
+    try:
+        return _general_report(
+            G, hosts, terminal, max_variables, t0, reductions, link_loads, time_limit_s
+        )
+    except LPTimeLimit as exc:
+        raise LPTimeLimit(
+            f"the general LP: {exc}; use --method auto (exact reductions) or a larger --time-limit"
+        ) from None
 
 
 def _reduced_report(
@@ -970,8 +982,9 @@ def _general_report(
     t0: float,
     reductions: list[str],
     link_loads: bool = False,
+    time_limit_s: float | None = None,
 ) -> BandwidthReport:
-    terms, arcs, cap, sol = _general(G, terminal, max_variables)
+    terms, arcs, cap, sol = _general(G, terminal, max_variables, time_limit_s=time_limit_s)
     links = []
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
         u, v = arcs[a]
