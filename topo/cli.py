@@ -527,8 +527,30 @@ from topo import commands  # noqa: E402, F401
 __all__ = ["app", "main"]
 
 
-def main() -> None:  # pragma: no cover - console entry
-    app()
+def main() -> None:
+    """The console entry: the typer app, with usage errors (a missing file, a value out of
+    range, an unknown option) as one ``topo: error:`` line and exit status 2."""
+    import sys
+
+    try:
+        rc = app(standalone_mode=False)
+    except Exception as exc:
+        names = {k.__name__ for k in type(exc).__mro__}
+        if "NoArgsIsHelpError" in names:  # bare ``topo`` or ``topo import``: the help
+            print(exc.format_message())  # type: ignore[attr-defined]
+            sys.exit(2)
+        if "UsageError" in names:
+            ctx = getattr(exc, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None else ""
+            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            print(f"topo: error: {where}{message}{hint}", file=sys.stderr)
+            sys.exit(2)
+        if "Abort" in names:
+            print("topo: interrupted", file=sys.stderr)
+            sys.exit(130)
+        raise
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -131,7 +131,8 @@ RoutingOpt = Annotated[
     ),
 ]
 SeedOpt = Annotated[
-    int, typer.Option("--seed", help="Seed of the random failures and of ECMP hashing.")
+    int,
+    typer.Option("--seed", help="Seed of the random failures and of ECMP hashing.", min=0),
 ]
 FlowsOpt = Annotated[
     int,

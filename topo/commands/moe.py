@@ -113,7 +113,7 @@ def moe(
         float,
         typer.Option("--nvlink-efficiency", help="Achieved fraction of NVLink capacity (0-1]."),
     ] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.", min=0)] = 0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON object.")
     ] = False,

@@ -223,7 +223,7 @@ def max_concurrent_flow(
     # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
     # still returns a basic optimal solution with exact duals.
     options = {"solver": "ipm"} if n_vars > 20_000 else {}
-    with _quiet_stdout():
+    with _quiet_stdout(), _interruptible():
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, mip=False, **options)
         prob.solve(solver)
     solve_s = time.perf_counter() - t1
@@ -268,6 +268,31 @@ def max_concurrent_flow(
         build_seconds=build_s,
         solve_seconds=solve_s,
     )
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Let SIGTERM and SIGINT stop the process at once while HiGHS runs.
+
+    Python's own handlers only run when control returns from C, which for a large LP can be
+    many minutes: ``timeout``, Slurm and Ctrl-C would be ignored. Nothing needs cleaning up
+    during a solve (no output file is open), so the default actions (terminate) are restored
+    for its duration, and the previous handlers afterwards.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for sig in saved:
+            signal.signal(sig, signal.SIG_DFL)
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,50 @@
+"""The console entry (``topo.cli:main``): usage errors are one line on stderr, exit 2.
+
+Run as a subprocess, as a user runs it (``python cli.py`` is the same entry as ``topo``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def topo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "cli.py"), *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["bandwidth", "no-such-file.json"], "'no-such-file.json' does not exist"),
+        (["bandwidth"], "Missing argument 'fabric'"),
+        (["build", "ft2", "-o", "."], "is a directory"),
+        (["build", "ft2", "--switch-ports", "nine"], "'--switch-ports'"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["plan", "--gpus", "0"], "'--gpus'"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], fragment: str, tmp_path: Path) -> None:
+    r = topo(*args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("topo: error: ") and fragment in lines[0]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_user_errors_keep_status_1_and_success_0(tmp_path: Path) -> None:
+    out = tmp_path / "f.json"
+    ok = topo("build", "ft2", "--switch-ports", "8", "-o", str(out))
+    assert ok.returncode == 0 and out.is_file()
+    bad = topo("bandwidth", str(out), "--fail", "spine99")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().startswith("topo: error: --fail 'spine99'")
+    assert topo("--version").stdout.startswith("topo ")
