@@ -400,6 +400,8 @@ def _bandwidth_table(r: Any, show: int) -> None:
         ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp_solve_seconds:.2f} s)"),
     ]
     for k, v in rows:
+        if not r.exact and ("busbw" in k or "algbw" in k or "rate" in k or "inter-node" in k):
+            k += " - LOWER BOUND"
         table.add_row(k, v)
     out.print(table)
     for line in r.reductions:

@@ -6,7 +6,7 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.bounds import cut_upper_bound
+from topo.flow.bounds import cut_upper_bound, tree_lower_bound
 from topo.flow.failures import fail
 
 NIC = 50e9  # B/s
@@ -66,3 +66,33 @@ def test_time_limit_gives_bounds_around_the_exact_rate():
     assert "time limit" in b.reductions[-1]
     assert b.extra["lower_bound_busbw_GBps"] <= exact.alltoall_busbw_GBps * (1 + 1e-6)
     assert b.extra["upper_bound_busbw_GBps"] >= exact.alltoall_busbw_GBps * (1 - 1e-6)
+
+
+@pytest.mark.parametrize(
+    "family,kw",
+    [
+        ("ft2", dict(switch_ports=8, gpus_per_node=2, nics_per_node=2)),
+        ("slimfly", dict(q=5)),
+        ("dragonfly", dict(switch_ports=8)),
+        ("mrft", dict(switch_ports=8)),
+    ],
+)
+def test_tree_lower_bound_is_feasible(family, kw):
+    # Positive on every connected fabric, and never above the exact rate.
+    G = build(family, **kw)
+    lb, _ = tree_lower_bound(G)
+    exact = alltoall_bandwidth(G).pair_rate_GBps * 1e9
+    assert 0 < lb <= exact * (1 + 1e-9)
+
+
+def test_tree_lower_bound_of_a_two_leaf_tree_by_hand():
+    # 4-port FT2: 4 leaves (2 down, 2 up) and 2 spines, 8 servers of 1 GPU/NIC: n = 8.
+    # Every leaf holds 2 terminals; a BFS tree from a spine reaches every leaf through one
+    # uplink (50 GB/s), which carries 2 x 6 pair-units; from a leaf, the root leaf's own
+    # subtree edge to a spine holds the other 3 leaves' 6 terminals on the far side: 6 x 2.
+    # Spine-spine paths go through a leaf carrying 2 leaves below (4 x 4 = 16 pair-units).
+    # The worst average load over the trees decides; the server cables give 50 / 7.
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    lb, _ = tree_lower_bound(G)
+    assert lb <= 50e9 / 7
+    assert lb >= 50e9 / 16  # no tree edge carries more than 4 x 4 pair-units

@@ -955,10 +955,19 @@ def _bounds_report(
     time_limit_s: float | None = None,
 ) -> BandwidthReport:
     """Certified lower and upper bounds instead of the exact LP (:mod:`topo.flow.bounds`)."""
-    from topo.flow.bounds import cut_upper_bound, plane_lower_bound, routing_lower_bound
+    from topo.flow.bounds import (
+        cut_upper_bound,
+        plane_lower_bound,
+        routing_lower_bound,
+        tree_lower_bound,
+    )
 
     ub, cut = cut_upper_bound(G)
-    lb, how = max(routing_lower_bound(G), plane_lower_bound(G, max_variables, time_limit_s))
+    lb, how = max(
+        routing_lower_bound(G),
+        plane_lower_bound(G, max_variables, time_limit_s),
+        tree_lower_bound(G),
+    )
     lb = min(lb, ub)
     reductions = [*reductions, f"exact LP not solved: {why}"]
     n = n_terms

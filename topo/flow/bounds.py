@@ -148,3 +148,55 @@ def plane_lower_bound(
     if not math.isfinite(best) or best <= 0:
         return 0.0, "no plane lower bound (some pair of servers shares no working plane)"
     return best, f"each of the {len(comps)} planes solved alone, no load moved between planes"
+
+
+def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
+    """A feasible all-to-all rate (B/s) from routing over breadth-first spanning trees.
+
+    Any fabric whose switches are connected has one: each server hangs from the switch it
+    has the most capacity to (its cables there, each the tighter of cable and PCIe); every
+    pair's traffic is split evenly over ``k`` breadth-first spanning trees of the switch graph,
+    rooted at ``k`` switches spread over the fabric, and follows each tree's unique path. A tree
+    edge whose lower side holds ``X`` of the ``n`` terminals carries ``X (n - X) lambda`` each
+    way in that tree (the cut it defines), so ``lambda`` is the smallest capacity over the
+    average load of an edge, and over ``w (n - w)`` for each server's own cables. Weak for
+    fabrics with much path diversity, but never zero on a connected fabric; used for the
+    families the other lower bounds do not reach (Dragonfly, Slim Fly, irregular dumps).
+    NVLink is assumed not to bind (a server's traffic reaches the chosen switch's NICs over it).
+    """
+    from topo.flow.alltoall import _hosts, _natural_key
+
+    hosts, _ = _hosts(G)
+    n = sum(h.weight for h in hosts)
+    if n < 2 or any(not h.attach for h in hosts):
+        return 0.0, "no tree lower bound (a server has no cable)"
+    switches = sorted((v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS), key=_natural_key)
+    S = nx.Graph()
+    S.add_nodes_from(switches)
+    for u, v, e in G.edges(data=True):
+        if u in S and v in S:
+            S.add_edge(u, v, capacity=float(e["capacity"]))
+    if not nx.is_connected(S):
+        return 0.0, "no tree lower bound (the switches are not connected)"
+    weight = dict.fromkeys(switches, 0)
+    best = math.inf
+    for h in hosts:
+        s = max(h.attach, key=lambda t: (h.attach[t], str(t)))
+        weight[s] += h.weight
+        best = min(best, h.attach[s] / (h.weight * (n - h.weight)))
+    step = max(1, len(switches) // roots)
+    chosen = switches[::step][:roots]
+    load: dict[tuple[str, str], float] = {}
+    for r in chosen:
+        order = list(nx.bfs_edges(S, r))  # (parent, child) in BFS order
+        below = dict(weight)
+        for parent, child in reversed(order):
+            below[parent] += below[child]
+        for parent, child in order:
+            x = below[child]
+            key = (parent, child) if str(parent) <= str(child) else (child, parent)
+            load[key] = load.get(key, 0.0) + x * (n - x) / len(chosen)
+    for (u, v), x in load.items():
+        if x > 0:
+            best = min(best, S.edges[u, v]["capacity"] / x)
+    return best, f"even split over {len(chosen)} breadth-first spanning trees of the switches"
