@@ -325,9 +325,9 @@ def test_plot_writes_html(files: Path, in_tmp: Path) -> None:
     "args, fragments",
     [
         (["mpft", "--gpus", 20000], ["16384 GPUs", "asked for 20000"]),
-        (["mpft", "--switch-ports", 7], ["--switch-ports", "even", "at least 4", "got 7"]),
-        (["mpft", "--switch-ports", 0], ["--switch-ports", "at least 4", "got 0"]),
-        (["mpft", "--switch-ports", -4], ["--switch-ports", "at least 4", "got -4"]),
+        (["mpft", "--switch-ports", 7], ["--switch-ports", "even", "from 4 to 1024", "got 7"]),
+        (["mpft", "--switch-ports", 0], ["--switch-ports", "from 4 to 1024", "got 0"]),
+        (["mpft", "--switch-ports", -4], ["--switch-ports", "from 4 to 1024", "got -4"]),
         (["ft2", "--switch-ports", 8, "--gpus", 12], ["multiple of --gpus-per-node (8)", "12"]),
         (["ft2", "--switch-ports", 8, "--gpus", 0], ["positive multiple", "got 0"]),
         (["ft2", "--nics-per-node", 16], ["--nics-per-node (16)", "--gpus-per-node (8)"]),

@@ -297,9 +297,10 @@ def test_whole_number_non_integer_ratio_is_accepted():
             {"family": "torus"},
             r"unknown family 'torus'; choose one of ft2, ft3, mrft, mpft, dragonfly, slimfly",
         ),
-        ({"switch_ports": 7}, r"switch_ports must be an even number of at least 4, got 7"),
-        ({"switch_ports": 2}, r"switch_ports must be an even number of at least 4, got 2"),
-        ({"switch_ports": 0}, r"switch_ports must be an even number of at least 4, got 0"),
+        ({"switch_ports": 7}, r"switch_ports must be an even number from 4 to 1024, got 7"),
+        ({"switch_ports": 2}, r"switch_ports must be an even number from 4 to 1024, got 2"),
+        ({"switch_ports": 0}, r"switch_ports must be an even number from 4 to 1024, got 0"),
+        ({"switch_ports": 1026}, r"switch_ports must be an even number from 4 to 1024, got 1026"),
         ({"switch_ports": 64.0}, r"switch_ports must be a whole number, got 64.0"),
         ({"switch_ports": True}, r"switch_ports must be a whole number, got True"),
         ({"gpus_per_node": 0}, r"gpus_per_node must be from 1 to 1024, got 0"),
@@ -356,7 +357,7 @@ def test_every_family_refuses_one_node_too_many(family):
     ("kwargs", "message"),
     [
         ({"family": "torus"}, r"unknown family 'torus'"),
-        ({"switch_ports": 5}, r"switch_ports must be an even number of at least 4, got 5"),
+        ({"switch_ports": 5}, r"switch_ports must be an even number from 4 to 1024, got 5"),
         ({"nics_per_node": 5}, r"nics_per_node \(5\) must divide gpus_per_node \(8\)"),
         ({"oversubscription": 4}, r"oversubscription 4 does not give a whole number"),
     ],
@@ -374,5 +375,8 @@ def test_build_refuses_graphs_too_large_to_hold():
     assert max_gpus("ft3", switch_ports=128) == 128**3 // 4 == 1 << 19
     with pytest.raises(SpecError, match="at most 524,288 GPUs in one graph; this ft3 would have"):
         build("ft3", switch_ports=130)
-    with pytest.raises(SpecError, match=r"this ft2 would have 5,000,000,000 \(pass --gpus"):
-        build("ft2", switch_ports=100_000, gpus_per_node=1, nics_per_node=1)
+    # 1,024 ports (the largest radix accepted): k^2/2 = 524,288 endpoints, at the limit; a
+    # three-layer tree of them, k^3/4 = 268,435,456, is refused.
+    assert max_gpus("ft2", switch_ports=1024, gpus_per_node=1, nics_per_node=1) == 1 << 19
+    with pytest.raises(SpecError, match=r"this ft3 would have 268,435,456 \(pass --gpus"):
+        build("ft3", switch_ports=1024, gpus_per_node=1, nics_per_node=1)

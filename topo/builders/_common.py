@@ -68,6 +68,9 @@ RATE_RANGE = (1e-3, 1e6)
 ordinary links."""
 
 MAX_GPUS_PER_NODE = 1024
+MAX_SWITCH_PORTS = 1024
+"""Largest radix accepted (today's largest switches have 256 or 512 logical ports); bigger
+values are typos that would make the size formulas and the plan's program explode."""
 MAX_BUILD_GPUS = 1 << 19
 """The largest fabric :func:`topo.builders.build` makes in one graph: 524,288 GPUs (about
 10 GiB of networkx graph)."""
@@ -133,14 +136,16 @@ def check_spec(
     Raises
     ------
     SpecError
-        Radix odd or below 4; ``gpus_per_node`` outside 1 to 1024 or ``nics_per_node`` below
-        1; more NICs than GPUs per node or NICs not dividing GPUs; a rate outside 1e-3 to 1e6
-        (Gb/s for links, GB/s for NVLink and PCIe); a bad oversubscription
-        (any value but 1 when ``nonblocking_only``).
+        Radix odd, below 4 or above :data:`MAX_SWITCH_PORTS`; ``gpus_per_node`` outside 1 to
+        1024 or ``nics_per_node`` below 1; more NICs than GPUs per node or NICs not dividing
+        GPUs; a rate outside 1e-3 to 1e6 (Gb/s for links, GB/s for NVLink and PCIe); a bad
+        oversubscription (any value but 1 when ``nonblocking_only``).
     """
     k = as_int("switch_ports", switch_ports)
-    if k < 4 or k % 2:
-        raise SpecError(f"switch_ports must be an even number of at least 4, got {k}")
+    if k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
+        raise SpecError(
+            f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k}"
+        )
     gpn = as_int("gpus_per_node", gpus_per_node)
     nics = as_int("nics_per_node", nics_per_node)
     if not 1 <= gpn <= MAX_GPUS_PER_NODE:

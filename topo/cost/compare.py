@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from topo.builders._common import MAX_SWITCH_PORTS
 from topo.builders.dragonfly import balanced, dragonfly_sizes
 from topo.builders.slimfly import slimfly_q, slimfly_sizes
 from topo.cost.bom import CostReport, cost_from_counts
@@ -134,8 +135,10 @@ def family_counts(
     (28, 1568, 32928, 32928, True)
     """
     k = switch_ports
-    if not isinstance(k, int) or isinstance(k, bool) or k < 4 or k % 2:
-        raise SpecError(f"switch_ports must be an even number of at least 4, got {k!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
+        raise SpecError(
+            f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k!r}"
+        )
     half = k // 2
     if family in ("ft2", "mpft"):
         planes = nics_per_node if family == "mpft" else 1
