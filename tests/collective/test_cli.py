@@ -167,3 +167,8 @@ def test_bad_input(small, tmp_path):
     user_error(
         run(small, "--compare", log, "--op", "alltoall"), "no alltoall_perf test", "all_gather"
     )
+
+
+def test_compare_refuses_a_size_other_than_the_logs(h100):
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    user_error(run(h100, "--compare", log, "--gpus", 16), "--gpus 16 differs from the 80 ranks")

@@ -143,12 +143,23 @@ def collective(
         )
     if compare is not None:
         tests = read_nccl_tests(compare)
-        G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         if op is not None:
             tests = [t for t in tests if t.op == op.value]
             if not tests:
                 found = ", ".join(t.op for t in read_nccl_tests(compare))
                 raise TopoError(f"{compare}: no {op.value}_perf test in the log (it has {found})")
+        for t in tests:
+            if gpus is not None and t.ranks is not None and gpus != t.ranks:
+                raise TopoError(
+                    f"{compare}: --gpus {gpus} differs from the {t.ranks} ranks of its "
+                    f"{t.op}_perf test: a log is compared with the model at its own size"
+                )
+            if gpus_per_node is not None and t.gpus_per_node not in (None, gpus_per_node):
+                raise TopoError(
+                    f"{compare}: --gpus-per-node {gpus_per_node} differs from the "
+                    f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
+                )
+        G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         comparisons = [
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
             for t in tests

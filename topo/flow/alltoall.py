@@ -803,7 +803,8 @@ def alltoall_bandwidth(
         ``internode_per_nic_GBps`` is the inter-server traffic each NIC carries on average,
         ``nic_line_rate_GBps`` the median NIC cable rate and ``nic_utilization`` their ratio;
         ``bottleneck_links`` are the link directions whose capacity rows have a positive shadow
-        price (raising any one set of them raises ``lambda``).
+        price in the dual solution HiGHS returns: a certificate of the bound, one of possibly
+        several when the dual is degenerate (docs/bandwidth.md).
 
     Raises
     ------
