@@ -111,6 +111,8 @@ def resilience(
             if not r.trials_with_disconnected
             else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
         )
+        if r.extra.get("trials_unroutable"):
+            cut += f"; {r.extra['trials_unroutable']} trial(s) unroutable (0)"
         table.add_row(
             r.fabric or r.family,
             f"{r.intact_busbw_GBps:.2f}",
@@ -119,11 +121,16 @@ def resilience(
             f"{r.median_GBps:.2f}",
             f"{r.mean_GBps:.2f}",
             f"{r.max_GBps:.2f}",
-            f"{r.exact_trials}/{r.trials}",
+            f"{r.exact_trials}/{r.trials}" if r.routing == "optimal" else "-",
             cut,
         )
     out.print(table)
-    if any(r.exact_trials < r.trials for r in reports):
+    if any(r.extra.get("trials_unroutable") for r in reports):
+        out.print(
+            f"  unroutable: some GPU pair had no {routing.value} route (a GPU's own NIC dead, or "
+            "leaves without a common live spine): the all-to-all cannot complete, counted as 0"
+        )
+    if routing is Routing.optimal and any(r.exact_trials < r.trials for r in reports):
         out.print(
             "  exact: trials solved exactly; the others (LP over --max-variables) count their "
             "certified lower bound (--json has each trial's upper bound)"
