@@ -235,6 +235,13 @@ def _tables(r: MoEReport) -> None:
     out.print(
         "nodes/tok: distinct nodes of a token's routed experts; IB/tok: network copies per token"
     )
+    if m.n_group > 1 and r.nodes != m.n_group and r.node_limit:
+        out.print(
+            f"groups: the node limit treats each of the {r.nodes} nodes as a group (at most "
+            f"M={r.node_limit} nodes per token); the config's own gate has {m.n_group} groups "
+            f"of {m.n_routed_experts // m.n_group} experts, top {m.topk_group}, which here "
+            f"would span {r.nodes / m.n_group:g} node(s) each (docs/moe.md)"
+        )
     saving = r.node_limit_saving()
     if saving is not None:
         out.print(
