@@ -1019,23 +1019,8 @@ def plot_fabric(G: nx.Graph, *, max_devices: int = 2000, title: str | None = Non
         )
     note_lines = 0
     if data.note:
-        note = _wrap(data.note, 150)
-        note_lines = note.count("<br>") + 1
-        annotations.append(
-            {
-                "text": note,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "y": 1,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "yshift": 6,
-                "align": "left",
-                "showarrow": False,
-                "font": {"size": 12, "color": "#444"},
-            }
-        )
+        note, note_lines = _note_annotation(data.note)
+        annotations.append(note)
     n_rows = len(data.rows)
     fig.update_layout(
         title={"text": data.title, "x": 0, "xref": "paper", "xanchor": "left"},
@@ -1072,6 +1057,25 @@ def _wrap(text: str, width: int) -> str:
         else:
             lines.append(part)
     return "<br>".join(lines)
+
+
+def _note_annotation(text: str) -> tuple[dict[str, Any], int]:
+    """A grey note above the plot's top left corner, wrapped at 150 characters; and its lines."""
+    note = _wrap(text, 150)
+    annotation = {
+        "text": note,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": 1,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "yshift": 6,
+        "align": "left",
+        "showarrow": False,
+        "font": {"size": 12, "color": "#444"},
+    }
+    return annotation, note.count("<br>") + 1
 
 
 def write_html(fig: go.Figure, path: str | Path) -> None:

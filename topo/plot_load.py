@@ -61,9 +61,9 @@ from topo.plot import (
     _fabric_data,
     _FabricData,
     _natural,
+    _note_annotation,
     _num,
     _rgba,
-    _wrap,
 )
 from topo.units import Bps_to_GBps
 
@@ -714,24 +714,10 @@ def _figure(data: _LoadData) -> go.Figure:
                 "font": {"color": bl.colour, "size": 12},
             }
         )
-    note = _wrap(data.note, 150) if data.note else ""
-    note_lines = note.count("<br>") + 1 if note else 0
-    if note:
-        annotations.append(
-            {
-                "text": note,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "y": 1,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "yshift": 6,
-                "align": "left",
-                "showarrow": False,
-                "font": {"size": 12, "color": "#444"},
-            }
-        )
+    note_lines = 0
+    if data.note:
+        note, note_lines = _note_annotation(data.note)
+        annotations.append(note)
     n_rows = len(fab.rows)
     height = topo_px + hist_rows * (_HIST_ROW_PX + _GAP_PX)
     fig.update_layout(
