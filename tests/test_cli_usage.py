@@ -48,3 +48,12 @@ def test_user_errors_keep_status_1_and_success_0(tmp_path: Path) -> None:
     assert bad.returncode == 1
     assert bad.stderr.strip().startswith("topo: error: --fail 'spine99'")
     assert topo("--version").stdout.startswith("topo ")
+
+
+def test_library_messages_name_the_options() -> None:
+    # The builders' checks speak of switch_ports; every verb prints --switch-ports.
+    r = topo("plan", "--gpus", "100", "--switch-ports", "7")
+    assert r.returncode == 1
+    assert r.stderr.strip() == (
+        "topo: error: --switch-ports must be an even number from 4 to 1024, got 7"
+    )

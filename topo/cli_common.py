@@ -78,7 +78,7 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except TopoError as exc:
-            print(f"topo: error: {exc}", file=sys.stderr)
+            print(f"topo: error: {option_names(str(exc))}", file=sys.stderr)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("topo: interrupted", file=sys.stderr)
