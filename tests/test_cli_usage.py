@@ -57,3 +57,24 @@ def test_library_messages_name_the_options() -> None:
     assert r.stderr.strip() == (
         "topo: error: --switch-ports must be an even number from 4 to 1024, got 7"
     )
+
+
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ["build", "ft2", "--switch-ports", "8", "--gpus", "3"],
+            "topo: error: --gpus must be a positive multiple of --gpus-per-node (8), got 3",
+        ),
+        (
+            ["build", "dragonfly", "--groups", "100000"],
+            "topo: error: --groups must be from 1 to a*h + 1 = 513 (each group has 512 global "
+            "ports), got 100000",
+        ),
+    ],
+)
+def test_option_names_are_spelled_once(args: list[str], line: str) -> None:
+    # Every verb's errors pass through one renaming; an option already spelled --gpus must not
+    # become ----gpus.
+    r = topo(*args)
+    assert r.returncode == 1 and r.stderr.strip() == line

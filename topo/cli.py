@@ -31,7 +31,6 @@ from topo.cli_common import (
     app,
     err,
     import_app,
-    option_names,
     out,
     print_json,
     user_errors,
@@ -171,7 +170,7 @@ def build(
         G = build_fabric(name, **args)
     except SpecError as exc:
         where = f"{spec}: " if spec is not None else ""
-        raise SpecError(where + _family_option_names(option_names(str(exc)))) from None
+        raise SpecError(where + str(exc)) from None
     if spec is not None and "name" in data:
         G.graph["name"] = data["name"]
     _emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
@@ -313,17 +312,6 @@ def plot(
     fig = plot_fabric(G, max_devices=max_devices)
     write_html(fig, output)
     err.print(f"wrote {output}")
-
-
-def _family_option_names(message: str) -> str:
-    """Name the Dragonfly and Slim Fly options as the command line spells them."""
-    import re
-
-    return re.sub(
-        r"\b(routers_per_group|endpoints_per_router|global_ports)\b|\b(groups|q)(?= must)",
-        lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"),
-        message,
-    )
 
 
 # --------------------------------------------------------------------------- rendering

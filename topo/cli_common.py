@@ -88,13 +88,15 @@ def user_errors(fn: F) -> F:
 
 
 OPTIONS = re.compile(
-    r"\b(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps)\b"
-    r"|\b(gpus|oversubscription)(?= must)"
+    r"(?<![-\w])(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps"
+    r"|routers_per_group|endpoints_per_router|global_ports)\b"
+    r"|(?<![-\w])(gpus|oversubscription|groups|q)(?= must)"
 )
 
 
 def option_names(message: str) -> str:
-    """Name command-line options, not Python arguments, in a builder's error message."""
+    """Name command-line options, not Python arguments, in a library error message (every verb
+    passes its errors through this; names already spelled ``--x`` are left alone)."""
     return OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
 
 
