@@ -62,6 +62,10 @@ def test_named_failures_and_their_errors() -> None:
         fail(G, named=["node0/gpu0--node0/nvswitch"])  # NVLink does not fail here
     with pytest.raises(TopoError, match="named twice"):
         fail(G, named=["spine0", "spine0"])
+    with pytest.raises(TopoError, match="already failed"):
+        fail(G, named=["leaf1--spine2", "spine2--leaf1"])
+    with pytest.raises(TopoError, match="already failed"):
+        fail(G, named=["spine2", "leaf1--spine2"])
     # 8-port FT2: 8 leaves (4 down, 4 up) and 4 spines.
     with pytest.raises(TopoError, match="has 12 switches"):
         fail(G, switches=13)

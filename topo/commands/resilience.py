@@ -27,9 +27,6 @@ from topo.cli_common import (
     user_errors,
 )
 
-TRIAL_TIME_LIMIT_S = 60.0
-"""Default HiGHS time limit per trial of ``topo resilience`` (s): past it, certified bounds."""
-
 
 @app.command()
 @user_errors
@@ -64,7 +61,7 @@ def resilience(
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
     """
-    from topo.flow.resilience import TRIAL_MAX_VARIABLES
+    from topo.flow.resilience import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
     from topo.flow.resilience import resilience as run
 
     reports = []

@@ -43,6 +43,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import networkx as nx
@@ -302,26 +303,46 @@ class _Reduced:
     capacity: np.ndarray
     origin: list[tuple]  # ("fabric", u, v) | ("up", ci, s) | ("down", ci, s)
     commodities: list[Commodity]
-    planes: int  # P when plane decomposition applies, else 1
-    plane_maps: list[dict[str, str]] | None
-    scope: set[str]  # the switches of the solved network
-    # Plane merging (planes alike in groups, not all alike): representative switch -> its
-    # copies (itself first), and switch -> representative. Capacities of a representative are
-    # multiplied by its number of copies; the demand is not divided.
-    copies: dict[str, list[str]] | None = None
-    rep_of: dict[str, str] | None = None
+    sc: _Scope
+
+    @property
+    def planes(self) -> int:
+        return self.sc.planes
+
+    @property
+    def plane_maps(self) -> list[dict[str, str]] | None:
+        return self.sc.plane_maps
+
+    @property
+    def scope(self) -> set[str]:
+        """The switches of the solved network."""
+        return self.sc.switches
+
+    @property
+    def copies(self) -> dict[str, list[str]] | None:
+        return self.sc.copies
+
+    @property
+    def rep_of(self) -> dict[str, str] | None:
+        return self.sc.rep_of
 
     def mult(self, s: Hashable) -> int:
         """How many switches the representative ``s`` stands for, with merged planes."""
-        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
+        return self.sc.mult(s)
+
+    @cached_property
+    def _plane_images(self) -> dict[str, list[str]]:
+        maps = self.sc.plane_maps or []
+        inv = [{b: a for a, b in m.items()} for m in maps]
+        return {s: [i[s] for i in inv] for s in (inv[0] if inv else {})}
 
     def images(self, s: str) -> list[str]:
         """The fabric switches the solved switch ``s`` stands for (itself, or its copies in
         every plane)."""
-        if self.copies is not None:
-            return self.copies[s]
-        if self.plane_maps is not None:
-            return [next(a for a, b in m.items() if b == s) for m in self.plane_maps]
+        if self.sc.copies is not None:
+            return self.sc.copies[s]
+        if self.sc.plane_maps is not None:
+            return self._plane_images[s]
         return [s]
 
     def commodity_arcs(self, ci: int) -> list[int]:
@@ -341,47 +362,68 @@ class _Reduced:
         return {a: i for i, a in enumerate(self.arcs)}
 
 
-def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
+@dataclass
+class _Scope:
+    """The switches an LP is written over, and how planes were folded into them."""
+
+    switches: set[str]
+    planes: int  # P when all planes are alike (demand divided by P), else 1
+    plane_maps: list[dict[str, str]] | None
+    copies: dict[str, list[str]] | None  # merged planes: representative -> its copies
+    rep_of: dict[str, str] | None
+
+    def mult(self, s: Hashable) -> int:
+        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
+
+
+def _scope(G: nx.Graph, hosts: list[_Host]) -> _Scope:
+    """Plane decomposition (all planes alike) or plane merging (groups alike), else all."""
     comps = _switch_components(G)
     maps = _plane_isomorphism(G, comps, hosts)
-    copies = rep_of = None
     if maps is not None:
-        scope = set(comps[0])
-        planes = len(comps)
-    else:
-        scope = {v for c in comps for v in c}
-        planes = 1
-        merged = _plane_classes(G, comps, hosts) if len(comps) > 1 else None
-        if merged is not None:
-            copies, rep_of = merged
-            scope = set(copies)
-    k = {s: len(copies[s]) if copies else 1 for s in scope}
-    groups: dict[tuple, list[_Host]] = defaultdict(list)
-    for h in hosts:
-        att = tuple(sorted((s, c) for s, c in h.attach.items() if s in scope))
-        groups[(h.weight, h.inner_sig, att)].append(h)
-    classes = [groups[k] for k in sorted(groups, key=lambda k: _natural_key(k[2][0][0]))]
+        return _Scope(set(comps[0]), len(comps), maps, None, None)
+    merged = _plane_classes(G, comps, hosts) if len(comps) > 1 else None
+    if merged is not None:
+        copies, rep_of = merged
+        return _Scope(set(copies), 1, None, copies, rep_of)
+    return _Scope({v for c in comps for v in c}, 1, None, None, None)
 
+
+def _network(
+    G: nx.Graph, sc: _Scope, classes: list[list[_Host]]
+) -> tuple[list[tuple[Hashable, Hashable]], np.ndarray, list[tuple]]:
+    """Arcs of the solved network (both directions of every switch link in the scope, and a
+    source and sink arc per class and switch), their capacities (B/s, times the class size
+    and the merged planes' multiplicity) and origins."""
     arcs: list[tuple[Hashable, Hashable]] = []
     cap: list[float] = []
     origin: list[tuple] = []
+    scope = sc.switches
     for u, v, e in G.edges(data=True):
         if u in scope and v in scope:
             for a, b in ((u, v), (v, u)):
                 arcs.append((a, b))
-                cap.append(k[u] * float(e["capacity"]))
+                cap.append(sc.mult(u) * float(e["capacity"]))
                 origin.append(("fabric", a, b))
     for ci, cls in enumerate(classes):
         n = len(cls)
         for s, c in cls[0].attach.items():
             if s not in scope:
                 continue
-            arcs.append((("out", ci), s))
-            cap.append(k[s] * n * c)
-            origin.append(("up", ci, s))
-            arcs.append((s, ("in", ci)))
-            cap.append(k[s] * n * c)
-            origin.append(("down", ci, s))
+            arcs += [(("out", ci), s), (s, ("in", ci))]
+            cap += [sc.mult(s) * n * c] * 2
+            origin += [("up", ci, s), ("down", ci, s)]
+    return arcs, np.array(cap), origin
+
+
+def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
+    sc = _scope(G, hosts)
+    groups: dict[tuple, list[_Host]] = defaultdict(list)
+    for h in hosts:
+        att = tuple(sorted((s, c) for s, c in h.attach.items() if s in sc.switches))
+        groups[(h.weight, h.inner_sig, att)].append(h)
+    classes = [groups[k] for k in sorted(groups, key=lambda k: _natural_key(k[2][0][0]))]
+    arcs, cap, origin = _network(G, sc, classes)
     commodities = []
     for ci, ci_cls in enumerate(classes):
         wi, ni = ci_cls[0].weight, len(ci_cls)
@@ -390,11 +432,9 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
             wj, nj = cj_cls[0].weight, len(cj_cls)
             pairs = ni * (ni - 1) if ci == cj else ni * nj
             if pairs:
-                dem[("in", cj)] = pairs * wi * wj / planes
+                dem[("in", cj)] = pairs * wi * wj / sc.planes
         commodities.append(Commodity(("out", ci), dem))
-    return _Reduced(
-        classes, arcs, np.array(cap), origin, commodities, planes, maps, scope, copies, rep_of
-    )
+    return _Reduced(classes, arcs, cap, origin, commodities, sc)
 
 
 def _symmetry(G: nx.Graph, red: _Reduced) -> list[dict[Hashable, Hashable]] | None:
@@ -971,12 +1011,11 @@ def _bounds_report(
     )
     lb = min(lb, ub)
     reductions = [*reductions, f"exact LP not solved: {why}"]
-    n = n_terms
     sol = MCFSolution(lb, np.zeros(0), np.zeros(0), None, 0, 0, 0.0, 0.0)
-    report = _report(G, hosts, terminal, n, lb, [], "bounds", False, reductions, sol, t0)
+    report = _report(G, hosts, terminal, n_terms, lb, [], "bounds", False, reductions, sol, t0)
     extra = {
-        "lower_bound_busbw_GBps": Bps_to_GBps(lb * (n - 1)),
-        "upper_bound_busbw_GBps": Bps_to_GBps(ub * (n - 1)),
+        "lower_bound_busbw_GBps": Bps_to_GBps(lb * (n_terms - 1)),
+        "upper_bound_busbw_GBps": Bps_to_GBps(ub * (n_terms - 1)),
         "gap": 1.0 - lb / ub if ub > 0 else 0.0,
         "lower_bound_from": how,
         "upper_bound_from": f"cut around {cut}",

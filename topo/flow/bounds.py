@@ -51,10 +51,8 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
         dem = h.weight * (n - h.weight)
         cap = sum(h.attach.values())
         if dem and cap / dem < best:
-            best, what = (
-                cap / dem,
-                f"the NIC cables of {'server' if terminal == 'gpu' else ''} {h.id}",
-            )
+            who = f"server {h.id}" if terminal == "gpu" else f"endpoint {h.id}"
+            best, what = cap / dem, f"the NIC cables of {who}"
     by_switch: dict[Hashable, list] = {}
     for h in hosts:
         for s in h.attach:

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.flow.alltoall import (
@@ -41,8 +40,9 @@ from topo.flow.alltoall import (
     _bottlenecks_reduced,
     _hosts,
     _natural_key,
-    _plane_isomorphism,
+    _network,
     _Reduced,
+    _scope,
     _switch_components,
 )
 from topo.flow.lp import DEFAULT_MAX_VARIABLES, max_concurrent_flow
@@ -156,46 +156,30 @@ def server_demand_time(
             f"{len(loose)} server(s) in the demand have no NIC cabled to a switch "
             f"(e.g. {', '.join(map(str, loose[:3]))})"
         )
-    comps = _switch_components(G)
-    maps = _plane_isomorphism(G, comps, hosts)
+    sc = _scope(G, hosts)
     reductions = []
     if terminal == "gpu":
         reductions.append(f"server contraction: {len(used)} servers (NVLink not modelled)")
-    if maps is not None:
-        scope, planes = set(comps[0]), len(comps)
-        reductions.append(f"plane decomposition: {planes} isomorphic planes, one solved")
-    else:
-        scope, planes = {v for c in comps for v in c}, 1
+    if sc.planes > 1:
+        reductions.append(f"plane decomposition: {sc.planes} isomorphic planes, one solved")
+    elif sc.copies is not None:
+        reductions.append("plane merging: identical planes solved as one of multiplied capacity")
     # Every pair must be joined through the switches of the scope.
-    where = {v: i for i, c in enumerate(comps) for v in c}
+    where = {v: i for i, c in enumerate(_switch_components(G)) for v in c}
     for a, b in clean:
-        ca = {where[s] for s in by_id[a].attach if s in scope}
-        cb = {where[s] for s in by_id[b].attach if s in scope}
+        ca = {where[s] for s in by_id[a].attach if s in sc.switches}
+        cb = {where[s] for s in by_id[b].attach if s in sc.switches}
         if not ca & cb:
             raise InfeasibleError(f"no path from server {a!r} to server {b!r}: the rate is 0")
 
     index = {s: i for i, s in enumerate(used)}
     classes = [[by_id[s]] for s in used]
-    arcs: list[tuple[Hashable, Hashable]] = []
-    cap: list[float] = []
-    origin: list[tuple] = []
-    for u, v, e in G.edges(data=True):
-        if u in scope and v in scope:
-            for x, y in ((u, v), (v, u)):
-                arcs.append((x, y))
-                cap.append(float(e["capacity"]))
-                origin.append(("fabric", x, y))
-    for ci, cls in enumerate(classes):
-        for s, c in cls[0].attach.items():
-            if s in scope:
-                arcs += [(("out", ci), s), (s, ("in", ci))]
-                cap += [c, c]
-                origin += [("up", ci, s), ("down", ci, s)]
+    arcs, cap, origin = _network(G, sc, classes)
     sinks: dict[int, dict[Hashable, float]] = {}
     for (a, b), x in clean.items():
-        sinks.setdefault(index[a], {})[("in", index[b])] = x / planes
+        sinks.setdefault(index[a], {})[("in", index[b])] = x / sc.planes
     commodities = [Commodity(("out", ci), sinks[ci]) for ci in sorted(sinks)]
-    red = _Reduced(classes, arcs, np.array(cap), origin, commodities, planes, maps, scope)
+    red = _Reduced(classes, arcs, cap, origin, commodities, sc)
     sol = max_concurrent_flow(
         arcs,
         red.capacity,
@@ -210,7 +194,7 @@ def server_demand_time(
         total_bytes=sum(clean.values()),
         bottleneck_tiers=dict(sorted(Counter(b.tier for b in links).items())),
         bottleneck_links=sorted(links, key=lambda b: (b.tier, _natural_key(b.source))),
-        planes=planes,
+        planes=sc.planes,
         reductions=reductions,
         lp_variables=sol.variables,
         solve_seconds=time.perf_counter() - t0,

@@ -119,6 +119,8 @@ def fail(
         if name in G and G.nodes[name]["kind"] in SWITCH_KINDS:
             raise TopoError(f"--fail {name}: named twice")
         u, sep, v = name.partition(LINK_SEPARATOR)
+        if sep and G.has_edge(u, v) and not H.has_edge(u, v):
+            raise TopoError(f"--fail {name}: already failed (named twice, or a failed switch's)")
         if not sep or not H.has_edge(u, v) or not _is_cable(H, u, v):
             raise TopoError(
                 f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "

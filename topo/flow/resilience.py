@@ -10,6 +10,7 @@ distribution of the all-to-all busbw.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +19,15 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
-from topo.flow.alltoall import BandwidthReport, alltoall_bandwidth
+from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
+
+TRIAL_TIME_LIMIT_S = 60.0
+"""Default HiGHS time limit per resilience trial (s): past it, the trial counts its certified
+bounds (:mod:`topo.flow.bounds`)."""
 
 TRIAL_MAX_VARIABLES = 200_000
 """Default LP limit per resilience trial: exact LPs of this size take seconds to tens of
@@ -188,7 +193,7 @@ def resilience(
     flows_per_pair: int = 1,
     pxn: bool = True,
     max_variables: int = TRIAL_MAX_VARIABLES,
-    time_limit_s: float | None = None,
+    time_limit_s: float | None = TRIAL_TIME_LIMIT_S,
     progress: Callable[[int], None] | None = None,
 ) -> ResilienceReport:
     """Run ``trials`` random failure sets (seeds ``seed .. seed + trials - 1``) and summarise.
@@ -217,8 +222,6 @@ def resilience(
     TopoError
         ``trials < 1``, or no failures asked for, or as :func:`damaged_bandwidth`.
     """
-    import time
-
     if trials < 1:
         raise TopoError(f"--trials must be >= 1, got {trials}")
     if links <= 0 and switches <= 0:
@@ -296,7 +299,6 @@ def resilience(
 
 __all__ = [
     "ROUTINGS",
-    "BandwidthReport",
     "DamagedBandwidth",
     "ResilienceReport",
     "damaged_bandwidth",
