@@ -135,3 +135,11 @@ def test_schema_and_partial_size():
 def test_refusals(kwargs, message):
     with pytest.raises(SpecError, match=message):
         build("dragonfly", **kwargs)
+
+
+@pytest.mark.parametrize("name", ["routers_per_group", "endpoints_per_router", "global_ports"])
+def test_a_bad_value_is_blamed_on_the_option_given(name):
+    # p and h default to each other and a to 2h: a 0 given for one must not be reported as
+    # a 0 of another derived from it.
+    with pytest.raises(SpecError, match=f"^{name} must be at least 1, got 0$"):
+        build("dragonfly", **{name: 0})

@@ -13,6 +13,7 @@ from topo.builders import build
 from topo.cost import bill_of_materials, compare, family_counts, load_prices
 from topo.cost.plot import SolvedBandwidth, _cost_chart_data, plot_cost
 from topo.cost.prices import PriceBook
+from topo.errors import SpecError
 from topo.fabric import summarize
 
 # family: endpoints, switches, links, cost (M$), cost per endpoint (k$)  -- ISCA 2025, Table 3
@@ -110,3 +111,17 @@ def test_chart_data():
     assert "counts from the formulas" in d["label"][1]
     fig = plot_cost(rows, bw)
     assert len(fig.data) == 2 and fig.layout.barmode == "group"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"switch_ports": 63}, "even number from 4"),
+        ({"nics_per_node": 0}, "nics_per_node must be at least 1"),
+        ({"dragonfly_groups": 0}, "groups must be from 1 to a\\*h \\+ 1 = 513"),
+        ({"dragonfly_groups": 514}, "groups must be from 1 to a\\*h \\+ 1 = 513"),
+    ],
+)
+def test_compare_refusals(kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        compare(["mpft", "dragonfly"], **kwargs)

@@ -32,6 +32,7 @@ from topo.builders._common import (
     Spec,
     add_endpoints,
     add_servers,
+    add_switches,
     as_int,
     check_gpus,
     check_spec,
@@ -159,10 +160,7 @@ def global_links(
     SpecError
         Unknown arrangement.
     """
-    if arrangement not in ARRANGEMENTS:
-        raise SpecError(
-            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
-        )
+    _check_arrangement(arrangement)
     if g < 2:
         return []
     ports = a * h
@@ -197,6 +195,13 @@ def global_links(
     return out
 
 
+def _check_arrangement(arrangement: str) -> None:
+    if arrangement not in ARRANGEMENTS:
+        raise SpecError(
+            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
+        )
+
+
 def _palmtree_slot(i: int, g: int, t: int) -> int:
     """Position of group ``t`` in group ``i``'s palmtree order: ``(i - t - 1) mod g``."""
     return (i - t - 1) % g
@@ -206,6 +211,11 @@ def _choose(
     spec: Spec, gpus: Any, a: Any, p: Any, h: Any, groups: Any
 ) -> tuple[DragonflySizes, int, str]:
     k = spec.k
+    # Check the values given before deriving the others from them (a derived a = 2h = 0 must
+    # not be blamed on routers_per_group).
+    for name, v in (("routers_per_group", a), ("endpoints_per_router", p), ("global_ports", h)):
+        if v is not None and as_int(name, v) < 1:
+            raise SpecError(f"{name} must be at least 1, got {v}")
     h0 = balanced(k)[2]
     if h is None:
         h = p if p is not None else h0
@@ -335,10 +345,7 @@ def dragonfly(
         oversubscription=oversubscription,
         nonblocking_only=True,
     )
-    if arrangement not in ARRANGEMENTS:
-        raise SpecError(
-            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
-        )
+    _check_arrangement(arrangement)
     sizes, top, limit = _choose(
         spec, gpus, routers_per_group, endpoints_per_router, global_ports, groups
     )
@@ -361,7 +368,7 @@ def dragonfly(
     )
     add_servers(G, nodes, spec)
     routers = [f"g{i}/r{r}" for i in range(g) for r in range(a)]
-    G.add_nodes_from(routers, kind="leaf", tier=1, plane=0, rail=-1, ports=spec.k)
+    add_switches(G, routers, "leaf", spec)
     G.add_edges_from(
         ((f"g{i}/r{r}", f"g{i}/r{s}") for i in range(g) for r in range(a) for s in range(r + 1, a)),
         capacity=spec.line_Bps,

@@ -32,6 +32,7 @@ from topo.builders._common import (
     Spec,
     add_endpoints,
     add_servers,
+    add_switches,
     as_int,
     check_gpus,
     check_spec,
@@ -183,11 +184,27 @@ class _GF:
         self.q, (self.p, self.m) = q, pm
         for tail in itertools.product(range(self.p), repeat=self.m):
             self.modulus = tail  # x^m + tail[m-1] x^(m-1) + ... + tail[0]
-            self.mul = [[self._mul(a, b) for b in range(q)] for a in range(q)]
-            if all(1 in self.mul[a][1:] for a in range(1, q)):  # a field: every a has an inverse
+            mul = self._field_table()
+            if mul is not None:
+                self.mul = mul
                 break
         self.add = [[self._digits_op(a, b, 1) for b in range(q)] for a in range(q)]
         self.sub = [[self._digits_op(a, b, -1) for b in range(q)] for a in range(q)]
+
+    def _field_table(self) -> list[list[int]] | None:
+        """The multiplication table modulo :attr:`modulus`, or None if that is not a field.
+
+        A field: every ``a != 0`` has an inverse (its row holds a 1). A reducible modulus has a
+        factor of low degree, a small value with no inverse, so its table is abandoned after a
+        few rows (building every candidate's full table took 30 s for q = 128).
+        """
+        rows = [[0] * self.q]
+        for a in range(1, self.q):
+            row = [self._mul(a, b) for b in range(self.q)]
+            if 1 not in row:
+                return None
+            rows.append(row)
+        return rows
 
     def _digits(self, a: int) -> list[int]:
         return [(a // self.p**i) % self.p for i in range(self.m)]
@@ -466,7 +483,7 @@ def slim_fly(
     add_servers(G, nodes, spec)
     M = mms_graph(sizes.q)
     order = [router_name(*v) for v in sorted(M.nodes)]
-    G.add_nodes_from(order, kind="leaf", tier=1, plane=0, rail=-1, ports=spec.k)
+    add_switches(G, order, "leaf", spec)
     G.add_edges_from(
         ((router_name(*u), router_name(*v)) for u, v in M.edges),
         capacity=spec.line_Bps,

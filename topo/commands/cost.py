@@ -204,7 +204,7 @@ def plan(
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
-    _plan_table(rows, gpus, switch_ports, link_gbps)
+    _plan_table(rows, switch_ports, link_gbps)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -293,7 +293,7 @@ def _design_text(d: dict[str, Any]) -> str:
     )
 
 
-def _plan_table(rows: list[Any], gpus: int, k: int, gbps: float) -> None:
+def _plan_table(rows: list[Any], k: int, gbps: float) -> None:
     title = (
         f"cheapest fabric for {rows[0].gpus:,} GPUs, {k}-port {gbps:g}G switches" if rows else ""
     )

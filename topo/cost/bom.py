@@ -175,6 +175,23 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
     )
 
 
+def cables_from_counts(
+    links: int, local_links: int, endpoints: int, gbps: float, prices: PriceBook
+) -> dict[tuple[str, float], int]:
+    """Cables by ``(class, Gb/s)`` of a fabric counted, not built, as :func:`cable_class` would
+    class them: ``links`` switch-to-switch cables, of which the ``local_links`` (Dragonfly links
+    inside a group) are electrical when the price book's layout says so, the rest optical;
+    one endpoint cable per endpoint. Classes with no cable are left out (endpoint stays)."""
+    electrical = local_links if prices.electrical_within_group else 0
+    cables: dict[tuple[str, float], int] = {}
+    if links - electrical:
+        cables[("optical", gbps)] = links - electrical
+    if electrical:
+        cables[("electrical", gbps)] = electrical
+    cables[("endpoint", gbps)] = endpoints
+    return cables
+
+
 def cost_from_counts(
     *,
     family: str,
@@ -186,6 +203,26 @@ def cost_from_counts(
     extra: dict[str, Any] | None = None,
 ) -> CostReport:
     """Bill of materials from counts: ``switches[(ports, gbps)]``, ``cables[(class, gbps)]``.
+
+    Parameters
+    ----------
+    family, name : str
+        Labels of the report.
+    endpoints : int
+        Endpoints the cost is spread over.
+    switches : dict
+        Switch count by ``(ports, Gb/s)``.
+    cables : dict
+        Cable count by ``(class, Gb/s)`` (:func:`cables_from_counts` makes one).
+    prices : PriceBook or None
+        None reads the default price book.
+    extra : dict or None
+        Keys merged into :meth:`CostReport.to_dict`.
+
+    Returns
+    -------
+    CostReport
+        Totals in US dollars, power in W.
 
     Raises
     ------

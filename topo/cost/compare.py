@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from topo.builders._common import MAX_SWITCH_PORTS
+from topo.builders._common import MAX_SWITCH_PORTS, as_int
 from topo.builders.dragonfly import balanced, dragonfly_sizes
 from topo.builders.slimfly import slimfly_q, slimfly_sizes
-from topo.cost.bom import CostReport, cost_from_counts
+from topo.cost.bom import CostReport, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SpecError
 
@@ -126,7 +126,8 @@ def family_counts(
     Raises
     ------
     SpecError
-        Unknown family; odd radix or below 4 (8 for Slim Fly); Dragonfly groups out of range.
+        Unknown family; odd radix or below 4 (8 for Slim Fly); ``nics_per_node`` below 1;
+        Dragonfly groups out of range (1 to ``a·h + 1``).
 
     Examples
     --------
@@ -134,11 +135,13 @@ def family_counts(
     >>> c["config"]["q"], c["switches"], c["endpoints"], c["links"], c["formula_only"]
     (28, 1568, 32928, 32928, True)
     """
-    k = switch_ports
-    if not isinstance(k, int) or isinstance(k, bool) or k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
+    k = as_int("switch_ports", switch_ports)
+    if k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
         raise SpecError(
             f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k!r}"
         )
+    if as_int("nics_per_node", nics_per_node) < 1:
+        raise SpecError(f"nics_per_node must be at least 1, got {nics_per_node}")
     half = k // 2
     if family in ("ft2", "mpft"):
         planes = nics_per_node if family == "mpft" else 1
@@ -189,8 +192,6 @@ def family_counts(
     if family == "dragonfly":
         a, p, h = balanced(k)
         g = a * h - 1 if dragonfly_groups is None else dragonfly_groups
-        if g < 1:
-            g = 1
         d = dragonfly_sizes(a, p, h, g)
         note = (
             f"{g} groups as in Table 3 (a maximal Dragonfly has a*h + 1 = {a * h + 1})"
@@ -278,25 +279,21 @@ def compare(
             nics_per_node=nics_per_node,
             dragonfly_groups=dragonfly_groups,
         )
-        cables: dict[tuple[str, float], int] = {}
-        electrical = c["local_links"] if prices.electrical_within_group else 0
-        if c["links"] - electrical:
-            cables[("optical", link_gbps)] = c["links"] - electrical
-        if electrical:
-            cables[("electrical", link_gbps)] = electrical
-        cables[("endpoint", link_gbps)] = c["endpoints"]
         bom = cost_from_counts(
             family=family,
             name=f"{family}-{c['endpoints']}",
             endpoints=c["endpoints"],
             switches={(switch_ports, link_gbps): c["switches"]},
-            cables=cables,
+            cables=cables_from_counts(
+                c["links"], c["local_links"], c["endpoints"], link_gbps, prices
+            ),
             prices=prices,
         )
-        report = (
-            TABLE3.get(family)
-            if switch_ports == 64 and (family != "mpft" or nics_per_node == 8)
-            else None
+        # Table 3's column applies to its own configuration only.
+        as_table3 = (
+            switch_ports == 64
+            and (family != "mpft" or nics_per_node == 8)
+            and (family != "dragonfly" or dragonfly_groups in (None, 511))
         )
         rows.append(
             CompareRow(
@@ -309,9 +306,7 @@ def compare(
                 config=c["config"],
                 formula_only=c["formula_only"],
                 note=c["note"],
-                report=report
-                if (family != "dragonfly" or dragonfly_groups in (None, 511))
-                else None,
+                report=TABLE3.get(family) if as_table3 else None,
                 bom=bom,
             )
         )

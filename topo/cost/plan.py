@@ -38,24 +38,28 @@ global bandwidth, Besta and Hoefler), ``E <= Σ 2q²·p_q``; cost ``Σ x_q (2q²
 groups ``2·x <= g <= (a·h + 1)·x``, ``E <= Σ a·p·g``; cost per group ``a·W + a(a-1)/2·c_l +
 a·h/2·c_o`` (``c_l`` electrical or optical by the price book's layout).
 
-With ``maximize=True`` the same constraints maximise ``E`` instead (the family's ceiling,
-:func:`max_gpus_plan`); tests hold it against the closed forms ``k²/2`` per plane and ``k³/4``.
+For the ceiling (:func:`max_gpus_plan`) the same constraints maximise ``E`` instead; tests
+hold it against the closed forms ``k²/2`` per plane and ``k³/4``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pulp
 
+from topo.builders import build, max_gpus
+from topo.builders._common import as_int, check_spec
 from topo.builders.slimfly import is_prime_power, slimfly_sizes
+from topo.cost.bom import bill_of_materials, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
+from topo.fabric import summarize
+from topo.flow.lp import _quiet_stdout
 
 PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
 """Families :func:`plan` designs."""
@@ -91,6 +95,9 @@ class PlanRow:
         True if the design was built and its counts and cost agree with the program's; None
         if not built (``check=False`` or larger than :data:`MAX_CHECK_GPUS`).
     solve_seconds : float
+        Time to build and solve the program, seconds.
+    bom : list of dict
+        The bill of materials (:class:`topo.cost.bom.BomLine` as dicts; empty if infeasible).
     """
 
     family: str
@@ -109,6 +116,34 @@ class PlanRow:
     checked: bool | None = None
     solve_seconds: float = 0.0
     bom: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def infeasible(
+        cls,
+        family: str,
+        gpus: int,
+        binding: str,
+        status: str,
+        planes: int | None = None,
+        solve_seconds: float = 0.0,
+    ) -> PlanRow:
+        """A row of no design: ``binding`` says why."""
+        return cls(
+            family=family,
+            feasible=False,
+            cost_usd=None,
+            cost_per_endpoint_usd=None,
+            tiers=None,
+            planes=planes,
+            switches=None,
+            links=None,
+            endpoints=None,
+            gpus=gpus,
+            binding=binding,
+            design={},
+            status=status,
+            solve_seconds=solve_seconds,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,12 +218,27 @@ def _ups(k: int, R: float) -> list[int]:
     return [u for u in range(1, k // 2 + 1) if (k - u) <= R * u + 1e-9]
 
 
+def _program(name: str, E_need: int | None, endpoints: str) -> tuple[pulp.LpProblem, Any]:
+    """A family's problem (minimise cost when ``E_need`` is given, else maximise endpoints)
+    and its endpoint variable ``E``."""
+    sense = pulp.LpMinimize if E_need is not None else pulp.LpMaximize
+    return pulp.LpProblem(name, sense), pulp.LpVariable(endpoints, lowBound=0, cat="Integer")
+
+
+def _objective(
+    prob: pulp.LpProblem, E: Any, E_need: int | None, cost: Any, c_end_per_endpoint: float
+) -> None:
+    """Plan: ``E = E_need`` and minimise ``cost`` plus the endpoint cables; ceiling: max ``E``."""
+    if E_need is None:
+        prob += E
+        return
+    prob += E == E_need, "endpoints"
+    prob += cost + c_end_per_endpoint * E_need
+
+
 def _two_layer(inp: _Inputs, planes: int, family: str, E_need: int | None) -> _Model:
     k = inp.k
-    prob = pulp.LpProblem(
-        f"{family}_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
-    )
-    E = pulp.LpVariable("endpoints_per_plane", lowBound=0, cat="Integer")
+    prob, E = _program(f"{family}_plan", E_need, "endpoints_per_plane")
     t = pulp.LpVariable("one_switch", cat="Binary")
     U = _ups(k, inp.R)
     y = {u: pulp.LpVariable(f"up_{u}", cat="Binary") for u in U}
@@ -208,11 +258,7 @@ def _two_layer(inp: _Inputs, planes: int, family: str, E_need: int | None) -> _M
         prob += pulp.lpSum(v for (uu, _), v in z.items() if uu == u) == y[u], f"spine_choice_{u}"
     prob += cables <= k * spines, "spine_ports"
     cost = planes * (inp.W * (t + pulp.lpSum(L.values()) + spines) + inp.c_opt * cables)
-    if E_need is not None:
-        prob += E == E_need, "endpoints"
-        prob += cost + inp.c_end * planes * E_need
-    else:
-        prob += E
+    _objective(prob, E, E_need, cost, inp.c_end * planes)
 
     def read() -> dict[str, Any]:
         if _on(t):
@@ -236,8 +282,7 @@ def _two_layer(inp: _Inputs, planes: int, family: str, E_need: int | None) -> _M
 
 def _three_layer(inp: _Inputs, E_need: int | None) -> _Model:
     k, half = inp.k, inp.k // 2
-    prob = pulp.LpProblem("ft3_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize)
-    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    prob, E = _program("ft3_plan", E_need, "endpoints")
     t = pulp.LpVariable("one_switch", cat="Binary")
     b = pulp.LpVariable("pods_used", cat="Binary")
     h = pulp.LpVariable("core_layer", cat="Binary")
@@ -260,11 +305,7 @@ def _three_layer(inp: _Inputs, E_need: int | None) -> _Model:
     prob += X >= half * half * Q - k * half * half * (1 - h), "spine_up_ports"
     links = half * half * Q + X
     cost = inp.W * (t + k * Q + cores) + inp.c_opt * links
-    if E_need is not None:
-        prob += E == E_need, "endpoints"
-        prob += cost + inp.c_end * E_need
-    else:
-        prob += E
+    _objective(prob, E, E_need, cost, inp.c_end)
 
     def read() -> dict[str, Any]:
         if _on(t):
@@ -286,10 +327,7 @@ def _three_layer(inp: _Inputs, E_need: int | None) -> _Model:
 
 def _slimfly(inp: _Inputs, E_need: int | None) -> _Model:
     k = inp.k
-    prob = pulp.LpProblem(
-        "slimfly_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
-    )
-    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    prob, E = _program("slimfly_plan", E_need, "endpoints")
     qs = [
         q
         for q in range(3, k + 1)
@@ -311,11 +349,7 @@ def _slimfly(inp: _Inputs, E_need: int | None) -> _Model:
         prob += p[q] <= pmax[q] * x[q], f"router_ports_q_{q}"
     prob += E <= pulp.lpSum(2 * q * q * p[q] for q in qs), "router_endpoint_ports"
     cost = pulp.lpSum(x[q] * (2 * q * q * inp.W + slimfly_sizes(q).links * inp.c_opt) for q in qs)
-    if E_need is not None:
-        prob += E == E_need, "endpoints"
-        prob += cost + inp.c_end * E_need
-    else:
-        prob += E
+    _objective(prob, E, E_need, cost, inp.c_end)
 
     def read() -> dict[str, Any]:
         q = next(q for q in qs if _on(x[q]))
@@ -336,10 +370,7 @@ def _slimfly(inp: _Inputs, E_need: int | None) -> _Model:
 
 def _dragonfly(inp: _Inputs, E_need: int | None) -> _Model:
     k = inp.k
-    prob = pulp.LpProblem(
-        "dragonfly_plan", pulp.LpMinimize if E_need is not None else pulp.LpMaximize
-    )
-    E = pulp.LpVariable("endpoints", lowBound=0, cat="Integer")
+    prob, E = _program("dragonfly_plan", E_need, "endpoints")
     cands = [
         (2 * h, p, h)
         for h in range(1, k)
@@ -363,11 +394,7 @@ def _dragonfly(inp: _Inputs, E_need: int | None) -> _Model:
         g[(a, p, h)] * (a * inp.W + a * (a - 1) // 2 * inp.c_local + a * h // 2 * inp.c_opt)
         for a, p, h in cands
     )
-    if E_need is not None:
-        prob += E == E_need, "endpoints"
-        prob += cost + inp.c_end * E_need
-    else:
-        prob += E
+    _objective(prob, E, E_need, cost, inp.c_end)
 
     def read() -> dict[str, Any]:
         a, p, h = next(c for c in cands if _on(x[c]))
@@ -387,13 +414,12 @@ def _dragonfly(inp: _Inputs, E_need: int | None) -> _Model:
     return _Model(prob, E, 1, read)
 
 
-def _model(family: str, inp: _Inputs, gpus: int | None) -> _Model:
-    nodes = None if gpus is None else -(-gpus // inp.gpus_per_node)
+def _model(family: str, inp: _Inputs, need: int | None) -> _Model:
+    """The program of ``family`` for ``need`` endpoints in all (whole servers), or its ceiling
+    (``need`` None)."""
     if family in ("ft2", "mpft"):
         planes = inp.nics_per_node if family == "mpft" else 1
-        need = None if nodes is None else nodes * inp.nics_per_node // planes
-        return _two_layer(inp, planes, family, need)
-    need = None if nodes is None else nodes * inp.nics_per_node
+        return _two_layer(inp, planes, family, None if need is None else need // planes)
     if family == "ft3":
         return _three_layer(inp, need)
     if family == "slimfly":
@@ -403,18 +429,10 @@ def _model(family: str, inp: _Inputs, gpus: int | None) -> _Model:
     raise SpecError(f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}")
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    from topo.flow.lp import _quiet_stdout
-
-    with _quiet_stdout():
-        yield
-
-
 def _solve(m: _Model, time_limit_s: float | None) -> str:
     solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
     try:
-        with _quiet():
+        with _quiet_stdout():
             m.prob.solve(solver)
     except pulp.PulpSolverError as exc:  # pragma: no cover - solver crash
         raise SolverError(f"HiGHS failed on {m.prob.name}: {exc}") from None
@@ -470,8 +488,6 @@ def _inputs(
     max_oversubscription: float,
     prices: PriceBook,
 ) -> _Inputs:
-    from topo.builders._common import check_spec
-
     spec = check_spec(
         "plan",
         switch_ports=switch_ports,
@@ -555,6 +571,12 @@ def max_gpus_plan(
 ) -> list[Ceiling]:
     """Each family's ceiling: the program of :mod:`topo.cost.plan` maximising endpoints.
 
+    Parameters
+    ----------
+    switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, families, \
+prices, time_limit_s
+        As for :func:`plan` (radix in ports, speed in Gb/s, time limit in seconds).
+
     Returns
     -------
     list of Ceiling
@@ -573,8 +595,6 @@ def max_gpus_plan(
     >>> [c.max_gpus for c in max_gpus_plan(families=("ft2", "mpft", "ft3"))]
     [2048, 16384, 65536]
     """
-    from topo.builders import max_gpus
-
     prices = prices or load_prices()
     inp = _inputs(
         switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, prices
@@ -592,46 +612,16 @@ def max_gpus_plan(
         sol = m.read()
         endpoints = round(_val(m.endpoints)) * m.planes
         top = endpoints // inp.nics_per_node * inp.gpus_per_node
-        if family in ("ft2", "mpft"):
-            closed = max_gpus(
-                family,
-                switch_ports=inp.k,
-                gpus_per_node=inp.gpus_per_node,
-                nics_per_node=inp.nics_per_node,
-                oversubscription=sol["over"],
-            )
-        elif family == "ft3":
-            closed = max_gpus(
-                "ft3",
-                switch_ports=inp.k,
-                gpus_per_node=inp.gpus_per_node,
-                nics_per_node=inp.nics_per_node,
-            )
-        else:
-            opts = {
-                k: sol[k]
-                for k in (
-                    "q",
-                    "endpoints_per_router",
-                    "routers_per_group",
-                    "global_ports",
-                    "groups",
-                )
-                if k in sol
-            }
-            closed = max_gpus(
-                family,
-                switch_ports=inp.k,
-                gpus_per_node=inp.gpus_per_node,
-                nics_per_node=inp.nics_per_node,
-                **opts,
-            )
+        design = _design(family, inp, sol, None)
+        # The builders' closed form for the same design (a two-layer plane of one switch has
+        # no oversubscription in its design: the default 1 is its ratio).
+        closed = max_gpus(**{k: v for k, v in design.items() if k != "link_gbps"})
         out.append(
             Ceiling(
                 family=family,
                 max_gpus=top,
                 endpoints=endpoints,
-                design=_design(family, inp, sol, None),
+                design=design,
                 binding=_binding(m),
                 closed_form=closed,
             )
@@ -699,8 +689,6 @@ def plan(
     W. Zhao et al., "Insights into DeepSeek-V3", ISCA 2025, §5.1 and Table 3; M. Al-Fares et
     al., SIGCOMM 2008; M. Besta and T. Hoefler, SC14; J. Kim et al., ISCA 2008.
     """
-    from topo.builders._common import as_int
-
     n = as_int("gpus", gpus)
     if n < 1:
         raise SpecError(f"--gpus must be at least 1, got {n}")
@@ -715,25 +703,9 @@ def plan(
     for family in families:
         t0 = time.perf_counter()
         try:
-            m = _model(family, inp, n)
+            m = _model(family, inp, endpoints)
         except _NoDesign as exc:
-            rows.append(
-                PlanRow(
-                    family,
-                    False,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    n_gpus,
-                    str(exc),
-                    {},
-                    "infeasible",
-                )
-            )
+            rows.append(PlanRow.infeasible(family, n_gpus, str(exc), "infeasible"))
             continue
         status = _solve(m, time_limit_s)
         secs = time.perf_counter() - t0
@@ -755,44 +727,19 @@ def plan(
                     time_limit_s=time_limit_s,
                 )[0]
                 binding = _ceiling_text(family, inp, ceiling.max_gpus, n_gpus)
-            rows.append(
-                PlanRow(
-                    family,
-                    False,
-                    None,
-                    None,
-                    None,
-                    m.planes,
-                    None,
-                    None,
-                    None,
-                    n_gpus,
-                    binding,
-                    {},
-                    status,
-                    None,
-                    secs,
-                )
-            )
+            rows.append(PlanRow.infeasible(family, n_gpus, binding, status, m.planes, secs))
             continue
         sol = m.read()
         design = _design(family, inp, sol, n_gpus)
         cost = _val(m.prob.objective)
-        from topo.cost.bom import cost_from_counts
-
-        cables: dict[tuple[str, float], int] = {}
-        local = sol["local_links"] if prices.electrical_within_group else 0
-        if sol["links"] - local:
-            cables[("optical", inp.link_gbps)] = sol["links"] - local
-        if local:
-            cables[("electrical", inp.link_gbps)] = local
-        cables[("endpoint", inp.link_gbps)] = endpoints
         bom = cost_from_counts(
             family=family,
             name=f"{family}-{n_gpus}",
             endpoints=endpoints,
             switches={(inp.k, inp.link_gbps): sol["switches"]},
-            cables=cables,
+            cables=cables_from_counts(
+                sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
+            ),
             prices=prices,
         )
         if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
@@ -825,10 +772,6 @@ def plan(
 
 def _check(design: dict[str, Any], sol: dict[str, Any], cost: float, prices: PriceBook) -> bool:
     """Build the design, count it and price it; AssertionError if anything differs."""
-    from topo.builders import build
-    from topo.cost.bom import bill_of_materials
-    from topo.fabric import summarize
-
     kwargs = {k: v for k, v in design.items() if k != "family"}
     G = build(design["family"], **kwargs)
     s = summarize(G)
