@@ -21,14 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GB200 = (
-    ROOT.parent
-    / "shared"
-    / "data"
-    / "real"
-    / "ibnetdiscover"
-    / ("topograph_dgx_gb200_ndr_superpod.out")
-)
+GB200 = ROOT.parent / "shared/data/real/ibnetdiscover/topograph_dgx_gb200_ndr_superpod.out"
 
 CHILD = r"""
 import json, resource, sys, time
@@ -55,11 +48,13 @@ print(json.dumps(dict(
 
 
 def run(case: str, routing: str, seed: int, flows: int, pxn: bool) -> dict:
+    """One case in a fresh process; exits with the child's last error line if it fails."""
     code = CHILD.format(root=str(ROOT), case=case, routing=routing, seed=seed, flows=flows, pxn=pxn)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        sys.exit(f"{case.split('/')[-1]} ({routing}): {last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -76,7 +71,7 @@ def main() -> None:
         print(f"(GB200 dump not found at {GB200}: skipped)", file=sys.stderr)
     head = (
         f"{'case':<38} {'routing':<7} {'terminals':>9} {'flows':>14} {'busbw GB/s':>10} "
-        f"{'expected':>9} {'load s':>7} {'route s':>8} {'peak MB':>8}  bottleneck"
+        f"{'exp. GB/s':>9} {'load s':>7} {'route s':>8} {'peak MB':>8}  bottleneck"
     )
     print(head)
     print("-" * len(head))

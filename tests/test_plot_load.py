@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from formats._real import real_file
 
 from topo.builders import build
 from topo.errors import SpecError, TopoError
@@ -341,19 +342,11 @@ def test_loads_of_an_optimal_all_to_all_saturate_the_cut(ft2: nx.Graph) -> None:
     assert all(mx == pytest.approx(1.0, abs=1e-6) for _, mx, _ in network)
 
 
-def _real_file(*parts: str) -> Path:
-    try:
-        from formats._real import real_file
-    except ImportError:  # pragma: no cover - tests/ not on sys.path
-        pytest.skip("tests/formats/_real.py is not importable")
-    return real_file(*parts)
-
-
 def test_bottleneck_links_of_the_gb200_superpod_are_saturated() -> None:
     from topo.flow import alltoall_bandwidth
     from topo.formats.ibnetdiscover import read_ibnetdiscover
 
-    G = read_ibnetdiscover(_real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out"))
+    G = read_ibnetdiscover(real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out"))
     report = alltoall_bandwidth(G)
     loads = {(b.source, b.target): b.load_GBps * GB for b in report.bottleneck_links}
     assert loads

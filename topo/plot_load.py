@@ -55,6 +55,7 @@ from topo.plot import (
     VIEW_DETAILED,
     VIEW_TIER_GROUPS,
     _blocks,
+    _cables,
     _colour_by,
     _components,
     _default_title,
@@ -64,6 +65,7 @@ from topo.plot import (
     _note_annotation,
     _num,
     _rgba,
+    _row,
 )
 from topo.units import Bps_to_GBps
 
@@ -192,11 +194,6 @@ class _LoadData:
     marker_util: dict[str, float] = field(repr=False, default_factory=dict)
     over_capacity: int = 0
 
-    @property
-    def aggregated(self) -> bool:
-        """True unless every device has its own marker."""
-        return self.fabric.aggregated
-
 
 def _load_data(
     G: nx.Graph,
@@ -207,12 +204,12 @@ def _load_data(
     """Compute what :func:`plot_link_load` draws (see its docstring for the parameters)."""
     loads = _check_loads(G, link_load)
     kinds = set(NETWORK_KINDS) | {G._adj[u][v]["kind"] for u, v in loads}
-    links, all_kinds = _links(G, loads, kinds)
+    level = {v: _row(d) for v, d in G.nodes(data=True)}
+    links, all_kinds = _links(G, loads, kinds, level)
     if title is None:
         title = f"link load: {_default_title(G)}"
     data = _fabric_data(G, max_devices, title)
     group = _group_of(G, data)
-    row = {v: _level(d) for v, d in G.nodes(data=True)}
     if data.view == VIEW_DETAILED:
         segments = tuple(_link_segment(lk, data) for lk in links)
         structure = tuple(
@@ -223,9 +220,9 @@ def _load_data(
         marker_hover = {i: h for ms in data.markers for i, h in zip(ms.ids, ms.hover, strict=True)}
         marker_util: dict[str, float] = {}
     else:
-        segments, marker_hover, marker_util = _aggregate_segments(links, group, row, data)
+        segments, marker_hover, marker_util = _aggregate_segments(links, group, data)
         structure = ()
-    histograms = _histograms(G, links)
+    histograms = _histograms(links, {str(v): x for v, x in level.items()})
     over = sum(u > 1 + OVER_TOL for lk in links for u in (lk.util_ab, lk.util_ba))
     note = _summary(histograms, over, all_kinds - kinds)
     if data.note:
@@ -283,27 +280,21 @@ def _check_loads(
     return loads
 
 
-def _level(d: Mapping[str, Any]) -> int:
-    """Row of a device, bottom to top: NVSwitch 0, GPU 1, NIC 2, switch tier t at 2 + t."""
-    kind = d["kind"]
-    return (
-        {"nvswitch": 0, "gpu": 1, "nic": 2}[kind]
-        if kind not in SWITCH_KINDS
-        else 2 + int(d["tier"])
-    )
-
-
 def _links(
-    G: nx.Graph, loads: Mapping[tuple[Hashable, Hashable], float], kinds: set[str]
+    G: nx.Graph,
+    loads: Mapping[tuple[Hashable, Hashable], float],
+    kinds: set[str],
+    level: Mapping[Hashable, int],
 ) -> tuple[list[_LinkLoad], set[str]]:
-    """The links of the kinds in ``kinds`` with their loads; and every edge kind in ``G``."""
-    # Level and tier label per vertex; labels from the all-to-all report's own function, called
-    # once per distinct (kind, tier).
-    level: dict[Hashable, int] = {}
+    """The links of the kinds in ``kinds`` with their loads; and every edge kind in ``G``.
+
+    ``level`` is each vertex's row (:func:`topo.plot._row`): the end on the lower row becomes
+    ``a``."""
+    # Tier label per vertex, from the all-to-all report's own function, called once per
+    # distinct (kind, row).
     label: dict[Hashable, str] = {}
     by_key: dict[tuple[str, int], str] = {}
     for v, d in G.nodes(data=True):
-        level[v] = _level(d)
         key = (d["kind"], level[v])
         if key not in by_key:
             by_key[key] = _tier_label(G, v)
@@ -404,7 +395,6 @@ def _link_segment(lk: _LinkLoad, data: _FabricData) -> _Segment:
 def _aggregate_segments(
     links: list[_LinkLoad],
     group: Mapping[Hashable, str],
-    row: Mapping[Hashable, int],
     data: _FabricData,
 ) -> tuple[tuple[_Segment, ...], dict[str, str], dict[str, float]]:
     """Merge the links between two groups into one segment; summarise links inside a group."""
@@ -514,10 +504,10 @@ def _bins(us: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _histograms(G: nx.Graph, links: list[_LinkLoad]) -> tuple[_Histogram, ...]:
+def _histograms(links: list[_LinkLoad], level: Mapping[str, int]) -> tuple[_Histogram, ...]:
+    """One histogram per tier (direction); ``level`` maps a link end's name to its row."""
     per: dict[str, list[float]] = defaultdict(list)
     rank: dict[str, tuple[int, int]] = {}
-    level = {str(v): _level(d) for v, d in G.nodes(data=True)}
     for lk in links:
         la, lb = level[lk.a], level[lk.b]
         for tier, u, (x, y) in (
@@ -565,10 +555,6 @@ def _u(x: float) -> str:
 
 def _GBps(x_Bps: float) -> str:
     return f"{_num(Bps_to_GBps(x_Bps))} GB/s"
-
-
-def _cables(n: int) -> str:
-    return f"{n:,} cable{'s' if n != 1 else ''}"
 
 
 def _colour_at(u: float) -> str:

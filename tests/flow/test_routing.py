@@ -7,11 +7,11 @@ import json
 import re
 from collections import defaultdict
 from functools import cache
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from formats._real import real_file
 
 from topo.builders import build
 from topo.errors import InfeasibleError, TopoError
@@ -20,15 +20,7 @@ from topo.flow import alltoall_bandwidth
 from topo.flow.routing import routed_alltoall
 
 NIC = 50e9  # B/s: a 400 Gb/s NIC or cable
-REAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "real" / "ibnetdiscover"
 GB200 = "topograph_dgx_gb200_ndr_superpod.out"
-
-
-def real(name: str) -> Path:
-    path = REAL / name
-    if not path.exists():
-        pytest.skip(f"real data not present: {path}")
-    return path
 
 
 def counts(r) -> dict[tuple[str, str], float]:
@@ -474,11 +466,14 @@ def test_the_gb200_import_shows_the_gap_between_optimal_and_routed():
     # leaves. Both routings stay below the optimum; D-mod-k well below it.
     from topo.formats.ibnetdiscover import read_ibnetdiscover
 
-    G = read_ibnetdiscover(real(GB200))
+    G = read_ibnetdiscover(real_file("ibnetdiscover", GB200))
     best = alltoall_bandwidth(G)
     d = routed_alltoall(G, "dmodk")
     e = routed_alltoall(G, "ecmp", seed=0)
-    assert d.terminal == "endpoint" and d.gpus == 542
+    # Terminals: the file's 582 Ca blocks (grep -c '^Ca') minus its 40 SHARP "Aggregation
+    # Node" CAs, each with one cabled port; every ordered pair is one flow (each host is its
+    # own server).
+    assert d.terminal == "endpoint" and d.gpus == 582 - 40 == 542
     assert d.flows == 542 * 541
     assert d.alltoall_busbw_GBps < 0.7 * best.alltoall_busbw_GBps
     assert e.expected_alltoall_busbw_GBps < best.alltoall_busbw_GBps

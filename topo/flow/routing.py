@@ -78,8 +78,6 @@ _CHUNK_ELEMENTS = 1 << 22
 
 # --------------------------------------------------------------------------- the report
 
-_NO_ARCS: Any = None
-
 
 @dataclass(frozen=True)
 class TierLoad:
@@ -176,40 +174,41 @@ class RoutedReport:
     most_loaded_links: list[LoadedLink]
     notes: list[str]
     solve_seconds: float
-    _arcs: tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(
+    # (nodes, arc tails, arc heads, load, expected load): always set by routed_alltoall; None
+    # only in the copy that to_dict serialises
+    _arcs: tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = field(
         default=None, repr=False, compare=False
-    )  # type: ignore[assignment]
+    )
+
+    def _arc_loads(self, expected: bool) -> list[tuple[Any, Any, float]]:
+        """``(u, v, B/s)`` of every directed arc: sampled or expected loads."""
+        if self._arcs is None:  # pragma: no cover - a bug
+            raise AssertionError("RoutedReport built without its arcs")
+        nodes, u, v, load, load_e = self._arcs
+        x = load_e if expected else load
+        return [
+            (nodes[a], nodes[b], w)
+            for a, b, w in zip(u.tolist(), v.tolist(), x.tolist(), strict=True)
+        ]
 
     @property
     def link_load(self) -> dict[tuple[Any, Any], float]:
         """Load in B/s at the reported pair rate of every directed arc ``(u, v)`` of the fabric."""
-        nodes, u, v, load, _ = self._arcs
-        return {
-            (nodes[a], nodes[b]): x
-            for a, b, x in zip(u.tolist(), v.tolist(), load.tolist(), strict=True)
-        }
+        return {(a, b): x for a, b, x in self._arc_loads(expected=False)}
 
     @property
     def expected_link_load(self) -> dict[tuple[Any, Any], float]:
         """As :attr:`link_load` with the expected routing (ECMP's even split), B/s at the
         reported pair rate."""
-        nodes, u, v, _, load = self._arcs
-        return {
-            (nodes[a], nodes[b]): x
-            for a, b, x in zip(u.tolist(), v.tolist(), load.tolist(), strict=True)
-        }
+        return {(a, b): x for a, b, x in self._arc_loads(expected=True)}
 
     def to_dict(self, *, link_load: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; with ``link_load=True`` also ``link_load``, a list of
         ``[source, target, load_Bps]`` for every directed arc."""
-        d = asdict(replace(self, _arcs=_NO_ARCS))
+        d = asdict(replace(self, _arcs=None))  # the arrays are not deep-copied
         d.pop("_arcs")
         if link_load:
-            nodes, u, v, load, _ = self._arcs
-            d["link_load"] = [
-                [str(nodes[a]), str(nodes[b]), x]
-                for a, b, x in zip(u.tolist(), v.tolist(), load.tolist(), strict=True)
-            ]
+            d["link_load"] = [[str(a), str(b), x] for a, b, x in self._arc_loads(expected=False)]
         return d
 
 
@@ -291,15 +290,16 @@ def _natural_key(s: Any) -> tuple:
 def _arcs(G: nx.Graph) -> _Arcs:
     nodes = list(G)
     nid = {v: i for i, v in enumerate(nodes)}
-    kind = np.array([_KIND_CODE.get(k, _SWITCH) for _, k in G.nodes(data="kind")], dtype=np.int64)
-    tier = np.array(
-        [int(t) if kind[i] == _SWITCH else 0 for i, (_, t) in enumerate(G.nodes(data="tier"))],
-        dtype=np.int64,
-    )
-    lab = [
-        tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
-        for _, d in G.nodes(data=True)
-    ]
+    kinds: list[int] = []
+    tiers: list[int] = []
+    lab: list[str] = []
+    for _, d in G.nodes(data=True):
+        k = _KIND_CODE.get(d["kind"], _SWITCH)
+        kinds.append(k)
+        tiers.append(int(d["tier"]) if k == _SWITCH else 0)
+        lab.append(tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"]))
+    kind = np.array(kinds, dtype=np.int64)
+    tier = np.array(tiers, dtype=np.int64)
     labels = sorted(set(lab))
     code = {s: i for i, s in enumerate(labels)}
     label = np.array([code[s] for s in lab], dtype=np.int64)
@@ -470,7 +470,6 @@ class _Ends:
     S: np.ndarray  # (nics, R): source terminals whose flows to class r leave by NIC x
     D: np.ndarray  # (nics,): terminals whose own NIC is y
     d: np.ndarray  # (nics,): D-mod-k destination index
-    order: np.ndarray  # NICs in D-mod-k order
     up_arc: np.ndarray  # NIC -> leaf arc id
     dn_arc: np.ndarray  # leaf -> NIC arc id
     intra_arc: np.ndarray  # arcs inside servers (NVLink, PCIe) ...
@@ -535,10 +534,9 @@ def _gpu_ends(G: nx.Graph, tree: _Tree, arcs: _Arcs, sw_of: np.ndarray, pxn: boo
     for i in np.concatenate([gpus, nics_all]).tolist():
         srv[i] = server_name.setdefault(G.nodes[arcs.nodes[i]]["node"], len(server_name))
     n_srv = len(server_name)
+    srv_names = list(server_name)
     srv_rank = np.empty(n_srv, dtype=np.int64)
-    srv_rank[sorted(range(n_srv), key=lambda s: _natural_key(list(server_name)[s]))] = np.arange(
-        n_srv
-    )
+    srv_rank[sorted(range(n_srv), key=lambda s: _natural_key(srv_names[s]))] = np.arange(n_srv)
     # each GPU's own NIC (PCIe, same server) and NVSwitch
     pc = np.nonzero((kind[arcs.u] == _GPU) & (kind[arcs.v] == _NIC))[0]
     pc = pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]]
@@ -696,7 +694,6 @@ def _finish_ends(
         S,
         D,
         d,
-        order,
         arcs.find(nic_ids, sw),
         arcs.find(sw, nic_ids),
         intra[0],
@@ -760,7 +757,7 @@ def _leaf_matrix_chunks(e: _Ends, L: int, J: int):
         yield B0, B1, W
 
 
-def _check_routable(tree: _Tree, e: _Ends, pxn: bool, planes: int) -> None:
+def _check_routable(tree: _Tree, e: _Ends, planes: int) -> None:
     """InfeasibleError naming how many ordered pairs have demand but no up/down route."""
     L = len(tree.names[1])
     bad = 0.0
@@ -778,7 +775,7 @@ def _check_routable(tree: _Tree, e: _Ends, pxn: bool, planes: int) -> None:
         hint = (
             f"; the fabric has {planes} disjoint planes: cross-plane traffic needs PXN "
             "(forwarding over NVLink), drop --no-pxn"
-            if not pxn and planes > 1
+            if not e.pxn and planes > 1
             else ""
         )
         raise InfeasibleError(
@@ -1109,7 +1106,6 @@ def _turn(
     if not v.size:
         return U, Ue, None
     w = gw[gid[v], Bj[j]]
-    conv = cand
     key = v * n_t + w
     uk, inv = np.unique(key, return_inverse=True)
     inv = inv.ravel()
@@ -1134,17 +1130,15 @@ def _turn(
     up = pid[sv]
     # the single down port of each parent toward the destination leaf, (states, P)
     dn = one_port[parent[sv], Bj[j[rep]][:, None]]
-    for ports, weights in ((up, X), (dn, X)):
-        m = valid[sv]
-        port += np.bincount(ports[m], weights=weights[m], minlength=len(port))
+    m = valid[sv]
     for ports in (up, dn):
-        m = valid[sv]
+        port += np.bincount(ports[m], weights=X[m], minlength=len(port))
         port_exp += np.bincount(ports[m], weights=share[m], minlength=len(port))
     moved = (
         np.bincount(w * J + j, weights=U[v, j], minlength=n_t * J).reshape(n_t, J),
         np.bincount(w * J + j, weights=Ue[v, j], minlength=n_t * J).reshape(n_t, J),
     )
-    return np.where(conv, 0.0, U), np.where(conv, 0.0, Ue), moved
+    return np.where(cand, 0.0, U), np.where(cand, 0.0, Ue), moved
 
 
 def _hop(
@@ -1298,7 +1292,7 @@ def routed_alltoall(
     tree = _tree(arcs)
     ends = _ends(G, tree, arcs, bool(pxn))
     planes = int(G.graph.get("planes", 1))
-    _check_routable(tree, ends, ends.pxn, planes)
+    _check_routable(tree, ends, planes)
     notes: list[str] = []
     if name == "ecmp":
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
