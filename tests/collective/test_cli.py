@@ -60,6 +60,13 @@ def h100(tmp_path_factory) -> Path:
     return path
 
 
+def test_op_choices_are_the_library_ops():
+    from topo.collective import OPS
+    from topo.commands.collective import Op
+
+    assert [o.value for o in Op] == list(OPS)
+
+
 def test_json_rows(small):
     r = ok(
         small, "--op", "all_gather", "--gpus", 8, "--min-bytes", 8, "--max-bytes", "1M", "--json"

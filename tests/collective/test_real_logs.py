@@ -76,5 +76,11 @@ def test_underperforming_pair_is_far_below(h100):
     # 2 servers x 8 GPUs: busbw allowed = 48 GB/s per NIC x (n-1)/(n-G) = 48 x 15/8 = 90, or
     # the server ceiling 330 / 8 x 15/8 = 77.3 GB/s; measured about 23.6
     assert cmp.rows[-1].predicted_busbw_GBps == pytest.approx(330 / 8 * 15 / 8, rel=0.01)
+    # measured / predicted at 1 GiB and more: 23.6 / 77.3 = 0.31
     assert cmp.median_ratio < 0.35
+    # beta worked from the log alone: the time its two largest sizes differ by, for the bytes
+    # they differ by, times the busbw factor 15/16
+    a, b = test.rows[-2], test.rows[-1]
+    beta = (b.size_bytes - a.size_bytes) * 15 / 16 / ((b.time_us - a.time_us) * 1e-6) / 1e9
+    assert beta == pytest.approx(23.6, rel=0.01)
     assert cmp.fit is not None and cmp.fit.busbw_GBps == pytest.approx(23.6, rel=0.02)

@@ -137,7 +137,8 @@ def select_subcluster(
     -------
     (networkx.Graph, list, int, int)
         The sub-fabric (every switch; of the first N/G servers only GPUs 0..G-1, the NICs
-        cabled to them over PCIe, and the NVSwitch), the server ids in order, N and G.
+        cabled to them over PCIe, and the NVSwitch; ``G`` itself, not a copy, when that is
+        every device of it), the server ids in order, N and G.
 
     Raises
     ------
@@ -187,6 +188,8 @@ def select_subcluster(
         keep.update(inv[s]["nvswitch"])
         for gv in gset:
             keep.update(w for w in G.neighbors(gv) if G.nodes[w]["kind"] == "nic")
+    if len(keep) == G.number_of_nodes():
+        return G, chosen, n, g  # every device in use: no copy (a 16,384-GPU fabric costs ~1 s)
     return G.subgraph(keep).copy(), chosen, n, g
 
 
@@ -295,21 +298,19 @@ def fabric_rates(
     nics_per_node = 10**9
     server_nic = math.inf
     for s in servers:
+        # NICs cabled to a switch, at min(cable, PCIe side to the GPUs in use): each once
+        cabled = {w: r for w in inv[s]["nic"] for r in _nic_rates(sub, [w])}
         for gv in inv[s]["gpu"]:
             nv = sum(e["capacity"] for _, _, e in sub.edges(gv, data=True) if e["kind"] == "nvlink")
             nvlink = min(nvlink, nv)
             own = 0.0
             for w in sub.neighbors(gv):
-                if sub.nodes[w]["kind"] != "nic":
-                    continue
-                sharers = sum(1 for x in sub.neighbors(w) if sub.nodes[x]["kind"] == "gpu")
-                rate = _nic_rates(sub, [w])
-                if rate:
-                    own += rate[0] / max(1, sharers)
+                if w in cabled:
+                    sharers = sum(1 for x in sub.neighbors(w) if sub.nodes[x]["kind"] == "gpu")
+                    own += cabled[w] / sharers
             gpu_nic = min(gpu_nic, own)
-        rates = _nic_rates(sub, inv[s]["nic"])
-        nic_rates += rates
-        nics_per_node = min(nics_per_node, len(rates))
+        nic_rates += cabled.values()
+        nics_per_node = min(nics_per_node, len(cabled))
         server_nic = min(server_nic, sum(_nic_rates(G, full[s]["nic"])))
     if g > 1 and nvlink <= 0:
         raise TopoError(
@@ -323,8 +324,6 @@ def fabric_rates(
     ring = tree = a2a = None
     if nodes > 1:
         ring_d = {(servers[i], servers[(i + 1) % nodes]): UNIT_BYTES for i in range(nodes)}
-        if nodes == 2:
-            ring_d = {(servers[0], servers[1]): UNIT_BYTES, (servers[1], servers[0]): UNIT_BYTES}
         ring = _pattern(sub, ring_d, UNIT_BYTES)
         tree_d: dict[tuple[Hashable, Hashable], float] = {}
         for edges in double_binary_tree(nodes):

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from topo.collective.constants import PROTOCOLS, NcclConstants, _log2i
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
+from topo.units import GBps_to_Bps
 
 OPS = (
     "all_reduce",
@@ -58,7 +59,10 @@ OPS = (
 TOTAL_SIZE_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 """Operations whose nccl-tests size column is the whole buffer (n chunks), not one rank's."""
 
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat", "pairwise", "p2p")
+
+def _check_op(op: str) -> None:
+    if op not in OPS:
+        raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
 
 
 def busbw_factor(op: str, nranks: int) -> float:
@@ -75,7 +79,12 @@ def busbw_factor(op: str, nranks: int) -> float:
     -------
     float
         2(n-1)/n for all_reduce; (n-1)/n for all_gather, reduce_scatter, alltoall; 1 for
-        broadcast, reduce, sendrecv.
+        broadcast, reduce, sendrecv (dimensionless).
+
+    Raises
+    ------
+    TopoError
+        Unknown op, or fewer than one rank.
 
     References
     ----------
@@ -86,14 +95,15 @@ def busbw_factor(op: str, nranks: int) -> float:
     >>> busbw_factor("all_reduce", 8), busbw_factor("alltoall", 8)
     (1.75, 0.875)
     """
+    _check_op(op)
     n = nranks
+    if n < 1:
+        raise TopoError(f"a collective needs at least one rank, got {n}")
     if op == "all_reduce":
         return 2 * (n - 1) / n
     if op in TOTAL_SIZE_OPS:
         return (n - 1) / n
-    if op in ("broadcast", "reduce", "sendrecv"):
-        return 1.0
-    raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
+    return 1.0  # broadcast, reduce, sendrecv
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,9 @@ class Candidate:
     time_s : float
         latency + size / algbw (s).
     bound : str
-        What limits ``algbw``: ``nvlink``, ``network`` (with the binding tiers), ``server NICs``
-        (the node_network ceiling), a protocol ceiling or a per-channel cap.
+        What limits ``algbw``: ``nvlink``, ``net <tiers>`` (the fabric's binding link
+        directions), ``net NICs (no LP)`` (the flow LP was too large), ``server ceiling`` (the
+        node_network efficiency), ``own NIC``, a protocol ceiling or a per-channel cap.
     """
 
     algorithm: str
@@ -137,8 +148,7 @@ class _Rates:
         c, r = self.c, self.r
         if p.seconds_per_byte > 0:
             t_net = p.seconds_per_byte / c.nic_efficiency
-            tiers = ", ".join(f"{k}" for k in p.bottleneck) or "links"
-            net_label = f"net {tiers}"
+            net_label = f"net {', '.join(p.bottleneck) or 'links'}"
         else:  # LP refused: the NICs in use, non-blocking
             t_net = p.node_bytes / (r.nics_per_node * r.nic_Bps * c.nic_efficiency)
             net_label = "net NICs (no LP)"
@@ -172,19 +182,19 @@ def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
     for p in PROTOCOLS:
         b, why = bus, bound
         if p == "LL":
-            cap = c.ll_max_GBps(N) * 1e9
+            cap = GBps_to_Bps(c.ll_max_GBps(N))
             b = bus * c.factor("ring_ll_factor")
             if cap < b:
                 b, why = cap, "LL ceiling"
         elif p == "LL128":
-            cap = c.channels * c.per_channel_GBps("per_channel_ring_ll128", N) * 1e9
+            cap = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_ring_ll128", N))
             b = bus * c.factor("ring_ll128_factor")
             if cap < b:
                 b, why = cap, "LL128 cap"
         algbw = b * n / nsteps
         lat = c.base_latency_us("ring", p)
-        hw = "net" if N > 1 else _hw_intra(R)
         if op in ("broadcast", "reduce"):
+            hw = "net" if N > 1 else _hw_intra(R)
             hop = c.hw_latency_us(hw, "tree" if p == "Simple" else "ring", p)
             lat += nsteps * hop
         else:
@@ -225,18 +235,18 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
     out = []
     for p in PROTOCOLS:
         bus, why = 2 * raw, bound  # NCCL's tree busBw; algbw = busBw / 2
-        cap = c.channels * c.per_channel_GBps("per_channel_tree", N) * 1e9
+        cap = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_tree", N))
         bus = bus * c.factor("tree_factor")
         if cap < bus:
             bus, why = cap, "tree cap"
         if p == "LL":
-            llcap = c.ll_max_GBps(N) * 1e9
+            llcap = GBps_to_Bps(c.ll_max_GBps(N))
             bus = bus * c.factor("tree_ll_factor")
             if llcap < bus:
                 bus, why = llcap, "LL ceiling"
         elif p == "LL128":
             f = c.factor("tree_ll128_factor_one_node" if N == 1 else "tree_ll128_factor")
-            cap128 = c.channels * c.per_channel_GBps("per_channel_tree_ll128", N) * 1e9
+            cap128 = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_tree_ll128", N))
             bus = bus * f
             if cap128 < bus:
                 bus, why = cap128, "LL128 cap"
@@ -274,7 +284,7 @@ def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
         algbw, why = inter, bound
     per_ch = c.per_channel_GBps("per_channel_nvls_tree", N)
     if per_ch > 0:
-        cap = c.channels * per_ch * 1e9 * n / (2 * (n - 1))
+        cap = GBps_to_Bps(c.channels * per_ch) * n / (2 * (n - 1))
         if cap < algbw:
             algbw, why = cap, "NVLS-tree cap"
     lat = (
@@ -375,7 +385,7 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     TopoError
         Unknown op, or size <= 0.
     """
-    busbw_factor(op, 2)  # validates op
+    _check_op(op)
     if not size_bytes > 0:
         raise TopoError(f"size must be > 0 bytes, got {size_bytes}")
     R = _Rates(rates, c)
@@ -400,10 +410,24 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
 def choose(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants) -> Candidate:
     """The fastest candidate, as NCCL's tuner picks it (ties: the first in NCCL's order).
 
+    Parameters
+    ----------
+    op, size_bytes, rates, c
+        As for :func:`candidates` (size in B).
+
     Returns
     -------
     Candidate
-        The (algorithm, protocol) of least ``time_s``.
+        The (algorithm, protocol) of least ``time_s`` (s).
+
+    Raises
+    ------
+    TopoError
+        Unknown op, or size <= 0.
+
+    References
+    ----------
+    NVIDIA/nccl ``src/graph/tuning.cc`` (``ncclTopoGetAlgoTime``, ``ncclTopoGetAlgoInfo``).
 
     Examples
     --------

@@ -20,6 +20,7 @@ from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor, choose
 from topo.errors import TopoError
 from topo.formats.nccl_tests import NcclTest
+from topo.units import Bps_to_GBps, s_to_us
 
 TYPE_BYTES = {
     "int8": 1,
@@ -98,28 +99,34 @@ class CollectiveReport:
 
 
 def rates_summary(r: FabricRates, c: NcclConstants) -> dict[str, Any]:
-    """The fabric-derived rates of a sub-cluster in GB/s, raw and as NCCL gets them."""
+    """The fabric-derived rates of a sub-cluster in GB/s, raw and as NCCL gets them.
+
+    Across servers (absent on one server): ``ring_per_server_GBps`` and
+    ``tree_per_server_GBps``, the flow rate of each pattern's unit per server;
+    ``alltoall_internode_per_gpu_GBps``, what one GPU sends to the other servers; each None
+    when the flow LP was refused (``<pattern>_method`` says why), with ``<pattern>_bottleneck``
+    the binding link directions per tier.
+    """
     out: dict[str, Any] = {
-        "nvlink_per_gpu_GBps": r.nvlink_Bps / 1e9,
-        "nvlink_effective_GBps": r.nvlink_Bps * c.nvlink_efficiency / 1e9,
-        "nic_GBps": r.nic_Bps / 1e9,
+        "nvlink_per_gpu_GBps": Bps_to_GBps(r.nvlink_Bps),
+        "nvlink_effective_GBps": Bps_to_GBps(r.nvlink_Bps * c.nvlink_efficiency),
+        "nic_GBps": Bps_to_GBps(r.nic_Bps),
         "nics_per_node": r.nics_per_node,
-        "server_nics_GBps": r.server_nic_Bps / 1e9,
-        "server_ceiling_GBps": r.server_nic_Bps * c.node_network_efficiency / 1e9,
+        "server_nics_GBps": Bps_to_GBps(r.server_nic_Bps),
+        "server_ceiling_GBps": Bps_to_GBps(r.server_nic_Bps * c.node_network_efficiency),
     }
     for name, p in (("ring", r.ring), ("tree", r.tree), ("alltoall", r.alltoall)):
         if p is None:
             continue
+        # the pattern's unit per second; the all-to-all's unit is one byte per GPU pair
+        rate = Bps_to_GBps(1 / p.seconds_per_byte) if p.seconds_per_byte else None
         if name == "alltoall":
-            per_gpu = (
-                (r.gpus - r.gpus_per_node) / p.seconds_per_byte if p.seconds_per_byte else None
-            )
-            out["alltoall_internode_per_gpu_GBps"] = per_gpu / 1e9 if per_gpu else None
+            per_gpu = rate * (r.gpus - r.gpus_per_node) if rate else None
+            out["alltoall_internode_per_gpu_GBps"] = per_gpu
         else:
-            out[f"{name}_per_server_GBps"] = (
-                1 / p.seconds_per_byte / 1e9 if p.seconds_per_byte else None
-            )
+            out[f"{name}_per_server_GBps"] = rate
         out[f"{name}_bottleneck"] = p.bottleneck
+        out[f"{name}_method"] = p.method
     return out
 
 
@@ -135,7 +142,11 @@ def _count(op: str, size: int, n: int, elt: int) -> int:
 def predict_row(
     op: str, size_bytes: int, count: int, dtype: str, rates: FabricRates, c: NcclConstants
 ) -> Row:
-    """The predicted row for one size (see :class:`Row`)."""
+    """The predicted row for one size: the tuner's choice (:func:`choose`) in nccl-tests' columns.
+
+    ``size_bytes`` is nccl-tests' size (B), ``count`` its element count (printed as given);
+    the row's time is in µs and its bandwidths in GB/s (see :class:`Row`).
+    """
     best = choose(op, size_bytes, rates, c)
     algbw = size_bytes / best.time_s
     return Row(
@@ -144,12 +155,12 @@ def predict_row(
         type=dtype,
         redop="sum" if op in ("all_reduce", "reduce_scatter", "reduce") else "none",
         root=0 if op in ("broadcast", "reduce") else -1,
-        time_us=best.time_s * 1e6,
-        algbw_GBps=algbw / 1e9,
-        busbw_GBps=algbw * busbw_factor(op, rates.gpus) / 1e9,
+        time_us=s_to_us(best.time_s),
+        algbw_GBps=Bps_to_GBps(algbw),
+        busbw_GBps=Bps_to_GBps(algbw * busbw_factor(op, rates.gpus)),
         algorithm=best.algorithm,
         protocol=best.protocol,
-        latency_us=best.latency_s * 1e6,
+        latency_us=s_to_us(best.latency_s),
         bound=best.bound,
     )
 
@@ -281,7 +292,34 @@ class Fit:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A measured nccl-tests test against the model (see :func:`compare_log`)."""
+    """A measured nccl-tests test against the model (see :func:`compare_log`).
+
+    Attributes
+    ----------
+    op : str
+        The test's operation.
+    gpus, nodes, gpus_per_node : int
+        The sub-cluster the model ran on.
+    nccl_version : str
+        The log's NCCL library version (e.g. ``22902``), empty when not printed.
+    rows : list of CompareRow
+        Measured against predicted, per size.
+    median_ratio : float
+        Median measured / predicted busbw over ``ratio_sizes`` (dimensionless).
+    ratio_sizes : str
+        ``1 GiB and more``, or ``every size`` when the log has none that large.
+    verdict : str
+        The plain verdict on ``median_ratio``.
+    far_below : bool
+        ``median_ratio`` under :data:`FAR_BELOW` (not set for sendrecv, whose model is an
+        upper bound).
+    fit : Fit or None
+        With ``fit=True``: alpha and beta of the measured times.
+    model_latency_us : float or None
+        With ``fit=True``: the model's latency at the log's largest size (µs).
+    rates : dict
+        :func:`rates_summary` of the sub-cluster (GB/s).
+    """
 
     op: str
     gpus: int
@@ -343,15 +381,26 @@ def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> 
         raise TopoError("--fit: the measured times do not grow with size; no bandwidth to fit")
     resid = (A @ np.array([alpha, inv_beta]) - t) / t
     return Fit(
-        alpha_us=float(alpha) * 1e6,
-        busbw_GBps=1.0 / float(inv_beta) / 1e9,
+        alpha_us=s_to_us(float(alpha)),
+        busbw_GBps=Bps_to_GBps(1.0 / float(inv_beta)),
         residual=float(np.sqrt(np.mean(resid**2))),
         points=len(sizes),
     )
 
 
-def _verdict(median: float, which: str) -> tuple[str, bool]:
+def _verdict(op: str, median: float, which: str) -> tuple[str, bool]:
+    """The plain verdict on a median measured / predicted busbw, and whether it is far below."""
     pct = f"{median * 100:.0f}%"
+    if op == "sendrecv" and median < AGREES:
+        # The model's sendrecv is the link's rate, an upper bound NCCL's send/recv does not
+        # approach (few channels per peer): a low ratio is no sign of a fault here.
+        return (
+            f"below the model: {pct} of the predicted busbw at {which}; for "
+            "sendrecv the model is the link's rate, and NCCL's send/recv runs few channels per "
+            "peer (NCCL_NCHANNELS_PER_NET_PEER), often reaching only a third to a half of it "
+            "on a healthy fabric",
+            False,
+        )
     if median < FAR_BELOW:
         return (
             f"FAR BELOW the model: at {which} the measurement reaches only {pct} of the busbw "
@@ -415,36 +464,25 @@ def compare_log(
         raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
     c = constants or load_constants()
     rates = fabric_rates(G, n, g)
-    rows = []
-    for m in test.rows:
-        p = predict_row(test.op, m.size_bytes, m.count, m.type, rates, c)
-        rows.append(
-            CompareRow(
-                size_bytes=m.size_bytes,
-                measured_time_us=m.time_us,
-                predicted_time_us=p.time_us,
-                measured_busbw_GBps=m.busbw_GBps,
-                predicted_busbw_GBps=p.busbw_GBps,
-                ratio=m.busbw_GBps / p.busbw_GBps if p.busbw_GBps > 0 else math.inf,
-                algorithm=p.algorithm,
-                protocol=p.protocol,
-                bound=p.bound,
-            )
+    predicted = [predict_row(test.op, m.size_bytes, m.count, m.type, rates, c) for m in test.rows]
+    rows = [
+        CompareRow(
+            size_bytes=m.size_bytes,
+            measured_time_us=m.time_us,
+            predicted_time_us=p.time_us,
+            measured_busbw_GBps=m.busbw_GBps,
+            predicted_busbw_GBps=p.busbw_GBps,
+            ratio=m.busbw_GBps / p.busbw_GBps if p.busbw_GBps > 0 else math.inf,
+            algorithm=p.algorithm,
+            protocol=p.protocol,
+            bound=p.bound,
         )
+        for m, p in zip(test.rows, predicted, strict=True)
+    ]
     large = [r for r in rows if r.size_bytes >= GIB]
     which = "1 GiB and more" if large else "every size"
     median = float(np.median([r.ratio for r in (large or rows)]))
-    verdict, far = _verdict(median, which)
-    if test.op == "sendrecv" and median < AGREES:
-        # The model's sendrecv is the link's rate, an upper bound NCCL's send/recv does not
-        # approach (few channels per peer): a low ratio is no sign of a fault here.
-        far = False
-        verdict = (
-            f"below the model: {median * 100:.0f}% of the predicted busbw at {which}; for "
-            "sendrecv the model is the link's rate, and NCCL's send/recv runs few channels per "
-            "peer (NCCL_NCHANNELS_PER_NET_PEER), often reaching only a third to a half of it "
-            "on a healthy fabric"
-        )
+    verdict, far = _verdict(test.op, median, which)
     f = None
     model_lat = None
     if fit:
@@ -453,8 +491,7 @@ def compare_log(
             [m.time_us for m in test.rows],
             busbw_factor(test.op, rates.gpus),
         )
-        big = max(test.rows, key=lambda m: m.size_bytes)
-        model_lat = choose(test.op, big.size_bytes, rates, c).latency_s * 1e6
+        model_lat = max(predicted, key=lambda p: p.size_bytes).latency_us
     return Comparison(
         op=test.op,
         gpus=rates.gpus,

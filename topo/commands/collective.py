@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from topo.cli_common import app, err, out, print_json, user_errors
 from topo.errors import TopoError
 
-WIDE = 160
-"""Piped output draws tables this wide (characters), one row per line as nccl-tests prints."""
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from topo.collective import CollectiveReport, Comparison
+    from topo.formats.nccl_tests import NcclTest
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -144,9 +147,9 @@ def collective(
     if compare is not None:
         tests = read_nccl_tests(compare)
         if op is not None:
+            found = ", ".join(t.op for t in tests)
             tests = [t for t in tests if t.op == op.value]
             if not tests:
-                found = ", ".join(t.op for t in read_nccl_tests(compare))
                 raise TopoError(f"{compare}: no {op.value}_perf test in the log (it has {found})")
         for t in tests:
             if gpus is not None and t.ranks is not None and gpus != t.ranks:
@@ -164,44 +167,44 @@ def collective(
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
             for t in tests
         ]
-        if html is not None:
-            from topo.plot import write_html
-
-            write_html(plot_busbw(comparisons=comparisons), html)
+        _write_html(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
             print_json([cmp.to_dict() for cmp in comparisons])
         else:
             for cmp in comparisons:
                 _compare_table(cmp, compare)
-        if html is not None:
-            err.print(f"wrote {html}")
-        return
-    assert fabric is not None
-    G = fabric_mod.load(fabric)
-    report = collective_table(
-        G,
-        (op or Op.all_reduce).value,
-        gpus=gpus,
-        gpus_per_node=gpus_per_node,
-        min_bytes=parse_size(min_bytes, "--min-bytes"),
-        max_bytes=parse_size(max_bytes, "--max-bytes"),
-        step_factor=step_factor,
-        dtype=datatype,
-        constants=c,
-    )
-    if html is not None:
-        from topo.plot import write_html
-
-        write_html(plot_busbw(report=report), html)
-    if as_json:
-        print_json(report.to_dict())
     else:
-        _table(report)
+        assert fabric is not None
+        report = collective_table(
+            fabric_mod.load(fabric),
+            (op or Op.all_reduce).value,
+            gpus=gpus,
+            gpus_per_node=gpus_per_node,
+            min_bytes=parse_size(min_bytes, "--min-bytes"),
+            max_bytes=parse_size(max_bytes, "--max-bytes"),
+            step_factor=step_factor,
+            dtype=datatype,
+            constants=c,
+        )
+        _write_html(html, lambda: plot_busbw(report=report))
+        if as_json:
+            print_json(report.to_dict())
+        else:
+            _table(report)
     if html is not None:
         err.print(f"wrote {html}")
 
 
-DEFAULT_CLUSTER = dict(
+def _write_html(path: Path | None, figure: Callable[[], Any]) -> None:
+    """Write ``figure()`` to ``path`` as offline HTML, before anything goes to stdout (a path
+    that cannot be written is then an error with no half-printed table)."""
+    if path is not None:
+        from topo.plot import write_html
+
+        write_html(figure(), path)
+
+
+DEFAULT_CLUSTER: dict[str, Any] = dict(
     family="ft2",
     switch_ports=64,
     link_gbps=400.0,
@@ -216,27 +219,21 @@ x16), on a non-blocking two-layer fat tree of 64-port 400G switches; as
 examples/h100-10node.toml."""
 
 
-def _default_cluster(tests: list[Any]) -> Any:
+def _default_cluster(tests: list[NcclTest]) -> nx.Graph:
     """Build :data:`DEFAULT_CLUSTER` with as many servers as the log's largest test used."""
     from topo.builders import build
 
     servers = max((len(t.hosts) for t in tests), default=0) or 1
+    per_server: int = DEFAULT_CLUSTER["gpus_per_node"]
     err.print(
         f"no FABRIC given: holding the log against {servers} H100 server(s) of 8 GPUs and "
         "8 x 400G NICs, NVLink 450 GB/s, on a non-blocking fat tree (pass FABRIC.json to choose)"
     )
     spec = dict(DEFAULT_CLUSTER)
     family = spec.pop("family")
-    G = build(family, gpus=8 * servers, **spec)
-    G.graph["name"] = f"default H100 cluster, {servers} x 8 GPUs"
+    G = build(family, gpus=per_server * servers, **spec)
+    G.graph["name"] = f"default H100 cluster, {servers} x {per_server} GPUs"
     return G
-
-
-def _console() -> Console:
-    """``out``, or, when stdout is not a terminal, a console at least :data:`WIDE` wide."""
-    if out.is_terminal:
-        return out
-    return Console(highlight=False, soft_wrap=True, width=max(out.width, WIDE))
 
 
 def _rates_line(rates: dict[str, Any]) -> str:
@@ -244,12 +241,16 @@ def _rates_line(rates: dict[str, Any]) -> str:
         f"NVLink {rates['nvlink_per_gpu_GBps']:.1f} GB/s per GPU "
         f"({rates['nvlink_effective_GBps']:.1f} as NCCL gets it)"
     ]
-    if rates.get("ring_per_server_GBps"):
+    if "ring_method" in rates:  # across servers
+        ring = (
+            f"ring {rates['ring_per_server_GBps']:.1f} GB/s per server "
+            f"(bottleneck {', '.join(rates['ring_bottleneck']) or '-'})"
+            if rates["ring_per_server_GBps"]
+            else "ring NIC-bound only (flow LP refused)"
+        )
         parts.append(
             f"{rates['nics_per_node']} NICs x {rates['nic_GBps']:.1f} GB/s per server in use, "
-            f"ring {rates['ring_per_server_GBps']:.1f} GB/s per server "
-            f"(bottleneck {', '.join(rates['ring_bottleneck']) or '-'}), "
-            f"server ceiling {rates['server_ceiling_GBps']:.1f} GB/s"
+            f"{ring}, server ceiling {rates['server_ceiling_GBps']:.1f} GB/s"
         )
     if rates.get("alltoall_internode_per_gpu_GBps"):
         parts.append(
@@ -258,7 +259,7 @@ def _rates_line(rates: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _table(rep: Any) -> None:
+def _table(rep: CollectiveReport) -> None:
     title = (
         f"{rep.op} on {rep.fabric}: {rep.gpus} GPUs, {rep.nodes} nodes x {rep.gpus_per_node} "
         f"(NCCL {rep.nccl_release} model)"
@@ -296,10 +297,10 @@ def _table(rep: Any) -> None:
             f"{r.algorithm}/{r.protocol}",
             r.bound,
         )
-    _console().print(table)
+    out.print(table)
 
 
-def _compare_table(cmp: Any, log: Path) -> None:
+def _compare_table(cmp: Comparison, log: Path) -> None:
     title = (
         f"{cmp.op}: {log.name} against the model ({cmp.gpus} GPUs, {cmp.nodes} nodes x "
         f"{cmp.gpus_per_node})"
@@ -318,7 +319,7 @@ def _compare_table(cmp: Any, log: Path) -> None:
             f"{r.ratio:.2f}",
             f"{r.algorithm}/{r.protocol}",
         )
-    _console().print(table)
+    out.print(table)
     style = "bold red" if cmp.far_below else "bold"
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
     if cmp.fit is not None:

@@ -18,6 +18,7 @@ partial result.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,16 +168,9 @@ def _close(path: Path, cur: _Open) -> NcclTest:
             f"test {cur.name} (started line {cur.line}) has no 'Avg bus bandwidth' line after "
             f"its last row (line {cur.rows[-1].line}): truncated log",
         )
-    hosts: list[str] = []
-    per_host: dict[str, int] = {}
-    for r in sorted(cur.ranks):
-        h = cur.ranks[r]
-        if h not in per_host:
-            hosts.append(h)
-        per_host[h] = per_host.get(h, 0) + 1
-    gpn = None
-    if per_host and len(set(per_host.values())) == 1:
-        gpn = next(iter(per_host.values()))
+    hosts = list(dict.fromkeys(cur.ranks[r] for r in sorted(cur.ranks)))
+    per_host = set(Counter(cur.ranks.values()).values())
+    gpn = per_host.pop() if len(per_host) == 1 else None
     op = cur.name.removesuffix("_perf")
     return NcclTest(
         op=op,
