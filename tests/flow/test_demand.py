@@ -83,3 +83,17 @@ def test_cut_server_is_infeasible() -> None:
             G.remove_edge(nic, s)
     with pytest.raises(InfeasibleError, match="no NIC"):
         server_demand_time(G, {(0, 1): 1.0})
+
+
+def test_too_large_is_refused_before_building_the_lp() -> None:
+    # 8-port FT2 (16 servers of 2 NICs, 2 servers per leaf, 8 leaves x 4 spines): 64 leaf-spine
+    # arcs, plus one out- and one in-arc per server in the demand (its 2 NICs reach one leaf):
+    # 4 x 2 = 8. A commodity may use every arc but the other 3 servers' out-arcs: 69; two
+    # senders: 138 flow variables (the LP adds theta: 139).
+    from topo.errors import LPTooLarge
+
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    demand = {(0, 2): 1e9, (1, 3): 1e9}
+    with pytest.raises(LPTooLarge, match="138 variables"):
+        server_demand_time(G, demand, max_variables=137)
+    assert server_demand_time(G, demand, max_variables=138).lp_variables == 139

@@ -33,7 +33,7 @@ from typing import Any
 
 import networkx as nx
 
-from topo.errors import InfeasibleError, TopoError
+from topo.errors import InfeasibleError, LPTooLarge, TopoError
 from topo.flow.alltoall import (
     BottleneckLink,
     Commodity,
@@ -119,7 +119,8 @@ def server_demand_time(
     InfeasibleError
         A server in the demand has no NIC cabled to a switch, or a pair has no path.
     SolverError
-        The LP is too large (``max_variables``) or HiGHS fails.
+        The LP is too large (``max_variables``; :class:`topo.errors.LPTooLarge`, raised before
+        any LP is built) or HiGHS fails.
 
     Examples
     --------
@@ -180,6 +181,16 @@ def server_demand_time(
         sinks.setdefault(index[a], {})[("in", index[b])] = x / sc.planes
     commodities = [Commodity(("out", ci), sinks[ci]) for ci in sorted(sinks)]
     red = _Reduced(classes, arcs, cap, origin, commodities, sc)
+    # Size first (each commodity may use every arc but the other sources' out-arcs), so a
+    # refused LP costs nothing.
+    out_arcs = Counter(o[1] for o in origin if o[0] == "up")
+    total_out = sum(out_arcs.values())
+    n_vars = sum(len(arcs) - total_out + out_arcs[ci] for ci in sinks)
+    if n_vars > max_variables:
+        raise LPTooLarge(
+            f"the demand LP would have {n_vars:,} variables, over the limit of "
+            f"{max_variables:,} ({len(sinks):,} sending servers)"
+        )
     sol = max_concurrent_flow(
         arcs,
         red.capacity,
