@@ -31,6 +31,9 @@ def mpft(tmp_path_factory):
 def test_paper_example_prints_the_derivation():
     r = run("moe", "--paper-example")
     assert r.exit_code == 0, r.output
+    # By hand: (1 + 2) B x 32 x 9 x 7,000 = 6,048,000 B; / 50e9 B/s = 120.96 µs (7,168: 6,193,152
+    # B, 123.86 µs); x 2 = 241.92 µs; x 61 = 14,757.12 µs; 1 / 14.75712 ms = 67.76 tokens/s.
+    # NVL72: 6,048,000 B / 900e9 B/s = 6.72 µs; x 2 x 61 = 819.84 µs; 1 / 0.81984 ms = 1,219.75.
     for figure in ("6,048,000 B / 50 GB/s = 120.96 µs", "123.86 µs", "= 241.92 µs",
                    "= 14.76 ms TPOT", "67.76 tokens/s", "6.72 µs per step", "0.82 ms TPOT",
                    "1,220 tokens/s"):  # fmt: skip
@@ -99,6 +102,10 @@ def test_errors(mpft, tmp_path):
     one_line_error(run("moe", mpft, "--expert-load", loads),
                    f"{loads}: the expert-load vector has 3 entries; the model has 256")  # fmt: skip
     one_line_error(run("moe", mpft, "--expert-load", loads, "--zipf", 1), "not both")
+    negative = tmp_path / "negative.txt"
+    negative.write_text(" ".join(["-1"] + ["1"] * 255))
+    one_line_error(run("moe", mpft, "--expert-load", negative),
+                   f"{negative}: expert loads must be finite numbers >= 0")  # fmt: skip
     bad = tmp_path / "bad.txt"
     bad.write_text("1 x 3")
     one_line_error(run("moe", mpft, "--expert-load", bad), f"{bad}: expected numbers only")

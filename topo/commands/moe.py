@@ -146,31 +146,28 @@ def moe(
     if zipf is not None and expert_load is not None:
         raise TopoError("give either --zipf or --expert-load, not both")
     config = load_config(model) if model is not None else default_config()
-    loads = load_expert_loads(expert_load) if expert_load is not None else None
+    loads = (
+        load_expert_loads(expert_load, config.n_routed_experts) if expert_load is not None else None
+    )
     G = fabric_mod.load(fabric)
-    try:
-        report = moe_report(
-            G,
-            config,
-            ep=ep,
-            tokens_per_gpu=tokens_per_gpu,
-            dispatch_dtype=dispatch_dtype.value,
-            combine_dtype=combine_dtype.value,
-            fp8_scales=fp8_scales,
-            node_limit=node_limit,
-            shared=shared.value,
-            zipf=zipf,
-            expert_load=loads,
-            micro_batches=micro_batches,
-            ib_efficiency=ib_efficiency,
-            nvlink_efficiency=nvlink_efficiency,
-            seed=seed,
-            routing_label=f"load vector {expert_load}" if expert_load is not None else None,
-        )
-    except TopoError as exc:
-        if expert_load is not None and "expert-load" in str(exc):
-            raise TopoError(f"{expert_load}: {exc}") from None
-        raise
+    report = moe_report(
+        G,
+        config,
+        ep=ep,
+        tokens_per_gpu=tokens_per_gpu,
+        dispatch_dtype=dispatch_dtype.value,
+        combine_dtype=combine_dtype.value,
+        fp8_scales=fp8_scales,
+        node_limit=node_limit,
+        shared=shared.value,
+        zipf=zipf,
+        expert_load=loads,
+        micro_batches=micro_batches,
+        ib_efficiency=ib_efficiency,
+        nvlink_efficiency=nvlink_efficiency,
+        seed=seed,
+        routing_label=f"load vector {expert_load}" if expert_load is not None else None,
+    )
     if html is not None:
         from topo.moe.plot import plot_moe
         from topo.plot import write_html

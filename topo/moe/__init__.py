@@ -18,6 +18,7 @@ from topo.moe.gating import (
     expected_nodes_uniform,
     expert_probabilities,
     gate,
+    load_expert_loads,
     route_tokens,
 )
 from topo.moe.paper import PaperExample, paper_example
@@ -26,7 +27,6 @@ from topo.moe.timing import (
     PhaseResult,
     ScenarioResult,
     copy_bytes,
-    load_expert_loads,
     moe_report,
     time_phase,
 )

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,7 @@ def load_config(path: str | Path) -> MoEConfig:
     if not isinstance(data, dict):
         raise FormatError(path, "expected a JSON object of model settings (a config.json)")
     cfg = config_from_dict(data, source=str(path), text=text)
-    return cfg if cfg.name else _renamed(cfg, path.stem)
+    return cfg if cfg.name else replace(cfg, name=path.stem)
 
 
 def default_config() -> MoEConfig:
@@ -181,7 +182,7 @@ def config_from_dict(data: dict[str, Any], *, source: str = "<dict>", text: str 
         for key in _KEYS[quantity]:
             if key in data and data[key] is not None:
                 value = data[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                if not _int_at_least(value, minimum):
                     raise fail(key, f"must be an integer >= {minimum}, got {value!r}")
                 return key, value
         if default is None:
@@ -227,34 +228,42 @@ def config_from_dict(data: dict[str, Any], *, source: str = "<dict>", text: str 
     )
 
 
+_Fail = Callable[[str, str], FormatError]
+"""Builds the error for a bad key: ``fail(key, message)`` (the file and the key's line)."""
+
+
+def _int_at_least(value: Any, minimum: int) -> bool:
+    """True for an integer (not a bool) >= ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 def _has(data: dict[str, Any], quantity: str) -> bool:
     return any(data.get(k) is not None for k in _KEYS[quantity])
 
 
-def _shared_experts(data: dict[str, Any], fail: Any) -> int:
+def _shared_experts(data: dict[str, Any], fail: _Fail) -> int:
     if data.get("n_shared_experts") is not None:
         n = data["n_shared_experts"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if not _int_at_least(n, 0):
             raise fail("n_shared_experts", f"must be an integer >= 0, got {n!r}")
         return n
     size = data.get("shared_expert_intermediate_size")
     if size is not None:
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if not _int_at_least(size, 0):
             raise fail("shared_expert_intermediate_size", f"must be an integer >= 0, got {size!r}")
         return 1 if size > 0 else 0
     return 0
 
 
-def _moe_layers(data: dict[str, Any], layers: int, dense: int, fail: Any) -> int:
+def _moe_layers(data: dict[str, Any], layers: int, dense: int, fail: _Fail) -> int:
     """Count the MoE layers (DeepSeek and Qwen-MoE rules; every layer otherwise)."""
-    freq = data.get("moe_layer_freq", 1)
-    if isinstance(freq, bool) or not isinstance(freq, int) or freq < 1:
-        raise fail("moe_layer_freq", f"must be an integer >= 1, got {freq!r}")
-    step = data.get("decoder_sparse_step", 1)
-    if step is None:
-        step = 1
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise fail("decoder_sparse_step", f"must be an integer >= 1, got {step!r}")
+    spacing = {}
+    for key in ("moe_layer_freq", "decoder_sparse_step"):  # absent or null: every layer
+        value = 1 if data.get(key) is None else data[key]
+        if not _int_at_least(value, 1):
+            raise fail(key, f"must be an integer >= 1, got {value!r}")
+        spacing[key] = value
+    freq, step = spacing["moe_layer_freq"], spacing["decoder_sparse_step"]
     mlp_only = data.get("mlp_only_layers") or []
     if not isinstance(mlp_only, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in mlp_only
@@ -272,9 +281,3 @@ def _line_of(text: str, key: str) -> int | None:
     """1-based line of the first ``"key":`` in ``text`` (None when not found)."""
     m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
     return text.count("\n", 0, m.start()) + 1 if m else None
-
-
-def _renamed(cfg: MoEConfig, name: str) -> MoEConfig:
-    d = cfg.to_dict()
-    d["name"] = name
-    return MoEConfig(**d)

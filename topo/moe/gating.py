@@ -31,20 +31,24 @@ ICML 2019.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from topo.errors import TopoError
+from topo.errors import FormatError, TopoError
+from topo.fabric import read_text
 
 __all__ = [
     "GateResult",
     "expert_probabilities",
     "expected_nodes_uniform",
     "gate",
+    "load_expert_loads",
     "route_tokens",
 ]
 
@@ -126,6 +130,48 @@ def expert_probabilities(
         p = rank.astype(float) ** -float(zipf)
         return p / p.sum()
     return np.full(n_experts, 1.0 / n_experts)
+
+
+def load_expert_loads(path: str | Path, n_experts: int | None = None) -> np.ndarray:
+    """Read an expert-load vector: a JSON list of numbers, or numbers separated by white space
+    or commas.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    n_experts : int, optional
+        Routed experts of the model; when given, the loads are checked as
+        :func:`expert_probabilities` checks them, and a violation names the file.
+
+    Returns
+    -------
+    numpy.ndarray, shape (loads,)
+        The relative loads as read (not normalised).
+
+    Raises
+    ------
+    FormatError
+        The file is missing, holds something other than numbers, or (with ``n_experts``) has
+        the wrong number of loads, a negative or non-finite one, or only zeros.
+    """
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = text.replace(",", " ").split()
+    if not isinstance(data, list):
+        raise FormatError(path, "expected a list of expert loads (numbers)")
+    try:
+        loads = np.array([float(x) for x in data])
+    except (TypeError, ValueError):
+        raise FormatError(path, "expected numbers only (one load per routed expert)") from None
+    if n_experts is not None:
+        try:
+            expert_probabilities(n_experts, load=loads)
+        except TopoError as exc:
+            raise FormatError(path, str(exc)) from None
+    return loads
 
 
 def gate(
@@ -283,6 +329,11 @@ def expected_nodes_uniform(n_experts: int, n_nodes: int, k: int) -> float:
     -------
     float
         Expected number of distinct nodes per token.
+
+    Raises
+    ------
+    TopoError
+        If ``n_experts`` is not a multiple of ``n_nodes``.
 
     Examples
     --------

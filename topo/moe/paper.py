@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from topo.units import Bps_to_GBps, GBps_to_Bps, s_to_us
+
 __all__ = ["PaperExample", "paper_example"]
 
 
@@ -53,11 +55,11 @@ class PaperExample:
         """JSON-ready, with the headline figures in µs and ms."""
         d = asdict(self)
         d.update(
-            step_us=self.step_s * 1e6,
-            step_true_us=self.step_true_s * 1e6,
-            layer_us=self.layer_s * 1e6,
+            step_us=s_to_us(self.step_s),
+            step_true_us=s_to_us(self.step_true_s),
+            layer_us=s_to_us(self.layer_s),
             tpot_ms=self.tpot_s * 1e3,
-            nvl72_step_us=self.nvl72_step_s * 1e6,
+            nvl72_step_us=s_to_us(self.nvl72_step_s),
             nvl72_tpot_ms=self.nvl72_tpot_s * 1e3,
         )
         return d
@@ -65,23 +67,23 @@ class PaperExample:
     def lines(self) -> list[str]:
         """The derivation, line by line, as the report gives it."""
         b = self.dispatch_bytes_per_elem + self.combine_bytes_per_elem
-        gbs = self.link_Bps / 1e9
+        gbs = Bps_to_GBps(self.link_Bps)
         true_bytes = b * self.tokens * self.experts * self.hidden_true
         return [
             "DeepSeek-V3 hardware report (ISCA 2025, §2.3.2): EP decode bound",
             f"  per EP step: ({self.dispatch_bytes_per_elem} B FP8 dispatch + "
             f"{self.combine_bytes_per_elem} B BF16 combine) x {self.tokens} tokens x "
             f"{self.experts} experts (8 routed + 1 shared) x hidden {self.hidden:,}",
-            f"             = {self.step_bytes:,} B / {gbs:g} GB/s = {self.step_s * 1e6:.2f} µs",
+            f"             = {self.step_bytes:,} B / {gbs:g} GB/s = {s_to_us(self.step_s):.2f} µs",
             f"  with the true hidden size {self.hidden_true:,}: {true_bytes:,} B -> "
-            f"{self.step_true_s * 1e6:.2f} µs",
+            f"{s_to_us(self.step_true_s):.2f} µs",
             f"  per layer:   {self.micro_batches} micro-batches overlapped x "
-            f"{self.step_s * 1e6:.2f} µs = {self.layer_s * 1e6:.2f} µs",
-            f"  per token:   {self.layers} layers x {self.layer_s * 1e6:.2f} µs = "
+            f"{s_to_us(self.step_s):.2f} µs = {s_to_us(self.layer_s):.2f} µs",
+            f"  per token:   {self.layers} layers x {s_to_us(self.layer_s):.2f} µs = "
             f"{self.tpot_s * 1e3:.2f} ms TPOT -> {self.tokens_per_s:.2f} tokens/s "
             "(the report: about 67)",
-            f"  GB200 NVL72 ({self.nvl72_Bps / 1e9:g} GB/s): {self.step_bytes:,} B / "
-            f"{self.nvl72_Bps / 1e9:g} GB/s = {self.nvl72_step_s * 1e6:.2f} µs per step, "
+            f"  GB200 NVL72 ({Bps_to_GBps(self.nvl72_Bps):g} GB/s): {self.step_bytes:,} B / "
+            f"{Bps_to_GBps(self.nvl72_Bps):g} GB/s = {s_to_us(self.nvl72_step_s):.2f} µs per step, "
             f"{self.nvl72_tpot_s * 1e3:.2f} ms TPOT -> {self.nvl72_tokens_per_s:,.0f} tokens/s "
             "(the report: about 1,200)",
             "  (GB = 1e9 B; latency, computation and NVLink are left out, as in the report)",
@@ -137,12 +139,13 @@ def paper_example(
     """
     per = dispatch_bytes_per_elem + combine_bytes_per_elem
     step_bytes = per * tokens * experts * hidden
-    rate, nvl = link_GBps * 1e9, nvl72_GBps * 1e9
+    rate, nvl = GBps_to_Bps(link_GBps), GBps_to_Bps(nvl72_GBps)
     step = step_bytes / rate
     layer = micro_batches * step
     tpot = layers * layer
     nvl_step = step_bytes / nvl
-    nvl_tpot = layers * micro_batches * nvl_step
+    nvl_layer = micro_batches * nvl_step
+    nvl_tpot = layers * nvl_layer
     return PaperExample(
         dispatch_bytes_per_elem=dispatch_bytes_per_elem,
         combine_bytes_per_elem=combine_bytes_per_elem,
@@ -161,7 +164,7 @@ def paper_example(
         tpot_s=tpot,
         tokens_per_s=1.0 / tpot,
         nvl72_step_s=nvl_step,
-        nvl72_layer_s=micro_batches * nvl_step,
+        nvl72_layer_s=nvl_layer,
         nvl72_tpot_s=nvl_tpot,
         nvl72_tokens_per_s=1.0 / nvl_tpot,
     )

@@ -43,9 +43,7 @@ def _moe_plot_data(report: MoEReport, max_gpus: int = MAX_HEATMAP_GPUS) -> dict[
     layout = report.layout
     if layout.ep > max_gpus:
         # Nodes: the network bytes between them (NVLink stays inside a node, off this map).
-        onehot = np.zeros((layout.ep, layout.nodes))
-        onehot[np.arange(layout.ep), layout.node_of_rank] = 1.0
-        ib = onehot.T @ ib @ onehot
+        ib = layout.node_matrix(ib)
         nvl = np.zeros_like(ib)
         labels = [f"node {s}" for s in layout.servers]
         level, what = "node", "network bytes"

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -48,12 +47,14 @@ from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
     SCHEMES,
+    SHARED_MODES,
     CopyMatrices,
     EPLayout,
     copy_matrices,
     destinations,
     ep_layout,
 )
+from topo.units import s_to_us
 
 __all__ = [
     "DTYPE_BYTES",
@@ -170,9 +171,9 @@ class PhaseResult:
             "nvlink_bytes_max": self.nvlink_bytes_max,
             "ib_bytes_per_gpu": self.ib_bytes_sent,
             "ib_bytes_max": self.ib_bytes_max,
-            "nvlink_us": self.nvlink_s * 1e6,
-            "ib_us": self.ib_s * 1e6,
-            "time_us": self.time_s * 1e6,
+            "nvlink_us": s_to_us(self.nvlink_s),
+            "ib_us": s_to_us(self.ib_s),
+            "time_us": s_to_us(self.time_s),
             "bottleneck": self.bottleneck,
             "ib_bottleneck_tiers": self.ib_bottleneck_tiers,
             "ib_method": self.ib_method,
@@ -226,9 +227,9 @@ class ScenarioResult:
             "node_limit": self.node_limit,
             "nodes_per_token": self.nodes_per_token,
             "ib_copies_per_token": self.ib_copies_per_token,
-            "dispatch_us": self.dispatch.time_s * 1e6,
-            "combine_us": self.combine.time_s * 1e6,
-            "layer_us": self.layer_s * 1e6,
+            "dispatch_us": s_to_us(self.dispatch.time_s),
+            "combine_us": s_to_us(self.combine.time_s),
+            "layer_us": s_to_us(self.layer_s),
             "tpot_ms": self.tpot_s * 1e3,
             "tokens_per_s": self.tokens_per_s,
             "ib_bytes_per_gpu": self.ib_bytes_per_gpu,
@@ -292,8 +293,8 @@ class MoEReport:
             "ib_bytes_saved_fraction": 1 - on.ib_bytes_per_gpu / off.ib_bytes_per_gpu
             if off.ib_bytes_per_gpu
             else 0.0,
-            "layer_us_unlimited": off.layer_s * 1e6,
-            "layer_us_limited": on.layer_s * 1e6,
+            "layer_us_unlimited": s_to_us(off.layer_s),
+            "layer_us_limited": s_to_us(on.layer_s),
             "layer_time_saved_fraction": 1 - on.layer_s / off.layer_s if off.layer_s else 0.0,
         }
 
@@ -390,11 +391,7 @@ def time_phase(
     nvl_s = float(nvl_times.max()) / nvlink_efficiency if ep else 0.0
     busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
     # Network: server-to-server demand over the fabric.
-    node = layout.node_of_rank
-    n = layout.nodes
-    onehot = np.zeros((ep, n))
-    onehot[np.arange(ep), node] = 1.0
-    server_bytes = onehot.T @ ib @ onehot
+    server_bytes = layout.node_matrix(ib)
     np.fill_diagonal(server_bytes, 0.0)
     demand: dict[tuple[Hashable, Hashable], float] = {
         (layout.servers[a], layout.servers[b]): float(server_bytes[a, b])
@@ -660,8 +657,8 @@ def moe_report(
     ):
         if not (0 < eff <= 1):
             raise TopoError(f"{name} must be in (0, 1], got {eff}")
-    if shared not in ("remote", "local"):
-        raise TopoError(f"shared experts must be one of remote, local, got {shared!r}")
+    if shared not in SHARED_MODES:
+        raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
     if not schemes or any(s not in SCHEMES for s in schemes):
         raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
     layout = ep_layout(G, config.n_routed_experts, ep)
@@ -711,6 +708,7 @@ def moe_report(
     d_bytes = copy_bytes(config.hidden_size, dispatch_dtype, fp8_scales=fp8_scales)
     c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
     use_shared = shared if config.n_shared_experts > 0 else "local"
+    kw = dict(ib_efficiency=ib_efficiency, nvlink_efficiency=nvlink_efficiency)
     scenarios: list[ScenarioResult] = []
     for scheme in schemes:
         for m in limits:
@@ -719,7 +717,6 @@ def moe_report(
             nodes = layout.expert_node[experts]
             nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
             copies = copy_matrices(src, dest, layout.gpus_per_node, layout.ep, scheme)
-            kw = dict(ib_efficiency=ib_efficiency, nvlink_efficiency=nvlink_efficiency)
             disp = time_phase(G, layout, copies, d_bytes, "dispatch", **kw)
             comb = time_phase(G, layout, copies.transposed(), c_bytes, "combine", **kw)
             layer = micro_batches * (disp.time_s + comb.time_s)
@@ -766,30 +763,3 @@ def moe_report(
 def _distinct_per_row(a: np.ndarray) -> np.ndarray:
     b = np.sort(a, axis=1)
     return 1 + (b[:, 1:] != b[:, :-1]).sum(axis=1)
-
-
-def load_expert_loads(path: str | Path) -> np.ndarray:
-    """Read an expert-load vector: a JSON list of numbers, or numbers separated by white space
-    or commas.
-
-    Raises
-    ------
-    FormatError
-        The file is missing, or holds something other than numbers.
-    """
-    import json
-
-    from topo.errors import FormatError
-    from topo.fabric import read_text
-
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = text.replace(",", " ").split()
-    if not isinstance(data, list):
-        raise FormatError(path, "expected a list of expert loads (numbers)")
-    try:
-        return np.array([float(x) for x in data])
-    except (TypeError, ValueError):
-        raise FormatError(path, "expected numbers only (one load per routed expert)") from None

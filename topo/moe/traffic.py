@@ -118,6 +118,12 @@ class EPLayout:
         """Node index of each routed expert, shape (experts,): the gating groups."""
         return self.expert_rank // self.gpus_per_node
 
+    def node_matrix(self, m: np.ndarray) -> np.ndarray:
+        """Sum a rank-to-rank matrix, shape (ep, ep), into a node-to-node one, shape
+        (nodes, nodes): the ranks of a node are a contiguous block of ``gpus_per_node``."""
+        n, g = self.nodes, self.gpus_per_node
+        return np.asarray(m).reshape(n, g, n, g).sum(axis=(1, 3))
+
     @property
     def free_ranks(self) -> np.ndarray:
         """Ranks that hold no routed expert (``ep > experts``)."""
@@ -146,6 +152,23 @@ def _key(x: Any) -> tuple[int, Any]:
 def default_ep(G: nx.Graph, n_experts: int) -> int:
     """The default EP size: the largest group of the fabric's first GPUs that spans whole
     servers (or lies in the first one) and divides the routed experts.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs.
+    n_experts : int
+        Routed experts ``E``.
+
+    Returns
+    -------
+    int
+        EP size in GPUs (ranks); at least 1.
+
+    Raises
+    ------
+    TopoError
+        The fabric has no GPUs.
 
     Examples
     --------
