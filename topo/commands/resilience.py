@@ -6,7 +6,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from topo import fabric as fabric_mod
@@ -76,6 +83,10 @@ def resilience(
         for path in fabrics:
             G = fabric_mod.load(path)
             task = bar.add_task(f"{path.name}", total=trials)
+
+            def advance(done: int, task: TaskID = task) -> None:
+                bar.update(task, completed=done)
+
             reports.append(
                 run(
                     G,
@@ -88,7 +99,7 @@ def resilience(
                     pxn=pxn,
                     max_variables=max_variables or TRIAL_MAX_VARIABLES,
                     time_limit_s=time_limit or TRIAL_TIME_LIMIT_S,
-                    progress=lambda done, t=task: bar.update(t, completed=done),
+                    progress=advance,
                 )
             )
     if as_json:
