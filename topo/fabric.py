@@ -87,6 +87,14 @@ def tier_name(tier: int) -> str:
     return TIER_NAMES.get(tier, f"tier{tier}")
 
 
+def vertex_label(G: nx.Graph, v: Any) -> str:
+    """How reports name a vertex's place: its tier for a switch (``leaf``, ``spine``, ...),
+    its kind otherwise (``gpu``, ``nic``, ``nvswitch``). A link direction's tier is
+    ``f"{vertex_label(G, u)}->{vertex_label(G, v)}"``, e.g. ``nic->leaf``."""
+    d = G.nodes[v]
+    return tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
+
+
 @dataclass(frozen=True)
 class FabricSummary:
     """Counts of a fabric, as the builders and ``topo build --json`` report them.

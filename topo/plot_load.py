@@ -48,8 +48,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS
-from topo.flow.alltoall import _tier_label
+from topo.fabric import SWITCH_KINDS, vertex_label
 from topo.plot import (
     _EDGE_LABELS,
     VIEW_DETAILED,
@@ -297,7 +296,7 @@ def _links(
     for v, d in G.nodes(data=True):
         key = (d["kind"], level[v])
         if key not in by_key:
-            by_key[key] = _tier_label(G, v)
+            by_key[key] = vertex_label(G, v)
         label[v] = by_key[key]
     arc_tier: dict[tuple[str, str], str] = {}
     links = []

@@ -50,7 +50,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, LPTimeLimit, LPTooLarge, SolverError, TopoError
-from topo.fabric import SWITCH_KINDS, tier_name
+from topo.fabric import SWITCH_KINDS, vertex_label
 from topo.flow.lp import (
     DEFAULT_MAX_VARIABLES,
     Commodity,
@@ -1133,15 +1133,10 @@ def _link(G: nx.Graph, u: str, v: str, cap: float, load: float) -> BottleneckLin
     return BottleneckLink(
         source=str(u),
         target=str(v),
-        tier=f"{_tier_label(G, u)}->{_tier_label(G, v)}",
+        tier=f"{vertex_label(G, u)}->{vertex_label(G, v)}",
         capacity_GBps=Bps_to_GBps(float(cap)),
         load_GBps=Bps_to_GBps(float(load)),
     )
-
-
-def _tier_label(G: nx.Graph, v: str) -> str:
-    d = G.nodes[v]
-    return tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
 
 
 def _report(
