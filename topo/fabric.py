@@ -45,8 +45,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,118 @@ def vertex_label(G: nx.Graph, v: Any) -> str:
     ``f"{vertex_label(G, u)}->{vertex_label(G, v)}"``, e.g. ``nic->leaf``."""
     d = G.nodes[v]
     return tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(v: Hashable) -> tuple[Any, ...]:
+    """Sort key that orders vertex names as people do: ``leaf2`` before ``leaf10``.
+
+    The name (any hashable, shown with ``str``) is split into runs of digits and non-digits;
+    digit runs compare as integers. Every part is tagged with its type, so names mixing digits
+    and letters in different places still compare (no ``TypeError``).
+
+    Parameters
+    ----------
+    v : hashable
+        A vertex name or server id.
+
+    Returns
+    -------
+    tuple
+        A key for :func:`sorted`.
+
+    Examples
+    --------
+    >>> sorted(["leaf10", "leaf2", "p1/leaf0"], key=natural_key)
+    ['leaf2', 'leaf10', 'p1/leaf0']
+    """
+    if isinstance(v, int) and not isinstance(v, bool):
+        return ((0, v, ""),)
+    if getattr(getattr(v, "dtype", None), "kind", "") in ("i", "u"):  # numpy integers
+        return ((0, int(v), ""),)  # type: ignore[call-overload]
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in _DIGITS.split(str(v)))
+
+
+def terminal_kind(G: nx.Graph) -> str:
+    """What the fabric's traffic terminals are: ``"gpu"`` when it has GPUs, else ``"nic"``.
+
+    Built fabrics (and imported ones given hosts) have GPUs; an imported fabric without a host
+    model has only CA ports, and each NIC is then a terminal (reports call it an endpoint).
+    """
+    return "gpu" if any(k == "gpu" for _, k in G.nodes(data="kind")) else "nic"
+
+
+def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
+    """The servers of a fabric in natural order of their ``node`` id, each with its vertices.
+
+    Returns
+    -------
+    dict
+        ``node`` id -> that server's GPUs, NICs and NVSwitches (every non-switch vertex with that
+        ``node``), each list in natural order of the vertex names. Servers appear in natural order
+        of their id (``node2`` before ``node10``; ints by value).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> s = servers(G); len(s), s[0][:2]
+    (8, ['node0/gpu0', 'node0/gpu1'])
+    """
+    by: dict[Hashable, list[str]] = defaultdict(list)
+    for v, d in G.nodes(data=True):
+        if d["kind"] not in SWITCH_KINDS:
+            by[d["node"]].append(v)
+    return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+
+
+def switch_components(G: nx.Graph) -> list[list[str]]:
+    """The connected components of the switch graph (planes, in a multi-plane fabric).
+
+    Returns
+    -------
+    list of list of str
+        Each component's switches in natural order; components ordered by their first name.
+    """
+    switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+    comps = [sorted(c, key=natural_key) for c in nx.connected_components(G.subgraph(switches))]
+    comps.sort(key=lambda c: natural_key(c[0]))
+    return comps
+
+
+def blocks_below_top(G: nx.Graph, switches: Iterable[Hashable] | None = None) -> list[list[str]]:
+    """The blocks of a Clos: components of the switches below the top tier (pods, in a FT3).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    switches : iterable, optional
+        The switches to consider (default: all); the top tier is the highest ``tier`` among them.
+
+    Returns
+    -------
+    list of list of str
+        Each block's switches ordered by (tier, natural name); blocks ordered by their first
+        switch. A two-layer fat tree's blocks are its single leaves.
+    """
+    scope = (
+        list(switches)
+        if switches is not None
+        else [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+    )
+    if not scope:
+        return []
+    top = max(int(G.nodes[s]["tier"]) for s in scope)
+    lower = [s for s in scope if int(G.nodes[s]["tier"]) < top]
+    blocks = [
+        sorted(b, key=lambda v: (int(G.nodes[v]["tier"]), natural_key(v)))
+        for b in nx.connected_components(G.subgraph(lower))
+    ]
+    blocks.sort(key=lambda b: natural_key(b[0]))
+    return blocks
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,14 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from topo.errors import SpecError, TopoError
-from topo.fabric import SWITCH_KINDS, check_schema, summarize, tier_name, write_atomic
+from topo.fabric import (
+    SWITCH_KINDS,
+    check_schema,
+    natural_key,
+    summarize,
+    tier_name,
+    write_atomic,
+)
 from topo.units import Bps_to_GBps, Bps_to_gbps
 
 __all__ = ["plot_fabric", "write_html"]
@@ -324,7 +331,7 @@ def _detailed(
         items[v] = _Item(
             row=row,
             block=block[v],
-            sort_key=_natural(v),
+            sort_key=natural_key(v),
             kind=_row_label(row),
             hover=_device_hover(G, v, d),
             members={d["kind"]: 1, "nodes": 1 if d["kind"] in ("gpu", "nic") else 0},
@@ -412,14 +419,14 @@ def _aggregate(
         if d["kind"] == "nic":
             leaves = [s for s in G[v] if tier.get(s) == 1]
             if leaves:
-                group[v] = group[min(leaves, key=_natural) if len(leaves) > 1 else leaves[0]]
+                group[v] = group[min(leaves, key=natural_key) if len(leaves) > 1 else leaves[0]]
             else:
                 unattached += 1
     for v, d in G.nodes(data=True):
         if d["kind"] == "gpu":
             nics = [n for n in G[v] if n in group and G.nodes[n]["kind"] == "nic"]
             if nics:
-                group[v] = group[min(nics, key=_natural) if len(nics) > 1 else nics[0]]
+                group[v] = group[min(nics, key=natural_key) if len(nics) > 1 else nics[0]]
             else:
                 unattached += 1
 
@@ -457,7 +464,7 @@ def _aggregate(
         items[g] = _Item(
             row=2 + t,
             block=block[switches[0]] if len({block[s] for s in switches}) == 1 else None,
-            sort_key=_natural(min(switches, key=_natural)),
+            sort_key=natural_key(min(switches, key=natural_key)),
             kind=f"{tier_name(t)} group",
             hover="",
             members=m,
@@ -480,7 +487,7 @@ def _components(G: nx.Graph, switches: list[Hashable]) -> dict[Hashable, str]:
     """Connected component of each switch in the subgraph of ``switches``, named by a member."""
     comp: dict[Hashable, str] = {}
     for c in nx.connected_components(G.subgraph(switches)):
-        name = str(min(c, key=_natural))
+        name = str(min(c, key=natural_key))
         for s in c:
             comp[s] = name
     return comp
@@ -842,12 +849,6 @@ def _symbol(row: int, aggregated: bool) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Small formatting helpers
-
-
-def _natural(v: Hashable) -> tuple[Any, ...]:
-    """Sort key that puts ``leaf2`` before ``leaf10``: text and numbers alternate."""
-    parts = re.split(r"(\d+)", str(v))
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 def _num(x: float) -> str:

@@ -48,7 +48,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS, vertex_label
+from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
 from topo.plot import (
     _EDGE_LABELS,
     VIEW_DETAILED,
@@ -60,7 +60,6 @@ from topo.plot import (
     _default_title,
     _fabric_data,
     _FabricData,
-    _natural,
     _note_annotation,
     _num,
     _rgba,
@@ -307,7 +306,7 @@ def _links(
         if kind not in kinds:
             continue
         lu, lv = level[u], level[v]
-        if lu > lv or (lu == lv and _natural(u) > _natural(v)):
+        if lu > lv or (lu == lv and natural_key(u) > natural_key(v)):
             u, v = v, u
         pu, pv = label[u], label[v]
         up = arc_tier.get((pu, pv))
@@ -360,12 +359,12 @@ def _group_of(G: nx.Graph, data: _FabricData) -> dict[Hashable, str]:
         if d["kind"] == "nic":
             leaves = [s for s in G[v] if tier.get(s) == 1]
             if leaves:
-                group[v] = group[min(leaves, key=_natural)]
+                group[v] = group[min(leaves, key=natural_key)]
     for v, d in G.nodes(data=True):
         if d["kind"] == "gpu":
             nics = [n for n in G[v] if n in group and G.nodes[n]["kind"] == "nic"]
             if nics:
-                group[v] = group[min(nics, key=_natural)]
+                group[v] = group[min(nics, key=natural_key)]
     drawn = {i for ms in data.markers for i in ms.ids}
     pairs = {frozenset(p) for es in data.edges for p in es.pairs}
     ours = {frozenset((group[u], group[v])) for u, v in G.edges if u in group and v in group}
@@ -415,12 +414,12 @@ def _aggregate_segments(
         if ga == gb:
             inside[ga][lk.kind].append(lk)
             continue
-        if rows[ga] > rows[gb] or (rows[ga] == rows[gb] and _natural(ga) > _natural(gb)):
+        if rows[ga] > rows[gb] or (rows[ga] == rows[gb] and natural_key(ga) > natural_key(gb)):
             ga, gb = gb, ga
             lk = _flip(lk)
         between[(ga, gb)].append(lk)
     segments = []
-    for (ga, gb), lks in sorted(between.items(), key=lambda kv: (_natural(kv[0][0]), kv[0][1])):
+    for (ga, gb), lks in sorted(between.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0][1])):
         (x0, y0), (x1, y1) = data.pos[ga], data.pos[gb]
         utils = [lk.utilisation for lk in lks]
         n = len(lks)

@@ -11,6 +11,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import InfeasibleError, SolverError, TopoError
+from topo.fabric import natural_key, switch_components
 from topo.flow import alltoall_bandwidth
 from topo.flow.alltoall import (
     _class_orbits,
@@ -18,11 +19,9 @@ from topo.flow.alltoall import (
     _general,
     _hosts,
     _is_automorphism,
-    _natural_key,
     _plane_isomorphism,
     _reduce,
     _solve_symmetric,
-    _switch_components,
     _symmetry,
 )
 from topo.flow.lp import Commodity, max_concurrent_flow
@@ -129,7 +128,7 @@ def test_damaged_plane_shifts_traffic_to_the_other_plane():
     G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     G.remove_edge("p0/leaf0", "p0/spine0")
     hosts, _ = _hosts(G)
-    assert _plane_isomorphism(G, _switch_components(G), hosts) is None
+    assert _plane_isomorphism(G, switch_components(G), hosts) is None
     auto = alltoall_bandwidth(G)
     assert not any("plane decomposition" in s for s in auto.reductions)
     assert auto.pair_rate_GBps == pytest.approx(350 / 448, rel=1e-6)
@@ -273,7 +272,7 @@ def test_symmetry_is_refused_when_a_capacity_differs():
     G.edges["leaf3", "spine1"]["capacity"] *= 2
     hosts, _ = _hosts(G)
     red = _reduce(G, hosts)
-    leaves = sorted((v for v, k in G.nodes(data="kind") if k == "leaf"), key=_natural_key)
+    leaves = sorted((v for v, k in G.nodes(data="kind") if k == "leaf"), key=natural_key)
     naive = {s: leaves[(i + 1) % len(leaves)] for i, s in enumerate(leaves)}
     full = _extend_to_classes(red, naive)
     assert full is not None and not _is_automorphism(red, full)
@@ -289,7 +288,7 @@ def test_symmetry_is_refused_when_a_capacity_differs():
 def test_planes_are_found_isomorphic_in_an_intact_mpft():
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
     hosts, _ = _hosts(G)
-    maps = _plane_isomorphism(G, _switch_components(G), hosts)
+    maps = _plane_isomorphism(G, switch_components(G), hosts)
     assert maps is not None and len(maps) == 4
     assert maps[2]["p2/leaf3"] == "p0/leaf3"
 

@@ -50,7 +50,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, LPTimeLimit, LPTooLarge, SolverError, TopoError
-from topo.fabric import SWITCH_KINDS, vertex_label
+from topo.fabric import SWITCH_KINDS, natural_key, switch_components, vertex_label
 from topo.flow.lp import (
     DEFAULT_MAX_VARIABLES,
     Commodity,
@@ -202,14 +202,6 @@ def _inner_signature(G: nx.Graph, members: list[str]) -> tuple:
 
 
 # --------------------------------------------------------------------------- planes
-
-
-def _switch_components(G: nx.Graph) -> list[list[str]]:
-    switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
-    S = G.subgraph(switches)
-    comps = [sorted(c, key=_natural_key) for c in nx.connected_components(S)]
-    comps.sort(key=lambda c: _natural_key(c[0]))
-    return comps
 
 
 _PLANE_PREFIX = re.compile(r"^p\d+/")
@@ -378,7 +370,7 @@ class _Scope:
 
 def _scope(G: nx.Graph, hosts: list[_Host]) -> _Scope:
     """Plane decomposition (all planes alike) or plane merging (groups alike), else all."""
-    comps = _switch_components(G)
+    comps = switch_components(G)
     maps = _plane_isomorphism(G, comps, hosts)
     if maps is not None:
         return _Scope(set(comps[0]), len(comps), maps, None, None)
@@ -422,7 +414,7 @@ def _reduce(G: nx.Graph, hosts: list[_Host]) -> _Reduced:
     for h in hosts:
         att = tuple(sorted((s, c) for s, c in h.attach.items() if s in sc.switches))
         groups[(h.weight, h.inner_sig, att)].append(h)
-    classes = [groups[k] for k in sorted(groups, key=lambda k: _natural_key(k[2][0][0]))]
+    classes = [groups[k] for k in sorted(groups, key=lambda k: natural_key(k[2][0][0]))]
     arcs, cap, origin = _network(G, sc, classes)
     commodities = []
     for ci, ci_cls in enumerate(classes):
@@ -488,7 +480,7 @@ def _leaf_signatures(G: nx.Graph, red: _Reduced) -> dict[str, tuple]:
         uppers[s] = tuple(
             sorted(
                 (str(u) for u in G.adj[s] if u in red.scope and G.nodes[u]["tier"] > t),
-                key=_natural_key,
+                key=natural_key,
             )
         )
     refined: dict[str, list[tuple]] = defaultdict(list)
@@ -522,7 +514,7 @@ def _leaf_shift(
         groups[(d.get("plane", 0), d.get("rail", -1), up, sig[s])].append(s)
     perm: dict[Hashable, Hashable] = {}
     for members in groups.values():
-        members.sort(key=_natural_key)
+        members.sort(key=natural_key)
         for i, s in enumerate(members):
             perm[s] = members[(i + 1) % len(members)]
     return perm if any(len(m) > 1 for m in groups.values()) else None
@@ -535,7 +527,7 @@ def _block_shift(
     lower = [s for s in red.scope if G.nodes[s]["tier"] < top]
     groups: dict[tuple, list[list[str]]] = defaultdict(list)
     for b in nx.connected_components(G.subgraph(lower)):
-        members = sorted(b, key=lambda v: (G.nodes[v]["tier"], _natural_key(v)))
+        members = sorted(b, key=lambda v: (G.nodes[v]["tier"], natural_key(v)))
         shape = tuple(
             (G.nodes[v]["tier"], sig.get(v, ()), sum(1 for u in G.adj[v] if u in red.scope))
             for v in members
@@ -543,7 +535,7 @@ def _block_shift(
         groups[shape].append(members)
     perm: dict[Hashable, Hashable] = {}
     for blocks in groups.values():
-        blocks.sort(key=lambda b: _natural_key(b[0]))
+        blocks.sort(key=lambda b: natural_key(b[0]))
         for i, b in enumerate(blocks):
             perm.update(zip(b, blocks[(i + 1) % len(blocks)], strict=True))
     return perm if any(len(b) > 1 for b in groups.values()) else None
@@ -762,7 +754,7 @@ def _general(
         (v for v, k in G.nodes(data="kind") if k == terminal)
         if terminal == "gpu"
         else (v for v, k in G.nodes(data="kind") if k == "nic" and _attached(G, v)),
-        key=_natural_key,
+        key=natural_key,
     )
     arcs: list[tuple[str, str]] = []
     cap: list[float] = []
@@ -1181,7 +1173,7 @@ def _report(
         nic_utilization=per_nic / line if line else 0.0,
         intranode_per_gpu_GBps=Bps_to_GBps(intra),
         bottleneck_tiers=dict(sorted(tiers.items())),
-        bottleneck_links=sorted(links, key=lambda b: (b.tier, _natural_key(b.source))),
+        bottleneck_links=sorted(links, key=lambda b: (b.tier, natural_key(b.source))),
         method=method,
         exact=exact,
         reductions=reductions,
@@ -1191,7 +1183,3 @@ def _report(
         lp_solve_seconds=sol.solve_seconds,
         solve_seconds=time.perf_counter() - t0,
     )
-
-
-def _natural_key(s: Any) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))

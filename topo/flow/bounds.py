@@ -29,7 +29,7 @@ from collections.abc import Hashable
 import networkx as nx
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS
+from topo.fabric import SWITCH_KINDS, natural_key, switch_components
 
 
 def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
@@ -109,9 +109,9 @@ def plane_lower_bound(
     slack) and below the optimum otherwise. NVLink is assumed not to bind when the planes'
     flows add up inside a server (each plane's flow is checked alone).
     """
-    from topo.flow.alltoall import _hosts, _switch_components, alltoall_bandwidth
+    from topo.flow.alltoall import _hosts, alltoall_bandwidth
 
-    comps = _switch_components(G)
+    comps = switch_components(G)
     if len(comps) < 2:
         return 0.0, "no plane lower bound (one plane)"
     hosts, terminal = _hosts(G)
@@ -162,13 +162,13 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
     families the other lower bounds do not reach (Dragonfly, Slim Fly, irregular dumps).
     NVLink is assumed not to bind (a server's traffic reaches the chosen switch's NICs over it).
     """
-    from topo.flow.alltoall import _hosts, _natural_key
+    from topo.flow.alltoall import _hosts
 
     hosts, _ = _hosts(G)
     n = sum(h.weight for h in hosts)
     if n < 2 or any(not h.attach for h in hosts):
         return 0.0, "no tree lower bound (a server has no cable)"
-    switches = sorted((v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS), key=_natural_key)
+    switches = sorted((v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS), key=natural_key)
     S = nx.Graph()
     S.add_nodes_from(switches)
     for u, v, e in G.edges(data=True):

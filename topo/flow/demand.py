@@ -34,16 +34,15 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import InfeasibleError, LPTooLarge, TopoError
+from topo.fabric import natural_key, switch_components
 from topo.flow.alltoall import (
     BottleneckLink,
     Commodity,
     _bottlenecks_reduced,
     _hosts,
-    _natural_key,
     _network,
     _Reduced,
     _scope,
-    _switch_components,
 )
 from topo.flow.lp import DEFAULT_MAX_VARIABLES, max_concurrent_flow
 
@@ -150,7 +149,7 @@ def server_demand_time(
             clean[(a, b)] = clean.get((a, b), 0.0) + x
     if not clean:
         raise TopoError("the demand is empty: no bytes between distinct servers")
-    used = sorted({s for pair in clean for s in pair}, key=_natural_key)
+    used = sorted({s for pair in clean for s in pair}, key=natural_key)
     loose = [s for s in used if not by_id[s].attach]
     if loose:
         raise InfeasibleError(
@@ -166,7 +165,7 @@ def server_demand_time(
     elif sc.copies is not None:
         reductions.append("plane merging: identical planes solved as one of multiplied capacity")
     # Every pair must be joined through the switches of the scope.
-    where = {v: i for i, c in enumerate(_switch_components(G)) for v in c}
+    where = {v: i for i, c in enumerate(switch_components(G)) for v in c}
     for a, b in clean:
         ca = {where[s] for s in by_id[a].attach if s in sc.switches}
         cb = {where[s] for s in by_id[b].attach if s in sc.switches}
@@ -204,7 +203,7 @@ def server_demand_time(
         theta=sol.theta,
         total_bytes=sum(clean.values()),
         bottleneck_tiers=dict(sorted(Counter(b.tier for b in links).items())),
-        bottleneck_links=sorted(links, key=lambda b: (b.tier, _natural_key(b.source))),
+        bottleneck_links=sorted(links, key=lambda b: (b.tier, natural_key(b.source))),
         planes=sc.planes,
         reductions=reductions,
         lp_variables=sol.variables,

@@ -47,7 +47,6 @@ nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
@@ -57,7 +56,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
-from topo.fabric import SWITCH_KINDS, tier_name
+from topo.fabric import SWITCH_KINDS, natural_key, tier_name
 from topo.units import Bps_to_GBps
 
 ROUTINGS = ("ecmp", "dmodk")
@@ -278,15 +277,6 @@ class _Tree:
     cache: dict[Any, Any] = field(default_factory=dict)
 
 
-_DIGITS = re.compile(r"(\d+)")
-
-
-def _natural_key(s: Any) -> tuple:
-    if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-        return ((0, int(s), ""),)
-    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in _DIGITS.split(str(s)))
-
-
 def _arcs(G: nx.Graph) -> _Arcs:
     nodes = list(G)
     nid = {v: i for i, v in enumerate(nodes)}
@@ -342,7 +332,7 @@ def _tree(arcs: _Arcs) -> _Tree:
     tier = arcs.tier
     T = int(tier[sw].max())
     rank = np.zeros(len(arcs.nodes), dtype=np.int64)
-    srt = sorted(sw.tolist(), key=lambda i: _natural_key(arcs.nodes[i]))
+    srt = sorted(sw.tolist(), key=lambda i: natural_key(arcs.nodes[i]))
     rank[srt] = np.arange(len(srt))
     names: dict[int, list[Any]] = {}
     ids: dict[int, np.ndarray] = {}
@@ -500,7 +490,7 @@ def _ends(G: nx.Graph, tree: _Tree, arcs: _Arcs, pxn: bool) -> _Ends:
     sw_of[arcs.u[cab]] = arcs.v[cab]
     if (kind == _GPU).any():
         return _gpu_ends(G, tree, arcs, sw_of, pxn)
-    nics = sorted(arcs.u[cab].tolist(), key=lambda i: _natural_key(arcs.nodes[i]))
+    nics = sorted(arcs.u[cab].tolist(), key=lambda i: natural_key(arcs.nodes[i]))
     n = len(nics)
     if n < 2:
         raise InfeasibleError(f"all-to-all needs at least two host endpoints; the fabric has {n}")
@@ -536,7 +526,7 @@ def _gpu_ends(G: nx.Graph, tree: _Tree, arcs: _Arcs, sw_of: np.ndarray, pxn: boo
     n_srv = len(server_name)
     srv_names = list(server_name)
     srv_rank = np.empty(n_srv, dtype=np.int64)
-    srv_rank[sorted(range(n_srv), key=lambda s: _natural_key(srv_names[s]))] = np.arange(n_srv)
+    srv_rank[sorted(range(n_srv), key=lambda s: natural_key(srv_names[s]))] = np.arange(n_srv)
     # each GPU's own NIC (PCIe, same server) and NVSwitch
     pc = np.nonzero((kind[arcs.u] == _GPU) & (kind[arcs.v] == _NIC))[0]
     pc = pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]]
@@ -577,7 +567,7 @@ def _gpu_ends(G: nx.Graph, tree: _Tree, arcs: _Arcs, sw_of: np.ndarray, pxn: boo
     # the NICs that serve GPUs, in (server, index) order
     nic_ids_u = np.unique(gpu_nic_node)
     nic_index = [G.nodes[arcs.nodes[i]].get("index", 0) for i in nic_ids_u.tolist()]
-    idx_keys = sorted(set(nic_index), key=_natural_key)
+    idx_keys = sorted(set(nic_index), key=natural_key)
     idx_rank = {k: i for i, k in enumerate(idx_keys)}
     nic_idx = np.array([idx_rank[k] for k in nic_index], dtype=np.int64)
     o = np.lexsort((nic_idx, srv_rank[srv[nic_ids_u]]))
