@@ -19,16 +19,10 @@ import pytest
 
 from topo.errors import FormatError, SpecError, TopoError
 from topo.fabric import check_schema, summarize
-from topo.plot import (
-    VIEW_DETAILED,
-    VIEW_LEAF_GROUPS,
-    VIEW_TIER_GROUPS,
-    _fabric_data,
-    _FabricData,
-    _unescape_json,
-    plot_fabric,
-    write_html,
-)
+from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS, plot_fabric, write_html
+from topo.plot.fabric import fabric_data as _fabric_data
+from topo.plot.html import _unescape_json
+from topo.plot.layout import FabricData as _FabricData
 
 LINK_Bps = 50e9  # 400 Gb/s
 NVLINK_Bps = 400e9

@@ -21,7 +21,7 @@ from formats._real import real_file
 from topo.builders import build
 from topo.errors import SpecError, TopoError
 from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS, write_html
-from topo.plot_load import N_BINS, _load_data, plot_link_load
+from topo.plot.link_load import N_BINS, _load_data, plot_link_load
 
 GB = 1e9
 CABLE_Bps = 50 * GB  # 400 Gb/s

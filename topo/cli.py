@@ -269,8 +269,7 @@ def bandwidth(
         time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
     )
     if html is not None:
-        from topo.plot import write_html
-        from topo.plot_load import plot_link_load
+        from topo.plot import plot_link_load, write_html
 
         r = result.report
         title = (

@@ -7,7 +7,7 @@ import pytest
 
 from topo.builders import build
 from topo.moe import config_from_dict, moe_report
-from topo.moe.plot import _moe_plot_data, plot_moe
+from topo.plot.moe import _moe_plot_data, plot_moe
 
 
 def report():

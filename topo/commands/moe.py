@@ -169,8 +169,7 @@ def moe(
         routing_label=f"load vector {expert_load}" if expert_load is not None else None,
     )
     if html is not None:
-        from topo.moe.plot import plot_moe
-        from topo.plot import write_html
+        from topo.plot import plot_moe, write_html
 
         write_html(plot_moe(report), html)
     if as_json:

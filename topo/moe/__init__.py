@@ -7,7 +7,7 @@ and the decode speed it bounds.
 - :mod:`topo.moe.traffic`: EP placement, the GPU-to-GPU copy matrices (naive, DeepEP-style).
 - :mod:`topo.moe.timing`: phase times on the fabric (flow solver + NVLink), layer, TPOT.
 - :mod:`topo.moe.paper`: the DeepSeek-V3 hardware report's worked example.
-- :mod:`topo.moe.plot`: the HTML heat map and phase-time bars.
+- :mod:`topo.plot.moe` draws the HTML heat map and phase-time bars.
 
 The model and its assumptions are in ``docs/moe.md``.
 """

@@ -49,22 +49,18 @@ from plotly.subplots import make_subplots
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
-from topo.plot import (
-    _EDGE_LABELS,
+from topo.plot.aggregate import components
+from topo.plot.fabric import default_title, fabric_data
+from topo.plot.layout import (
     VIEW_DETAILED,
     VIEW_TIER_GROUPS,
-    _blocks,
-    _cables,
-    _colour_by,
-    _components,
-    _default_title,
-    _fabric_data,
-    _FabricData,
-    _note_annotation,
-    _num,
-    _rgba,
-    _row,
+    FabricData,
+    block_decorations,
+    block_of,
+    colour_by,
+    row_of,
 )
+from topo.plot.text import EDGE_LABELS, cables, note_annotation, num
 from topo.units import Bps_to_GBps
 
 __all__ = ["plot_link_load"]
@@ -172,7 +168,7 @@ class _Histogram:
 class _LoadData:
     """Everything :func:`plot_link_load` draws.
 
-    ``fabric`` is the layout of :func:`topo.plot._fabric_data` (positions, rows, blocks,
+    ``fabric`` is the layout of :func:`topo.plot.fabric.fabric_data` (positions, rows, blocks,
     markers, view); ``links`` every link that takes part, with its loads; ``segments`` the
     coloured lines; ``structure`` grey lines of server-internal links without loads (detailed
     view only); ``marker_hover`` the hover text of each marker; ``marker_util`` the largest
@@ -181,7 +177,7 @@ class _LoadData:
     order up the fabric (``nic->leaf`` before ``leaf->nic`` before ``leaf->spine``).
     """
 
-    fabric: _FabricData
+    fabric: FabricData
     title: str
     note: str
     links: tuple[_LinkLoad, ...]
@@ -202,11 +198,11 @@ def _load_data(
     """Compute what :func:`plot_link_load` draws (see its docstring for the parameters)."""
     loads = _check_loads(G, link_load)
     kinds = set(NETWORK_KINDS) | {G._adj[u][v]["kind"] for u, v in loads}
-    level = {v: _row(d) for v, d in G.nodes(data=True)}
+    level = {v: row_of(d) for v, d in G.nodes(data=True)}
     links, all_kinds = _links(G, loads, kinds, level)
     if title is None:
-        title = f"link load: {_default_title(G)}"
-    data = _fabric_data(G, max_devices, title)
+        title = f"link load: {default_title(G)}"
+    data = fabric_data(G, max_devices, title)
     group = _group_of(G, data)
     if data.view == VIEW_DETAILED:
         segments = tuple(_link_segment(lk, data) for lk in links)
@@ -286,8 +282,8 @@ def _links(
 ) -> tuple[list[_LinkLoad], set[str]]:
     """The links of the kinds in ``kinds`` with their loads; and every edge kind in ``G``.
 
-    ``level`` is each vertex's row (:func:`topo.plot._row`): the end on the lower row becomes
-    ``a``."""
+    ``level`` is each vertex's row (:func:`topo.plot.layout.row_of`): the end on the lower row
+    becomes ``a``."""
     # Tier label per vertex, from the all-to-all report's own function, called once per
     # distinct (kind, row).
     label: dict[Hashable, str] = {}
@@ -329,7 +325,7 @@ def _links(
     return links, seen
 
 
-def _group_of(G: nx.Graph, data: _FabricData) -> dict[Hashable, str]:
+def _group_of(G: nx.Graph, data: FabricData) -> dict[Hashable, str]:
     """The marker id each vertex is drawn in (vertices not drawn are left out).
 
     In the detailed view a vertex is its own marker. In the aggregated views this follows the
@@ -340,11 +336,11 @@ def _group_of(G: nx.Graph, data: _FabricData) -> dict[Hashable, str]:
     """
     if data.view == VIEW_DETAILED:
         return {v: str(v) for v in G}
-    block = _blocks(G, _colour_by(G))
+    block = block_of(G, colour_by(G))
     tier = {v: int(d["tier"]) for v, d in G.nodes(data=True) if d["kind"] in SWITCH_KINDS}
     top = max(tier.values(), default=1)
     comp_at = {
-        level: _components(G, [s for s, t in tier.items() if t <= level])
+        level: components(G, [s for s, t in tier.items() if t <= level])
         for level in {max(t, 2) if top >= 2 else 1 for t in tier.values()}
     }
     merge_leaves = data.view == VIEW_TIER_GROUPS
@@ -375,13 +371,13 @@ def _group_of(G: nx.Graph, data: _FabricData) -> dict[Hashable, str]:
     return group
 
 
-def _link_segment(lk: _LinkLoad, data: _FabricData) -> _Segment:
+def _link_segment(lk: _LinkLoad, data: FabricData) -> _Segment:
     (x0, y0), (x1, y1) = data.pos[lk.a], data.pos[lk.b]
     u = lk.utilisation
     hover = "<br>".join(
         [
             f"<b>{lk.a} — {lk.b}</b>",
-            f"{_EDGE_LABELS[lk.kind]}: {_cables(lk.links)}, {_GBps(lk.capacity_Bps)} per direction",
+            f"{EDGE_LABELS[lk.kind]}: {cables(lk.links)}, {_GBps(lk.capacity_Bps)} per direction",
             f"{lk.tier_ab}: {_GBps(lk.load_ab_Bps)}, utilisation {_u(lk.util_ab)}",
             f"{lk.tier_ba}: {_GBps(lk.load_ba_Bps)}, utilisation {_u(lk.util_ba)}",
             f"<b>utilisation {_u(u)}</b> (the worse direction)",
@@ -393,7 +389,7 @@ def _link_segment(lk: _LinkLoad, data: _FabricData) -> _Segment:
 def _aggregate_segments(
     links: list[_LinkLoad],
     group: Mapping[Hashable, str],
-    data: _FabricData,
+    data: FabricData,
 ) -> tuple[tuple[_Segment, ...], dict[str, str], dict[str, float]]:
     """Merge the links between two groups into one segment; summarise links inside a group."""
     labels = {}
@@ -423,11 +419,11 @@ def _aggregate_segments(
         (x0, y0), (x1, y1) = data.pos[ga], data.pos[gb]
         utils = [lk.utilisation for lk in lks]
         n = len(lks)
-        cables = sum(lk.links for lk in lks)
+        n_cables = sum(lk.links for lk in lks)
         cap = sum(lk.capacity_Bps for lk in lks)
         lines = [
             f"<b>{labels[ga]} — {labels[gb]}</b>",
-            f"{n:,} links ({_cables(cables)}), {_GBps(cap)} per direction in total",
+            f"{n:,} links ({cables(n_cables)}), {_GBps(cap)} per direction in total",
             f"<b>utilisation: max {_u(max(utils))}, mean {_u(sum(utils) / n)}</b> "
             "(each link's worse direction)",
             *_direction_lines(lks),
@@ -439,13 +435,21 @@ def _aggregate_segments(
                 (x0, x1),
                 (y0, y1),
                 n,
-                cables,
+                n_cables,
                 cap,
                 max(utils),
                 sum(utils) / n,
                 "<br>".join(lines),
             )
         )
+    marker_hover, marker_util = _inside(hovers, inside)
+    return tuple(segments), marker_hover, marker_util
+
+
+def _inside(
+    hovers: Mapping[str, str], inside: Mapping[str, Mapping[str, list[_LinkLoad]]]
+) -> tuple[dict[str, str], dict[str, float]]:
+    """Hover text and colour (largest utilisation) of the markers with links inside."""
     marker_hover = {}
     marker_util: dict[str, float] = {}
     for i, h in hovers.items():
@@ -454,14 +458,14 @@ def _aggregate_segments(
             utils = [lk.utilisation for lk in lks]
             marker_util[i] = max(marker_util.get(i, 0.0), *utils)
             extra.append(
-                f"{_EDGE_LABELS[kind]} links inside: {len(lks):,}, utilisation max "
+                f"{EDGE_LABELS[kind]} links inside: {len(lks):,}, utilisation max "
                 f"{_u(max(utils))}, mean {_u(sum(utils) / len(utils))}"
             )
             extra += ["  " + s for s in _direction_lines(lks)]
         if extra:
             extra.insert(0, "<i>marker colour: the most loaded link inside</i>")
         marker_hover[i] = "<br>".join([h, *extra])
-    return tuple(segments), marker_hover, marker_util
+    return marker_hover, marker_util
 
 
 def _flip(lk: _LinkLoad) -> _LinkLoad:
@@ -537,9 +541,9 @@ def _summary(hists: tuple[_Histogram, ...], over: int, unloaded: set[str]) -> st
         )
     if over:
         parts.append(f"{over:,} arc{'s' if over != 1 else ''} over capacity")
-    inner = sorted(unloaded, key=list(_EDGE_LABELS).index)
+    inner = sorted(unloaded, key=list(EDGE_LABELS).index)
     if inner:
-        parts.append(f"no loads given for {' and '.join(_EDGE_LABELS[k] for k in inner)} links")
+        parts.append(f"no loads given for {' and '.join(EDGE_LABELS[k] for k in inner)} links")
     return "; ".join(parts)
 
 
@@ -552,7 +556,7 @@ def _u(x: float) -> str:
 
 
 def _GBps(x_Bps: float) -> str:
-    return f"{_num(Bps_to_GBps(x_Bps))} GB/s"
+    return f"{num(Bps_to_GBps(x_Bps))} GB/s"
 
 
 def _colour_at(u: float) -> str:
@@ -638,11 +642,10 @@ def plot_link_load(
 
 
 def _figure(data: _LoadData) -> go.Figure:
-    fab = data.fabric
     hists = data.histograms
     cols = max(1, min(len(hists), 4))
     hist_rows = math.ceil(len(hists) / cols) if hists else 0
-    topo_px = max(420, 200 + 130 * len(fab.rows))
+    topo_px = max(420, 200 + 130 * len(data.fabric.rows))
     specs: list[list[dict[str, Any] | None]] = [[{"colspan": cols}] + [None] * (cols - 1)]
     titles = [""]
     for r in range(hist_rows):
@@ -669,41 +672,18 @@ def _figure(data: _LoadData) -> go.Figure:
     _draw_topology(fig, data, colours)
     for i, h in enumerate(hists):
         _draw_histogram(fig, h, colours, 2 + i // cols, 1 + i % cols)
+    _update_layout(fig, data, topo_px + hist_rows * (_HIST_ROW_PX + _GAP_PX))
+    return fig
 
-    shapes, annotations = [], list(fig.layout.annotations)
-    for bl in fab.blocks:
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "layer": "below",
-                "x0": bl.x0,
-                "x1": bl.x1,
-                "y0": bl.y0,
-                "y1": bl.y1,
-                "fillcolor": _rgba(bl.colour, 0.06),
-                "line": {"width": 0},
-            }
-        )
-        annotations.append(
-            {
-                "x": (bl.x0 + bl.x1) / 2,
-                "y": bl.y1 if bl.label_on_top else bl.y0,
-                "xref": "x",
-                "yref": "y",
-                "yanchor": "bottom" if bl.label_on_top else "top",
-                "text": f"<b>{bl.label}</b>",
-                "showarrow": False,
-                "font": {"color": bl.colour, "size": 12},
-            }
-        )
+
+def _update_layout(fig: go.Figure, data: _LoadData, height: int) -> None:
+    fab = data.fabric
+    shapes, blocks = block_decorations(fab.blocks, 0.06, {"xref": "x", "yref": "y"})
+    annotations = [*fig.layout.annotations, *blocks]
     note_lines = 0
     if data.note:
-        note, note_lines = _note_annotation(data.note)
+        note, note_lines = note_annotation(data.note)
         annotations.append(note)
-    n_rows = len(fab.rows)
-    height = topo_px + hist_rows * (_HIST_ROW_PX + _GAP_PX)
     fig.update_layout(
         title={"text": data.title, "x": 0, "xref": "paper", "xanchor": "left"},
         template="none",
@@ -722,18 +702,16 @@ def _figure(data: _LoadData) -> go.Figure:
     fig.update_yaxes(
         tickvals=[y for y, _ in fab.rows],
         ticktext=[label for _, label in fab.rows],
-        range=[-0.6, n_rows - 0.3],
+        range=[-0.6, len(fab.rows) - 0.3],
         showgrid=False,
         zeroline=False,
         row=1,
         col=1,
     )
-    return fig
 
 
 def _draw_topology(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
-    fab = data.fabric
-    width = 1.2 if fab.view == VIEW_DETAILED else 2.5
+    """The links (grey structure, colour bands, hover points) and the device markers."""
     if data.structure:
         xs: list[float | None] = []
         ys: list[float | None] = []
@@ -752,12 +730,21 @@ def _draw_topology(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
             row=1,
             col=1,
         )
+    _draw_bands(fig, data, colours)
+    _draw_midpoints(fig, data)
+    _draw_markers(fig, data)
+
+
+def _draw_bands(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
+    """One line trace per colour band of the segments' max utilisation."""
+    width = 1.2 if data.fabric.view == VIEW_DETAILED else 2.5
     bands: dict[int, list[_Segment]] = defaultdict(list)
     seg_bins = _bins(np.array([sg.max_util for sg in data.segments], dtype=float))
     for sg, band in zip(data.segments, seg_bins, strict=True):
         bands[min(int(band), N_BINS - 1)].append(sg)
     for band in sorted(bands):
-        xs, ys = [], []
+        xs: list[float | None] = []
+        ys: list[float | None] = []
         for sg in bands[band]:
             xs += [sg.x[0], sg.x[1], None]
             ys += [sg.y[0], sg.y[1], None]
@@ -774,6 +761,10 @@ def _draw_topology(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
             row=1,
             col=1,
         )
+
+
+def _draw_midpoints(fig: go.Figure, data: _LoadData) -> None:
+    """The hover point of every segment, on the continuous scale, with the colour bar."""
     domain = fig.layout.yaxis.domain or (0.0, 1.0)
     segs = data.segments
     fig.add_trace(
@@ -783,7 +774,7 @@ def _draw_topology(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
             mode="markers",
             name="utilisation",
             marker={
-                "size": 5 if fab.view == VIEW_DETAILED else 8,
+                "size": 5 if data.fabric.view == VIEW_DETAILED else 8,
                 "color": [sg.max_util for sg in segs],
                 "colorscale": COLOURSCALE,
                 "cmin": 0.0,
@@ -804,7 +795,11 @@ def _draw_topology(fig: go.Figure, data: _LoadData, colours: list[str]) -> None:
         row=1,
         col=1,
     )
-    for ms in fab.markers:
+
+
+def _draw_markers(fig: go.Figure, data: _LoadData) -> None:
+    """Device markers in dark grey; an aggregated marker with links inside by its worst one."""
+    for ms in data.fabric.markers:
         fig.add_trace(
             go.Scatter(
                 x=list(ms.x),

@@ -1,0 +1,67 @@
+"""Writing a figure as one standalone HTML file that opens offline.
+
+plotly.js is embedded in the file (about 4.6 MB), so it needs no network; the figure's JSON is
+written with ``/``, ``<br>`` and non-ASCII characters unescaped, which keeps large figures small.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from topo.fabric import write_atomic
+
+__all__ = ["write_html"]
+
+
+def write_html(fig: go.Figure, path: str | Path) -> None:
+    """Write ``fig`` as a standalone HTML file that works offline, whole or not at all.
+
+    plotly.js is embedded in the file (about 4.6 MB), so it opens without network access.
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+        E.g. from :func:`topo.plot.plot_fabric`.
+    path : str or Path
+        Output file (conventionally ``*.html``).
+
+    Raises
+    ------
+    FormatError
+        If the file cannot be written (its folder is missing or not writable).
+    """
+    html = fig.to_html(
+        include_plotlyjs=True,
+        full_html=True,
+        config={"responsive": True, "displaylogo": False, "scrollZoom": True},
+    )
+    # plotly escapes every '/', '<', '>' and non-ASCII character of the figure JSON as \\uXXXX
+    # (6 bytes each); in the figure's own script (after the bundle) undo the harmless ones.
+    bundle = get_plotlyjs()
+    cut = html.find(bundle)
+    cut = cut + len(bundle) if cut >= 0 else len(html)
+    write_atomic(path, html[:cut] + _unescape_json(html[cut:]))
+
+
+_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+_ESCAPED_TAG = re.compile(r"(?<!\\)((?:\\\\)*)\\u003c(/?(?:br|b|sup))\\u003e")
+
+
+def _unescape_json(text: str) -> str:
+    """Turn ``\\u002f`` back into ``/``, ``\\u003cbr\\u003e`` into ``<br>`` and non-ASCII escapes
+    into UTF-8, in JSON embedded in a ``<script>``.
+
+    ``<`` stays escaped everywhere else, so no ``</script`` can appear; U+2028 and U+2029, which
+    old JavaScript engines reject in strings, and surrogates stay escaped.
+    """
+
+    def char(m: re.Match[str]) -> str:
+        code = int(m.group(2), 16)
+        keep = code != 0x2F and (code < 0x80 or 0xD800 <= code < 0xE000 or code in (0x2028, 0x2029))
+        return m.group(0) if keep else m.group(1) + chr(code)
+
+    return _ESCAPED_TAG.sub(r"\1<\2>", _ESCAPE.sub(char, text))
