@@ -447,6 +447,32 @@ def test_imported_fabric_aggregates_without_gpus() -> None:
     assert [(n, cap) for _, _, n, cap, _ in edges_of(data)] == [(2, 100e9), (2, 100e9)]
 
 
+@pytest.mark.parametrize(
+    "max_devices, view", [(2000, VIEW_DETAILED), (10, VIEW_LEAF_GROUPS), (5, VIEW_TIER_GROUPS)]
+)
+def test_marker_of_places_every_drawn_vertex_in_its_marker(
+    mpft: nx.Graph, max_devices: int, view: str
+) -> None:
+    data = _fabric_data(mpft, max_devices=max_devices)
+    assert data.view == view
+    marker_of = data.marker_of
+    assert set(marker_of.values()) == {i for ms in data.markers for i in ms.ids}
+    # The lines between markers are exactly the graph edges between the vertices they hold.
+    ours = {frozenset((marker_of[u], marker_of[v])) for u, v in mpft.edges if u in marker_of}
+    assert {p for p in ours if len(p) == 2} == {frozenset(p) for es in data.edges for p in es.pairs}
+    if view == VIEW_DETAILED:
+        assert marker_of == {str(v): str(v) for v in mpft}
+        return
+    # NVSwitches are not drawn; a GPU is drawn with its NIC, a NIC with its leaf (node0 and
+    # node1 on leaf0 of each plane), a plane's spines together.
+    assert not any("nvswitch" in v for v in marker_of)
+    assert len(marker_of) == 28 - 4
+    assert marker_of["node0/gpu1"] == marker_of["node1/nic1"] == marker_of["p1/leaf0"]
+    assert marker_of["p0/spine0"] == marker_of["p0/spine1"] != marker_of["p1/spine0"]
+    leaves = {marker_of[f"p{p}/leaf{j}"] for p in range(2) for j in range(2)}
+    assert len(leaves) == (4 if view == VIEW_LEAF_GROUPS else 2)
+
+
 def test_max_devices_must_be_positive(mpft: nx.Graph) -> None:
     with pytest.raises(SpecError, match="max_devices must be at least 1, got 0"):
         plot_fabric(mpft, max_devices=0)

@@ -15,6 +15,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -23,12 +24,35 @@ from topo.fabric import SWITCH_KINDS, natural_key, tier_name
 from topo.plot.layout import Item, Link
 from topo.plot.text import PLURALS, cables, members_text, rate
 
-__all__ = ["aggregate", "components"]
+__all__ = ["Aggregation", "aggregate", "components"]
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """An aggregated view: its markers, its lines, what a marker stands for, and who is where.
+
+    Attributes
+    ----------
+    items : dict
+        Group id -> :class:`~topo.plot.layout.Item` (its hover text, members and label).
+    links : list of Link
+        One per pair of groups and edge kind, cables and capacity (B/s) summed.
+    note : str
+        What one marker of each row stands for, and what is not drawn.
+    marker_of : dict
+        Vertex -> the id of the group marker it is drawn in; vertices not drawn (NVSwitches,
+        GPUs and NICs without a switch) are left out.
+    """
+
+    items: dict[Hashable, Item]
+    links: list[Link]
+    note: str
+    marker_of: dict[Hashable, str]
 
 
 def aggregate(
     G: nx.Graph, block: Mapping[Hashable, int | None], *, merge_leaves: bool
-) -> tuple[dict[Hashable, Item], list[Link], str]:
+) -> Aggregation:
     """Group the devices, sum the edges between groups, and describe what a marker stands for.
 
     Without ``merge_leaves`` every leaf is a group with the NICs cabled to it and the GPUs of
@@ -46,12 +70,8 @@ def aggregate(
 
     Returns
     -------
-    items : dict
-        Group id -> :class:`~topo.plot.layout.Item` (its hover text, members and label).
-    links : list of Link
-        One per pair of groups and edge kind, cables and capacity (B/s) summed.
-    note : str
-        What one marker of each row stands for, and what is not drawn.
+    Aggregation
+        The group markers and lines, the note, and the group of every drawn vertex.
     """
     tier = {v: int(d["tier"]) for v, d in G.nodes(data=True) if d["kind"] in SWITCH_KINDS}
     group, unattached = _group_map(G, block, tier, merge_leaves)
@@ -67,7 +87,7 @@ def aggregate(
         incident[lk.v].append(lk)
     for gid, it in items.items():
         it.hover = _group_hover(it, gid, items, incident[gid], inside[str(gid)])
-    return items, links, _describe(items, unattached, G)
+    return Aggregation(items, links, _describe(items, unattached, G), group)
 
 
 def _group_map(

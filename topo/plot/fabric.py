@@ -16,7 +16,7 @@ traces: edges go into a handful of traces, one per plane or rail and edge kind, 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import networkx as nx
@@ -86,26 +86,25 @@ def fabric_data(G: nx.Graph, max_devices: int, title: str | None = None) -> Fabr
     block = block_of(G, by)
     has_switches = any(d["kind"] in SWITCH_KINDS for _, d in G.nodes(data=True))
     # Groups hang off switches: a fabric without any is drawn whole, whatever its size.
-    if G.number_of_nodes() <= max_devices or not has_switches:
-        view, items, links = VIEW_DETAILED, *_detailed(G, block)
-        note = ""
-        layout_adj: Mapping[Hashable, Iterable[Hashable]] = G.adj
-    else:
-        view, items, links, note = VIEW_LEAF_GROUPS, *aggregate(G, block, merge_leaves=False)
-        if len(items) > max_devices:
-            view, items, links, note = VIEW_TIER_GROUPS, *aggregate(G, block, merge_leaves=True)
-        adj: dict[Hashable, list[Hashable]] = defaultdict(list)
-        for lk in links:
-            adj[lk.u].append(lk.v)
-            adj[lk.v].append(lk.u)
-        layout_adj = adj
-        note = (
-            f"aggregated view ({G.number_of_nodes():,} devices > max_devices "
-            f"{max_devices:,}): {note}"
-        )
     if title is None:
         title = default_title(G)
-    return assemble(G, items, links, layout_adj, view, title, note, by)
+    if G.number_of_nodes() <= max_devices or not has_switches:
+        items, links = _detailed(G, block)
+        marker_of = {str(v): str(v) for v in G}
+        return assemble(G, items, links, G.adj, VIEW_DETAILED, title, "", by, marker_of)
+    view, agg = VIEW_LEAF_GROUPS, aggregate(G, block, merge_leaves=False)
+    if len(agg.items) > max_devices:
+        view, agg = VIEW_TIER_GROUPS, aggregate(G, block, merge_leaves=True)
+    adj: dict[Hashable, list[Hashable]] = defaultdict(list)
+    for lk in agg.links:
+        adj[lk.u].append(lk.v)
+        adj[lk.v].append(lk.u)
+    note = (
+        f"aggregated view ({G.number_of_nodes():,} devices > max_devices "
+        f"{max_devices:,}): {agg.note}"
+    )
+    marker_of = {str(v): g for v, g in agg.marker_of.items()}
+    return assemble(G, agg.items, agg.links, adj, view, title, note, by, marker_of)
 
 
 def default_title(G: nx.Graph) -> str:

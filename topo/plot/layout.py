@@ -152,7 +152,8 @@ class FabricData:
     ``colour_by`` is ``"plane"``, ``"rail"`` or ``None`` (colour by kind); ``devices`` the
     number of vertices of the fabric; ``rows`` the y value and label of each row; ``pos`` the
     position of every marker by id; ``note`` what an aggregated marker stands for (empty in the
-    detailed view).
+    detailed view); ``marker_of`` the id of the marker each vertex is drawn in, by vertex name
+    (itself in the detailed view; its group when aggregated; vertices not drawn left out).
     """
 
     view: str
@@ -165,6 +166,7 @@ class FabricData:
     rows: tuple[tuple[float, str], ...]
     blocks: tuple[Block, ...]
     pos: dict[str, tuple[float, float]] = field(repr=False)
+    marker_of: dict[str, str] = field(repr=False)
 
     @property
     def aggregated(self) -> bool:
@@ -443,6 +445,7 @@ def assemble(
     title: str,
     note: str,
     by: str | None,
+    marker_of: Mapping[str, str],
 ) -> FabricData:
     """Lay out a view and cut it into the marker and line sets a figure draws.
 
@@ -462,6 +465,8 @@ def assemble(
         The figure's title and the note under it.
     by : str or None
         ``"plane"``, ``"rail"`` or None (:func:`colour_by`).
+    marker_of : Mapping[str, str]
+        The id of the marker each vertex is drawn in, by vertex name.
 
     Returns
     -------
@@ -487,6 +492,7 @@ def assemble(
         rows=row_labels,
         blocks=_block_boxes(spans, y_of, rows, by),
         pos={str(v): p for v, p in pos.items()},
+        marker_of=dict(marker_of),
     )
 
 

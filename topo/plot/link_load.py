@@ -48,18 +48,9 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
-from topo.plot.aggregate import components
+from topo.fabric import natural_key, vertex_label
 from topo.plot.fabric import default_title, fabric_data
-from topo.plot.layout import (
-    VIEW_DETAILED,
-    VIEW_TIER_GROUPS,
-    FabricData,
-    block_decorations,
-    block_of,
-    colour_by,
-    row_of,
-)
+from topo.plot.layout import VIEW_DETAILED, FabricData, block_decorations, row_of
 from topo.plot.text import EDGE_LABELS, cables, note_annotation, num
 from topo.units import Bps_to_GBps
 
@@ -203,7 +194,6 @@ def _load_data(
     if title is None:
         title = f"link load: {default_title(G)}"
     data = fabric_data(G, max_devices, title)
-    group = _group_of(G, data)
     if data.view == VIEW_DETAILED:
         segments = tuple(_link_segment(lk, data) for lk in links)
         structure = tuple(
@@ -214,7 +204,7 @@ def _load_data(
         marker_hover = {i: h for ms in data.markers for i, h in zip(ms.ids, ms.hover, strict=True)}
         marker_util: dict[str, float] = {}
     else:
-        segments, marker_hover, marker_util = _aggregate_segments(links, group, data)
+        segments, marker_hover, marker_util = _aggregate_segments(links, data)
         structure = ()
     histograms = _histograms(links, {str(v): x for v, x in level.items()})
     over = sum(u > 1 + OVER_TOL for lk in links for u in (lk.util_ab, lk.util_ba))
@@ -325,52 +315,6 @@ def _links(
     return links, seen
 
 
-def _group_of(G: nx.Graph, data: FabricData) -> dict[Hashable, str]:
-    """The marker id each vertex is drawn in (vertices not drawn are left out).
-
-    In the detailed view a vertex is its own marker. In the aggregated views this follows the
-    grouping rule of ``topo.plot._aggregate`` (which does not return its mapping): a leaf is
-    its own group (or, for tier groups, merged), higher-tier switches are grouped by tier,
-    plane or rail and connected part; a NIC joins its leaf's group, a GPU its NIC's. The result
-    is checked against the markers and edges that :mod:`topo.plot` drew.
-    """
-    if data.view == VIEW_DETAILED:
-        return {v: str(v) for v in G}
-    block = block_of(G, colour_by(G))
-    tier = {v: int(d["tier"]) for v, d in G.nodes(data=True) if d["kind"] in SWITCH_KINDS}
-    top = max(tier.values(), default=1)
-    comp_at = {
-        level: components(G, [s for s, t in tier.items() if t <= level])
-        for level in {max(t, 2) if top >= 2 else 1 for t in tier.values()}
-    }
-    merge_leaves = data.view == VIEW_TIER_GROUPS
-    group: dict[Hashable, str] = {}
-    for s, t in tier.items():
-        if t == 1 and not merge_leaves:
-            group[s] = str(s)
-        else:
-            level = max(t, 2) if top >= 2 else 1
-            group[s] = f"{t}|{block[s]}|{comp_at[level][s]}"
-    for v, d in G.nodes(data=True):
-        if d["kind"] == "nic":
-            leaves = [s for s in G[v] if tier.get(s) == 1]
-            if leaves:
-                group[v] = group[min(leaves, key=natural_key)]
-    for v, d in G.nodes(data=True):
-        if d["kind"] == "gpu":
-            nics = [n for n in G[v] if n in group and G.nodes[n]["kind"] == "nic"]
-            if nics:
-                group[v] = group[min(nics, key=natural_key)]
-    drawn = {i for ms in data.markers for i in ms.ids}
-    pairs = {frozenset(p) for es in data.edges for p in es.pairs}
-    ours = {frozenset((group[u], group[v])) for u, v in G.edges if u in group and v in group}
-    if not set(group.values()) <= drawn or {p for p in ours if len(p) == 2} != pairs:
-        raise RuntimeError(
-            "topo.plot_load._group_of no longer matches the grouping of topo.plot._aggregate"
-        )
-    return group
-
-
 def _link_segment(lk: _LinkLoad, data: FabricData) -> _Segment:
     (x0, y0), (x1, y1) = data.pos[lk.a], data.pos[lk.b]
     u = lk.utilisation
@@ -387,11 +331,12 @@ def _link_segment(lk: _LinkLoad, data: FabricData) -> _Segment:
 
 
 def _aggregate_segments(
-    links: list[_LinkLoad],
-    group: Mapping[Hashable, str],
-    data: FabricData,
+    links: list[_LinkLoad], data: FabricData
 ) -> tuple[tuple[_Segment, ...], dict[str, str], dict[str, float]]:
-    """Merge the links between two groups into one segment; summarise links inside a group."""
+    """Merge the links between two groups into one segment; summarise links inside a group.
+
+    A link's ends are placed in their groups by the map the aggregation returned
+    (:attr:`topo.plot.layout.FabricData.marker_of`)."""
     labels = {}
     hovers = {}
     rows = {}
@@ -402,9 +347,9 @@ def _aggregate_segments(
             rows[i] = ms.row
     between: dict[tuple[str, str], list[_LinkLoad]] = defaultdict(list)
     inside: dict[str, dict[str, list[_LinkLoad]]] = defaultdict(lambda: defaultdict(list))
-    str_group = {str(v): g for v, g in group.items()}
+    marker_of = data.marker_of
     for lk in links:
-        ga, gb = str_group.get(lk.a), str_group.get(lk.b)
+        ga, gb = marker_of.get(lk.a), marker_of.get(lk.b)
         if ga is None or gb is None:
             continue
         if ga == gb:
