@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from topo.builders import build
-from topo.cost import bill_of_materials, compare, family_counts, load_prices
+from topo.cost import SolvedBandwidth, bill_of_materials, compare, family_counts, load_prices
 from topo.cost.prices import PriceBook
 from topo.errors import SpecError
 from topo.fabric import summarize
-from topo.plot.cost import SolvedBandwidth, _cost_chart_data, plot_cost
+from topo.plot.cost import _cost_chart_data, plot_cost
 
 # family: endpoints, switches, links, cost (M$), cost per endpoint (k$)  -- ISCA 2025, Table 3
 PAPER = {

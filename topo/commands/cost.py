@@ -108,8 +108,8 @@ def cost(
         dragonfly_groups=dragonfly_groups,
     )
     if html is not None:
-        from topo.plot import write_html
-        from topo.plot.cost import plot_cost, solve_bandwidth
+        from topo.cost import solve_bandwidth
+        from topo.plot import plot_cost, write_html
 
         err.print("solving all-to-all bandwidth per family (flow solver) ...")
         bw = solve_bandwidth(

@@ -13,13 +13,14 @@ Following the house style, :func:`_moe_plot_data` computes what is drawn and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from topo.moe.timing import MoEReport
+if TYPE_CHECKING:  # annotations only: drawing needs no MoE model at run time
+    from topo.moe.timing import MoEReport
 
 __all__ = ["plot_moe"]
 
