@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 
 from topo.builders import build
-from topo.cost import SolvedBandwidth, bill_of_materials, compare, family_counts, load_prices
+from topo.cost import bill_of_materials, compare, family_counts, load_prices
 from topo.cost.prices import PriceBook
 from topo.errors import SpecError
 from topo.fabric import summarize
-from topo.plot.cost import _cost_chart_data, plot_cost
 
 # family: endpoints, switches, links, cost (M$), cost per endpoint (k$)  -- ISCA 2025, Table 3
 PAPER = {
@@ -98,19 +97,6 @@ def test_electrical_layout_prices_dragonfly_local_links():
     # 9 groups of 4 routers: 9*6 local links (electrical), 9*4*2/2 = 36 global (optical).
     assert got == {"switch": 36, "optical": 36, "electrical": 54, "endpoint": 72}
     assert r.cost_usd == 36 * (SWITCH * 8 / 64) + 36 * LINK + 54 * 100 + 72 * ENDPOINT
-
-
-def test_chart_data():
-    rows = compare(["ft2", "slimfly"])
-    bw = [SolvedBandwidth("ft2", 50.0, "full size", True, 0.1)]
-    d = _cost_chart_data(rows, bw)
-    assert d["family"] == ["ft2", "slimfly"]
-    per_ep = (96 * SWITCH + 2048 * (LINK + ENDPOINT)) / 2048 / 1e3
-    assert d["kusd_per_endpoint"][0] == pytest.approx(per_ep)
-    assert d["GBps_per_kusd"] == [pytest.approx(50.0 / per_ep), None]
-    assert "counts from the formulas" in d["label"][1]
-    fig = plot_cost(rows, bw)
-    assert len(fig.data) == 2 and fig.layout.barmode == "group"
 
 
 @pytest.mark.parametrize(

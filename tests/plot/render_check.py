@@ -2,15 +2,15 @@
 
 As a script::
 
-    python tests/render_check.py FIGURE.html [--screenshot OUT.png] [--size 1400,1000]
+    python tests/plot/render_check.py FIGURE.html [--screenshot OUT.png] [--size 1400,1000]
 
 loads the file offline (no network needed: plotly.js is embedded), checks that the DOM holds a
 drawn plotly figure (a ``main-svg`` with marker points), optionally saves a screenshot and checks
 it is not blank; exits 0 on success, 1 with a reason on failure, 2 if Chromium is missing.
 
-As a pytest module (``pytest tests/render_check.py``, and called from ``tests/test_plot.py``),
-it writes a small fabric's figure and checks that it renders; it skips when ``chromium`` is not
-on ``PATH``.
+As a pytest module (``pytest tests/plot/render_check.py``; ``tests/plot/test_html.py`` and
+``test_link_load.py`` call its functions), it writes a small fabric's figure and checks that it
+renders; it skips when ``chromium`` is not on ``PATH``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of topo.plot_load: link load drawn on the topology, and the per-tier histograms.
+"""Tests of topo.plot.link_load: link load drawn on the topology, and the per-tier histograms.
 
 Every expected utilisation is worked by hand below from the loads given and the capacities of
 the built fabrics (400 Gb/s cables: 50 GB/s per direction; NVLink 200 GB/s per GPU). The LP
@@ -8,7 +8,6 @@ number the code under test produced.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Hashable
 from pathlib import Path
@@ -18,8 +17,12 @@ import networkx as nx
 import pytest
 from formats._real import real_file
 
+from plot import render_check as rc
 from topo.builders import build
 from topo.errors import SpecError, TopoError
+from topo.flow import alltoall_bandwidth, routed_alltoall
+from topo.flow.lp import Commodity, max_concurrent_flow
+from topo.formats.ibnetdiscover import read_ibnetdiscover
 from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS, write_html
 from topo.plot.link_load import N_BINS, _load_data, plot_link_load
 
@@ -321,8 +324,6 @@ def test_round_off_below_zero_reads_as_zero_and_max_devices_is_checked(ft2: nx.G
 
 
 def test_loads_of_an_optimal_all_to_all_saturate_the_cut(ft2: nx.Graph) -> None:
-    from topo.flow.lp import Commodity, max_concurrent_flow
-
     arcs = [a for u, v in ft2.edges for a in ((u, v), (v, u))]
     cap = [float(ft2.edges[a]["capacity"]) for a in arcs]
     gpus = [v for v, k in ft2.nodes(data="kind") if k == "gpu"]
@@ -343,9 +344,6 @@ def test_loads_of_an_optimal_all_to_all_saturate_the_cut(ft2: nx.Graph) -> None:
 
 
 def test_bottleneck_links_of_the_gb200_superpod_are_saturated() -> None:
-    from topo.flow import alltoall_bandwidth
-    from topo.formats.ibnetdiscover import read_ibnetdiscover
-
     G = read_ibnetdiscover(real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out"))
     report = alltoall_bandwidth(G)
     loads = {(b.source, b.target): b.load_GBps * GB for b in report.bottleneck_links}
@@ -368,18 +366,7 @@ def test_bottleneck_links_of_the_gb200_superpod_are_saturated() -> None:
 # The page
 
 
-def _render_check():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "render_check", Path(__file__).with_name("render_check.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_page_renders_in_headless_chromium(tmp_path: Path, ft2: nx.Graph) -> None:
-    rc = _render_check()
     if rc.find_chromium() is None:
         pytest.skip("chromium is not on PATH")
     path = tmp_path / "load.html"
@@ -397,9 +384,8 @@ def test_page_renders_in_headless_chromium(tmp_path: Path, ft2: nx.Graph) -> Non
 
 
 @pytest.mark.slow
-def test_16k_gpu_mpft_is_aggregated_small_and_quick(tmp_path: Path) -> None:
-    import time
-
+def test_16k_gpu_mpft_is_aggregated_and_small(tmp_path: Path) -> None:
+    # How long this takes is measured in benchmarks/bench_plot.py.
     G = build("mpft")  # 2,048 nodes x 8 GPUs; 8 planes of 64 leaves and 32 spines
     # Hand-made loads: every NIC sends at its line rate (1.0), every leaf -> spine arc at half
     # its capacity (0.5); nothing down.
@@ -410,11 +396,9 @@ def test_16k_gpu_mpft_is_aggregated_small_and_quick(tmp_path: Path) -> None:
             loads[(a, b)] = d["capacity"]
         elif d["kind"] == "fabric":
             loads[(a, b)] = 0.5 * d["capacity"]
-    start = time.perf_counter()
     fig = plot_link_load(G, loads)
     path = tmp_path / "load.html"
     write_html(fig, path)
-    elapsed = time.perf_counter() - start
     data = _load_data(G, loads, 2000)
     assert data.fabric.view == VIEW_LEAF_GROUPS
     # 8 planes x 64 leaves, each drawn once to its plane's spine group: 32 links at 0.5.
@@ -428,14 +412,12 @@ def test_16k_gpu_mpft_is_aggregated_small_and_quick(tmp_path: Path) -> None:
     assert set(data.marker_util.values()) == {1.0}  # the NIC cables inside each leaf marker
     assert len(fig.data) <= 40
     assert path.stat().st_size < 5.6e6
-    assert elapsed < 10.0
 
 
 @pytest.mark.parametrize("routing", ["ecmp", "dmodk"])
 def test_loads_of_routed_all_to_all_are_drawn(routing: str) -> None:
-    routing_mod = pytest.importorskip("topo.flow.routing")
     G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
-    report = routing_mod.routed_alltoall(G, routing, seed=1)
+    report = routed_alltoall(G, routing, seed=1)
     data = _load_data(G, report.link_load, 2000)
     # Two computations of the same number: the router's own and the figure's, per graph edge
     # (every cable of a built fabric is its own edge, so per cable too).

@@ -1,4 +1,5 @@
-"""The data behind the MoE HTML view: heat map matrices and bars, at GPU and node level."""
+"""Tests of topo.plot.moe, the data behind the MoE HTML view: heat map matrices and bars, at
+GPU and node level."""
 
 from __future__ import annotations
 
