@@ -31,29 +31,29 @@ def two_layer(
 
     ``mpft``: one plane per NIC index, each with ``leaves`` leaves ``p{p}/leaf{j}`` and
     ``spines`` spines ``p{p}/spine{j}``; NIC i of node n goes to ``p{i}/leaf{n // (nodes /
-    leaves)}``. ``mrft``: one rail per NIC index with ``leaves`` leaves ``rail{r}/leaf{j}``, all
-    rails sharing ``spines`` spines ``spine{j}``. ``ft2``: one plane, NICs fill ``leaf{j}`` in
-    order. Every leaf is cabled to every spine of its plane with ``links_per_pair`` cables.
+    leaves)}``. ``ft2``: one plane, NICs fill ``leaf{j}`` in order. Every leaf is cabled to
+    every spine of its plane with ``links_per_pair`` cables. (The MRFT and FT3 of the tests are
+    the builders': they make the same graphs as a hand-built one would.)
     """
-    blocks = gpus_per_node if family in ("mpft", "mrft") else 1
-    G = nx.Graph(family=family, name=f"test-{family}", planes=blocks if family == "mpft" else 1)
+    blocks = gpus_per_node if family == "mpft" else 1
+    G = nx.Graph(family=family, name=f"test-{family}", planes=blocks)
 
     def leaf(b: int, j: int) -> str:
-        return {"mpft": f"p{b}/leaf{j}", "mrft": f"rail{b}/leaf{j}"}.get(family, f"leaf{j}")
+        return f"p{b}/leaf{j}" if family == "mpft" else f"leaf{j}"
 
     def spine(b: int, j: int) -> str:
         return f"p{b}/spine{j}" if family == "mpft" else f"spine{j}"
 
     down = nodes * gpus_per_node // blocks // leaves
     for b in range(blocks):
-        plane, rail = (b, -1) if family == "mpft" else (0, b if family == "mrft" else -1)
+        plane = b if family == "mpft" else 0
         for j in range(leaves):
             G.add_node(
                 leaf(b, j),
                 kind="leaf",
                 tier=1,
                 plane=plane,
-                rail=rail,
+                rail=-1,
                 ports=down + spines * links_per_pair,
             )
             for s in range(spines):
@@ -63,7 +63,7 @@ def two_layer(
                     tier=2,
                     plane=plane,
                     rail=-1,
-                    ports=leaves * links_per_pair * (blocks if family == "mrft" else 1),
+                    ports=leaves * links_per_pair,
                 )
                 G.add_edge(
                     leaf(b, j),
@@ -86,49 +86,6 @@ def two_layer(
             else:
                 to = leaf(0, (n * gpus_per_node + i) // down)
             G.add_edge(nic, to, capacity=LINK_Bps, links=1, kind="endpoint")
-    check_schema(G)
-    return G
-
-
-def ft3(k: int, gpus_per_node: int) -> nx.Graph:
-    """A three-layer fat tree of k-port switches: k pods of k/2 leaves and k/2 spines, (k/2)^2
-    cores; spine j of every pod goes to cores j*k/2 ... j*k/2 + k/2 - 1."""
-    h = k // 2
-    G = nx.Graph(family="ft3", name=f"test-ft3-k{k}", planes=1)
-    for c in range(h * h):
-        G.add_node(f"core{c}", kind="core", tier=3, plane=0, rail=-1, ports=k)
-    for q in range(k):
-        for j in range(h):
-            G.add_node(f"pod{q}/leaf{j}", kind="leaf", tier=1, plane=0, rail=-1, ports=k)
-            G.add_node(f"pod{q}/spine{j}", kind="spine", tier=2, plane=0, rail=-1, ports=k)
-        for j in range(h):
-            for s in range(h):
-                G.add_edge(
-                    f"pod{q}/leaf{j}", f"pod{q}/spine{s}", capacity=LINK_Bps, links=1, kind="fabric"
-                )
-                G.add_edge(
-                    f"pod{q}/spine{j}",
-                    f"core{j * h + s}",
-                    capacity=LINK_Bps,
-                    links=1,
-                    kind="fabric",
-                )
-    for n in range(k**3 // 4 // gpus_per_node):
-        G.add_node(f"node{n}/nvswitch", kind="nvswitch", node=n)
-        for i in range(gpus_per_node):
-            e = n * gpus_per_node + i
-            gpu, nic = f"node{n}/gpu{i}", f"node{n}/nic{i}"
-            G.add_node(gpu, kind="gpu", node=n, index=i)
-            G.add_node(nic, kind="nic", node=n, index=i)
-            G.add_edge(gpu, f"node{n}/nvswitch", capacity=NVLINK_Bps, links=1, kind="nvlink")
-            G.add_edge(gpu, nic, capacity=PCIE_Bps, links=1, kind="pcie")
-            G.add_edge(
-                nic,
-                f"pod{e // (h * h)}/leaf{e % (h * h) // h}",
-                capacity=LINK_Bps,
-                links=1,
-                kind="endpoint",
-            )
     check_schema(G)
     return G
 

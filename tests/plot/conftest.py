@@ -1,4 +1,5 @@
-"""Fixtures of the plot tests: the small hand-built fabrics of :mod:`plot._fabrics`.
+"""Fixtures of the plot tests: small fabrics, hand-built (:mod:`plot._fabrics`) where no
+builder makes the same graph.
 
 A test module may override one with a built fabric of the same name (``test_link_load.py``).
 """
@@ -9,6 +10,7 @@ import networkx as nx
 import pytest
 
 from plot._fabrics import two_layer
+from topo.builders import build
 
 
 @pytest.fixture
@@ -28,5 +30,10 @@ def ft2() -> nx.Graph:
 
 @pytest.fixture
 def mrft() -> nx.Graph:
-    """2 rails; 4 nodes of 2 GPUs; 2 leaves per rail; 2 shared spines. 26 vertices."""
-    return two_layer("mrft", nodes=4, gpus_per_node=2, leaves=2, spines=2)
+    """2 rails; 4 nodes of 2 GPUs; 2 leaves per rail; 2 shared spines. 26 vertices.
+
+    The builder's full MRFT of 4-port switches (each leaf: 2 NICs down, 2 spines up), NVLink
+    400 GB/s per GPU like the hand-built fabrics."""
+    G = build("mrft", switch_ports=4, gpus_per_node=2, nics_per_node=2, nvlink_GBps=400)
+    assert G.number_of_nodes() == 26
+    return G

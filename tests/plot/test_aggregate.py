@@ -6,9 +6,12 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from plot._fabrics import NVLINK_Bps, edges_of, ft3, imported, markers_by_row, member_sums
+from plot._fabrics import NVLINK_Bps, edges_of, imported, markers_by_row, member_sums
+from topo.builders import build
 from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS
+from topo.plot.aggregate import aggregate
 from topo.plot.fabric import fabric_data
+from topo.plot.layout import block_of, colour_by
 
 
 def test_aggregated_view_starts_above_max_devices(mpft: nx.Graph) -> None:
@@ -55,7 +58,7 @@ def test_tier_groups_when_even_leaf_groups_are_too_many(mpft: nx.Graph) -> None:
 def test_three_layer_spines_are_grouped_by_pod() -> None:
     # k = 4: 4 pods of 2 leaves and 2 spines, 4 cores, 16 endpoints; 2 GPUs per node gives
     # 16 GPUs + 16 NICs + 8 NVSwitches + 8 + 8 + 4 switches = 60 vertices.
-    G = ft3(4, gpus_per_node=2)
+    G = build("ft3", switch_ports=4, gpus_per_node=2, nics_per_node=2)
     assert G.number_of_nodes() == 60
     data = fabric_data(G, max_devices=30)
     assert data.view == VIEW_LEAF_GROUPS
@@ -122,3 +125,26 @@ def test_a_fabric_without_switches_is_drawn_whole() -> None:
     data = fabric_data(G, max_devices=1)
     assert data.view == VIEW_DETAILED
     assert markers_by_row(data) == {"NVSwitch": 1, "GPU": 2}
+
+
+def test_aggregation_returns_the_marker_of_every_drawn_vertex() -> None:
+    # FT3 of 4-port switches, 2 GPUs per node: 4 pods of 2 leaves (2 NICs each) and 2 spines,
+    # 4 cores. Leaf groups: 8 leaf markers, one spine marker per pod, one core marker.
+    G = build("ft3", switch_ports=4, gpus_per_node=2, nics_per_node=2)
+    agg = aggregate(G, block_of(G, colour_by(G)), merge_leaves=False)
+    assert set(agg.marker_of.values()) == set(agg.items)
+    assert len(agg.items) == 8 + 4 + 1
+    # Every GPU, NIC and switch is drawn; the 8 NVSwitches are not.
+    assert len(agg.marker_of) == 60 - 8
+    for v, kind in G.nodes(data="kind"):
+        if kind == "nic":
+            (leaf,) = [s for s in G[v] if G.nodes[s]["kind"] == "leaf"]
+            assert agg.marker_of[v] == agg.marker_of[leaf] == str(leaf)
+        elif kind == "gpu":
+            (nic,) = [n for n in G[v] if G.nodes[n]["kind"] == "nic"]
+            assert agg.marker_of[v] == agg.marker_of[nic]
+    spines = {agg.marker_of[f"pod{q}/spine{j}"] for q in range(4) for j in range(2)}
+    assert len(spines) == 4 and len({agg.marker_of[f"core{c}"] for c in range(4)}) == 1
+    # Merged leaves: one leaf marker per pod.
+    merged = aggregate(G, block_of(G, colour_by(G)), merge_leaves=True)
+    assert len({merged.marker_of[f"pod{q}/leaf{j}"] for q in range(4) for j in range(2)}) == 4
