@@ -13,26 +13,48 @@ kind         attributes (exactly these)
 ===========  ========================================================================
 ``gpu``      ``kind``, ``node`` (server id, int or str), ``index`` (GPU index in it)
 ``nic``      ``kind``, ``node``, ``index`` (NIC index in the server, or the CA port
-             number of an imported host); imported NICs add ``guid``, ``description``
+             number of an imported host); imported NICs add ``guid`` (the CA's node
+             GUID, 16 hex digits, ``None`` in ibsim files) and ``description``
 ``nvswitch`` ``kind``, ``node``
 ``leaf``     ``kind``, ``tier`` (1), ``plane`` (int, 0 with one plane), ``rail`` (int,
-             -1 unless a rail leaf of an MRFT), ``ports`` (radix)
+             -1 unless a rail leaf of an MRFT), ``ports`` (radix); the routers of a
+             Dragonfly (``g{group}/r{router}``) and of a Slim Fly (``x{a}/r{b}``,
+             ``m{a}/r{b}``) are leaves with plane 0 and rail -1: their group and router
+             ids are in their names only
 ``spine``    as leaf, ``tier`` 2
 ``core``     as leaf, ``tier`` 3
 ``switch``   an imported switch: ``kind``, ``tier`` (inferred: 1 = has hosts, then by
              hop distance from the leaves), ``plane`` (0), ``rail`` (-1), ``ports``,
-             ``guid``, ``description``
+             ``guid`` (``None`` in ibsim files), ``description``
 ===========  ========================================================================
 
-Edge attributes (exactly these): ``capacity`` (B/s per direction, summed over the cables),
-``links`` (number of cables), ``kind`` (``nvlink`` GPU-NVSwitch, ``pcie`` GPU-NIC,
-``endpoint`` NIC-switch, ``fabric`` switch-switch). Imported edges add ``speed`` (e.g.
-``"4xNDR"``; parallel cables of different speeds are joined with ``+``).
+:data:`NODE_KEYS` holds these sets (:data:`IMPORTED_NIC_KEYS` for imported NICs).
 
-Graph attributes (``G.graph``): ``family`` (``ft2``, ``ft3``, ``mrft``, ``mpft`` or
-``ibnetdiscover``), ``name``, ``planes``; built fabrics add ``switch_ports``, ``link_gbps``,
-``gpus_per_node``, ``nics_per_node``, ``nvlink_GBps``, ``pcie_GBps``, ``oversubscription``,
-``max_gpus``; imported fabrics add ``source``, ``aggregation_nodes`` and ``link_speeds``.
+Edge attributes (exactly these, :data:`EDGE_KEYS`): ``capacity`` (B/s per direction, summed
+over the cables), ``links`` (number of cables), ``kind`` (``nvlink`` GPU-NVSwitch, ``pcie``
+GPU-NIC, ``endpoint`` NIC-switch, ``fabric`` switch-switch). Imported edges add ``speed``
+(e.g. ``"4xNDR"``; parallel cables of different speeds are joined with ``+``):
+:data:`IMPORTED_EDGE_KEYS`.
+
+Graph attributes (``G.graph``, exactly these; :data:`GRAPH_KEYS` by family):
+
+- every built fabric (``family`` ``ft2``, ``ft3``, ``mrft``, ``mpft``, ``dragonfly``,
+  ``slimfly``): ``family``, ``name`` (``<family>-<gpus>``), ``planes``, ``switch_ports``,
+  ``link_gbps``, ``gpus_per_node``, ``nics_per_node``, ``nvlink_GBps``, ``pcie_GBps``,
+  ``oversubscription``, ``max_gpus`` (:data:`BUILT_GRAPH_KEYS`);
+- a Dragonfly adds ``routers_per_group``, ``endpoints_per_router``, ``global_ports``,
+  ``groups`` and ``arrangement`` (``consecutive`` or ``palmtree``);
+- a Slim Fly adds ``q`` (the MMS prime power), ``network_radix`` and
+  ``endpoints_per_router``;
+- an imported fabric (``family`` ``ibnetdiscover``) has ``family``, ``name`` (the file's
+  stem), ``planes``, ``source``, ``format`` (``ibnetdiscover`` or ``ibsim``), ``name_map``,
+  ``aggregation_nodes``, ``link_speeds`` (cables per speed), and the counts of what was left
+  out or doubtful: ``loopback_cables``, ``unconnected_cas``, ``ca_to_ca_cables``,
+  ``routers``, ``mismatched_cables``, ``unreachable_switches``, ``skipped_lines`` (see
+  :func:`topo.formats.read_ibnetdiscover`).
+
+:func:`check_schema` (run by :func:`load`) checks the attributes the rest of topo relies on;
+the others are documented here and kept as they are.
 
 File format
 -----------
@@ -75,8 +97,99 @@ NODE_KEYS: dict[str, frozenset[str]] = {
 ``guid`` and ``description``; see :data:`IMPORTED_NIC_KEYS`)."""
 
 IMPORTED_NIC_KEYS = frozenset({"kind", "node", "index", "guid", "description"})
+"""The attributes of a NIC of an imported fabric (a host CA port)."""
 EDGE_KEYS = frozenset({"capacity", "links", "kind"})
+"""The attributes of every edge of a built fabric."""
 IMPORTED_EDGE_KEYS = frozenset({"capacity", "links", "kind", "speed"})
+"""The attributes of every edge of an imported fabric."""
+
+BUILT_GRAPH_KEYS = frozenset(
+    {
+        "family",
+        "name",
+        "planes",
+        "switch_ports",
+        "link_gbps",
+        "gpus_per_node",
+        "nics_per_node",
+        "nvlink_GBps",
+        "pcie_GBps",
+        "oversubscription",
+        "max_gpus",
+    }
+)
+"""The graph attributes every builder sets."""
+
+GRAPH_KEYS: dict[str, frozenset[str]] = {
+    "ft2": BUILT_GRAPH_KEYS,
+    "ft3": BUILT_GRAPH_KEYS,
+    "mrft": BUILT_GRAPH_KEYS,
+    "mpft": BUILT_GRAPH_KEYS,
+    "dragonfly": BUILT_GRAPH_KEYS
+    | {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"},
+    "slimfly": BUILT_GRAPH_KEYS | {"q", "network_radix", "endpoints_per_router"},
+    "ibnetdiscover": frozenset(
+        {
+            "family",
+            "name",
+            "planes",
+            "source",
+            "format",
+            "name_map",
+            "aggregation_nodes",
+            "link_speeds",
+            "loopback_cables",
+            "unconnected_cas",
+            "ca_to_ca_cables",
+            "routers",
+            "mismatched_cables",
+            "unreachable_switches",
+            "skipped_lines",
+        }
+    ),
+}
+"""``family`` -> the graph attributes (``G.graph`` keys) a fabric of that family carries."""
+
+
+def node_keys(family: str, kind: str) -> frozenset[str]:
+    """The attributes a node of ``kind`` carries in a fabric of ``family`` (exactly these).
+
+    Parameters
+    ----------
+    family : str
+        ``G.graph["family"]``: a builder's family or ``ibnetdiscover``.
+    kind : str
+        The node's ``kind`` (one of :data:`NODE_KINDS`).
+
+    Returns
+    -------
+    frozenset of str
+        :data:`IMPORTED_NIC_KEYS` for an imported NIC, else ``NODE_KEYS[kind]``.
+
+    Raises
+    ------
+    KeyError
+        If ``kind`` is not a node kind.
+
+    Examples
+    --------
+    >>> sorted(node_keys("ft2", "nic")), sorted(node_keys("ibnetdiscover", "nic"))[:2]
+    (['index', 'kind', 'node'], ['description', 'guid'])
+    """
+    if family == "ibnetdiscover" and kind == "nic":
+        return IMPORTED_NIC_KEYS
+    return NODE_KEYS[kind]
+
+
+def edge_keys(family: str) -> frozenset[str]:
+    """The attributes every edge of a fabric of ``family`` carries (exactly these).
+
+    Returns
+    -------
+    frozenset of str
+        :data:`IMPORTED_EDGE_KEYS` for ``ibnetdiscover``, else :data:`EDGE_KEYS`.
+    """
+    return IMPORTED_EDGE_KEYS if family == "ibnetdiscover" else EDGE_KEYS
 
 
 def is_switch(G: nx.Graph, v: Any) -> bool:
@@ -448,10 +561,30 @@ CAPACITY_RANGE_Bps = (1e3, 1e15)
 def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     """Check the schema of fabric ``G``: node kinds and attributes, edge attributes.
 
+    The rules, attribute by attribute (the module docstring lists every attribute of every
+    family; those not named here are not needed to read a fabric and are not checked):
+
+    - graph ``planes``: a positive integer when present (default 1);
+    - node ``kind``: one of :data:`NODE_KINDS`;
+    - switch (``leaf``, ``spine``, ``core``, ``switch``) ``tier``: an integer >= 1;
+    - GPU, NIC and NVSwitch ``node``: a string or an integer;
+    - edge ``capacity``: a finite number of B/s within :data:`CAPACITY_RANGE_Bps`;
+    - edge ``links``: a positive integer;
+    - edge ``kind``: one of :data:`EDGE_KINDS`.
+
+    Nodes are checked in order, then edges, in ``G.edges`` order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    path : str or Path
+        The file it came from, named in the message.
+
     Raises
     ------
     FormatError
-        Naming ``path`` and the first node or edge that breaks the schema: an unknown
+        Naming ``path`` and the first node or edge that breaks a rule: an unknown
         ``kind``; a switch without an integer ``tier`` >= 1; a GPU, NIC or NVSwitch without a
         string or integer ``node``; an edge whose ``capacity`` is not a finite number of B/s
         within :data:`CAPACITY_RANGE_Bps`, whose ``links`` is not a positive integer, or whose
