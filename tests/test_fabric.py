@@ -4,15 +4,24 @@ switch_components, blocks_below_top), with values worked out by hand from the bu
 
 from __future__ import annotations
 
+import copy
+import gc
+import json
+import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pytest
 
 from topo.builders import build
+from topo.errors import FormatError
 from topo.fabric import (
     blocks_below_top,
+    check_schema,
+    load,
     natural_key,
     servers,
     switch_components,
@@ -174,3 +183,168 @@ def test_blocks_cover_the_switches_below_the_top(family: str) -> None:
     below = {v for v, d in G.nodes(data=True) if d.get("tier", top) < top}
     blocks = blocks_below_top(G)
     assert sorted(v for b in blocks for v in b) == sorted(below)
+
+
+# -- load: the same graph as networkx reads, the same first error ----------------------------
+
+
+def reference_load(path: Path) -> nx.Graph:
+    """What topo.fabric.load returned before it checked the lists itself: networkx's reading,
+    copied to a simple graph, then check_schema."""
+    G = nx.Graph(nx.node_link_graph(json.loads(path.read_text()), edges="edges"))
+    check_schema(G, path)
+    return G
+
+
+def layout(G: nx.Graph) -> tuple[Any, ...]:
+    """Everything order-sensitive about a graph: nodes, each neighbour list, edges, attributes."""
+    return (
+        list(G.nodes(data=True)),
+        [(u, list(G.adj[u].items())) for u in G],
+        list(G.edges(data=True)),
+        G.graph,
+    )
+
+
+def _shuffle(key: str, seed: int) -> Callable[[dict[str, Any]], None]:
+    return lambda d: random.Random(seed).shuffle(d[key])
+
+
+def _int_ids(d: dict[str, Any]) -> None:
+    ids = {n["id"]: 3 * i for i, n in enumerate(d["nodes"])}
+    for n in d["nodes"]:
+        n["id"] = ids[n["id"]]
+    for e in d["edges"]:
+        e["source"], e["target"] = ids[e["source"]], ids[e["target"]]
+
+
+def _edge(d: dict[str, Any], i: int = 5) -> dict[str, Any]:
+    return d["edges"][i]
+
+
+SAME_GRAPH = {
+    "as saved": lambda d: None,
+    "edges shuffled": _shuffle("edges", 1),
+    "nodes shuffled": _shuffle("nodes", 2),
+    "edges reversed": lambda d: [
+        e.update(source=e["target"], target=e["source"]) for e in d["edges"]
+    ],
+    "integer ids": _int_ids,
+    "no multigraph key": lambda d: (d.pop("multigraph"), _edge(d).update(key=3)),
+    "key attribute": lambda d: _edge(d).update(key=3),
+    "extra attributes": lambda d: (_edge(d).update(color="red"), d["graph"].update(x=[1])),
+    "self loop": lambda d: d["edges"].append(
+        {**_edge(d), "source": "p0/leaf0", "target": "p0/leaf0"}
+    ),
+    "no graph": lambda d: d.pop("graph"),
+    "empty": lambda d: d.update(nodes=[], edges=[]),
+    "repeated node": lambda d: d["nodes"].append({**d["nodes"][2], "extra": 1}),
+    "repeated edge": lambda d: d["edges"].append({**_edge(d), "capacity": 1e9}),
+    "repeated edge, bad first": lambda d: d["edges"].insert(0, {**_edge(d, 30), "capacity": 0}),
+    "repeated edge in a multigraph": lambda d: (
+        d.pop("multigraph"),
+        d["edges"].append({**_edge(d), "capacity": 1e9}),
+    ),
+    "boolean id": lambda d: d["nodes"].append({"id": True, "kind": "nvswitch", "node": 0}),
+}
+
+SAME_ERROR = {
+    "capacity 0": lambda d: _edge(d, 7).update(capacity=0),
+    "capacity inf": lambda d: _edge(d, -1).update(capacity=float("inf")),
+    "capacity bool": lambda d: _edge(d).update(capacity=True),
+    "capacity huge int": lambda d: _edge(d).update(capacity=10**30),
+    "links float": lambda d: _edge(d).update(links=1.5),
+    "no kind": lambda d: _edge(d, 9).pop("kind"),
+    "node kind": lambda d: d["nodes"][-1].update(kind="router"),
+    "tier bool": lambda d: d["nodes"][-1].update(tier=True),
+    "node bool": lambda d: d["nodes"][1].update(node=False),
+    "edge to an undeclared node": lambda d: d["edges"].insert(3, {**_edge(d), "target": "ghost"}),
+    "undeclared node and a bad edge": lambda d: (
+        d["edges"].append({**_edge(d), "target": "ghost"}),
+        _edge(d, 0).update(capacity=0),
+    ),
+    "no source": lambda d: _edge(d).pop("source"),
+    "list source": lambda d: _edge(d).update(source=[1, 2]),
+    "dict source": lambda d: _edge(d).update(source={"a": 1}),
+    "planes 0": lambda d: d["graph"].update(planes=0),
+    "repeated node, bad": lambda d: d["nodes"].append({**d["nodes"][-1], "tier": 0}),
+    "shuffled, two bad edges": lambda d: (
+        _shuffle("edges", 3)(d),
+        _shuffle("nodes", 4)(d),
+        _edge(d, 40).update(links=0),
+        _edge(d, 10).update(kind="x"),
+    ),
+    "bad node and bad edge": lambda d: (
+        d["nodes"][-1].update(kind="z"),
+        _edge(d, 0).update(kind="z"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def saved() -> dict[str, Any]:
+    """A small two-plane MPFT as node-link data (as save writes it)."""
+    G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    return nx.node_link_data(G, edges="edges")
+
+
+def _write(tmp_path: Path, saved: dict[str, Any], mutate: Callable[[dict[str, Any]], Any]) -> Path:
+    d = copy.deepcopy(saved)
+    mutate(d)
+    path = tmp_path / "fabric.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+@pytest.mark.parametrize("mutate", SAME_GRAPH.values(), ids=SAME_GRAPH.keys())
+def test_load_builds_the_graph_networkx_reads(tmp_path, saved, mutate) -> None:
+    path = _write(tmp_path, saved, mutate)
+    assert layout(load(path)) == layout(reference_load(path))
+
+
+@pytest.mark.parametrize("mutate", SAME_ERROR.values(), ids=SAME_ERROR.keys())
+def test_load_names_the_same_first_offender(tmp_path, saved, mutate) -> None:
+    path = _write(tmp_path, saved, mutate)
+    with pytest.raises(FormatError) as want:
+        try:
+            reference_load(path)
+        except (KeyError, TypeError) as exc:  # networkx's own exceptions, before the check
+            raise FormatError(path, f"not a node-link graph: {exc}") from None
+    with pytest.raises(FormatError) as got:
+        load(path)
+    assert str(got.value) == str(want.value)
+
+
+def test_load_messages(tmp_path, saved) -> None:
+    path = _write(tmp_path, saved, SAME_ERROR["capacity 0"])
+    with pytest.raises(
+        FormatError,
+        match=r"edge 'node1/nvswitch'-'node1/gpu1': 'capacity' must "
+        r"be a number of B/s from 1000 to 1e\+15, got 0$",
+    ):
+        load(path)
+    path = _write(tmp_path, saved, SAME_ERROR["edge to an undeclared node"])
+    with pytest.raises(FormatError, match=r"node 'ghost': kind None is not one of gpu, nic, "):
+        load(path)
+
+
+def test_load_refuses_a_null_edge_end(tmp_path, saved) -> None:
+    # networkx raises ValueError("None cannot be a node"); load says it, naming the file.
+    path = _write(tmp_path, saved, lambda d: _edge(d).update(source=None))
+    with pytest.raises(
+        FormatError, match=r"fabric.json: not a node-link graph: None cannot be a node"
+    ):
+        load(path)
+
+
+def test_load_leaves_the_collector_as_it_was(tmp_path, saved) -> None:
+    path = _write(tmp_path, saved, SAME_GRAPH["as saved"])
+    assert gc.isenabled()
+    load(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
