@@ -12,24 +12,26 @@ from collections import Counter
 
 import networkx as nx
 import pytest
+from formats._real import real_file
 
+import topo.fabric
 from topo.builders import FAMILIES, build, max_gpus
 from topo.errors import SpecError
-from topo.fabric import EDGE_KEYS, NODE_KEYS, SWITCH_KINDS, load, save, summarize
-
-GRAPH_KEYS = {
-    "family",
-    "name",
-    "planes",
-    "switch_ports",
-    "link_gbps",
-    "gpus_per_node",
-    "nics_per_node",
-    "nvlink_GBps",
-    "pcie_GBps",
-    "oversubscription",
-    "max_gpus",
-}
+from topo.fabric import (
+    BUILT_GRAPH_KEYS,
+    EDGE_KEYS,
+    GRAPH_KEYS,
+    IMPORTED_EDGE_KEYS,
+    IMPORTED_NIC_KEYS,
+    NODE_KEYS,
+    SWITCH_KINDS,
+    edge_keys,
+    load,
+    node_keys,
+    save,
+    summarize,
+)
+from topo.formats import read_ibnetdiscover
 
 CASES = [
     ("ft2", {"switch_ports": 8}),
@@ -71,7 +73,73 @@ def test_every_node_and_edge_carries_exactly_the_schema_keys(fabric):
         assert set(d) == NODE_KEYS[d["kind"]], v
     for u, v, d in fabric.edges(data=True):
         assert set(d) == EDGE_KEYS, (u, v)
-    assert set(fabric.graph) == GRAPH_KEYS
+    assert set(fabric.graph) == BUILT_GRAPH_KEYS
+
+
+# Every family, built with its defaults at a small radix, and two imported dumps.
+EVERY_FAMILY = [
+    ("ft2", {"switch_ports": 8}),
+    ("ft2", {"switch_ports": 8, "oversubscription": 3}),
+    ("ft3", {"switch_ports": 8}),
+    ("mrft", {"switch_ports": 8}),
+    ("mpft", {"switch_ports": 8}),
+    ("dragonfly", {"switch_ports": 8}),
+    ("dragonfly", {"switch_ports": 8, "arrangement": "palmtree"}),
+    ("slimfly", {"switch_ports": 12}),
+    ("ibnetdiscover", {"dump": "ibtopotool_1.topo"}),
+    ("ibnetdiscover", {"dump": "topograph_dgx_gb200_ndr_superpod.out"}),
+]
+
+
+@pytest.fixture(
+    scope="module",
+    params=EVERY_FAMILY,
+    ids=[f"{f}-" + ",".join(f"{k}={v}" for k, v in kw.items()) for f, kw in EVERY_FAMILY],
+)
+def any_fabric(request):
+    family, kwargs = request.param
+    if family == "ibnetdiscover":
+        return read_ibnetdiscover(real_file("ibnetdiscover", kwargs["dump"]))
+    return build(family, **kwargs)
+
+
+def test_every_family_carries_exactly_the_documented_keys(any_fabric):
+    family = any_fabric.graph["family"]
+    assert set(any_fabric.graph) == GRAPH_KEYS[family]
+    for v, d in any_fabric.nodes(data=True):
+        assert set(d) == node_keys(family, d["kind"]), v
+    for u, v, d in any_fabric.edges(data=True):
+        assert set(d) == edge_keys(family), (u, v)
+
+
+def test_documented_keys_by_family():
+    assert set(GRAPH_KEYS) == {*FAMILIES, "ibnetdiscover"}
+    assert GRAPH_KEYS["dragonfly"] - BUILT_GRAPH_KEYS == {
+        "routers_per_group",
+        "endpoints_per_router",
+        "global_ports",
+        "groups",
+        "arrangement",
+    }
+    assert GRAPH_KEYS["slimfly"] - BUILT_GRAPH_KEYS == {
+        "q",
+        "network_radix",
+        "endpoints_per_router",
+    }
+    assert node_keys("ibnetdiscover", "nic") == IMPORTED_NIC_KEYS
+    assert node_keys("ibnetdiscover", "switch") == NODE_KEYS["switch"]
+    assert node_keys("dragonfly", "leaf") == NODE_KEYS["leaf"]
+    assert edge_keys("ibnetdiscover") == IMPORTED_EDGE_KEYS
+    assert edge_keys("slimfly") == EDGE_KEYS
+
+
+def test_the_module_docstring_names_every_key():
+    doc = topo.fabric.__doc__
+    keys = set().union(*GRAPH_KEYS.values(), *NODE_KEYS.values(), IMPORTED_NIC_KEYS)
+    missing = sorted(k for k in keys | IMPORTED_EDGE_KEYS if f"``{k}``" not in doc)
+    assert missing == []
+    families = sorted(f for f in GRAPH_KEYS if f"``{f}``" not in doc)
+    assert families == []
 
 
 def test_attribute_types(fabric):

@@ -6,13 +6,18 @@ skips the test cleanly when the shared data folder is absent.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "real"
+REAL_DATA = Path(
+    os.environ.get("TOPO_REAL_DATA")
+    or Path(__file__).resolve().parents[3] / "shared" / "data" / "real"
+)
 """``<checkout>/../shared/data/real`` (parents[3] of tests/formats/_real.py is the checkout's
-parent)."""
+parent), or the folder named by the environment variable ``TOPO_REAL_DATA`` (for a checkout
+kept elsewhere, e.g. a git worktree)."""
 
 
 def real_file(*parts: str) -> Path:

@@ -8,7 +8,6 @@ them are skipped when that folder is absent.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -130,9 +129,7 @@ def test_link_rate_rejects_unknown(width: str, speed: str, match: str) -> None:
 
 def test_gb200_superpod() -> None:
     path = ibnd("topograph_dgx_gb200_ndr_superpod.out")
-    start = time.perf_counter()
-    G = read_ibnetdiscover(path)
-    assert time.perf_counter() - start < 1.0  # 300 KB; about 0.05 s here
+    G = read_ibnetdiscover(path)  # its reading time is in benchmarks/bench_load.py
     assert_schema(G)
     # grep -c '^Switch' -> 40. Leaves/spines by description: grep '^Switch' | grep -c IBLEAF -> 31,
     # grep -c IBSPINE -> 9. awk over switch blocks: every IBLEAF block has port lines to "H-"

@@ -1,10 +1,21 @@
-"""Readers of real fabric files.
+"""Readers of real fabric files and measurement logs.
 
 - :func:`read_ibnetdiscover` reads the topology output of ``ibnetdiscover`` (and ibsim net
-  files) into a fabric graph (schema in :mod:`topo.fabric`);
-- :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``).
+  files) into a fabric graph (schema in :mod:`topo.fabric`); :func:`read_name_map` reads the
+  GUID -> name map it may be given;
+- :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``);
+- :func:`read_nccl_tests` reads nccl-tests logs into :class:`NcclTest` records of
+  :class:`NcclTestRow` rows.
 """
 
 from topo.formats.ibnetdiscover import link_rate_Bps, read_ibnetdiscover, read_name_map
+from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
 
-__all__ = ["link_rate_Bps", "read_ibnetdiscover", "read_name_map"]
+__all__ = [
+    "NcclTest",
+    "NcclTestRow",
+    "link_rate_Bps",
+    "read_ibnetdiscover",
+    "read_name_map",
+    "read_nccl_tests",
+]

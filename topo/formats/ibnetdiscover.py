@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import networkx as nx
@@ -230,7 +230,8 @@ def read_ibnetdiscover(path: str | Path, *, name_map: str | Path | None = None) 
     """
     text = _read_text(path)
     names = _read_name_map(name_map) if name_map is not None else {}
-    devices, ends, ibsim, skipped = _parse(path, text)
+    dump = _parse(path, text)
+    devices = dump.devices
     if not any(d.type == "switch" for d in devices.values()):
         cas = sum(d.type == "ca" for d in devices.values())
         raise FormatError(
@@ -238,12 +239,12 @@ def read_ibnetdiscover(path: str | Path, *, name_map: str | Path | None = None) 
             f"no switches: the file describes {cas} CA(s) and no switch; expected the "
             "ibnetdiscover topology of a switched fabric",
         )
-    cables = _pair_cables(path, devices, ends)
+    cables = _pair_cables(path, devices, dump.ends)
     G = _build_graph(path, devices, cables, names)
     G.graph.update(
-        format="ibsim" if ibsim else "ibnetdiscover",
+        format="ibsim" if dump.ibsim else "ibnetdiscover",
         name_map=None if name_map is None else str(name_map),
-        skipped_lines=skipped,
+        skipped_lines=dump.skipped,
     )
     return G
 
@@ -308,99 +309,114 @@ def _read_name_map(path: str | Path) -> dict[str, str]:
     return names
 
 
-def _parse(
-    path: str | Path, text: str
-) -> tuple[dict[str, _Device], dict[tuple[str, int], _PortEnd], bool, int]:
+@dataclass
+class _Dump:
+    """What the lines of a dump say, each line checked on its own."""
+
+    devices: dict[str, _Device] = field(default_factory=dict)
+    ends: dict[tuple[str, int], _PortEnd] = field(default_factory=dict)
+    ibsim: bool | None = None  # decided by the first header: an id without a GUID is ibsim's
+    skipped: int = 0  # tool diagnostics mixed into the dump
+
+
+def _parse(path: str | Path, text: str) -> _Dump:
     """Read the records and port lines; check each line on its own."""
-    devices: dict[str, _Device] = {}
-    ends: dict[tuple[str, int], _PortEnd] = {}
+    dump = _Dump()
     current: _Device | None = None
-    ibsim: bool | None = None
-    skipped = 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             current = None  # a blank line ends a record
+        elif line.startswith("#"):
             continue
-        if line.startswith("#"):
-            continue
-        if line.startswith("["):
-            if current is None:
-                raise FormatError(
-                    path,
-                    "port line outside a device record: expected a 'Switch <ports> \"<id>\"' "
-                    "or 'Ca <ports> \"<id>\"' header line before it",
-                    lineno,
-                )
-            end = _parse_port(path, lineno, line, current, bool(ibsim))
-            key = (current.id, end.port)
-            if key in ends:
-                raise FormatError(
-                    path,
-                    f'port [{end.port}] of "{current.id}" is described twice (first at line '
-                    f"{ends[key].line}); expected one line per cabled port",
-                    lineno,
-                )
-            ends[key] = end
-            continue
-        m = _HEADER.match(line)
-        if m:
-            current = _parse_header(path, lineno, m, devices)
-            if ibsim is None:
-                ibsim = _GUID_ID.match(current.id) is None
-            devices[current.id] = current
-            continue
-        if _NODE_LIST.match(line):
-            raise FormatError(
-                path,
-                "this is an ibnetdiscover node list (-l, -S or -H), not a topology: run plain "
-                "'ibnetdiscover > fabric.topo' and import that file",
-                lineno,
-            )
-        if _HEADER_START.match(line):
-            raise FormatError(
-                path,
-                'malformed device header: expected \'Switch <ports> "S-<guid>" # '
-                '"<description>" ...\' or \'Ca <ports> "H-<guid>" # "<description>"\'',
-                lineno,
-            )
-        if _PORTS_REPORT.match(line):
-            raise FormatError(
-                path,
-                "this is the 'ibnetdiscover -p' ports report, not the topology: it lists ports "
-                "but not each device's port count or record; run plain 'ibnetdiscover > "
-                "fabric.topo' (without -p) and import that file",
-                lineno,
-            )
-        if _ASSIGNMENT.match(line):
-            setting = line.split("=", 1)[0].strip().lower()
-            if setting in ("width", "speed"):
-                raise FormatError(
-                    path,
-                    f"ibsim's net-wide '{setting}=' line is not supported: give 'w=<lanes>' or "
-                    "'s=<speed mask>' on each port line instead",
-                    lineno,
-                )
-            current = None  # vendid=, devid=, sysimgguid=, switchguid=, caguid= open a record
-            continue
-        if _CHASSIS.match(line):
+        elif line.startswith("["):
+            _add_port_line(path, lineno, line, current, dump)
+        elif m := _HEADER.match(line):
+            current = _parse_header(path, lineno, m, dump.devices)
+            if dump.ibsim is None:
+                dump.ibsim = _GUID_ID.match(current.id) is None
+            dump.devices[current.id] = current
+        elif _other_line(path, lineno, line):
             current = None
-            continue
-        if _DIAGNOSTIC.match(line):
-            skipped += 1
-            continue
-        raise FormatError(
-            path,
-            f"unrecognised line {line[:60]!r}: expected a device header ('Switch' or 'Ca'), a "
-            "port line ('[<port>] ...'), a 'key=value' line or a '#' comment",
-            lineno,
-        )
-    if not devices:
+        else:
+            dump.skipped += 1
+    if not dump.devices:
         what = "empty file" if not text.strip() else "no Switch or Ca records"
         raise FormatError(
             path, f"{what}: expected ibnetdiscover topology output (e.g. 'Switch 36 \"S-...\"')"
         )
-    return devices, ends, bool(ibsim), skipped
+    return dump
+
+
+def _add_port_line(
+    path: str | Path, lineno: int, line: str, current: _Device | None, dump: _Dump
+) -> None:
+    """Record the port line ``line`` of device ``current``, refusing a port described twice."""
+    if current is None:
+        raise FormatError(
+            path,
+            "port line outside a device record: expected a 'Switch <ports> \"<id>\"' "
+            "or 'Ca <ports> \"<id>\"' header line before it",
+            lineno,
+        )
+    end = _parse_port(path, lineno, line, current, bool(dump.ibsim))
+    key = (current.id, end.port)
+    if key in dump.ends:
+        raise FormatError(
+            path,
+            f'port [{end.port}] of "{current.id}" is described twice (first at line '
+            f"{dump.ends[key].line}); expected one line per cabled port",
+            lineno,
+        )
+    dump.ends[key] = end
+
+
+def _other_line(path: str | Path, lineno: int, line: str) -> bool:
+    """A line that is neither a header nor a port line: True if it ends the current record
+    (a ``key=value`` or chassis line), False for a tool diagnostic to skip; else refuse it
+    with what the file is (a node list, the ports report) or what was expected."""
+    if _NODE_LIST.match(line):
+        raise FormatError(
+            path,
+            "this is an ibnetdiscover node list (-l, -S or -H), not a topology: run plain "
+            "'ibnetdiscover > fabric.topo' and import that file",
+            lineno,
+        )
+    if _HEADER_START.match(line):
+        raise FormatError(
+            path,
+            'malformed device header: expected \'Switch <ports> "S-<guid>" # '
+            '"<description>" ...\' or \'Ca <ports> "H-<guid>" # "<description>"\'',
+            lineno,
+        )
+    if _PORTS_REPORT.match(line):
+        raise FormatError(
+            path,
+            "this is the 'ibnetdiscover -p' ports report, not the topology: it lists ports "
+            "but not each device's port count or record; run plain 'ibnetdiscover > "
+            "fabric.topo' (without -p) and import that file",
+            lineno,
+        )
+    if _ASSIGNMENT.match(line):
+        setting = line.split("=", 1)[0].strip().lower()
+        if setting in ("width", "speed"):
+            raise FormatError(
+                path,
+                f"ibsim's net-wide '{setting}=' line is not supported: give 'w=<lanes>' or "
+                "'s=<speed mask>' on each port line instead",
+                lineno,
+            )
+        return True  # vendid=, devid=, sysimgguid=, switchguid=, caguid= open a record
+    if _CHASSIS.match(line):
+        return True
+    if _DIAGNOSTIC.match(line):
+        return False
+    raise FormatError(
+        path,
+        f"unrecognised line {line[:60]!r}: expected a device header ('Switch' or 'Ca'), a "
+        "port line ('[<port>] ...'), a 'key=value' line or a '#' comment",
+        lineno,
+    )
 
 
 def _parse_header(
@@ -591,45 +607,50 @@ def _host_and_ca(dev: _Device, names: dict[str, str]) -> tuple[str | None, str]:
     return parts[0], parts[1].strip()
 
 
+@dataclass
+class _Cables:
+    """The paired cables sorted by what they join, and the counts of those left out."""
+
+    endpoints: list[tuple[_Device, int, str, str, float]]  # CA, port, switch id, speed, B/s
+    fabric: dict[tuple[str, str], list[tuple[str, float]]]  # switch pair -> (speed, B/s) each
+    counts: Counter[str]  # mismatched_cables, loopback_cables, ca_to_ca_cables
+
+
+def _sort_cables(devices: dict[str, _Device], cables: list[tuple[_PortEnd, _PortEnd]]) -> _Cables:
+    """Sort cables into host ports and switch-switch links; each at its slower end's rate."""
+    sorted_ = _Cables(endpoints=[], fabric={}, counts=Counter())
+    for a, b in cables:
+        slow = min((a, b), key=lambda e: (e.rate_Bps, e.line))
+        if (a.width, a.speed) != (b.width, b.speed):
+            sorted_.counts["mismatched_cables"] += 1
+        speed, capacity = f"{slow.width}{slow.speed}", slow.rate_Bps
+        da, db = devices[a.device], devices[b.device]
+        types = {da.type, db.type}
+        if a.device == b.device:
+            sorted_.counts["loopback_cables"] += 1
+        elif "router" in types or _is_aggregation_node(da) or _is_aggregation_node(db):
+            continue
+        elif types == {"switch"}:
+            pair = (a.device, b.device) if a.device < b.device else (b.device, a.device)
+            sorted_.fabric.setdefault(pair, []).append((speed, capacity))
+        elif types == {"ca"}:
+            sorted_.counts["ca_to_ca_cables"] += 1
+        else:
+            sw_end, ca_end = (a, b) if da.type == "switch" else (b, a)
+            sorted_.endpoints.append(
+                (devices[ca_end.device], ca_end.port, sw_end.device, speed, capacity)
+            )
+    return sorted_
+
+
 def _build_graph(
     path: str | Path,
     devices: dict[str, _Device],
     cables: list[tuple[_PortEnd, _PortEnd]],
     names: dict[str, str],
 ) -> nx.Graph:
-    counts: Counter[str] = Counter()
-    endpoints: list[tuple[_Device, int, str, str, float]] = []  # CA, port, switch, speed, B/s
-    fabric: dict[tuple[str, str], list[tuple[str, float]]] = {}
-    for a, b in cables:
-        slow = min((a, b), key=lambda e: (e.rate_Bps, e.line))
-        if (a.width, a.speed) != (b.width, b.speed):
-            counts["mismatched_cables"] += 1
-        speed, capacity = f"{slow.width}{slow.speed}", slow.rate_Bps
-        da, db = devices[a.device], devices[b.device]
-        types = {da.type, db.type}
-        if a.device == b.device:
-            counts["loopback_cables"] += 1
-        elif "router" in types or _is_aggregation_node(da) or _is_aggregation_node(db):
-            continue
-        elif types == {"switch"}:
-            pair = (a.device, b.device) if a.device < b.device else (b.device, a.device)
-            fabric.setdefault(pair, []).append((speed, capacity))
-        elif types == {"ca"}:
-            counts["ca_to_ca_cables"] += 1
-        else:
-            sw_end, ca_end = (a, b) if da.type == "switch" else (b, a)
-            endpoints.append((devices[ca_end.device], ca_end.port, sw_end.device, speed, capacity))
-
-    switch_names = _switch_names(devices, names)
-    nic_names = _nic_names([(ca, port) for ca, port, *_ in endpoints], names)
-    for dev_id, name in switch_names.items():
-        if name in nic_names.values() and name != dev_id:
-            switch_names[dev_id] = dev_id
-    if len(set(switch_names.values()) | set(nic_names.values())) != len(switch_names) + len(
-        nic_names
-    ):
-        raise FormatError(path, "device ids collide with host port names; cannot name the nodes")
-
+    sorted_ = _sort_cables(devices, cables)
+    switch_names, nic_names = _node_names(path, devices, sorted_.endpoints, names)
     G = nx.Graph()
     for dev in devices.values():
         if dev.type == "switch":
@@ -643,33 +664,7 @@ def _build_graph(
                 guid=dev.guid,
                 description=dev.description,
             )
-    link_speeds: Counter[str] = Counter()
-    for host_ca, port, sw_id, speed, capacity in endpoints:
-        nic = nic_names[(host_ca.id, port)]
-        host, _ = _host_and_ca(host_ca, names)
-        G.add_node(
-            nic,
-            kind="nic",
-            node=host or host_ca.id,
-            index=port,
-            guid=host_ca.guid,
-            description=host_ca.description,
-        )
-        G.add_edge(
-            nic, switch_names[sw_id], kind="endpoint", capacity=capacity, links=1, speed=speed
-        )
-        link_speeds[speed] += 1
-    for (u, v), links in fabric.items():
-        speeds = sorted({s for s, _ in links})
-        link_speeds.update(s for s, _ in links)
-        G.add_edge(
-            switch_names[u],
-            switch_names[v],
-            kind="fabric",
-            capacity=sum(c for _, c in links),
-            links=len(links),
-            speed="+".join(speeds),
-        )
+    link_speeds = _add_links(G, sorted_, switch_names, nic_names, names)
     if G.number_of_edges() == 0:
         n = G.number_of_nodes()
         raise FormatError(
@@ -677,8 +672,7 @@ def _build_graph(
             f"no links: {n} switch(es) but no cable from a switch to a host or to another "
             "switch; expected a cabled fabric",
         )
-
-    leaves = {switch_names[sw] for _, _, sw, *_ in endpoints}
+    leaves = {switch_names[sw] for _, _, sw, *_ in sorted_.endpoints}
     unreachable = _assign_tiers(G, leaves)
     switches = [v for v, k in G.nodes(data="kind") if k == "switch"]
     connected = {
@@ -695,14 +689,72 @@ def _build_graph(
         planes=nx.number_connected_components(G.subgraph(switches)),
         aggregation_nodes=sum(_is_aggregation_node(d) for d in devices.values()),
         link_speeds=dict(sorted(link_speeds.items())),
-        loopback_cables=counts["loopback_cables"],
+        loopback_cables=sorted_.counts["loopback_cables"],
         unconnected_cas=sum(d.id not in connected for d in cas),
-        ca_to_ca_cables=counts["ca_to_ca_cables"],
+        ca_to_ca_cables=sorted_.counts["ca_to_ca_cables"],
         routers=sum(d.type == "router" for d in devices.values()),
-        mismatched_cables=counts["mismatched_cables"],
+        mismatched_cables=sorted_.counts["mismatched_cables"],
         unreachable_switches=unreachable,
     )
     return G
+
+
+def _node_names(
+    path: str | Path,
+    devices: dict[str, _Device],
+    endpoints: list[tuple[_Device, int, str, str, float]],
+    names: dict[str, str],
+) -> tuple[dict[str, str], dict[tuple[str, int], str]]:
+    """Switch id -> node name and (CA id, port) -> node name, refusing a collision."""
+    switch_names = _switch_names(devices, names)
+    nic_names = _nic_names([(ca, port) for ca, port, *_ in endpoints], names)
+    for dev_id, name in switch_names.items():
+        if name in nic_names.values() and name != dev_id:
+            switch_names[dev_id] = dev_id
+    if len(set(switch_names.values()) | set(nic_names.values())) != len(switch_names) + len(
+        nic_names
+    ):
+        raise FormatError(path, "device ids collide with host port names; cannot name the nodes")
+    return switch_names, nic_names
+
+
+def _add_links(
+    G: nx.Graph,
+    sorted_: _Cables,
+    switch_names: dict[str, str],
+    nic_names: dict[tuple[str, int], str],
+    names: dict[str, str],
+) -> Counter[str]:
+    """Add the host ports with their endpoint cables, then the switch-switch edges (parallel
+    cables summed); return the cables per speed."""
+    link_speeds: Counter[str] = Counter()
+    for host_ca, port, sw_id, speed, capacity in sorted_.endpoints:
+        nic = nic_names[(host_ca.id, port)]
+        host, _ = _host_and_ca(host_ca, names)
+        G.add_node(
+            nic,
+            kind="nic",
+            node=host or host_ca.id,
+            index=port,
+            guid=host_ca.guid,
+            description=host_ca.description,
+        )
+        G.add_edge(
+            nic, switch_names[sw_id], kind="endpoint", capacity=capacity, links=1, speed=speed
+        )
+        link_speeds[speed] += 1
+    for (u, v), links in sorted_.fabric.items():
+        speeds = sorted({s for s, _ in links})
+        link_speeds.update(s for s, _ in links)
+        G.add_edge(
+            switch_names[u],
+            switch_names[v],
+            kind="fabric",
+            capacity=sum(c for _, c in links),
+            links=len(links),
+            speed="+".join(speeds),
+        )
+    return link_speeds
 
 
 def _switch_names(devices: dict[str, _Device], names: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,350 @@
+"""Tests of the public queries of topo.fabric (natural_key, terminal_kind, servers,
+switch_components, blocks_below_top), with values worked out by hand from the builders' naming
+(docs/builders.md) and the ibnetdiscover record format."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from topo.builders import build
+from topo.errors import FormatError
+from topo.fabric import (
+    blocks_below_top,
+    check_schema,
+    load,
+    natural_key,
+    servers,
+    switch_components,
+    terminal_kind,
+)
+from topo.formats import read_ibnetdiscover
+
+
+def imported(tmp_path: Path, text: str) -> nx.Graph:
+    """An imported fabric from an ibsim net file (no GPUs: its terminals are NICs)."""
+    path = tmp_path / "net"
+    path.write_text(text)
+    return read_ibnetdiscover(path)
+
+
+# Two hosts named so that a plain string sort would put node10 first; one switch.
+TWO_HOSTS = (
+    'Switch 4 "sw1"\n[1] "node10"[1]\n[2] "node2"[1]\n\n'
+    'Hca 1 "node10"\n[1] "sw1"[1]\n\n'
+    'Hca 1 "node2"\n[1] "sw1"[2]\n'
+)
+
+
+# -- natural_key -----------------------------------------------------------------------------
+
+
+def test_natural_key_compares_digit_runs_as_numbers() -> None:
+    names = ["leaf10", "leaf2", "leaf1", "p1/leaf0", "p0/leaf11"]
+    assert sorted(names, key=natural_key) == ["leaf1", "leaf2", "leaf10", "p0/leaf11", "p1/leaf0"]
+
+
+def test_natural_key_parts() -> None:
+    # "p1/leaf10" splits into 'p', '1', '/leaf', '10', '' (re.split keeps the digit runs).
+    assert natural_key("p1/leaf10") == (
+        (1, 0, "p"),
+        (0, 1, ""),
+        (1, 0, "/leaf"),
+        (0, 10, ""),
+        (1, 0, ""),
+    )
+    assert natural_key(7) == ((0, 7, ""),)
+    assert natural_key(np.int64(7)) == natural_key(7)
+    # A bool is not a number here: it is shown as its name.
+    assert natural_key(True) == ((1, 0, "True"),)
+    # Leading zeros compare by value: node01 and node1 tie.
+    assert natural_key("node01") == natural_key("node1")
+
+
+def test_natural_key_orders_mixed_names_without_type_error() -> None:
+    # ints: ((0, n, ''),) come first; "2a" starts with an empty text part (1, 0, '') which
+    # sorts before "node2"'s (1, 0, 'node').
+    assert sorted([10, "node2", 2, "2a"], key=natural_key) == [2, 10, "2a", "node2"]
+
+
+# -- terminal_kind ---------------------------------------------------------------------------
+
+
+def test_terminal_kind() -> None:
+    assert terminal_kind(build("ft2", switch_ports=4)) == "gpu"
+    assert terminal_kind(build("dragonfly", switch_ports=8)) == "gpu"
+
+
+def test_terminal_kind_of_an_imported_fabric_is_nic(tmp_path: Path) -> None:
+    assert terminal_kind(imported(tmp_path, TWO_HOSTS)) == "nic"
+
+
+# -- servers ---------------------------------------------------------------------------------
+
+
+def test_servers_of_a_built_fabric() -> None:
+    # ft2 of 4-port switches: 4 leaves of 2 down ports = 8 NICs; 1 NIC per node -> 8 servers
+    # of 12 GPUs; each server lists its GPUs 0..11 (gpu10 after gpu9), its NIC, its NVSwitch.
+    G = build("ft2", switch_ports=4, gpus_per_node=12, nics_per_node=1)
+    s = servers(G)
+    assert list(s) == list(range(8))
+    assert s[0] == [f"node0/gpu{i}" for i in range(12)] + ["node0/nic0", "node0/nvswitch"]
+    assert s[7][-2:] == ["node7/nic0", "node7/nvswitch"]
+
+
+def test_servers_in_natural_order_of_int_ids() -> None:
+    # 8 ports, 1 GPU and 1 NIC per node: 8 leaves x 4 down ports = 32 servers; ids 0..31 by
+    # value (a string sort would put 10 before 2).
+    s = servers(build("ft2", switch_ports=8, gpus_per_node=1, nics_per_node=1))
+    assert list(s) == list(range(32))
+    assert s[10] == ["node10/gpu0", "node10/nic0", "node10/nvswitch"]
+
+
+def test_servers_of_an_imported_fabric(tmp_path: Path) -> None:
+    # ibsim CA "node2" (one word, no CA name): hostname unknown, node = the CA id; its port 1
+    # is the NIC "node2/p1".
+    assert servers(imported(tmp_path, TWO_HOSTS)) == {
+        "node2": ["node2/p1"],
+        "node10": ["node10/p1"],
+    }
+
+
+# -- switch_components -----------------------------------------------------------------------
+
+
+def test_switch_components_are_the_planes() -> None:
+    # MPFT of 4-port switches, 2 NICs per node: 2 planes, each a two-layer tree of 4 leaves
+    # and 2 spines; leaf before spine (natural order of "/leaf" < "/spine").
+    G = build("mpft", switch_ports=4, gpus_per_node=2, nics_per_node=2)
+    assert switch_components(G) == [
+        ["p0/leaf0", "p0/leaf1", "p0/leaf2", "p0/leaf3", "p0/spine0", "p0/spine1"],
+        ["p1/leaf0", "p1/leaf1", "p1/leaf2", "p1/leaf3", "p1/spine0", "p1/spine1"],
+    ]
+
+
+def test_one_plane_is_one_component() -> None:
+    # ft2 of 12 ports: 12 leaves, 6 spines, in natural order (leaf10 after leaf9).
+    (comp,) = switch_components(build("ft2", switch_ports=12))
+    assert comp == [f"leaf{j}" for j in range(12)] + [f"spine{j}" for j in range(6)]
+
+
+def test_switch_components_of_an_imported_fabric(tmp_path: Path) -> None:
+    # Two switches with no cable between them, each with one host: two components.
+    text = (
+        'Switch 2 "sw2"\n[1] "h2"[1]\n\nSwitch 2 "sw10"\n[1] "h10"[1]\n\n'
+        'Hca 1 "h2"\n[1] "sw2"[1]\n\nHca 1 "h10"\n[1] "sw10"[1]\n'
+    )
+    assert switch_components(imported(tmp_path, text)) == [["sw2"], ["sw10"]]
+
+
+# -- blocks_below_top ------------------------------------------------------------------------
+
+
+def test_blocks_below_top_are_the_pods_of_a_three_layer_tree() -> None:
+    # ft3 of 4-port switches: 4 pods of 2 leaves and 2 spines under 4 cores; in each block the
+    # leaves (tier 1) come before the spines (tier 2).
+    blocks = blocks_below_top(build("ft3", switch_ports=4))
+    assert blocks == [
+        [f"pod{q}/leaf0", f"pod{q}/leaf1", f"pod{q}/spine0", f"pod{q}/spine1"] for q in range(4)
+    ]
+
+
+def test_blocks_below_top_of_a_two_layer_tree_are_its_leaves() -> None:
+    # ft2 of 12 ports: the 12 leaves, one block each, in natural order.
+    assert blocks_below_top(build("ft2", switch_ports=12)) == [[f"leaf{j}"] for j in range(12)]
+
+
+def test_blocks_below_top_of_given_switches() -> None:
+    # Only pod 1's switches: its top tier is the spines (2), so the blocks are its two leaves.
+    G = build("ft3", switch_ports=4)
+    pod1 = ["pod1/spine1", "pod1/leaf1", "pod1/spine0", "pod1/leaf0"]
+    assert blocks_below_top(G, pod1) == [["pod1/leaf0"], ["pod1/leaf1"]]
+    assert blocks_below_top(G, []) == []
+
+
+def test_blocks_below_top_of_a_single_tier_fabric_is_empty() -> None:
+    # Dragonfly routers are all leaves (tier 1): nothing below the top tier.
+    assert blocks_below_top(build("dragonfly", switch_ports=8)) == []
+
+
+@pytest.mark.parametrize("family", ["ft2", "ft3", "mrft", "mpft"])
+def test_blocks_cover_the_switches_below_the_top(family: str) -> None:
+    G = build(family, switch_ports=8)
+    top = max(d["tier"] for _, d in G.nodes(data=True) if "tier" in d)
+    below = {v for v, d in G.nodes(data=True) if d.get("tier", top) < top}
+    blocks = blocks_below_top(G)
+    assert sorted(v for b in blocks for v in b) == sorted(below)
+
+
+# -- load: the same graph as networkx reads, the same first error ----------------------------
+
+
+def reference_load(path: Path) -> nx.Graph:
+    """What topo.fabric.load returned before it checked the lists itself: networkx's reading,
+    copied to a simple graph, then check_schema."""
+    G = nx.Graph(nx.node_link_graph(json.loads(path.read_text()), edges="edges"))
+    check_schema(G, path)
+    return G
+
+
+def layout(G: nx.Graph) -> tuple[Any, ...]:
+    """Everything order-sensitive about a graph: nodes, each neighbour list, edges, attributes."""
+    return (
+        list(G.nodes(data=True)),
+        [(u, list(G.adj[u].items())) for u in G],
+        list(G.edges(data=True)),
+        G.graph,
+    )
+
+
+def _shuffle(key: str, seed: int) -> Callable[[dict[str, Any]], None]:
+    return lambda d: random.Random(seed).shuffle(d[key])
+
+
+def _int_ids(d: dict[str, Any]) -> None:
+    ids = {n["id"]: 3 * i for i, n in enumerate(d["nodes"])}
+    for n in d["nodes"]:
+        n["id"] = ids[n["id"]]
+    for e in d["edges"]:
+        e["source"], e["target"] = ids[e["source"]], ids[e["target"]]
+
+
+def _edge(d: dict[str, Any], i: int = 5) -> dict[str, Any]:
+    return d["edges"][i]
+
+
+SAME_GRAPH = {
+    "as saved": lambda d: None,
+    "edges shuffled": _shuffle("edges", 1),
+    "nodes shuffled": _shuffle("nodes", 2),
+    "edges reversed": lambda d: [
+        e.update(source=e["target"], target=e["source"]) for e in d["edges"]
+    ],
+    "integer ids": _int_ids,
+    "no multigraph key": lambda d: (d.pop("multigraph"), _edge(d).update(key=3)),
+    "key attribute": lambda d: _edge(d).update(key=3),
+    "extra attributes": lambda d: (_edge(d).update(color="red"), d["graph"].update(x=[1])),
+    "self loop": lambda d: d["edges"].append(
+        {**_edge(d), "source": "p0/leaf0", "target": "p0/leaf0"}
+    ),
+    "no graph": lambda d: d.pop("graph"),
+    "empty": lambda d: d.update(nodes=[], edges=[]),
+    "repeated node": lambda d: d["nodes"].append({**d["nodes"][2], "extra": 1}),
+    "repeated edge": lambda d: d["edges"].append({**_edge(d), "capacity": 1e9}),
+    "repeated edge, bad first": lambda d: d["edges"].insert(0, {**_edge(d, 30), "capacity": 0}),
+    "repeated edge in a multigraph": lambda d: (
+        d.pop("multigraph"),
+        d["edges"].append({**_edge(d), "capacity": 1e9}),
+    ),
+    "boolean id": lambda d: d["nodes"].append({"id": True, "kind": "nvswitch", "node": 0}),
+}
+
+SAME_ERROR = {
+    "capacity 0": lambda d: _edge(d, 7).update(capacity=0),
+    "capacity inf": lambda d: _edge(d, -1).update(capacity=float("inf")),
+    "capacity bool": lambda d: _edge(d).update(capacity=True),
+    "capacity huge int": lambda d: _edge(d).update(capacity=10**30),
+    "links float": lambda d: _edge(d).update(links=1.5),
+    "no kind": lambda d: _edge(d, 9).pop("kind"),
+    "node kind": lambda d: d["nodes"][-1].update(kind="router"),
+    "tier bool": lambda d: d["nodes"][-1].update(tier=True),
+    "node bool": lambda d: d["nodes"][1].update(node=False),
+    "edge to an undeclared node": lambda d: d["edges"].insert(3, {**_edge(d), "target": "ghost"}),
+    "undeclared node and a bad edge": lambda d: (
+        d["edges"].append({**_edge(d), "target": "ghost"}),
+        _edge(d, 0).update(capacity=0),
+    ),
+    "no source": lambda d: _edge(d).pop("source"),
+    "list source": lambda d: _edge(d).update(source=[1, 2]),
+    "dict source": lambda d: _edge(d).update(source={"a": 1}),
+    "planes 0": lambda d: d["graph"].update(planes=0),
+    "repeated node, bad": lambda d: d["nodes"].append({**d["nodes"][-1], "tier": 0}),
+    "shuffled, two bad edges": lambda d: (
+        _shuffle("edges", 3)(d),
+        _shuffle("nodes", 4)(d),
+        _edge(d, 40).update(links=0),
+        _edge(d, 10).update(kind="x"),
+    ),
+    "bad node and bad edge": lambda d: (
+        d["nodes"][-1].update(kind="z"),
+        _edge(d, 0).update(kind="z"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def saved() -> dict[str, Any]:
+    """A small two-plane MPFT as node-link data (as save writes it)."""
+    G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    return nx.node_link_data(G, edges="edges")
+
+
+def _write(tmp_path: Path, saved: dict[str, Any], mutate: Callable[[dict[str, Any]], Any]) -> Path:
+    d = copy.deepcopy(saved)
+    mutate(d)
+    path = tmp_path / "fabric.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+@pytest.mark.parametrize("mutate", SAME_GRAPH.values(), ids=SAME_GRAPH.keys())
+def test_load_builds_the_graph_networkx_reads(tmp_path, saved, mutate) -> None:
+    path = _write(tmp_path, saved, mutate)
+    assert layout(load(path)) == layout(reference_load(path))
+
+
+@pytest.mark.parametrize("mutate", SAME_ERROR.values(), ids=SAME_ERROR.keys())
+def test_load_names_the_same_first_offender(tmp_path, saved, mutate) -> None:
+    path = _write(tmp_path, saved, mutate)
+    with pytest.raises(FormatError) as want:
+        try:
+            reference_load(path)
+        except (KeyError, TypeError) as exc:  # networkx's own exceptions, before the check
+            raise FormatError(path, f"not a node-link graph: {exc}") from None
+    with pytest.raises(FormatError) as got:
+        load(path)
+    assert str(got.value) == str(want.value)
+
+
+def test_load_messages(tmp_path, saved) -> None:
+    path = _write(tmp_path, saved, SAME_ERROR["capacity 0"])
+    with pytest.raises(
+        FormatError,
+        match=r"edge 'node1/nvswitch'-'node1/gpu1': 'capacity' must "
+        r"be a number of B/s from 1000 to 1e\+15, got 0$",
+    ):
+        load(path)
+    path = _write(tmp_path, saved, SAME_ERROR["edge to an undeclared node"])
+    with pytest.raises(FormatError, match=r"node 'ghost': kind None is not one of gpu, nic, "):
+        load(path)
+
+
+def test_load_refuses_a_null_edge_end(tmp_path, saved) -> None:
+    # networkx raises ValueError("None cannot be a node"); load says it, naming the file.
+    path = _write(tmp_path, saved, lambda d: _edge(d).update(source=None))
+    with pytest.raises(
+        FormatError, match=r"fabric.json: not a node-link graph: None cannot be a node"
+    ):
+        load(path)
+
+
+def test_load_leaves_the_collector_as_it_was(tmp_path, saved) -> None:
+    path = _write(tmp_path, saved, SAME_GRAPH["as saved"])
+    assert gc.isenabled()
+    load(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
