@@ -20,7 +20,6 @@ from topo.collective import (
     fit_alpha_beta,
     load_constants,
 )
-from topo.collective.fabric_rates import btree_parent, double_binary_tree
 from topo.errors import TopoError
 
 NVLINK = 450e9  # H100: 18 NVLink 4 links x 25 GB/s per direction
@@ -221,37 +220,6 @@ def test_oversubscription_binds_the_alltoall_not_the_ring(c_net):
     busbw = (1 << 40) / k.time_s * busbw_factor("alltoall", 12)
     assert busbw == pytest.approx(0.96 * 100e9 / 36 * 11, rel=1e-4)
     assert k.bound.startswith("net ")
-
-
-@pytest.mark.parametrize("nranks", [2, 3, 4, 5, 7, 8, 10, 16, 33, 64])
-def test_double_binary_tree_is_two_spanning_trees(nranks):
-    t0, t1 = double_binary_tree(nranks)
-    for tree in (t0, t1):
-        assert len(tree) == nranks - 1
-        children: dict[int, int] = {}
-        for child, parent in tree:
-            assert 0 <= parent < nranks and child != parent
-            children[parent] = children.get(parent, 0) + 1
-        assert max(children.values()) <= 2
-        # every rank reaches the root by parents: a spanning tree
-        parent_of = dict(tree)
-        for rank in range(nranks):
-            seen = set()
-            while rank in parent_of:
-                assert rank not in seen
-                seen.add(rank)
-                rank = parent_of[rank]
-    if nranks % 2 == 0 and nranks > 2:
-        inner0 = {p for _, p in t0}
-        inner1 = {p for _, p in t1}
-        # mirrored trees: odd ranks are leaves of tree 0 and inner ranks of tree 1 only
-        assert all(r % 2 == 0 for r in inner0)
-        assert all(r % 2 == 1 for r in inner1)
-
-
-def test_btree_parent_matches_hand_worked_tree():
-    # 8 ranks: 0 <- 4 <- {2, 6}; 2 <- {1, 3}; 6 <- {5, 7}
-    assert [btree_parent(r, 8) for r in range(8)] == [-1, 2, 4, 2, 0, 6, 4, 6]
 
 
 def test_fit_recovers_alpha_and_beta():

@@ -55,3 +55,15 @@ def test_bad_uniform_and_level_are_refused():
         Demand("rack", ("a", "b"), bytes_per_pair=1.0)  # type: ignore[arg-type]
     with pytest.raises(TopoError, match="no capacity"):
         Demand("server", (0, 1), {(0, 1): 1.0}).hose_time({0: 0.0})
+
+
+def test_load_peak_and_scaled():
+    d = Demand("server", (0, 1, 2), {(0, 1): 0.5, (2, 1): 1.0}, name="x")
+    assert (d.load(0), d.load(1), d.load(2)) == (0.5, 1.5, 1.0)
+    assert d.peak_bytes == 1.5
+    s = d.scaled(1e9)
+    assert dict(s.entries) == {(0, 1): 5e8, (2, 1): 1e9} and s.name == "x"
+    u = uniform_alltoall(build("ft2", switch_ports=8), 2.0).scaled(3.0)
+    assert u.uniform and u.bytes_per_pair == 6.0 and u.peak_bytes == 6.0 * 31
+    with pytest.raises(TopoError, match="scale factor"):
+        d.scaled(0.0)

@@ -43,6 +43,7 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
+from topo.flow.demand import DemandReport, server_demand_time
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
@@ -54,6 +55,7 @@ from topo.moe.traffic import (
     destinations,
     ep_layout,
 )
+from topo.traffic import Demand, ep_server_demand, rank_demand
 from topo.units import s_to_us
 
 __all__ = [
@@ -391,14 +393,9 @@ def time_phase(
     nvl_s = float(nvl_times.max()) / nvlink_efficiency if ep else 0.0
     busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
     # Network: server-to-server demand over the fabric.
-    server_bytes = layout.node_matrix(ib)
-    np.fill_diagonal(server_bytes, 0.0)
-    demand: dict[tuple[Hashable, Hashable], float] = {
-        (layout.servers[a], layout.servers[b]): float(server_bytes[a, b])
-        for a, b in zip(*np.nonzero(server_bytes), strict=True)
-    }
+    demand = ep_server_demand(ib, layout.servers, layout.gpus_per_node, name=phase)
     ib_s, tiers, method = 0.0, {}, "-"
-    if demand:
+    if demand is not None:
         rep, method = network_time(G, demand)
         ib_s, tiers = rep.time_s, dict(rep.bottleneck_tiers)
         own = own_nic_time(layout, ib)
@@ -437,34 +434,39 @@ def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
 
     DeepEP's kernels (and a naive all-to-all) send a GPU's RDMA traffic through the GPU's own
     NIC and receive it on the destination GPU's own NIC, while the fabric solver pools a
-    server's NICs. So the network time is at least, for every GPU ``i``,
-    ``max(out_i, in_i) / pcie_i`` and, for every NIC ``n``, the summed bytes of its GPUs over
-    its cable capacity (GPUs sharing a NIC share its cable; a GPU with several NICs splits its
-    bytes evenly). GPUs without a NIC of their own are left to the solver.
+    server's NICs. So the network time is at least, for every GPU ``i``, its hose bound
+    ``max(out_i, in_i) / pcie_i`` (:meth:`topo.traffic.Demand.hose_time`) and, for every NIC
+    ``n``, the summed bytes of its GPUs over its cable capacity (GPUs sharing a NIC share its
+    cable; a GPU with several NICs splits its bytes evenly). GPUs without a NIC of their own
+    are left to the solver.
 
     Parameters
     ----------
     layout : EPLayout
     ib : numpy.ndarray, shape (ep, ep)
-        Network bytes from rank ``i`` to rank ``j`` (B).
+        Network bytes from rank ``i`` to rank ``j`` (B; the diagonal, a rank to itself, is
+        not network traffic and is left out).
 
     Returns
     -------
     float
         Seconds (0 when no GPU has a NIC of its own).
     """
-    out, inn = ib.sum(axis=1), ib.sum(axis=0)
-    worst = 0.0
+    demand = rank_demand(ib, layout.gpus, name="network hops")
+    if demand is None:
+        return 0.0
+    ranks = zip(layout.gpus, layout.nic_of_rank, strict=True)
+    own = [(i, gpu, nics) for i, (gpu, nics) in enumerate(ranks) if nics]
+    pcie: dict[Hashable, float] = {
+        gpu: float(layout.pcie_Bps[i]) for i, gpu, _ in own if layout.pcie_Bps[i] > 0
+    }
+    worst = demand.hose_time(pcie)
     nic_out: dict[str, float] = {}
     nic_in: dict[str, float] = {}
-    for i, nics in enumerate(layout.nic_of_rank):
-        if not nics:
-            continue
-        if layout.pcie_Bps[i] > 0:
-            worst = max(worst, max(out[i], inn[i]) / layout.pcie_Bps[i])
+    for _, gpu, nics in own:
         for n in nics:
-            nic_out[n] = nic_out.get(n, 0.0) + out[i] / len(nics)
-            nic_in[n] = nic_in.get(n, 0.0) + inn[i] / len(nics)
+            nic_out[n] = nic_out.get(n, 0.0) + demand.out_bytes(gpu) / len(nics)
+            nic_in[n] = nic_in.get(n, 0.0) + demand.in_bytes(gpu) / len(nics)
     for n, cap in layout.nic_cable_Bps.items():
         if cap > 0 and n in nic_out:
             worst = max(worst, max(nic_out[n], nic_in[n]) / cap)
@@ -475,54 +477,51 @@ HOSE_TOL = 1e-6
 """Relative tolerance of the hose-bound check of :func:`network_time`."""
 
 
-def network_time(G: nx.Graph, demand: dict[tuple[Hashable, Hashable], float]) -> tuple[Any, str]:
-    """Time a server-to-server byte matrix on the fabric, solving a smaller fabric when exact.
+def network_time(G: nx.Graph, demand: Demand) -> tuple[DemandReport, str]:
+    """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
-    The fabric is first cut down to the demand's servers, the leaves they are cabled to and
-    every switch above the leaves (other servers never forward traffic, and other leaves only
-    offer detours). Removing arcs can only lengthen the time, and no fabric delivers a server's
-    bytes faster than its NICs' cables carry them (the *hose bound*
-    ``max_s max(out_s, in_s) / c_s``). So when the cut fabric reaches the hose bound, its time
-    is exact for the whole fabric; otherwise the whole fabric is solved.
+    The fabric is first cut down to the servers that send or receive, the leaves they are
+    cabled to and every switch above the leaves (other servers never forward traffic, and
+    other leaves only offer detours). Removing arcs can only lengthen the time, and no fabric
+    delivers a server's bytes faster than its NICs' cables carry them (the *hose bound*,
+    :meth:`topo.traffic.Demand.hose_time`). So when the cut fabric reaches the hose bound, its
+    time is exact for the whole fabric; otherwise the whole fabric is solved.
 
     Parameters
     ----------
     G : networkx.Graph
         The fabric.
-    demand : dict of (server, server) to float
-        Bytes between distinct servers.
+    demand : Demand
+        Server level: bytes between distinct servers (:mod:`topo.traffic.moe`).
 
     Returns
     -------
     (DemandReport, str)
         The report of :func:`topo.flow.demand.server_demand_time` and how it was obtained.
 
+    Raises
+    ------
+    TopoError, InfeasibleError, SolverError
+        As :func:`topo.flow.demand.server_demand_time`.
+
     References
     ----------
     :func:`topo.flow.demand.server_demand_time`; docs/moe.md ("Solving the network time").
     """
-    from topo.flow.demand import server_demand_time
-
-    servers = {s for pair in demand for s in pair}
-    keep, cable = _cut_fabric(G, servers)
+    assert demand.entries is not None, "a uniform demand is solved by topo.flow.alltoall"
+    entries = dict(demand.entries)
+    busy = {t for t in demand.terminals if demand.load(t) > 0}
+    keep, cable = _cut_fabric(G, busy)
     if len(keep) < G.number_of_nodes():
         try:
-            rep = server_demand_time(G.subgraph(keep), demand)
+            rep = server_demand_time(G.subgraph(keep), entries)
         except InfeasibleError:  # the cut removed a needed path: solve the whole fabric
             rep = None
-        out: dict[Hashable, float] = {}
-        inn: dict[Hashable, float] = {}
-        for (a, b), x in demand.items():
-            out[a] = out.get(a, 0.0) + x
-            inn[b] = inn.get(b, 0.0) + x
-        hose = max(
-            (max(out.get(s, 0.0), inn.get(s, 0.0)) / cable[s] for s in servers if cable.get(s)),
-            default=0.0,
-        )
+        hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
         if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
             n, m = len(keep), G.number_of_nodes()
             return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact"
-    return server_demand_time(G, demand), "whole fabric"
+    return server_demand_time(G, entries), "whole fabric"
 
 
 def _cut_fabric(G: nx.Graph, servers: set[Hashable]) -> tuple[set[Hashable], dict[Hashable, float]]:

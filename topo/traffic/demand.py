@@ -118,6 +118,32 @@ class Demand:
             return self.bytes_per_pair * n * (n - 1)
         return sum(self._out.values())
 
+    def load(self, t: Hashable) -> float:
+        """The larger of the bytes terminal ``t`` sends and receives (B): its hose load."""
+        return max(self.out_bytes(t), self.in_bytes(t))
+
+    @property
+    def peak_bytes(self) -> float:
+        """The busiest terminal's hose load, ``max_t max(out_t, in_t)`` (B)."""
+        if self.entries is None:
+            return self.bytes_per_pair * (len(self.terminals) - 1)
+        return max(self.load(t) for t in self.terminals)
+
+    def scaled(self, factor: float) -> Demand:
+        """The same pattern with every byte count multiplied by ``factor`` (> 0, finite).
+
+        Examples
+        --------
+        >>> Demand("server", (0, 1), {(0, 1): 0.5}).scaled(1e9).entries[(0, 1)]
+        500000000.0
+        """
+        if not (0 < factor < float("inf")):
+            raise TopoError(f"a demand's scale factor must be finite and > 0, not {factor}")
+        if self.entries is None:
+            return Demand(self.level, self.terminals, None, self.bytes_per_pair * factor, self.name)
+        entries = {k: x * factor for k, x in self.entries.items()}
+        return Demand(self.level, self.terminals, entries, name=self.name)
+
     def hose_time(self, capacity_Bps: Mapping[Hashable, float]) -> float:
         """The hose bound: no fabric delivers the demand sooner than its busiest terminal's
         cables carry its bytes, ``max_t max(out_t, in_t) / c_t`` (s).
@@ -144,7 +170,7 @@ class Demand:
         """
         worst = 0.0
         for t in self.terminals:
-            load = max(self.out_bytes(t), self.in_bytes(t))
+            load = self.load(t)
             if load <= 0 or t not in capacity_Bps:
                 continue
             cap = float(capacity_Bps[t])
@@ -152,6 +178,41 @@ class Demand:
                 raise TopoError(f"terminal {t!r} has traffic but no capacity to the fabric")
             worst = max(worst, load / cap)
         return worst
+
+
+def fabric_terminals(G: nx.Graph, level: Level | None = None) -> tuple[Level, tuple[Hashable, ...]]:
+    """The traffic terminals of a fabric at a level, in natural order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (:mod:`topo.fabric`).
+    level : {"gpu", "server"}, optional
+        GPUs (default on fabrics with GPUs) or servers (their ``node`` ids). A fabric without
+        GPUs (an imported dump) has its host endpoints, the NICs cabled to a switch, as
+        terminals at either level, and its level is ``"server"``.
+
+    Returns
+    -------
+    (str, tuple)
+        The level and the terminals.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> fabric_terminals(G, "server")[1][:3], fabric_terminals(G)[1][0]
+    ((0, 1, 2), 'node0/gpu0')
+    """
+    kind = terminal_kind(G)
+    lvl: Level = level or ("gpu" if kind == "gpu" else "server")
+    if kind == "gpu" and lvl == "server":
+        terms = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
+    else:
+        terms = {v for v, d in G.nodes(data=True) if d["kind"] == kind}
+        if kind == "nic":  # only NICs cabled to a switch are endpoints
+            terms = {v for v in terms if any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])}
+    return lvl, tuple(sorted(terms, key=natural_key))
 
 
 def uniform_alltoall(
@@ -186,17 +247,10 @@ def uniform_alltoall(
     >>> len(d.terminals), d.total_bytes
     (32, 992.0)
     """
-    kind = terminal_kind(G)
-    lvl: Level = level or ("gpu" if kind == "gpu" else "server")
-    if kind == "gpu" and lvl == "server":
-        terms = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
-    else:
-        terms = {v for v, d in G.nodes(data=True) if d["kind"] == kind}
-        if kind == "nic":  # only NICs cabled to a switch are endpoints
-            terms = {v for v in terms if any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])}
+    lvl, terms = fabric_terminals(G, level)
     return Demand(
         level=lvl,
-        terminals=tuple(sorted(terms, key=natural_key)),
+        terminals=terms,
         bytes_per_pair=float(bytes_per_pair),
         name="alltoall",
     )
