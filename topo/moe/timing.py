@@ -647,19 +647,7 @@ def moe_report(
     W. Zhao et al., ISCA 2025, §2.3.2 and §4.3; DeepSeek-AI, arXiv 2412.19437, §2.1.2, §3.4;
     DeepEP README.
     """
-    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, eff in (
-        ("--ib-efficiency", ib_efficiency),
-        ("--nvlink-efficiency", nvlink_efficiency),
-    ):
-        if not (0 < eff <= 1):
-            raise TopoError(f"{name} must be in (0, 1], got {eff}")
-    if shared not in SHARED_MODES:
-        raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
-    if not schemes or any(s not in SCHEMES for s in schemes):
-        raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
+    _check_sizes(tokens_per_gpu, micro_batches, ib_efficiency, nvlink_efficiency, shared, schemes)
     layout = ep_layout(G, config.n_routed_experts, ep)
     n_tokens = layout.ep * tokens_per_gpu
     if n_tokens > MAX_TOKENS:
@@ -667,27 +655,9 @@ def moe_report(
             f"{layout.ep} ranks x {tokens_per_gpu} tokens = {n_tokens:,} tokens exceeds the "
             f"{MAX_TOKENS:,} topo gates at once; lower --tokens-per-gpu"
         )
-    k = config.num_experts_per_tok
-    limit = config.default_node_limit if node_limit is None else node_limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
-    per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
-    binding = 0 < limit < layout.nodes
-    most = int(np.sort(per_node)[::-1][:limit].sum())
-    if binding and most < k:
-        raise TopoError(
-            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
-            f"fewer than the {k} a token picks"
-        )
+    limit, binding = _node_limit(config, layout, node_limit)
     if routing is not None:
-        experts = np.asarray(routing, dtype=np.int64)
-        if experts.shape != (n_tokens, k):
-            raise TopoError(
-                f"a fixed routing must have shape ({n_tokens}, {k}), got {experts.shape}"
-            )
-        if experts.min() < 0 or experts.max() >= config.n_routed_experts:
-            raise TopoError("a fixed routing names an expert outside the model's routed experts")
-        routings = {0: experts}
+        routings = {0: _fixed_routing(config, routing, n_tokens)}
         limits = [0]
         label = routing_label or "fixed"
     else:
@@ -695,6 +665,7 @@ def moe_report(
             config.n_routed_experts, zipf=zipf, load=expert_load, seed=seed
         )
         limits = [limit, 0] if binding else [0]
+        k = config.num_experts_per_tok
         gated = route_tokens(n_tokens, probs, layout.expert_node, k, limits, seed=seed)
         routings = {m: g.experts for m, g in gated.items()}
         label = routing_label or (
@@ -707,35 +678,9 @@ def moe_report(
     d_bytes = copy_bytes(config.hidden_size, dispatch_dtype, fp8_scales=fp8_scales)
     c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
     use_shared = shared if config.n_shared_experts > 0 else "local"
-    kw = dict(ib_efficiency=ib_efficiency, nvlink_efficiency=nvlink_efficiency)
-    scenarios: list[ScenarioResult] = []
-    for scheme in schemes:
-        for m in limits:
-            experts = routings[m]
-            src, dest = destinations(layout, experts, tokens_per_gpu, use_shared)
-            nodes = layout.expert_node[experts]
-            nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
-            copies = copy_matrices(src, dest, layout.gpus_per_node, layout.ep, scheme)
-            disp = time_phase(G, layout, copies, d_bytes, "dispatch", **kw)
-            comb = time_phase(G, layout, copies.transposed(), c_bytes, "combine", **kw)
-            layer = micro_batches * (disp.time_s + comb.time_s)
-            tpot = config.moe_layers * layer
-            scenarios.append(
-                ScenarioResult(
-                    scheme=scheme,
-                    node_limit=m,
-                    nodes_per_token=nodes_per_token,
-                    ib_copies_per_token=float(copies.ib.sum() / n_tokens) if n_tokens else 0.0,
-                    dispatch=disp,
-                    combine=comb,
-                    layer_s=layer,
-                    tpot_s=tpot,
-                    tokens_per_s=1.0 / tpot if tpot > 0 else math.inf,
-                    ib_bytes_per_gpu=micro_batches * (disp.ib_bytes_sent + comb.ib_bytes_sent),
-                    nvlink_bytes_per_gpu=micro_batches
-                    * (disp.nvlink_bytes_sent + comb.nvlink_bytes_sent),
-                )
-            )
+    run = _Scenarios(G, layout, config, tokens_per_gpu, micro_batches, use_shared,
+                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency)  # fmt: skip
+    scenarios = [run.scenario(scheme, m, routings[m]) for scheme in schemes for m in limits]
     return MoEReport(
         model=config,
         fabric=str(G.graph.get("name", G.graph.get("family", ""))),
@@ -757,6 +702,101 @@ def moe_report(
         scenarios=scenarios,
         layout=layout,
     )
+
+
+def _check_sizes(
+    tokens_per_gpu: int,
+    micro_batches: int,
+    ib_efficiency: float,
+    nvlink_efficiency: float,
+    shared: str,
+    schemes: Sequence[str],
+) -> None:
+    """Refuse bad sizes, efficiencies, shared-expert modes and schemes (messages name flags)."""
+    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
+    for name, eff in (
+        ("--ib-efficiency", ib_efficiency),
+        ("--nvlink-efficiency", nvlink_efficiency),
+    ):
+        if not (0 < eff <= 1):
+            raise TopoError(f"{name} must be in (0, 1], got {eff}")
+    if shared not in SHARED_MODES:
+        raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
+    if not schemes or any(s not in SCHEMES for s in schemes):
+        raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
+
+
+def _node_limit(config: MoEConfig, layout: EPLayout, node_limit: int | None) -> tuple[int, bool]:
+    """The node limit asked for (default the model's), and whether it can bind."""
+    k = config.num_experts_per_tok
+    limit = config.default_node_limit if node_limit is None else node_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
+    per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
+    binding = 0 < limit < layout.nodes
+    most = int(np.sort(per_node)[::-1][:limit].sum())
+    if binding and most < k:
+        raise TopoError(
+            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
+            f"fewer than the {k} a token picks"
+        )
+    return limit, binding
+
+
+def _fixed_routing(config: MoEConfig, routing: np.ndarray, n_tokens: int) -> np.ndarray:
+    """A fixed routing, checked: shape (tokens, k), experts of the model."""
+    k = config.num_experts_per_tok
+    experts = np.asarray(routing, dtype=np.int64)
+    if experts.shape != (n_tokens, k):
+        raise TopoError(f"a fixed routing must have shape ({n_tokens}, {k}), got {experts.shape}")
+    if experts.min() < 0 or experts.max() >= config.n_routed_experts:
+        raise TopoError("a fixed routing names an expert outside the model's routed experts")
+    return experts
+
+
+@dataclass(frozen=True)
+class _Scenarios:
+    """What every scenario of one report shares; :meth:`scenario` times one."""
+
+    G: nx.Graph
+    layout: EPLayout
+    config: MoEConfig
+    tokens_per_gpu: int
+    micro_batches: int
+    shared: str
+    d_bytes: int
+    c_bytes: int
+    ib_efficiency: float
+    nvlink_efficiency: float
+
+    def scenario(self, scheme: str, node_limit: int, experts: np.ndarray) -> ScenarioResult:
+        """Dispatch and combine of one routing under one delivery scheme."""
+        lay, mb = self.layout, self.micro_batches
+        n_tokens = experts.shape[0]
+        kw = dict(ib_efficiency=self.ib_efficiency, nvlink_efficiency=self.nvlink_efficiency)
+        src, dest = destinations(lay, experts, self.tokens_per_gpu, self.shared)
+        nodes = lay.expert_node[experts]
+        nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
+        copies = copy_matrices(src, dest, lay.gpus_per_node, lay.ep, scheme)
+        disp = time_phase(self.G, lay, copies, self.d_bytes, "dispatch", **kw)
+        comb = time_phase(self.G, lay, copies.transposed(), self.c_bytes, "combine", **kw)
+        layer = mb * (disp.time_s + comb.time_s)
+        tpot = self.config.moe_layers * layer
+        return ScenarioResult(
+            scheme=scheme,
+            node_limit=node_limit,
+            nodes_per_token=nodes_per_token,
+            ib_copies_per_token=float(copies.ib.sum() / n_tokens) if n_tokens else 0.0,
+            dispatch=disp,
+            combine=comb,
+            layer_s=layer,
+            tpot_s=tpot,
+            tokens_per_s=1.0 / tpot if tpot > 0 else math.inf,
+            ib_bytes_per_gpu=mb * (disp.ib_bytes_sent + comb.ib_bytes_sent),
+            nvlink_bytes_per_gpu=mb * (disp.nvlink_bytes_sent + comb.nvlink_bytes_sent),
+        )
 
 
 def _distinct_per_row(a: np.ndarray) -> np.ndarray:
