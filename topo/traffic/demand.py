@@ -132,6 +132,21 @@ class Demand:
     def scaled(self, factor: float) -> Demand:
         """The same pattern with every byte count multiplied by ``factor`` (> 0, finite).
 
+        Parameters
+        ----------
+        factor : float
+            The multiplier (B per B of this demand).
+
+        Returns
+        -------
+        Demand
+            Same level, terminals and name.
+
+        Raises
+        ------
+        TopoError
+            ``factor`` is not finite and > 0.
+
         Examples
         --------
         >>> Demand("server", (0, 1), {(0, 1): 0.5}).scaled(1e9).entries[(0, 1)]
