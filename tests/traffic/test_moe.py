@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topo.errors import TopoError
-from topo.traffic import combine, dispatch, ep_server_demand, rank_demand, server_matrix
+from topo.traffic import combine, dispatch, ep_server_demand, server_matrix
 
 # Two servers "A" (ranks 0, 1) and "B" (ranks 2, 3). Network copies of one dispatch:
 # 0 -> 2: 2, 1 -> 3: 1, 2 -> 0: 1, 3 -> 1: 3, and 0 -> 1: 5 (inside A: not fabric traffic).
@@ -33,13 +33,10 @@ def test_no_traffic_between_servers_is_none():
     inside = np.zeros((4, 4))
     inside[0, 1] = inside[3, 2] = 7.0
     assert ep_server_demand(inside, [0, 1], 2) is None
-    assert rank_demand(np.diag([1.0, 2.0]), ["g0", "g1"]) is None
 
 
-def test_server_matrix_and_rank_demand():
+def test_server_matrix():
     assert server_matrix(COPIES, 2).tolist() == [[5, 3], [4, 0]]
-    d = rank_demand(COPIES * 1.0, ["a0", "a1", "b0", "b1"])
-    assert d.level == "gpu" and d.out_bytes("a0") == 7.0 and d.in_bytes("a1") == 8.0
 
 
 def test_bad_matrices_are_refused():
@@ -49,5 +46,3 @@ def test_bad_matrices_are_refused():
     bad[0, 2] = -1.0
     with pytest.raises(TopoError, match="finite and >= 0"):
         ep_server_demand(bad, [0, 1], 2)
-    with pytest.raises(TopoError, match="square"):
-        rank_demand(np.zeros((2, 3)), ["g0", "g1"])

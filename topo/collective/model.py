@@ -136,7 +136,7 @@ class Candidate:
 
 def _hose(p: PatternRate, server_Bps: float) -> float:
     """Seconds per unit of a pattern when every server moves ``server_Bps``: its hose bound."""
-    return p.demand.hose_time(dict.fromkeys(p.demand.terminals, server_Bps))
+    return p.demand.hose_time(server_Bps)
 
 
 class _Rates:

@@ -55,7 +55,7 @@ from topo.moe.traffic import (
     destinations,
     ep_layout,
 )
-from topo.traffic import Demand, ep_server_demand, rank_demand
+from topo.traffic import Demand, ep_server_demand, hose_bound
 from topo.units import s_to_us
 
 __all__ = [
@@ -435,42 +435,38 @@ def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
     DeepEP's kernels (and a naive all-to-all) send a GPU's RDMA traffic through the GPU's own
     NIC and receive it on the destination GPU's own NIC, while the fabric solver pools a
     server's NICs. So the network time is at least, for every GPU ``i``, its hose bound
-    ``max(out_i, in_i) / pcie_i`` (:meth:`topo.traffic.Demand.hose_time`) and, for every NIC
-    ``n``, the summed bytes of its GPUs over its cable capacity (GPUs sharing a NIC share its
-    cable; a GPU with several NICs splits its bytes evenly). GPUs without a NIC of their own
-    are left to the solver.
+    ``max(out_i, in_i) / pcie_i`` and, for every NIC ``n``, the hose bound of the summed bytes
+    of its GPUs over its cable capacity (GPUs sharing a NIC share its cable; a GPU with several
+    NICs splits its bytes evenly), both by :func:`topo.traffic.demand.hose_bound`. GPUs
+    without a NIC of their own are left to the solver.
 
     Parameters
     ----------
     layout : EPLayout
     ib : numpy.ndarray, shape (ep, ep)
-        Network bytes from rank ``i`` to rank ``j`` (B; the diagonal, a rank to itself, is
-        not network traffic and is left out).
+        Network bytes from rank ``i`` to rank ``j`` (B).
 
     Returns
     -------
     float
         Seconds (0 when no GPU has a NIC of its own).
     """
-    demand = rank_demand(ib, layout.gpus, name="network hops")
-    if demand is None:
-        return 0.0
+    out, inn = ib.sum(axis=1), ib.sum(axis=0)
     ranks = zip(layout.gpus, layout.nic_of_rank, strict=True)
     own = [(i, gpu, nics) for i, (gpu, nics) in enumerate(ranks) if nics]
     pcie: dict[Hashable, float] = {
         gpu: float(layout.pcie_Bps[i]) for i, gpu, _ in own if layout.pcie_Bps[i] > 0
     }
-    worst = demand.hose_time(pcie)
+    worst = hose_bound(((gpu, max(out[i], inn[i])) for i, gpu, _ in own), pcie)
     nic_out: dict[str, float] = {}
     nic_in: dict[str, float] = {}
-    for _, gpu, nics in own:
+    for i, _, nics in own:
         for n in nics:
-            nic_out[n] = nic_out.get(n, 0.0) + demand.out_bytes(gpu) / len(nics)
-            nic_in[n] = nic_in.get(n, 0.0) + demand.in_bytes(gpu) / len(nics)
-    for n, cap in layout.nic_cable_Bps.items():
-        if cap > 0 and n in nic_out:
-            worst = max(worst, max(nic_out[n], nic_in[n]) / cap)
-    return float(worst)
+            nic_out[n] = nic_out.get(n, 0.0) + out[i] / len(nics)
+            nic_in[n] = nic_in.get(n, 0.0) + inn[i] / len(nics)
+    cable: dict[Hashable, float] = {n: c for n, c in layout.nic_cable_Bps.items() if c > 0}
+    nic_loads = ((n, max(nic_out[n], nic_in[n])) for n in nic_out)
+    return float(max(worst, hose_bound(nic_loads, cable)))
 
 
 HOSE_TOL = 1e-6

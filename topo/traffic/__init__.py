@@ -19,8 +19,8 @@ from topo.traffic.collective import (
     ring_step,
     subcluster_alltoall,
 )
-from topo.traffic.demand import Demand, Level, fabric_terminals, uniform_alltoall
-from topo.traffic.moe import combine, dispatch, ep_server_demand, rank_demand, server_matrix
+from topo.traffic.demand import Demand, Level, fabric_terminals, hose_bound, uniform_alltoall
+from topo.traffic.moe import combine, dispatch, ep_server_demand, server_matrix
 from topo.traffic.patterns import permutation
 
 __all__ = [
@@ -33,8 +33,8 @@ __all__ = [
     "double_binary_tree_step",
     "ep_server_demand",
     "fabric_terminals",
+    "hose_bound",
     "permutation",
-    "rank_demand",
     "ring_step",
     "server_matrix",
     "subcluster_alltoall",

@@ -5,8 +5,9 @@ Units: bytes for demands, B/s for capacities, seconds for times.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Literal
 
@@ -122,7 +123,7 @@ class Demand:
         """The larger of the bytes terminal ``t`` sends and receives (B): its hose load."""
         return max(self.out_bytes(t), self.in_bytes(t))
 
-    @property
+    @cached_property
     def peak_bytes(self) -> float:
         """The busiest terminal's hose load, ``max_t max(out_t, in_t)`` (B)."""
         if self.entries is None:
@@ -159,14 +160,16 @@ class Demand:
         entries = {k: x * factor for k, x in self.entries.items()}
         return Demand(self.level, self.terminals, entries, name=self.name)
 
-    def hose_time(self, capacity_Bps: Mapping[Hashable, float]) -> float:
+    def hose_time(self, capacity_Bps: Mapping[Hashable, float] | float) -> float:
         """The hose bound: no fabric delivers the demand sooner than its busiest terminal's
         cables carry its bytes, ``max_t max(out_t, in_t) / c_t`` (s).
 
         Parameters
         ----------
-        capacity_Bps : Mapping[terminal, float]
-            Each terminal's total cable capacity into the fabric (B/s per direction).
+        capacity_Bps : Mapping[terminal, float] or float
+            Each terminal's total cable capacity into the fabric (B/s per direction); a number
+            gives every terminal that capacity (the bound is then ``peak_bytes / c``, the same
+            float as the mapping would give).
 
         Returns
         -------
@@ -183,16 +186,58 @@ class Demand:
         N. G. Duffield et al., "A flexible model for resource management in virtual private
         networks" (the hose model), SIGCOMM 1999.
         """
-        worst = 0.0
-        for t in self.terminals:
-            load = self.load(t)
-            if load <= 0 or t not in capacity_Bps:
-                continue
-            cap = float(capacity_Bps[t])
-            if cap <= 0:
-                raise TopoError(f"terminal {t!r} has traffic but no capacity to the fabric")
-            worst = max(worst, load / cap)
-        return worst
+        if not isinstance(capacity_Bps, Mapping):
+            if not capacity_Bps > 0:
+                raise TopoError(f"every terminal has traffic but no capacity ({capacity_Bps})")
+            return self.peak_bytes / float(capacity_Bps)
+        return hose_bound(((t, self.load(t)) for t in self.terminals), capacity_Bps)
+
+
+def hose_bound(
+    loads: Iterable[tuple[Hashable, float]], capacity_Bps: Mapping[Hashable, float]
+) -> float:
+    """The hose bound from each terminal's load: ``max_t load_t / c_t`` (s).
+
+    The one place the bound is computed: :meth:`Demand.hose_time` calls it with its terminals'
+    loads, and callers that have the loads already (per-GPU sums of a rank matrix, a NIC's
+    share of its GPUs' bytes) call it without building a :class:`Demand`.
+
+    Parameters
+    ----------
+    loads : iterable of (terminal, float)
+        Each terminal's hose load, the larger of the bytes it sends and receives (B).
+    capacity_Bps : Mapping[terminal, float]
+        Each terminal's capacity (B/s per direction); terminals not in it are not bounded.
+
+    Returns
+    -------
+    float
+        The bound (s); 0 when no terminal with a load > 0 has a capacity given.
+
+    Raises
+    ------
+    TopoError
+        A terminal with a load has capacity <= 0 (it cannot send at all).
+
+    Examples
+    --------
+    >>> hose_bound([("a", 6.0), ("b", 2.0), ("c", 9.0)], {"a": 2.0, "b": 0.5})
+    4.0
+
+    References
+    ----------
+    N. G. Duffield et al., "A flexible model for resource management in virtual private
+    networks" (the hose model), SIGCOMM 1999.
+    """
+    worst = 0.0
+    for t, load in loads:
+        if load <= 0 or t not in capacity_Bps:
+            continue
+        cap = float(capacity_Bps[t])
+        if cap <= 0:
+            raise TopoError(f"terminal {t!r} has traffic but no capacity to the fabric")
+        worst = max(worst, load / cap)
+    return worst
 
 
 def fabric_terminals(G: nx.Graph, level: Level | None = None) -> tuple[Level, tuple[Hashable, ...]]:
