@@ -7,6 +7,7 @@ fabric's capacities, independently of topo.collective.model.
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -20,8 +21,7 @@ from topo.collective import (
     fit_alpha_beta,
     load_constants,
 )
-from topo.collective.fabric_rates import btree_parent, double_binary_tree
-from topo.errors import TopoError
+from topo.errors import LPTooLarge, TopoError
 
 NVLINK = 450e9  # H100: 18 NVLink 4 links x 25 GB/s per direction
 NCCL_NVLINK = 18 * 20.6e9  # NCCL's SM90_NVLINK_BW per link (topo.h)
@@ -223,37 +223,6 @@ def test_oversubscription_binds_the_alltoall_not_the_ring(c_net):
     assert k.bound.startswith("net ")
 
 
-@pytest.mark.parametrize("nranks", [2, 3, 4, 5, 7, 8, 10, 16, 33, 64])
-def test_double_binary_tree_is_two_spanning_trees(nranks):
-    t0, t1 = double_binary_tree(nranks)
-    for tree in (t0, t1):
-        assert len(tree) == nranks - 1
-        children: dict[int, int] = {}
-        for child, parent in tree:
-            assert 0 <= parent < nranks and child != parent
-            children[parent] = children.get(parent, 0) + 1
-        assert max(children.values()) <= 2
-        # every rank reaches the root by parents: a spanning tree
-        parent_of = dict(tree)
-        for rank in range(nranks):
-            seen = set()
-            while rank in parent_of:
-                assert rank not in seen
-                seen.add(rank)
-                rank = parent_of[rank]
-    if nranks % 2 == 0 and nranks > 2:
-        inner0 = {p for _, p in t0}
-        inner1 = {p for _, p in t1}
-        # mirrored trees: odd ranks are leaves of tree 0 and inner ranks of tree 1 only
-        assert all(r % 2 == 0 for r in inner0)
-        assert all(r % 2 == 1 for r in inner1)
-
-
-def test_btree_parent_matches_hand_worked_tree():
-    # 8 ranks: 0 <- 4 <- {2, 6}; 2 <- {1, 3}; 6 <- {5, 7}
-    assert [btree_parent(r, 8) for r in range(8)] == [-1, 2, 4, 2, 0, 6, 4, 6]
-
-
 def test_fit_recovers_alpha_and_beta():
     alpha, beta, factor = 25e-6, 300e9, 1.75
     sizes = [2.0**k for k in range(20, 34)]
@@ -386,3 +355,34 @@ def test_two_server_all_gather_switch_points(h100, c):
     ):
         assert choose("all_gather", S, r, c).protocol == want
         assert min(hand, key=lambda p: t(p, S)) == want
+
+
+def test_refused_lps_fall_back_to_the_nic_hose_bound(monkeypatch, c, c_net):
+    """4 servers of 2 GPUs and 2 x 400G NICs with every LP refused (as on a 16k-GPU fabric):
+    each pattern keeps its demand, and the model bounds it by its busiest server over the NICs
+    in use, non-blocking. Per unit: the ring sends 1 B per server; the double binary tree of 4
+    ranks (tree 0: 1, 3 -> 2 -> 0; tree 1 mirrored: 2, 0 -> 1 -> 3) gives servers 1 and 2
+    three tree neighbours in one tree and one in the other, 4 x 1/2 B; the all-to-all 2 x 2 B
+    to each of 3 servers."""
+
+    def refuse(*args, **kwargs):
+        raise LPTooLarge("refused for the test")
+
+    module = sys.modules["topo.collective.fabric_rates"]  # the package exports the function
+    monkeypatch.setattr(module, "server_demand_time", refuse)
+    monkeypatch.setattr(module, "alltoall_bandwidth", refuse)
+    G = build("ft2", switch_ports=8, gpus=8, gpus_per_node=2, nics_per_node=2)
+    r = fabric_rates(G)
+    for p in (r.ring, r.tree, r.alltoall):
+        assert p.method.startswith("LP refused") and p.seconds_per_byte == 0 and not p.bottleneck
+    assert (r.ring.node_bytes, r.tree.node_bytes, r.alltoall.node_bytes) == (1.0, 2.0, 12.0)
+    size = float(1 << 33)
+    # NICs in use at NCCL's 0.96: 2 x 50 x 0.96 = 96 GB/s per server; all_gather ring of 8
+    # ranks: algbw = bus x n / (n - 1). With the fitted server ceiling (0.825 x 100 GB/s) that
+    # binds instead.
+    ring = {(k.algorithm, k.protocol): k for k in candidates("all_gather", size, r, c_net)}
+    assert ring[("ring", "Simple")].bound == "net NICs (no LP)"
+    assert ring[("ring", "Simple")].algbw_Bps == pytest.approx(96e9 * 8 / 7)
+    ring = {(k.algorithm, k.protocol): k for k in candidates("all_gather", size, r, c)}
+    assert ring[("ring", "Simple")].bound == "server ceiling"
+    assert ring[("ring", "Simple")].algbw_Bps == pytest.approx(82.5e9 * 8 / 7)

@@ -11,6 +11,7 @@ from formats._real import real_file
 
 from topo.builders import build
 from topo.errors import TopoError
+from topo.flow.demand import server_demand_time
 from topo.moe import (
     config_from_dict,
     copy_matrices,
@@ -22,6 +23,8 @@ from topo.moe import (
     route_tokens,
     time_phase,
 )
+from topo.moe.timing import network_time
+from topo.traffic import Demand
 
 NIC = 50e9  # B/s: one 400 Gb/s NIC
 NVLINK = 200e9  # B/s per direction: the builders' default (H800)
@@ -237,13 +240,10 @@ def test_refusals(kw, match):
 
 
 def test_network_time_cut_fabric_is_exact_or_falls_back():
-    from topo.flow.demand import server_demand_time
-    from topo.moe.timing import network_time
-
     # Non-blocking: 4 of 32 servers exchange bytes; the cut fabric reaches the hose bound.
     G = build("ft2", switch_ports=8, gpus=32, gpus_per_node=1, nics_per_node=1)
     demand = {(0, 5): 3e9, (5, 9): 1e9, (9, 0): 2e9, (13, 0): 1e9}
-    rep, how = network_time(G, demand)
+    rep, how = network_time(G, Demand("server", tuple(range(32)), demand))
     assert how.startswith("reduced fabric") and how.endswith("exact")
     assert rep.time_s == pytest.approx(server_demand_time(G, demand).time_s, rel=1e-6)
     assert rep.time_s == pytest.approx(3e9 / NIC, rel=1e-6)  # server 0: 3 GB out over 50 GB/s
@@ -251,7 +251,7 @@ def test_network_time_cut_fabric_is_exact_or_falls_back():
     H = build("ft2", switch_ports=8, gpus=48, gpus_per_node=1, nics_per_node=1,
               oversubscription=3)  # fmt: skip
     demand = {(a, b): 1e9 for a in range(6) for b in range(6, 12)}
-    rep, how = network_time(H, demand)
+    rep, how = network_time(H, Demand("server", tuple(range(12)), demand))
     assert how == "whole fabric"
     assert rep.time_s == pytest.approx(server_demand_time(H, demand).time_s, rel=1e-9)
     assert rep.time_s > 6e9 / NIC * (1 + 1e-3)

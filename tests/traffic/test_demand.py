@@ -8,7 +8,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import TopoError
-from topo.traffic import Demand, uniform_alltoall
+from topo.traffic import Demand, hose_bound, uniform_alltoall
 
 
 def test_explicit_sums_and_hose_bound():
@@ -55,3 +55,28 @@ def test_bad_uniform_and_level_are_refused():
         Demand("rack", ("a", "b"), bytes_per_pair=1.0)  # type: ignore[arg-type]
     with pytest.raises(TopoError, match="no capacity"):
         Demand("server", (0, 1), {(0, 1): 1.0}).hose_time({0: 0.0})
+
+
+def test_load_peak_and_scaled():
+    d = Demand("server", (0, 1, 2), {(0, 1): 0.5, (2, 1): 1.0}, name="x")
+    assert (d.load(0), d.load(1), d.load(2)) == (0.5, 1.5, 1.0)
+    assert d.peak_bytes == 1.5
+    # every terminal at 0.25 B/s: server 1's 1.5 B take 6 s, as with the capacities spelled out
+    assert d.hose_time(0.25) == d.hose_time(dict.fromkeys(d.terminals, 0.25)) == 6.0
+    with pytest.raises(TopoError, match="no capacity"):
+        d.hose_time(0.0)
+    s = d.scaled(1e9)
+    assert dict(s.entries) == {(0, 1): 5e8, (2, 1): 1e9} and s.name == "x"
+    u = uniform_alltoall(build("ft2", switch_ports=8), 2.0).scaled(3.0)
+    assert u.uniform and u.bytes_per_pair == 6.0 and u.peak_bytes == 6.0 * 31
+    with pytest.raises(TopoError, match="scale factor"):
+        d.scaled(0.0)
+
+
+def test_hose_bound_from_loads():
+    # a: 6 B over 2 B/s = 3 s; b: 2 B over 0.5 B/s = 4 s; c has no capacity given; d no load
+    loads = [("a", 6.0), ("b", 2.0), ("c", 9.0), ("d", 0.0)]
+    assert hose_bound(loads, {"a": 2.0, "b": 0.5, "d": 0.0}) == 4.0
+    assert hose_bound([], {"a": 1.0}) == 0.0
+    with pytest.raises(TopoError, match="'a' has traffic but no capacity"):
+        hose_bound(loads, {"a": 0.0})

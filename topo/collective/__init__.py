@@ -2,7 +2,8 @@
 
 - :mod:`topo.collective.constants`: NCCL's latencies, protocol factors and caps, per release;
 - :mod:`topo.collective.fabric_rates`: NVLink, NIC and network rates of a sub-cluster, from
-  the graph and the flow solver;
+  the graph and the flow solver (the ring, tree and all-to-all demands from
+  :mod:`topo.traffic.collective`);
 - :mod:`topo.collective.model`: the alpha-beta cost of every (algorithm, protocol) and the
   tuner's choice;
 - :mod:`topo.collective.report`: the size sweep, the comparison with a real log, the fit.

@@ -106,7 +106,7 @@ class NcclConstants:
 
     def tree_correction(self, protocol: str, nbytes: float) -> float:
         """NCCL's ``treeCorrectionFactor`` for a tree all-reduce of ``nbytes`` (1 outside)."""
-        log_size = _log2i(int(nbytes) >> 6)
+        log_size = log2i(int(nbytes) >> 6)
         table = self.data["bandwidth"]["tree_correction"][PROTOCOLS.index(protocol)]
         if 0 <= log_size < len(table):
             return float(table[log_size])
@@ -129,8 +129,24 @@ class NcclConstants:
         return float(self.data["efficiency"]["node_network"])
 
 
-def _log2i(x: int) -> int:
-    """NCCL's log2i: floor(log2(x)) for x >= 1, -1 for x <= 0."""
+def log2i(x: int) -> int:
+    """NCCL's ``log2i``: ``floor(log2(x))`` for ``x >= 1``, -1 for ``x <= 0``.
+
+    Parameters
+    ----------
+    x : int
+        A count (ranks, nodes, 64-byte blocks).
+
+    Returns
+    -------
+    int
+        The exponent of the highest set bit.
+
+    Examples
+    --------
+    >>> log2i(1), log2i(8), log2i(9), log2i(0)
+    (0, 3, 3, -1)
+    """
     return x.bit_length() - 1 if x > 0 else -1
 
 

@@ -10,7 +10,8 @@ those GPUs are cabled to over PCIe (NCCL uses the NICs local to its GPUs). From 
 - across servers, the time to deliver each collective's server-to-server traffic pattern at
   once, by maximum concurrent flow (:func:`topo.flow.demand.server_demand_time`; the all-to-all
   by :func:`topo.flow.alltoall_bandwidth`): a ring's neighbour exchange, a double binary tree's
-  up and down traffic. This is where oversubscription and failed links enter.
+  up and down traffic, the all-to-all (the :class:`topo.traffic.Demand` of each from
+  :mod:`topo.traffic.collective`). This is where oversubscription and failed links enter.
 
 All rates here are the fabric's raw capacities (B/s); the efficiencies of NCCL and of the
 server are applied by :mod:`topo.collective.model`.
@@ -26,8 +27,10 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import SolverError, TopoError
+from topo.fabric import servers as server_vertices
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.demand import server_demand_time
+from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
 
 UNIT_BYTES = 1e9
 """Bytes per server pair used to pose the flow problems (any scale gives the same rates)."""
@@ -47,12 +50,15 @@ class PatternRate:
         Binding link directions per tier, from the LP (empty if not solved by LP).
     method : str
         ``lp`` or a note on the fallback used.
+    demand : Demand
+        The pattern, in bytes per byte of its unit (server level; :mod:`topo.traffic.collective`).
     """
 
     seconds_per_byte: float
     node_bytes: float
     bottleneck: dict[str, int]
     method: str
+    demand: Demand
 
 
 @dataclass(frozen=True)
@@ -103,20 +109,16 @@ class FabricRates:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _key(x: Hashable) -> tuple[int, Any]:
-    return (0, x) if isinstance(x, int) else (1, str(x))
-
-
 def _inventory(G: nx.Graph) -> dict[Hashable, dict[str, list[Any]]]:
-    servers: dict[Hashable, dict[str, list[Any]]] = {}
-    for v, d in G.nodes(data=True):
-        if d["kind"] in ("gpu", "nic", "nvswitch"):
-            servers.setdefault(d["node"], {"gpu": [], "nic": [], "nvswitch": []})[d["kind"]].append(
-                v
-            )
-    for parts in servers.values():
-        parts["gpu"].sort(key=lambda v: _key(G.nodes[v].get("index", 0)))
-    return {s: p for s, p in servers.items() if p["gpu"]}
+    """Servers with GPUs, in natural order: their GPUs, NICs and NVSwitches (natural order)."""
+    inv: dict[Hashable, dict[str, list[Any]]] = {}
+    for s, vertices in server_vertices(G).items():
+        parts: dict[str, list[Any]] = {"gpu": [], "nic": [], "nvswitch": []}
+        for v in vertices:
+            parts[G.nodes[v]["kind"]].append(v)
+        if parts["gpu"]:
+            inv[s] = parts
+    return inv
 
 
 def select_subcluster(
@@ -149,7 +151,7 @@ def select_subcluster(
     inv = _inventory(G)
     if not inv:
         raise TopoError("the fabric has no GPUs: collectives need a built fabric with servers")
-    order = sorted(inv, key=_key)
+    order = list(inv)
     per_server = min(len(inv[s]["gpu"]) for s in order)
     if gpus_per_node is not None:
         g = gpus_per_node
@@ -203,55 +205,18 @@ def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
     return rates
 
 
-def _pattern(
-    G: nx.Graph, demand: dict[tuple[Hashable, Hashable], float], unit: float
-) -> PatternRate:
-    out: dict[Hashable, float] = {}
-    inn: dict[Hashable, float] = {}
-    for (a, b), x in demand.items():
-        out[a] = out.get(a, 0.0) + x
-        inn[b] = inn.get(b, 0.0) + x
-    node_bytes = max(max(out.values()), max(inn.values())) / unit
+def _pattern(G: nx.Graph, demand: Demand) -> PatternRate:
+    """Solve one pattern (given per byte of its unit) by max concurrent flow, posed at
+    :data:`UNIT_BYTES` per unit."""
+    posed = demand.scaled(UNIT_BYTES)
+    assert posed.entries is not None
     try:
-        rep = server_demand_time(G, demand)
+        rep = server_demand_time(G, dict(posed.entries))
     except SolverError as exc:
-        # Too large for an exact LP: fall back to the servers' NIC totals (non-blocking).
-        return PatternRate(0.0, node_bytes, {}, f"LP refused ({exc}); NIC-bound only")
-    return PatternRate(rep.time_s / unit, node_bytes, dict(rep.bottleneck_tiers), "lp")
-
-
-def btree_parent(rank: int, nranks: int) -> int:
-    """Parent of ``rank`` in NCCL's binary tree over ``nranks`` (-1 for the root, rank 0).
-
-    The parent clears the rank's lowest set bit and sets the next one up, or only clears it
-    when that falls outside the ranks (NCCL ``src/graph/trees.cc``, ``ncclGetBtree``).
-
-    Examples
-    --------
-    >>> [btree_parent(r, 4) for r in range(4)]
-    [-1, 2, 0, 2]
-    """
-    if rank == 0:
-        return -1
-    bit = rank & -rank
-    up = (rank ^ bit) | (bit << 1)
-    return up if up < nranks else rank ^ bit
-
-
-def double_binary_tree(nranks: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """The two trees of NCCL's double binary tree, as (child, parent) edges.
-
-    Tree 0 is :func:`btree_parent`'s tree; tree 1 is it mirrored (rank -> nranks-1-rank) when
-    ``nranks`` is even and shifted by one when odd, so that the leaves of one tree are inner
-    ranks of the other (NCCL ``ncclGetDtree``; Sanders, Speck and Träff, Parallel Computing
-    35(12), 2009).
-    """
-    t0 = [(r, btree_parent(r, nranks)) for r in range(1, nranks)]
-    if nranks % 2 == 0:
-        t1 = [(nranks - 1 - c, nranks - 1 - p) for c, p in t0]
-    else:
-        t1 = [((c + 1) % nranks, (p + 1) % nranks) for c, p in t0]
-    return t0, t1
+        return _refused(demand, exc)
+    return PatternRate(
+        rep.time_s / UNIT_BYTES, demand.peak_bytes, dict(rep.bottleneck_tiers), "lp", demand
+    )
 
 
 def fabric_rates(
@@ -321,18 +286,7 @@ def fabric_rates(
         raise TopoError(
             "a server in use has no NIC cabled to a switch: collectives across servers need one"
         )
-    ring = tree = a2a = None
-    if nodes > 1:
-        ring_d = {(servers[i], servers[(i + 1) % nodes]): UNIT_BYTES for i in range(nodes)}
-        ring = _pattern(sub, ring_d, UNIT_BYTES)
-        tree_d: dict[tuple[Hashable, Hashable], float] = {}
-        for edges in double_binary_tree(nodes):
-            for c, p in edges:
-                for a, b in ((c, p), (p, c)):
-                    key = (servers[a], servers[b])
-                    tree_d[key] = tree_d.get(key, 0.0) + UNIT_BYTES / 2
-        tree = _pattern(sub, tree_d, UNIT_BYTES)
-        a2a = _alltoall_pattern(sub, n, g, nodes)
+    ring, tree, a2a = _patterns(sub, servers, g)
     return FabricRates(
         fabric=str(G.graph.get("name", "fabric")),
         gpus=n,
@@ -351,13 +305,31 @@ def fabric_rates(
     )
 
 
-def _alltoall_pattern(sub: nx.Graph, n: int, g: int, nodes: int) -> PatternRate:
+def _refused(demand: Demand, exc: SolverError) -> PatternRate:
+    """Too large for an exact LP: the model falls back to the servers' NIC totals."""
+    return PatternRate(0.0, demand.peak_bytes, {}, f"LP refused ({exc}); NIC-bound only", demand)
+
+
+def _alltoall_pattern(sub: nx.Graph, servers: list[Hashable], g: int) -> PatternRate:
     """Uniform all-to-all across servers: unit = one byte per ordered pair of GPUs on
-    different servers. The LP's pair rate lambda gives the time 1/lambda per unit."""
-    node_bytes = float(g * g * (nodes - 1))
+    different servers. The sub-fabric holds exactly the collective's GPUs, so its uniform
+    all-to-all (solved with the symmetry reductions of :func:`topo.flow.alltoall_bandwidth`)
+    is this demand; its pair rate lambda gives the time 1/lambda per unit."""
+    demand = subcluster_alltoall(servers, g)
     try:
         rep = alltoall_bandwidth(sub)
     except SolverError as exc:
-        return PatternRate(0.0, node_bytes, {}, f"LP refused ({exc}); NIC-bound only")
+        return _refused(demand, exc)
     lam = rep.pair_rate_GBps * 1e9
-    return PatternRate(1.0 / lam, node_bytes, dict(rep.bottleneck_tiers), "lp")
+    return PatternRate(1.0 / lam, demand.peak_bytes, dict(rep.bottleneck_tiers), "lp", demand)
+
+
+def _patterns(
+    sub: nx.Graph, servers: list[Hashable], g: int
+) -> tuple[PatternRate | None, PatternRate | None, PatternRate | None]:
+    """Ring, tree and all-to-all across the servers (None on one server)."""
+    if len(servers) < 2:
+        return None, None, None
+    ring = _pattern(sub, ring_step(servers))
+    tree = _pattern(sub, double_binary_tree_step(servers))
+    return ring, tree, _alltoall_pattern(sub, servers, g)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.collective.constants import PROTOCOLS, NcclConstants, _log2i
+from topo.collective.constants import PROTOCOLS, NcclConstants, log2i
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
 from topo.units import GBps_to_Bps
@@ -134,6 +134,11 @@ class Candidate:
     bound: str
 
 
+def _hose(p: PatternRate, server_Bps: float) -> float:
+    """Seconds per unit of a pattern when every server moves ``server_Bps``: its hose bound."""
+    return p.demand.hose_time(server_Bps)
+
+
 class _Rates:
     """Efficiency-adjusted rates (B/s) of a sub-cluster under a set of constants."""
 
@@ -149,10 +154,10 @@ class _Rates:
         if p.seconds_per_byte > 0:
             t_net = p.seconds_per_byte / c.nic_efficiency
             net_label = f"net {', '.join(p.bottleneck) or 'links'}"
-        else:  # LP refused: the NICs in use, non-blocking
-            t_net = p.node_bytes / (r.nics_per_node * r.nic_Bps * c.nic_efficiency)
+        else:  # LP refused: the hose bound over the NICs in use (a non-blocking fabric)
+            t_net = _hose(p, r.nics_per_node * r.nic_Bps * c.nic_efficiency)
             net_label = "net NICs (no LP)"
-        t_node = p.node_bytes / self.node_cap if self.node_cap > 0 else math.inf
+        t_node = _hose(p, self.node_cap) if self.node_cap > 0 else math.inf
         if t_node > t_net:
             return 1.0 / t_node, "server ceiling"
         return 1.0 / t_net, net_label
@@ -255,7 +260,7 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
         algbw = bus / 2 * c.tree_correction(p, S)
         intra = c.hw_latency_us(_hw_intra(R), "tree", p)
         inter = c.hw_latency_us("net", "tree", p)
-        lat = c.base_latency_us("tree", p) + 2 * ((G - 1) * intra + _log2i(N) * inter)
+        lat = c.base_latency_us("tree", p) + 2 * ((G - 1) * intra + log2i(N) * inter)
         out.append(_cand("tree", p, lat, algbw, S, why))
     return out
 
@@ -290,7 +295,7 @@ def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
     lat = (
         c.base_latency_us("nvls_tree", "Simple")
         + c.hw_latency_us("nvlink", "nvls_tree", "Simple")
-        + 2 * _log2i(N) * c.hw_latency_us("net", "nvls_tree", "Simple")
+        + 2 * log2i(N) * c.hw_latency_us("net", "nvls_tree", "Simple")
     )
     return [_cand("nvls_tree", "Simple", lat, algbw, S, why)]
 
@@ -302,7 +307,7 @@ def _pat(S: float, R: _Rates) -> list[Candidate]:
     inter = c.hw_latency_us("net", "tree", "Simple")
     lat = (
         c.base_latency_us("pat", "Simple")
-        + _log2i(R.N) * inter / c.latency("pat_log_divisor")
+        + log2i(R.N) * inter / c.latency("pat_log_divisor")
         + R.n * c.latency("pat_per_rank_us")
     )
     return [_cand("pat", "Simple", lat, algbw, S, bound)]

@@ -5,7 +5,8 @@ and the decode speed it bounds.
   format; a built-in DeepSeek-V3).
 - :mod:`topo.moe.gating`: group-limited top-k gating (node-limited routing), uniform or skewed.
 - :mod:`topo.moe.traffic`: EP placement, the GPU-to-GPU copy matrices (naive, DeepEP-style).
-- :mod:`topo.moe.timing`: phase times on the fabric (flow solver + NVLink), layer, TPOT.
+- :mod:`topo.moe.timing`: phase times on the fabric (the phase's server-level demand from
+  :mod:`topo.traffic.moe`, flow solver + NVLink), layer, TPOT.
 - :mod:`topo.moe.paper`: the DeepSeek-V3 hardware report's worked example.
 - :mod:`topo.plot.moe` draws the HTML heat map and phase-time bars.
 

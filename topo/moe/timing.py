@@ -43,6 +43,7 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
+from topo.flow.demand import DemandReport, server_demand_time
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
@@ -54,6 +55,7 @@ from topo.moe.traffic import (
     destinations,
     ep_layout,
 )
+from topo.traffic import Demand, ep_server_demand, hose_bound
 from topo.units import s_to_us
 
 __all__ = [
@@ -391,14 +393,9 @@ def time_phase(
     nvl_s = float(nvl_times.max()) / nvlink_efficiency if ep else 0.0
     busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
     # Network: server-to-server demand over the fabric.
-    server_bytes = layout.node_matrix(ib)
-    np.fill_diagonal(server_bytes, 0.0)
-    demand: dict[tuple[Hashable, Hashable], float] = {
-        (layout.servers[a], layout.servers[b]): float(server_bytes[a, b])
-        for a, b in zip(*np.nonzero(server_bytes), strict=True)
-    }
+    demand = ep_server_demand(ib, layout.servers, layout.gpus_per_node, name=phase)
     ib_s, tiers, method = 0.0, {}, "-"
-    if demand:
+    if demand is not None:
         rep, method = network_time(G, demand)
         ib_s, tiers = rep.time_s, dict(rep.bottleneck_tiers)
         own = own_nic_time(layout, ib)
@@ -437,10 +434,11 @@ def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
 
     DeepEP's kernels (and a naive all-to-all) send a GPU's RDMA traffic through the GPU's own
     NIC and receive it on the destination GPU's own NIC, while the fabric solver pools a
-    server's NICs. So the network time is at least, for every GPU ``i``,
-    ``max(out_i, in_i) / pcie_i`` and, for every NIC ``n``, the summed bytes of its GPUs over
-    its cable capacity (GPUs sharing a NIC share its cable; a GPU with several NICs splits its
-    bytes evenly). GPUs without a NIC of their own are left to the solver.
+    server's NICs. So the network time is at least, for every GPU ``i``, its hose bound
+    ``max(out_i, in_i) / pcie_i`` and, for every NIC ``n``, the hose bound of the summed bytes
+    of its GPUs over its cable capacity (GPUs sharing a NIC share its cable; a GPU with several
+    NICs splits its bytes evenly), both by :func:`topo.traffic.demand.hose_bound`. GPUs
+    without a NIC of their own are left to the solver.
 
     Parameters
     ----------
@@ -454,75 +452,72 @@ def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
         Seconds (0 when no GPU has a NIC of its own).
     """
     out, inn = ib.sum(axis=1), ib.sum(axis=0)
-    worst = 0.0
+    ranks = zip(layout.gpus, layout.nic_of_rank, strict=True)
+    own = [(i, gpu, nics) for i, (gpu, nics) in enumerate(ranks) if nics]
+    pcie: dict[Hashable, float] = {
+        gpu: float(layout.pcie_Bps[i]) for i, gpu, _ in own if layout.pcie_Bps[i] > 0
+    }
+    worst = hose_bound(((gpu, max(out[i], inn[i])) for i, gpu, _ in own), pcie)
     nic_out: dict[str, float] = {}
     nic_in: dict[str, float] = {}
-    for i, nics in enumerate(layout.nic_of_rank):
-        if not nics:
-            continue
-        if layout.pcie_Bps[i] > 0:
-            worst = max(worst, max(out[i], inn[i]) / layout.pcie_Bps[i])
+    for i, _, nics in own:
         for n in nics:
             nic_out[n] = nic_out.get(n, 0.0) + out[i] / len(nics)
             nic_in[n] = nic_in.get(n, 0.0) + inn[i] / len(nics)
-    for n, cap in layout.nic_cable_Bps.items():
-        if cap > 0 and n in nic_out:
-            worst = max(worst, max(nic_out[n], nic_in[n]) / cap)
-    return float(worst)
+    cable: dict[Hashable, float] = {n: c for n, c in layout.nic_cable_Bps.items() if c > 0}
+    nic_loads = ((n, max(nic_out[n], nic_in[n])) for n in nic_out)
+    return float(max(worst, hose_bound(nic_loads, cable)))
 
 
 HOSE_TOL = 1e-6
 """Relative tolerance of the hose-bound check of :func:`network_time`."""
 
 
-def network_time(G: nx.Graph, demand: dict[tuple[Hashable, Hashable], float]) -> tuple[Any, str]:
-    """Time a server-to-server byte matrix on the fabric, solving a smaller fabric when exact.
+def network_time(G: nx.Graph, demand: Demand) -> tuple[DemandReport, str]:
+    """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
-    The fabric is first cut down to the demand's servers, the leaves they are cabled to and
-    every switch above the leaves (other servers never forward traffic, and other leaves only
-    offer detours). Removing arcs can only lengthen the time, and no fabric delivers a server's
-    bytes faster than its NICs' cables carry them (the *hose bound*
-    ``max_s max(out_s, in_s) / c_s``). So when the cut fabric reaches the hose bound, its time
-    is exact for the whole fabric; otherwise the whole fabric is solved.
+    The fabric is first cut down to the servers that send or receive, the leaves they are
+    cabled to and every switch above the leaves (other servers never forward traffic, and
+    other leaves only offer detours). Removing arcs can only lengthen the time, and no fabric
+    delivers a server's bytes faster than its NICs' cables carry them (the *hose bound*,
+    :meth:`topo.traffic.Demand.hose_time`). So when the cut fabric reaches the hose bound, its
+    time is exact for the whole fabric; otherwise the whole fabric is solved.
 
     Parameters
     ----------
     G : networkx.Graph
         The fabric.
-    demand : dict of (server, server) to float
-        Bytes between distinct servers.
+    demand : Demand
+        Server level: bytes between distinct servers (:mod:`topo.traffic.moe`).
 
     Returns
     -------
     (DemandReport, str)
         The report of :func:`topo.flow.demand.server_demand_time` and how it was obtained.
 
+    Raises
+    ------
+    TopoError, InfeasibleError, SolverError
+        As :func:`topo.flow.demand.server_demand_time`.
+
     References
     ----------
     :func:`topo.flow.demand.server_demand_time`; docs/moe.md ("Solving the network time").
     """
-    from topo.flow.demand import server_demand_time
-
-    servers = {s for pair in demand for s in pair}
-    keep, cable = _cut_fabric(G, servers)
+    assert demand.entries is not None, "a uniform demand is solved by topo.flow.alltoall"
+    entries = dict(demand.entries)
+    busy = {t for t in demand.terminals if demand.load(t) > 0}
+    keep, cable = _cut_fabric(G, busy)
     if len(keep) < G.number_of_nodes():
         try:
-            rep = server_demand_time(G.subgraph(keep), demand)
+            rep = server_demand_time(G.subgraph(keep), entries)
         except InfeasibleError:  # the cut removed a needed path: solve the whole fabric
             rep = None
-        out: dict[Hashable, float] = {}
-        inn: dict[Hashable, float] = {}
-        for (a, b), x in demand.items():
-            out[a] = out.get(a, 0.0) + x
-            inn[b] = inn.get(b, 0.0) + x
-        hose = max(
-            (max(out.get(s, 0.0), inn.get(s, 0.0)) / cable[s] for s in servers if cable.get(s)),
-            default=0.0,
-        )
+        hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
         if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
             n, m = len(keep), G.number_of_nodes()
             return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact"
-    return server_demand_time(G, demand), "whole fabric"
+    return server_demand_time(G, entries), "whole fabric"
 
 
 def _cut_fabric(G: nx.Graph, servers: set[Hashable]) -> tuple[set[Hashable], dict[Hashable, float]]:
@@ -648,19 +643,7 @@ def moe_report(
     W. Zhao et al., ISCA 2025, §2.3.2 and §4.3; DeepSeek-AI, arXiv 2412.19437, §2.1.2, §3.4;
     DeepEP README.
     """
-    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, eff in (
-        ("--ib-efficiency", ib_efficiency),
-        ("--nvlink-efficiency", nvlink_efficiency),
-    ):
-        if not (0 < eff <= 1):
-            raise TopoError(f"{name} must be in (0, 1], got {eff}")
-    if shared not in SHARED_MODES:
-        raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
-    if not schemes or any(s not in SCHEMES for s in schemes):
-        raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
+    _check_sizes(tokens_per_gpu, micro_batches, ib_efficiency, nvlink_efficiency, shared, schemes)
     layout = ep_layout(G, config.n_routed_experts, ep)
     n_tokens = layout.ep * tokens_per_gpu
     if n_tokens > MAX_TOKENS:
@@ -668,27 +651,9 @@ def moe_report(
             f"{layout.ep} ranks x {tokens_per_gpu} tokens = {n_tokens:,} tokens exceeds the "
             f"{MAX_TOKENS:,} topo gates at once; lower --tokens-per-gpu"
         )
-    k = config.num_experts_per_tok
-    limit = config.default_node_limit if node_limit is None else node_limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
-    per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
-    binding = 0 < limit < layout.nodes
-    most = int(np.sort(per_node)[::-1][:limit].sum())
-    if binding and most < k:
-        raise TopoError(
-            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
-            f"fewer than the {k} a token picks"
-        )
+    limit, binding = _node_limit(config, layout, node_limit)
     if routing is not None:
-        experts = np.asarray(routing, dtype=np.int64)
-        if experts.shape != (n_tokens, k):
-            raise TopoError(
-                f"a fixed routing must have shape ({n_tokens}, {k}), got {experts.shape}"
-            )
-        if experts.min() < 0 or experts.max() >= config.n_routed_experts:
-            raise TopoError("a fixed routing names an expert outside the model's routed experts")
-        routings = {0: experts}
+        routings = {0: _fixed_routing(config, routing, n_tokens)}
         limits = [0]
         label = routing_label or "fixed"
     else:
@@ -696,6 +661,7 @@ def moe_report(
             config.n_routed_experts, zipf=zipf, load=expert_load, seed=seed
         )
         limits = [limit, 0] if binding else [0]
+        k = config.num_experts_per_tok
         gated = route_tokens(n_tokens, probs, layout.expert_node, k, limits, seed=seed)
         routings = {m: g.experts for m, g in gated.items()}
         label = routing_label or (
@@ -708,35 +674,9 @@ def moe_report(
     d_bytes = copy_bytes(config.hidden_size, dispatch_dtype, fp8_scales=fp8_scales)
     c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
     use_shared = shared if config.n_shared_experts > 0 else "local"
-    kw = dict(ib_efficiency=ib_efficiency, nvlink_efficiency=nvlink_efficiency)
-    scenarios: list[ScenarioResult] = []
-    for scheme in schemes:
-        for m in limits:
-            experts = routings[m]
-            src, dest = destinations(layout, experts, tokens_per_gpu, use_shared)
-            nodes = layout.expert_node[experts]
-            nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
-            copies = copy_matrices(src, dest, layout.gpus_per_node, layout.ep, scheme)
-            disp = time_phase(G, layout, copies, d_bytes, "dispatch", **kw)
-            comb = time_phase(G, layout, copies.transposed(), c_bytes, "combine", **kw)
-            layer = micro_batches * (disp.time_s + comb.time_s)
-            tpot = config.moe_layers * layer
-            scenarios.append(
-                ScenarioResult(
-                    scheme=scheme,
-                    node_limit=m,
-                    nodes_per_token=nodes_per_token,
-                    ib_copies_per_token=float(copies.ib.sum() / n_tokens) if n_tokens else 0.0,
-                    dispatch=disp,
-                    combine=comb,
-                    layer_s=layer,
-                    tpot_s=tpot,
-                    tokens_per_s=1.0 / tpot if tpot > 0 else math.inf,
-                    ib_bytes_per_gpu=micro_batches * (disp.ib_bytes_sent + comb.ib_bytes_sent),
-                    nvlink_bytes_per_gpu=micro_batches
-                    * (disp.nvlink_bytes_sent + comb.nvlink_bytes_sent),
-                )
-            )
+    run = _Scenarios(G, layout, config, tokens_per_gpu, micro_batches, use_shared,
+                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency)  # fmt: skip
+    scenarios = [run.scenario(scheme, m, routings[m]) for scheme in schemes for m in limits]
     return MoEReport(
         model=config,
         fabric=str(G.graph.get("name", G.graph.get("family", ""))),
@@ -758,6 +698,101 @@ def moe_report(
         scenarios=scenarios,
         layout=layout,
     )
+
+
+def _check_sizes(
+    tokens_per_gpu: int,
+    micro_batches: int,
+    ib_efficiency: float,
+    nvlink_efficiency: float,
+    shared: str,
+    schemes: Sequence[str],
+) -> None:
+    """Refuse bad sizes, efficiencies, shared-expert modes and schemes (messages name flags)."""
+    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
+    for name, eff in (
+        ("--ib-efficiency", ib_efficiency),
+        ("--nvlink-efficiency", nvlink_efficiency),
+    ):
+        if not (0 < eff <= 1):
+            raise TopoError(f"{name} must be in (0, 1], got {eff}")
+    if shared not in SHARED_MODES:
+        raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
+    if not schemes or any(s not in SCHEMES for s in schemes):
+        raise TopoError(f"schemes must be among {', '.join(SCHEMES)}, got {list(schemes)}")
+
+
+def _node_limit(config: MoEConfig, layout: EPLayout, node_limit: int | None) -> tuple[int, bool]:
+    """The node limit asked for (default the model's), and whether it can bind."""
+    k = config.num_experts_per_tok
+    limit = config.default_node_limit if node_limit is None else node_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
+    per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
+    binding = 0 < limit < layout.nodes
+    most = int(np.sort(per_node)[::-1][:limit].sum())
+    if binding and most < k:
+        raise TopoError(
+            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
+            f"fewer than the {k} a token picks"
+        )
+    return limit, binding
+
+
+def _fixed_routing(config: MoEConfig, routing: np.ndarray, n_tokens: int) -> np.ndarray:
+    """A fixed routing, checked: shape (tokens, k), experts of the model."""
+    k = config.num_experts_per_tok
+    experts = np.asarray(routing, dtype=np.int64)
+    if experts.shape != (n_tokens, k):
+        raise TopoError(f"a fixed routing must have shape ({n_tokens}, {k}), got {experts.shape}")
+    if experts.min() < 0 or experts.max() >= config.n_routed_experts:
+        raise TopoError("a fixed routing names an expert outside the model's routed experts")
+    return experts
+
+
+@dataclass(frozen=True)
+class _Scenarios:
+    """What every scenario of one report shares; :meth:`scenario` times one."""
+
+    G: nx.Graph
+    layout: EPLayout
+    config: MoEConfig
+    tokens_per_gpu: int
+    micro_batches: int
+    shared: str
+    d_bytes: int
+    c_bytes: int
+    ib_efficiency: float
+    nvlink_efficiency: float
+
+    def scenario(self, scheme: str, node_limit: int, experts: np.ndarray) -> ScenarioResult:
+        """Dispatch and combine of one routing under one delivery scheme."""
+        lay, mb = self.layout, self.micro_batches
+        n_tokens = experts.shape[0]
+        kw = dict(ib_efficiency=self.ib_efficiency, nvlink_efficiency=self.nvlink_efficiency)
+        src, dest = destinations(lay, experts, self.tokens_per_gpu, self.shared)
+        nodes = lay.expert_node[experts]
+        nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
+        copies = copy_matrices(src, dest, lay.gpus_per_node, lay.ep, scheme)
+        disp = time_phase(self.G, lay, copies, self.d_bytes, "dispatch", **kw)
+        comb = time_phase(self.G, lay, copies.transposed(), self.c_bytes, "combine", **kw)
+        layer = mb * (disp.time_s + comb.time_s)
+        tpot = self.config.moe_layers * layer
+        return ScenarioResult(
+            scheme=scheme,
+            node_limit=node_limit,
+            nodes_per_token=nodes_per_token,
+            ib_copies_per_token=float(copies.ib.sum() / n_tokens) if n_tokens else 0.0,
+            dispatch=disp,
+            combine=comb,
+            layer_s=layer,
+            tpot_s=tpot,
+            tokens_per_s=1.0 / tpot if tpot > 0 else math.inf,
+            ib_bytes_per_gpu=mb * (disp.ib_bytes_sent + comb.ib_bytes_sent),
+            nvlink_bytes_per_gpu=mb * (disp.nvlink_bytes_sent + comb.nvlink_bytes_sent),
+        )
 
 
 def _distinct_per_row(a: np.ndarray) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 Placement
 ---------
-The EP group is the fabric's first ``ep`` GPUs in server order (servers sorted by id, GPUs by
-index): rank ``r`` is GPU ``r % G`` of the ``r // G``-th server, ``G`` GPUs per server, and the
-group spans whole servers (or lies inside one). With ``ep <= E`` routed experts, expert ``e``
+The EP group is the fabric's first ``ep`` GPUs in server order (servers and their GPUs in
+natural order, :func:`topo.fabric.servers`; by index on built fabrics): rank ``r`` is GPU
+``r % G`` of the ``r // G``-th server, ``G`` GPUs per server, and the group spans whole
+servers (or lies inside one). With ``ep <= E`` routed experts, expert ``e``
 sits on rank ``e // (E / ep)`` (contiguous blocks, as DeepEP assumes; ``ep`` divides ``E``), so
 a node holds ``E / nodes`` experts and is one gating group. With ``ep > E``, expert ``e`` sits on
 rank ``e`` and ranks ``E .. ep - 1`` hold no routed expert: they host the shared experts, as in
@@ -54,12 +55,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
+from topo.fabric import servers as fabric_servers
+from topo.traffic import server_matrix
 
 __all__ = ["EPLayout", "CopyMatrices", "ep_layout", "default_ep", "destinations", "copy_matrices"]
 
@@ -121,8 +123,7 @@ class EPLayout:
     def node_matrix(self, m: np.ndarray) -> np.ndarray:
         """Sum a rank-to-rank matrix, shape (ep, ep), into a node-to-node one, shape
         (nodes, nodes): the ranks of a node are a contiguous block of ``gpus_per_node``."""
-        n, g = self.nodes, self.gpus_per_node
-        return np.asarray(m).reshape(n, g, n, g).sum(axis=(1, 3))
+        return server_matrix(m, self.gpus_per_node)
 
     @property
     def free_ranks(self) -> np.ndarray:
@@ -133,20 +134,14 @@ class EPLayout:
 
 
 def _server_gpus(G: nx.Graph) -> list[tuple[Hashable, list[str]]]:
-    by_server: dict[Hashable, list[tuple[Any, str]]] = {}
-    for v, d in G.nodes(data=True):
-        if d.get("kind") == "gpu":
-            by_server.setdefault(d["node"], []).append((d.get("index", 0), v))
-    if not by_server:
-        raise TopoError("the fabric has no GPUs: topo moe needs a fabric built down to GPUs")
-    return [
-        (s, [v for _, v in sorted(by_server[s], key=lambda iv: _key(iv[0]))])
-        for s in sorted(by_server, key=_key)
+    """The servers with GPUs, in natural order, each with its GPUs in natural order."""
+    by_server = [
+        (s, [v for v in vs if G.nodes[v]["kind"] == "gpu"]) for s, vs in fabric_servers(G).items()
     ]
-
-
-def _key(x: Any) -> tuple[int, Any]:
-    return (0, x) if isinstance(x, (int, float)) else (1, str(x))
+    out = [(s, gpus) for s, gpus in by_server if gpus]
+    if not out:
+        raise TopoError("the fabric has no GPUs: topo moe needs a fabric built down to GPUs")
+    return out
 
 
 def default_ep(G: nx.Graph, n_experts: int) -> int:

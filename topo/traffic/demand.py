@@ -5,8 +5,9 @@ Units: bytes for demands, B/s for capacities, seconds for times.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Literal
 
@@ -118,14 +119,57 @@ class Demand:
             return self.bytes_per_pair * n * (n - 1)
         return sum(self._out.values())
 
-    def hose_time(self, capacity_Bps: Mapping[Hashable, float]) -> float:
+    def load(self, t: Hashable) -> float:
+        """The larger of the bytes terminal ``t`` sends and receives (B): its hose load."""
+        return max(self.out_bytes(t), self.in_bytes(t))
+
+    @cached_property
+    def peak_bytes(self) -> float:
+        """The busiest terminal's hose load, ``max_t max(out_t, in_t)`` (B)."""
+        if self.entries is None:
+            return self.bytes_per_pair * (len(self.terminals) - 1)
+        return max(self.load(t) for t in self.terminals)
+
+    def scaled(self, factor: float) -> Demand:
+        """The same pattern with every byte count multiplied by ``factor`` (> 0, finite).
+
+        Parameters
+        ----------
+        factor : float
+            The multiplier (B per B of this demand).
+
+        Returns
+        -------
+        Demand
+            Same level, terminals and name.
+
+        Raises
+        ------
+        TopoError
+            ``factor`` is not finite and > 0.
+
+        Examples
+        --------
+        >>> Demand("server", (0, 1), {(0, 1): 0.5}).scaled(1e9).entries[(0, 1)]
+        500000000.0
+        """
+        if not (0 < factor < float("inf")):
+            raise TopoError(f"a demand's scale factor must be finite and > 0, not {factor}")
+        if self.entries is None:
+            return Demand(self.level, self.terminals, None, self.bytes_per_pair * factor, self.name)
+        entries = {k: x * factor for k, x in self.entries.items()}
+        return Demand(self.level, self.terminals, entries, name=self.name)
+
+    def hose_time(self, capacity_Bps: Mapping[Hashable, float] | float) -> float:
         """The hose bound: no fabric delivers the demand sooner than its busiest terminal's
         cables carry its bytes, ``max_t max(out_t, in_t) / c_t`` (s).
 
         Parameters
         ----------
-        capacity_Bps : Mapping[terminal, float]
-            Each terminal's total cable capacity into the fabric (B/s per direction).
+        capacity_Bps : Mapping[terminal, float] or float
+            Each terminal's total cable capacity into the fabric (B/s per direction); a number
+            gives every terminal that capacity (the bound is then ``peak_bytes / c``, the same
+            float as the mapping would give).
 
         Returns
         -------
@@ -142,16 +186,93 @@ class Demand:
         N. G. Duffield et al., "A flexible model for resource management in virtual private
         networks" (the hose model), SIGCOMM 1999.
         """
-        worst = 0.0
-        for t in self.terminals:
-            load = max(self.out_bytes(t), self.in_bytes(t))
-            if load <= 0 or t not in capacity_Bps:
-                continue
-            cap = float(capacity_Bps[t])
-            if cap <= 0:
-                raise TopoError(f"terminal {t!r} has traffic but no capacity to the fabric")
-            worst = max(worst, load / cap)
-        return worst
+        if not isinstance(capacity_Bps, Mapping):
+            if not capacity_Bps > 0:
+                raise TopoError(f"every terminal has traffic but no capacity ({capacity_Bps})")
+            return self.peak_bytes / float(capacity_Bps)
+        return hose_bound(((t, self.load(t)) for t in self.terminals), capacity_Bps)
+
+
+def hose_bound(
+    loads: Iterable[tuple[Hashable, float]], capacity_Bps: Mapping[Hashable, float]
+) -> float:
+    """The hose bound from each terminal's load: ``max_t load_t / c_t`` (s).
+
+    The one place the bound is computed: :meth:`Demand.hose_time` calls it with its terminals'
+    loads, and callers that have the loads already (per-GPU sums of a rank matrix, a NIC's
+    share of its GPUs' bytes) call it without building a :class:`Demand`.
+
+    Parameters
+    ----------
+    loads : iterable of (terminal, float)
+        Each terminal's hose load, the larger of the bytes it sends and receives (B).
+    capacity_Bps : Mapping[terminal, float]
+        Each terminal's capacity (B/s per direction); terminals not in it are not bounded.
+
+    Returns
+    -------
+    float
+        The bound (s); 0 when no terminal with a load > 0 has a capacity given.
+
+    Raises
+    ------
+    TopoError
+        A terminal with a load has capacity <= 0 (it cannot send at all).
+
+    Examples
+    --------
+    >>> hose_bound([("a", 6.0), ("b", 2.0), ("c", 9.0)], {"a": 2.0, "b": 0.5})
+    4.0
+
+    References
+    ----------
+    N. G. Duffield et al., "A flexible model for resource management in virtual private
+    networks" (the hose model), SIGCOMM 1999.
+    """
+    worst = 0.0
+    for t, load in loads:
+        if load <= 0 or t not in capacity_Bps:
+            continue
+        cap = float(capacity_Bps[t])
+        if cap <= 0:
+            raise TopoError(f"terminal {t!r} has traffic but no capacity to the fabric")
+        worst = max(worst, load / cap)
+    return worst
+
+
+def fabric_terminals(G: nx.Graph, level: Level | None = None) -> tuple[Level, tuple[Hashable, ...]]:
+    """The traffic terminals of a fabric at a level, in natural order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (:mod:`topo.fabric`).
+    level : {"gpu", "server"}, optional
+        GPUs (default on fabrics with GPUs) or servers (their ``node`` ids). A fabric without
+        GPUs (an imported dump) has its host endpoints, the NICs cabled to a switch, as
+        terminals at either level, and its level is ``"server"``.
+
+    Returns
+    -------
+    (str, tuple)
+        The level and the terminals.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> fabric_terminals(G, "server")[1][:3], fabric_terminals(G)[1][0]
+    ((0, 1, 2), 'node0/gpu0')
+    """
+    kind = terminal_kind(G)
+    lvl: Level = level or ("gpu" if kind == "gpu" else "server")
+    if kind == "gpu" and lvl == "server":
+        terms = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
+    else:
+        terms = {v for v, d in G.nodes(data=True) if d["kind"] == kind}
+        if kind == "nic":  # only NICs cabled to a switch are endpoints
+            terms = {v for v in terms if any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])}
+    return lvl, tuple(sorted(terms, key=natural_key))
 
 
 def uniform_alltoall(
@@ -186,17 +307,10 @@ def uniform_alltoall(
     >>> len(d.terminals), d.total_bytes
     (32, 992.0)
     """
-    kind = terminal_kind(G)
-    lvl: Level = level or ("gpu" if kind == "gpu" else "server")
-    if kind == "gpu" and lvl == "server":
-        terms = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
-    else:
-        terms = {v for v, d in G.nodes(data=True) if d["kind"] == kind}
-        if kind == "nic":  # only NICs cabled to a switch are endpoints
-            terms = {v for v in terms if any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])}
+    lvl, terms = fabric_terminals(G, level)
     return Demand(
         level=lvl,
-        terminals=tuple(sorted(terms, key=natural_key)),
+        terminals=terms,
         bytes_per_pair=float(bytes_per_pair),
         name="alltoall",
     )
