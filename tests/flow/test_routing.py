@@ -17,7 +17,8 @@ from topo.builders import build
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
 from topo.flow import alltoall_bandwidth
-from topo.flow.routing import routed_alltoall
+from topo.flow.routing import routed_alltoall, routed_flow
+from topo.traffic import Demand, uniform_alltoall
 
 NIC = 50e9  # B/s: a 400 Gb/s NIC or cable
 GB200 = "topograph_dgx_gb200_ndr_superpod.out"
@@ -605,3 +606,79 @@ def test_networkx_graph_is_not_modified():
     before = nx.to_dict_of_dicts(G)
     routed_alltoall(G, "ecmp")
     assert nx.to_dict_of_dicts(G) == before
+
+
+# ---------------------------------------------------------------- the demand entry point
+
+
+def _same_report(a, b) -> None:
+    da, db = a.to_dict(link_load=True), b.to_dict(link_load=True)
+    da.pop("solve_seconds")
+    db.pop("solve_seconds")
+    assert da == db
+    assert a.expected_link_load == b.expected_link_load
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "dmodk"])
+def test_routed_flow_of_the_uniform_alltoall_is_routed_alltoall(routing):
+    G = build("mrft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    for pxn in (True, False):
+        a = routed_alltoall(G, routing, seed=4, flows_per_pair=3, pxn=pxn)
+        b = routed_flow(G, uniform_alltoall(G, 7.0), routing, seed=4, flows_per_pair=3, pxn=pxn)
+        _same_report(a, b)
+
+
+def _without_gpus(G: nx.Graph) -> nx.Graph:
+    """A built fabric with its GPUs and NVSwitches removed: NICs are the terminals."""
+    H = G.copy()
+    H.remove_nodes_from([v for v, k in G.nodes(data="kind") if k in ("gpu", "nvswitch")])
+    return H
+
+
+def test_routed_flow_takes_the_endpoint_level_of_a_fabric_without_gpus():
+    # 16 NICs, each its own terminal (one server per NIC here: 8 servers of 2 NICs, but
+    # without GPUs each endpoint is a terminal of its own).
+    H = _without_gpus(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2, gpus=16))
+    want = routed_alltoall(H, "dmodk")
+    assert want.terminal == "endpoint" and want.gpus == 16
+    for level in ("server", "gpu"):
+        _same_report(want, routed_flow(H, uniform_alltoall(H, level=level), "dmodk"))
+
+
+def test_expected_routes_by_the_even_split_without_draws():
+    G = build("ft2", switch_ports=16)
+    sampled = routed_alltoall(G, "ecmp", seed=3)
+    e = routed_flow(G, uniform_alltoall(G), "ecmp", seed=3, expected=True)
+    # the routed loads are the expected ones (both at the reported rate, here the expected)
+    assert e.link_load == e.expected_link_load
+    want = expected_counts(sampled)
+    assert counts(e) == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert e.pair_rate_GBps == sampled.expected_pair_rate_GBps == e.expected_pair_rate_GBps
+    assert e.collision_loss == 0.0 and e.seed is None
+    assert any("expected loads" in n for n in e.notes)
+    d = routed_alltoall(G, "dmodk")
+    _same_report(d, routed_flow(G, uniform_alltoall(G), "dmodk", expected=True))
+
+
+def test_routed_flow_refuses_other_demands_in_one_line():
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1, gpus=4)
+    u = uniform_alltoall(G)
+    a, b = u.terminals[:2]
+    cases = [
+        (
+            Demand(level="gpu", terminals=u.terminals, entries={(a, b): 1.0}, name="perm"),
+            r"^as-routed traffic supports only the uniform all-to-all among every GPU .*"
+            r"explicit demand 'perm' of 1 pairs$",
+        ),
+        (uniform_alltoall(G, level="server"), r"^as-routed .* GPU \(level 'gpu'\); .*'server'$"),
+        (
+            Demand(level="gpu", terminals=u.terminals[:3], bytes_per_pair=1.0),
+            r"^as-routed .* over 3 terminals, 3 of the fabric's 4 GPUs$",
+        ),
+    ]
+    for demand, match in cases:
+        for routing in ("ecmp", "dmodk"):
+            with pytest.raises(TopoError, match=match):
+                routed_flow(G, demand, routing)
+    with pytest.raises(TopoError, match="demand must be a topo.traffic.Demand, got str"):
+        routed_flow(G, "alltoall", "ecmp")  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ The package, by part: :mod:`~topo.flow.routing.arrays` (the fabric as arc arrays
 """
 
 from topo.flow.routing.report import TOP_LINKS, LoadedLink, RoutedReport, TierLoad
-from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall
+from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall, routed_flow
 
 __all__ = [
     "MAX_FLOWS_PER_PAIR",
@@ -63,4 +63,5 @@ __all__ = [
     "RoutedReport",
     "TierLoad",
     "routed_alltoall",
+    "routed_flow",
 ]
