@@ -4,7 +4,9 @@
 freely split routing. Real fabrics route every flow on one fixed path: Ethernet switches hash
 each flow onto one of the equal-cost next hops (ECMP), InfiniBand subnet managers fill the
 forwarding tables of a fat tree destination by destination (OpenSM ``ftree``, D-mod-k). This
-package routes the uniform all-to-all that way and reports what it gets.
+package routes the uniform all-to-all that way and reports what it gets:
+``routed_flow(G, demand, routing)`` takes the traffic as a :class:`topo.traffic.Demand` (today
+the uniform all-to-all among every terminal), ``routed_alltoall(G, routing)`` is that case.
 
 The model (``docs/routing.md``):
 
@@ -33,6 +35,13 @@ D-mod-k and (switch, destination leaf) for ECMP, in chunks of destinations; noth
 flow or per GPU pair. Full-size figures (16,384-GPU MPFT: 0.3 s D-mod-k, 0.6 s ECMP;
 65,536-GPU FT3: 4 s and 24 s) are in ``docs/routing.md``.
 
+The package, by part: :mod:`~topo.flow.routing.arrays` (the fabric as arc arrays),
+:mod:`~topo.flow.routing.updown` (up/down tables of the switch tree),
+:mod:`~topo.flow.routing.endpoints` (terminals, NICs, PXN, the demand on leaves),
+:mod:`~topo.flow.routing.dmodk` and :mod:`~topo.flow.routing.ecmp` (the routers),
+:mod:`~topo.flow.routing.report` (tier loads, loaded links, the report) and
+:mod:`~topo.flow.routing.routed` (the entry points).
+
 References
 ----------
 E. Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for Shift Permutations on Real Life
@@ -43,13 +52,6 @@ IPDPS/CAC 2007 (destination-mod-k up-port selection on k-ary n-trees). OpenSM
 routing). C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992, 2000 (per-flow
 hashing over equal-cost next hops). NCCL 2.12 release notes and ``NCCL_P2P_PXN_LEVEL`` (PXN).
 nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
-
-The package, by part: :mod:`~topo.flow.routing.arrays` (the fabric as arc arrays),
-:mod:`~topo.flow.routing.updown` (up/down tables of the switch tree),
-:mod:`~topo.flow.routing.endpoints` (terminals, NICs, PXN, the demand on leaves),
-:mod:`~topo.flow.routing.dmodk` and :mod:`~topo.flow.routing.ecmp` (the routers),
-:mod:`~topo.flow.routing.report` (tier loads, loaded links, the report) and
-:mod:`~topo.flow.routing.routed` (the entry points).
 """
 
 from topo.flow.routing.report import TOP_LINKS, LoadedLink, RoutedReport, TierLoad
