@@ -81,13 +81,26 @@ class Arcs:
         found: np.ndarray = self.order[pos]
         return found
 
-    def tier_names(self) -> np.ndarray:
-        """``<label>-><label>`` of every arc, e.g. ``leaf->spine``: (arcs,) str."""
+    def tier_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tier of every arc as a code into the tier names.
+
+        Returns
+        -------
+        names : numpy.ndarray
+            (tiers,) str: ``<label>-><label>``, e.g. ``leaf->spine``, one per tier present.
+        code : numpy.ndarray
+            (arcs,) int: the index of each arc's tier in ``names``.
+        """
         n_lab = len(self.labels)
         code = self.label[self.u] * n_lab + self.label[self.v]
         uniq, inv = np.unique(code, return_inverse=True)
         names = np.array([f"{self.labels[c // n_lab]}->{self.labels[c % n_lab]}" for c in uniq])
-        named: np.ndarray = names[inv.ravel()]
+        return names, inv.ravel()
+
+    def tier_names(self) -> np.ndarray:
+        """``<label>-><label>`` of every arc, e.g. ``leaf->spine``: (arcs,) str."""
+        names, code = self.tier_classes()
+        named: np.ndarray = names[code]
         return named
 
 

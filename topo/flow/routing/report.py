@@ -223,7 +223,8 @@ def routed_report(
     util = al.ratio * lam
     load = al.cnt * lam
     load_e = al.cnt_e * lam
-    tier_arr = arcs.tier_names()
+    tier_set, tier_code = arcs.tier_classes()
+    tier_arr = tier_set[tier_code]
     bottleneck = Counter(tier_arr[util >= SATURATED].tolist())
     flows = int(round(float(e.D @ source_totals(e)))) * flows_per_pair
     return RoutedReport(
@@ -245,7 +246,7 @@ def routed_report(
         collision_loss=float(max(0.0, 1.0 - lam / lam_e)),
         max_link_utilization=float(util.max()),
         bottleneck_tiers=dict(sorted(bottleneck.items())),
-        tiers=_tier_loads(arcs, tier_arr, load, load_e, util),
+        tiers=_tier_loads(arcs, tier_set, tier_code, load, load_e, util),
         most_loaded_links=_most_loaded_links(arcs, tier_arr, load, load_e, util),
         notes=notes,
         solve_seconds=time.perf_counter() - t0,
@@ -275,22 +276,33 @@ def _arc_loads(arcs: Arcs, tree: UpDownTree, e: Ends, loads: PortLoads) -> _ArcL
 
 
 def _tier_loads(
-    arcs: Arcs, tier_arr: np.ndarray, load: np.ndarray, load_e: np.ndarray, util: np.ndarray
+    arcs: Arcs,
+    tier_set: np.ndarray,
+    tier_code: np.ndarray,
+    load: np.ndarray,
+    load_e: np.ndarray,
+    util: np.ndarray,
 ) -> list[TierLoad]:
-    """One :class:`TierLoad` per link direction class, lowest tiers first (B/s in, GB/s out)."""
+    """One :class:`TierLoad` per link direction class, lowest tiers first (B/s in, GB/s out).
+
+    The arcs are grouped by a stable sort on their tier, so each tier's values are a slice
+    in arc order (the same sums as a boolean mask, without scanning every arc per tier)."""
+    order = np.argsort(tier_code, kind="stable")
+    ends = np.cumsum(np.bincount(tier_code, minlength=len(tier_set)))
+    cap, ld, ld_e, ut = arcs.cap[order], load[order], load_e[order], util[order]
     tiers = []
-    for t in sorted(set(tier_arr.tolist()), key=_tier_sort):
-        m = tier_arr == t
+    for k in sorted(range(len(tier_set)), key=lambda k: _tier_sort(str(tier_set[k]))):
+        m = slice(int(ends[k - 1]) if k else 0, int(ends[k]))
         tiers.append(
             TierLoad(
-                tier=t,
-                links=int(m.sum()),
-                capacity_GBps=Bps_to_GBps(float(np.median(arcs.cap[m]))),
-                expected_mean_GBps=Bps_to_GBps(float(load_e[m].mean())),
-                expected_max_GBps=Bps_to_GBps(float(load_e[m].max())),
-                mean_GBps=Bps_to_GBps(float(load[m].mean())),
-                max_GBps=Bps_to_GBps(float(load[m].max())),
-                max_utilization=float(util[m].max()),
+                tier=str(tier_set[k]),
+                links=m.stop - m.start,
+                capacity_GBps=Bps_to_GBps(float(np.median(cap[m]))),
+                expected_mean_GBps=Bps_to_GBps(float(ld_e[m].mean())),
+                expected_max_GBps=Bps_to_GBps(float(ld_e[m].max())),
+                mean_GBps=Bps_to_GBps(float(ld[m].mean())),
+                max_GBps=Bps_to_GBps(float(ld[m].max())),
+                max_utilization=float(ut[m].max()),
             )
         )
     return tiers
