@@ -1,0 +1,51 @@
+"""The as-routed report: the rate over every link kind, JSON, the busiest links."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from topo.builders import build
+from topo.flow.routing import routed_alltoall
+
+
+def test_pcie_and_nvlink_bind_as_routed_too():
+    # 800G NICs behind 64 GB/s PCIe: each GPU's n - g inter-server pair-units cross its PCIe
+    # link, so lambda = 64e9 / (n - g), as the optimum (docs/bandwidth.md).
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2, link_gbps=800)
+    r = routed_alltoall(G, "dmodk")
+    n, g = 32, 2
+    assert r.pair_rate_GBps * 1e9 == pytest.approx(64e9 / (n - g))
+    assert set(r.bottleneck_tiers) == {"gpu->nic", "nic->gpu"}
+
+
+def test_report_is_json_ready_and_names_the_busiest_links():
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1, gpus=5)
+    r = routed_alltoall(G, "dmodk")
+    d = json.loads(json.dumps(r.to_dict()))
+    assert "link_load" not in d
+    for key in (
+        "routing",
+        "seed",
+        "flows_per_pair",
+        "pxn",
+        "gpus",
+        "nodes",
+        "pair_rate_GBps",
+        "alltoall_busbw_GBps",
+        "expected_pair_rate_GBps",
+        "max_link_utilization",
+        "tiers",
+        "most_loaded_links",
+    ):
+        assert key in d
+    assert d["gpus"] == 5 and d["nodes"] == 5 and d["routing"] == "dmodk"
+    full = json.loads(json.dumps(r.to_dict(link_load=True)))
+    assert len(full["link_load"]) == 2 * G.number_of_edges()
+    top = r.most_loaded_links[0]
+    assert top.utilization == pytest.approx(1.0)
+    assert top.load_GBps == pytest.approx(50.0)
+    tiers = {t.tier: t for t in r.tiers}
+    assert tiers["spine->leaf"].max_GBps == pytest.approx(4 * 12.5)
+    assert tiers["spine->leaf"].max_utilization == pytest.approx(1.0)

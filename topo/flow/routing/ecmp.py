@@ -1,0 +1,286 @@
+"""ECMP routing: every flow hashes onto one of the eligible ports at every hop.
+
+At every hop each flow picks one of the eligible ports (cables: those on a minimal up*/down*
+route to its destination leaf) uniformly at random, independently (a seeded
+:class:`numpy.random.Generator`); the expected loads are the exact even split. Whole flows are
+counted by (switch, destination leaf) in chunks of destination leaves and split over the
+ports by conditional binomial draws (a multinomial), never flow by flow.
+
+References
+----------
+C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992, 2000 (per-flow hashing
+over equal-cost next hops).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from topo.flow.routing.endpoints import CHUNK_ELEMENTS, Ends, leaf_matrix_chunks
+from topo.flow.routing.updown import PortLoads, UpDownTree
+
+
+def route_ecmp(
+    tree: UpDownTree, e: Ends, F: int, rng: np.random.Generator, *, sample: bool = True
+) -> PortLoads:
+    """ECMP port loads in pair-units per unit pair rate, sampled and expected.
+
+    Parameters
+    ----------
+    tree : UpDownTree
+    e : Ends
+    F : int
+        Flows per ordered pair, each carrying ``1 / F``.
+    rng : numpy.random.Generator
+        The hashing. Chunks of destination leaves have a fixed size, so the draws depend on
+        the generator's state only.
+    sample : bool
+        False: draw nothing; the routed loads are the expected ones.
+
+    Returns
+    -------
+    PortLoads
+        ``port``: this sample's whole flows (over ``F``); ``port_exp``: the even split.
+    """
+    L = len(tree.names[1])
+    n_ports = len(tree.port_arc)
+    port = np.zeros(n_ports)
+    port_exp = np.zeros(n_ports)
+    widest = max(
+        [len(tree.names[t]) * tree.up_parent[t].shape[1] for t in tree.up_parent]
+        + [len(tree.names[t]) * tree.dn_child[t].shape[1] for t in tree.dn_child]
+        + [1]
+    )
+    J = max(1, CHUNK_ELEMENTS // widest)
+    for B0, B1, W in leaf_matrix_chunks(e, L, J):
+        Bj = np.arange(B0, B1)
+        W[Bj, np.arange(B1 - B0)] = 0.0
+        flows = np.rint(W * F) if sample else np.zeros_like(W)
+        _propagate(tree, flows, W, Bj, port, port_exp, rng)
+    if not sample:
+        return PortLoads(port=port_exp.copy(), port_exp=port_exp)
+    return PortLoads(port=port / F, port_exp=port_exp)
+
+
+def _propagate(
+    tree: UpDownTree,
+    U: np.ndarray,
+    Ue: np.ndarray,
+    Bj: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+    rng: np.random.Generator,
+) -> None:
+    """ECMP: route whole flows ``U`` (leaves x destination leaves ``Bj``) up*/down*, split at
+    random at every hop, and the pair-units ``Ue`` split evenly alongside (the expectation)."""
+    T = tree.T
+    if T == 1:  # one leaf per component: every routable pair stays on its leaf
+        return
+    J = U.shape[1]
+    cols = np.arange(J)
+    down: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for t in range(1, T):
+        if t > 1:
+            bt = tree.below[t][:, Bj]
+            down[t] = (np.where(bt, U, 0.0), np.where(bt, Ue, 0.0))
+            U, Ue = np.where(bt, 0.0, U), np.where(bt, 0.0, Ue)
+        U, Ue, turned = _turn(tree, t, U, Ue, Bj, port, port_exp, rng)
+        if turned is not None:
+            if t in down:
+                turned = (turned[0] + down[t][0], turned[1] + down[t][1])
+            down[t] = turned
+        parent, pid, valid = tree.up_parent[t], tree.up_port[t], tree.up_valid[t]
+        # eligible up ports: the parent is one hop closer to the destination leaf
+        elig = valid[:, :, None] & (tree.h[t + 1][:, Bj][parent] == (tree.h[t][:, Bj] - 1)[:, None])
+        U, Ue = _hop(elig, parent, pid, len(tree.names[t + 1]), U, Ue, port, port_exp, rng)
+    down[T] = (U, Ue)
+    for t in range(T, 1, -1):
+        M, Me = down.pop(t)
+        child, pid, valid = tree.dn_child[t], tree.dn_port[t], tree.dn_valid[t]
+        elig = valid[:, :, None] & tree.below[t - 1][:, Bj][child]
+        M, Me = _hop(elig, child, pid, len(tree.names[t - 1]), M, Me, port, port_exp, rng)
+        if t - 1 in down:
+            M, Me = M + down[t - 1][0], Me + down[t - 1][1]
+        down[t - 1] = (M, Me)
+    arrived = down[1][0]
+    if not np.allclose(arrived.sum(0), arrived[Bj, cols]):  # pragma: no cover - a bug
+        raise AssertionError("flows arrived at a leaf other than their destination")
+
+
+def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the switches of tier ``t + 1``: the single down port toward each leaf and the
+    tier-``t`` switch it reaches, or -1 where there is none or more than one."""
+    key = ("one_way", t)
+    if key not in tree.cache:
+        child, pid, valid = tree.dn_child[t + 1], tree.dn_port[t + 1], tree.dn_valid[t + 1]
+        L = len(tree.names[1])
+        cnt = np.zeros((len(tree.names[t + 1]), L), dtype=np.int64)
+        one_port = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
+        one_child = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
+        for q in range(child.shape[1]):
+            ok = valid[:, q, None] & tree.below[t][child[:, q]]
+            cnt += ok
+            one_port = np.where(ok, pid[:, q, None], one_port)
+            one_child = np.where(ok, child[:, q, None], one_child)
+        single = cnt == 1
+        tree.cache[key] = (np.where(single, one_port, -1), np.where(single, one_child, -1))
+    found: tuple[np.ndarray, np.ndarray] = tree.cache[key]
+    return found
+
+
+def _turn_groups(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tier-``t`` switches grouped by their set of parents: the group of each switch, and per
+    group and leaf whether every parent turns down by one single port into one and the same
+    tier-``t`` switch, and which."""
+    key = ("turn", t)
+    if key not in tree.cache:
+        one_port, one_child = _one_way_down(tree, t)
+        parent, valid = tree.up_parent[t], tree.up_valid[t]
+        sets: dict[tuple[int, ...], int] = {}
+        gid = np.array(
+            [
+                sets.setdefault(tuple(parent[v, valid[v]].tolist()), len(sets))
+                for v in range(len(parent))
+            ],
+            dtype=np.int64,
+        )
+        L = len(tree.names[1])
+        gconv = np.zeros((len(sets), L), dtype=bool)
+        gw = np.full((len(sets), L), -1, dtype=np.int64)
+        for ps, g in sets.items():
+            if not ps:
+                continue
+            op, oc = one_port[list(ps)], one_child[list(ps)]
+            gconv[g] = (op >= 0).all(0) & (oc == oc[0]).all(0)
+            gw[g] = oc[0]
+        tree.cache[key] = (gid, gconv, gw)
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] = tree.cache[key]
+    return groups
+
+
+def _turn(
+    tree: UpDownTree,
+    t: int,
+    U: np.ndarray,
+    Ue: np.ndarray,
+    Bj: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """ECMP over a turn: where every up port of a tier-``t`` switch ``v`` reaches a switch
+    that turns down toward the destination leaf by one single port, into one and the same
+    tier-``t`` switch ``w`` (a three-tier fat tree: spine, any core of its group, the same
+    spine index in the destination pod), the random choice only loads ``v -> p -> w``; the
+    flows then continue from ``w`` whichever ``p`` they took. So destinations are merged by
+    ``(v, w)`` for the draw (exact: independent flows), and the masses move to ``w``.
+    Returns the rest of ``U``, ``Ue`` and the moved masses (tier ``t``), or None."""
+    one_port, _ = _one_way_down(tree, t)
+    parent, pid, valid = tree.up_parent[t], tree.up_port[t], tree.up_valid[t]
+    n_t, P = parent.shape
+    J = len(Bj)
+    if P == 0:
+        return U, Ue, None
+    gid, gconv, gw = _turn_groups(tree, t)
+    cand = tree.upfull[t][:, Bj] & ((U > 0) | (Ue > 0)) & gconv[gid][:, Bj]
+    v, j = np.nonzero(cand)
+    if not v.size:
+        return U, Ue, None
+    w = gw[gid[v], Bj[j]]
+    key = v * n_t + w
+    uk, inv = np.unique(key, return_inverse=True)
+    inv = inv.ravel()
+    M = np.rint(np.bincount(inv, weights=U[v, j])).astype(np.int64)
+    Me = np.bincount(inv, weights=Ue[v, j])
+    rep = np.zeros(uk.size, dtype=np.int64)
+    rep[inv] = np.arange(v.size)  # one candidate of each (v, w)
+    sv = uk // n_t
+    nv = valid[sv].sum(1)
+    X = np.zeros((uk.size, P))
+    rem, left = M.copy(), nv.copy()
+    for q in range(P):
+        vq = valid[sv, q]
+        take = np.where(vq & (left == 1), rem, 0)
+        draw = np.nonzero(vq & (left > 1) & (rem > 0))[0]
+        if draw.size:
+            take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
+        X[:, q] = take
+        rem -= take
+        left -= vq
+    share = np.where(valid[sv], (Me / nv)[:, None], 0.0)
+    up = pid[sv]
+    # the single down port of each parent toward the destination leaf, (states, P)
+    dn = one_port[parent[sv], Bj[j[rep]][:, None]]
+    m = valid[sv]
+    for ports in (up, dn):
+        port += np.bincount(ports[m], weights=X[m], minlength=len(port))
+        port_exp += np.bincount(ports[m], weights=share[m], minlength=len(port))
+    moved = (
+        np.bincount(w * J + j, weights=U[v, j], minlength=n_t * J).reshape(n_t, J),
+        np.bincount(w * J + j, weights=Ue[v, j], minlength=n_t * J).reshape(n_t, J),
+    )
+    return np.where(cand, 0.0, U), np.where(cand, 0.0, Ue), moved
+
+
+def _hop(
+    elig: np.ndarray,
+    other: np.ndarray,
+    pid: np.ndarray,
+    n_next: int,
+    U: np.ndarray,
+    Ue: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One ECMP hop of every (switch, destination leaf) over its eligible ports ``elig``
+    (switches x ports x destinations): a multinomial split of the whole flows ``U``, drawn
+    port by port as conditional binomials, and the even split of ``Ue``."""
+    n_t, P, J = elig.shape
+    if not (U.any() or Ue.any()):
+        return np.zeros((n_next, J)), np.zeros((n_next, J))
+    cnt = elig.sum(1)  # (n_t, J)
+    used = (U > 0) | (Ue > 0)
+    if (used & (cnt == 0)).any():  # pragma: no cover - excluded by check_routable
+        raise AssertionError("a flow has no eligible port")
+    rem = np.rint(U).astype(np.int64)
+    if bool((cnt[used] == 1).all()):
+        # one eligible port wherever there is traffic (a down hop): nothing to draw
+        slot = np.argmax(elig, axis=1)  # (n_t, J)
+        rows = np.arange(n_t)[:, None]
+        where = pid[rows, slot][used]
+        to = (other[rows, slot] * J + np.arange(J)[None, :])[used]
+        port += np.bincount(where, weights=rem[used], minlength=len(port))
+        port_exp += np.bincount(where, weights=Ue[used], minlength=len(port))
+        nxt = np.bincount(to, weights=rem[used], minlength=n_next * J)
+        nxt_e = np.bincount(to, weights=Ue[used], minlength=n_next * J)
+        return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+    share = Ue / np.maximum(cnt, 1)  # expected pair-units on each eligible port
+    # every port eligible wherever there is traffic: scalar probabilities 1/(P - q)
+    full = bool((cnt[used] == P).all())
+    left = cnt.astype(np.int64)
+    cols = np.arange(J)
+    nxt = np.zeros(n_next * J)
+    nxt_e = np.zeros(n_next * J)
+    for q in range(P):
+        if full:
+            take = rng.binomial(rem, 1.0 / (P - q)) if q < P - 1 else rem.copy()
+            sh = share
+        else:
+            eq = elig[:, q, :]
+            take = np.where(eq & (left == 1), rem, 0)
+            draw = eq & (left > 1) & (rem > 0)
+            if draw.any():
+                take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
+            left -= eq
+            sh = np.where(eq, share, 0.0)
+        rem -= take
+        to = ((other[:, q] * J)[:, None] + cols).ravel()
+        port += np.bincount(pid[:, q], weights=take.sum(1), minlength=len(port))
+        port_exp += np.bincount(pid[:, q], weights=sh.sum(1), minlength=len(port))
+        nxt += np.bincount(to, weights=take.ravel(), minlength=n_next * J)
+        nxt_e += np.bincount(to, weights=sh.ravel(), minlength=n_next * J)
+    return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+
+
+__all__ = ["route_ecmp"]

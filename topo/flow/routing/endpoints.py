@@ -1,0 +1,552 @@
+"""The ends of the traffic: terminals, their NICs, PXN, and the demand aggregated on leaves.
+
+Terminals are the fabric's GPUs or, without GPUs (an imported dump), its host endpoints (NICs
+cabled to a switch). Every ordered pair of terminals in different servers exchanges one
+pair-unit. A GPU leaves by its own NIC; with PXN (NCCL's default) a flow whose destination's
+NIC has another index first crosses NVLink to the local GPU of the NIC with that index. The
+demand is kept aggregated: ``w(x, y) = S[x, c(y)] D[y]`` pair-units from NIC ``x`` to NIC
+``y`` of another server, ``c(y)`` the destination class (the NIC index with PXN, else 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import InfeasibleError, TopoError
+from topo.fabric import natural_key, terminal_kind
+from topo.flow.routing.arrays import GPU, NIC, NVSWITCH, SWITCH, Arcs
+from topo.flow.routing.updown import INF, UpDownTree
+
+CHUNK_ELEMENTS = 1 << 22
+"""Work-array budget (elements) for one chunk of destination leaves; a fixed constant, so that
+the sequence of random draws, hence an ECMP result, depends on the seed alone."""
+
+
+@dataclass
+class Ends:
+    """Terminals, NICs and the aggregated demand ``w(x, y) = S[x, c(y)] D[y]`` (other server).
+
+    Attributes
+    ----------
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    n : int
+        Terminals.
+    servers : int
+        Servers of the NICs (ids ``0 .. servers - 1``).
+    nic_ids, nic_leaf, nic_server, nic_class : numpy.ndarray
+        (nics,) int: node id, leaf (local index), server and destination class of each NIC
+        that serves terminals, in port order (by server, then NIC index).
+    R : int
+        Destination classes (NIC indices with PXN, else 1).
+    S : numpy.ndarray
+        (nics, R) float: source terminals whose flows to class ``r`` leave by NIC ``x``.
+    D : numpy.ndarray
+        (nics,) float: terminals whose own NIC is ``y``.
+    d : numpy.ndarray
+        (nics,) int: D-mod-k destination index (leaf rank times the largest host count of a
+        leaf, plus the rank below the leaf).
+    up_arc, dn_arc : numpy.ndarray
+        (nics,) int: the NIC -> leaf and leaf -> NIC arc ids.
+    intra_arc, intra_load : numpy.ndarray
+        Arcs inside servers (PCIe, NVLink) and their pair-units per unit pair rate.
+    pxn : bool
+        Whether PXN applied.
+    node_names : int
+        Distinct ``node`` attributes of the terminals' servers.
+    """
+
+    terminal: str
+    n: int
+    servers: int
+    nic_ids: np.ndarray
+    nic_leaf: np.ndarray
+    nic_server: np.ndarray
+    nic_class: np.ndarray
+    R: int
+    S: np.ndarray
+    D: np.ndarray
+    d: np.ndarray
+    up_arc: np.ndarray
+    dn_arc: np.ndarray
+    intra_arc: np.ndarray
+    intra_load: np.ndarray
+    pxn: bool
+    node_names: int
+
+
+@dataclass
+class _Sources:
+    """What the GPU or endpoint model gives :func:`_finish` to complete an :class:`Ends`."""
+
+    terminal: str
+    n: int
+    nic_ids: np.ndarray
+    nic_server: np.ndarray
+    nic_class: np.ndarray
+    R: int
+    S: np.ndarray
+    D: np.ndarray
+    intra_arc: np.ndarray
+    intra_load: np.ndarray
+    pxn: bool
+    node_names: int
+
+
+def traffic_ends(G: nx.Graph, tree: UpDownTree, arcs: Arcs, pxn: bool) -> Ends:
+    """The terminals of the uniform all-to-all and where their traffic enters the switches.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric (its ``node`` and NIC ``index`` attributes are read).
+    tree : UpDownTree
+        Its switch tables.
+    arcs : Arcs
+        Its arcs.
+    pxn : bool
+        NCCL's PXN (ignored without GPUs).
+
+    Returns
+    -------
+    Ends
+
+    Raises
+    ------
+    TopoError
+        A NIC cabled to several switches or to a switch above tier 1; a GPU without exactly
+        one NIC on PCIe, off its server's NVSwitch, or without NVLink where PXN forwards.
+    InfeasibleError
+        Fewer than two terminals, or GPUs whose NIC is not cabled to a switch.
+    """
+    kind = arcs.kind
+    # NIC -> switch cables
+    cab = np.nonzero((kind[arcs.u] == NIC) & (kind[arcs.v] == SWITCH))[0]
+    per_nic = np.bincount(arcs.u[cab], minlength=len(arcs.nodes))
+    if (per_nic > 1).any():
+        x = int(np.argmax(per_nic > 1))
+        raise TopoError(
+            f"NIC {arcs.nodes[x]} is cabled to {per_nic[x]} switches; the routing model needs "
+            "one switch per NIC port"
+        )
+    high = cab[arcs.tier[arcs.v[cab]] != 1]
+    if high.size:
+        x, s = arcs.nodes[arcs.u[high[0]]], arcs.nodes[arcs.v[high[0]]]
+        raise TopoError(
+            f"not up/down routable: NIC {x} is cabled to {s}, a tier-"
+            f"{arcs.tier[arcs.v[high[0]]]} switch (hosts must hang from tier-1 leaves)"
+        )
+    sw_of = np.full(len(arcs.nodes), -1, dtype=np.int64)
+    sw_of[arcs.u[cab]] = arcs.v[cab]
+    if terminal_kind(G) == "gpu":
+        src = _gpu_sources(G, arcs, sw_of, pxn)
+    else:
+        src = _endpoint_sources(G, arcs, arcs.u[cab])
+    return _finish(tree, arcs, sw_of, src)
+
+
+def _endpoint_sources(G: nx.Graph, arcs: Arcs, cabled: np.ndarray) -> _Sources:
+    """Every cabled NIC a terminal and a server of its own (no PXN, nothing inside)."""
+    nics = sorted(cabled.tolist(), key=lambda i: natural_key(arcs.nodes[i]))
+    n = len(nics)
+    if n < 2:
+        raise InfeasibleError(f"all-to-all needs at least two host endpoints; the fabric has {n}")
+    return _Sources(
+        terminal="endpoint",
+        n=n,
+        nic_ids=np.array(nics, dtype=np.int64),
+        nic_server=np.arange(n),
+        nic_class=np.zeros(n, dtype=np.int64),
+        R=1,
+        S=np.ones((n, 1)),
+        D=np.ones(n),
+        intra_arc=np.zeros(0, dtype=np.int64),
+        intra_load=np.zeros(0),
+        pxn=False,
+        node_names=len({G.nodes[arcs.nodes[i]]["node"] for i in nics}),
+    )
+
+
+@dataclass
+class _Gpus:
+    """The GPUs (node ids) with their server, own NIC (node id) and NVSwitch (-1: none)."""
+
+    ids: np.ndarray
+    server: np.ndarray
+    nic_node: np.ndarray
+    nvswitch: np.ndarray
+    per_server: np.ndarray  # GPUs of each server
+
+
+def _gpu_sources(G: nx.Graph, arcs: Arcs, sw_of: np.ndarray, pxn: bool) -> _Sources:
+    """GPUs as terminals: NICs in (server, index) order, PXN's exit NICs, NVLink and PCIe."""
+    srv, srv_rank = _servers(G, arcs)
+    g = _gpus(arcs, srv, sw_of)
+    nic_ids, nic_idx, n_idx = _serving_nics(G, arcs, g.nic_node, srv, srv_rank)
+    N = len(arcs.nodes)
+    pos = np.full(N, -1, dtype=np.int64)
+    pos[nic_ids] = np.arange(nic_ids.size)
+    gpu_nic = pos[g.nic_node]
+    nic_server = srv[nic_ids]
+    if pxn:
+        nic_class, R = nic_idx, n_idx
+    else:
+        nic_class, R = np.zeros(nic_ids.size, dtype=np.int64), 1
+    exit_nic = _exit_nics(gpu_nic, g.server, nic_server, nic_class, R, len(srv_rank), pxn)
+    n_nic = nic_ids.size
+    Sx = np.bincount((exit_nic * R + np.arange(R)[None, :]).ravel(), minlength=n_nic * R)
+    D = np.bincount(gpu_nic, minlength=n_nic).astype(float)
+    intra_arc, intra_load = _inside_servers(arcs, g, gpu_nic, exit_nic, nic_class, R, D)
+    return _Sources(
+        terminal="gpu",
+        n=g.ids.size,
+        nic_ids=nic_ids,
+        nic_server=nic_server,
+        nic_class=nic_class,
+        R=R,
+        S=Sx.reshape(n_nic, R).astype(float),
+        D=D,
+        intra_arc=intra_arc,
+        intra_load=intra_load,
+        pxn=pxn,
+        node_names=int(np.count_nonzero(g.per_server)),
+    )
+
+
+def _servers(G: nx.Graph, arcs: Arcs) -> tuple[np.ndarray, np.ndarray]:
+    """Server id of every GPU and NIC (-1 for the others; ids in order of appearance) and the
+    rank of each server in natural order of its ``node``."""
+    kind = arcs.kind
+    members = np.nonzero((kind == GPU) | (kind == NIC))[0]
+    server_name: dict[Any, int] = {}
+    srv = np.full(len(arcs.nodes), -1, dtype=np.int64)
+    gpus, nics = members[kind[members] == GPU], members[kind[members] == NIC]
+    for i in np.concatenate([gpus, nics]).tolist():
+        srv[i] = server_name.setdefault(G.nodes[arcs.nodes[i]]["node"], len(server_name))
+    n_srv = len(server_name)
+    srv_names = list(server_name)
+    srv_rank = np.empty(n_srv, dtype=np.int64)
+    srv_rank[sorted(range(n_srv), key=lambda s: natural_key(srv_names[s]))] = np.arange(n_srv)
+    return srv, srv_rank
+
+
+def _gpus(arcs: Arcs, srv: np.ndarray, sw_of: np.ndarray) -> _Gpus:
+    """Each GPU's own NIC (PCIe, same server) and NVSwitch, checked."""
+    kind, N = arcs.kind, len(arcs.nodes)
+    gpus = np.nonzero(kind == GPU)[0]
+    pc = np.nonzero((kind[arcs.u] == GPU) & (kind[arcs.v] == NIC))[0]
+    pc = pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]]
+    n_pc = np.bincount(arcs.u[pc], minlength=N)[gpus]
+    if (n_pc != 1).any():
+        a = gpus[np.argmax(n_pc != 1)]
+        raise TopoError(
+            f"GPU {arcs.nodes[a]} has {np.bincount(arcs.u[pc], minlength=N)[a]} NICs on PCIe; the "
+            "routing model needs exactly one NIC per GPU (its own)"
+        )
+    own = np.full(N, -1, dtype=np.int64)
+    own[arcs.u[pc]] = arcs.v[pc]
+    loose = gpus[sw_of[own[gpus]] < 0]
+    if loose.size:
+        raise InfeasibleError(
+            f"{loose.size} GPU(s) have no NIC cabled to a switch (e.g. {arcs.nodes[loose[0]]}): "
+            "they are disconnected, their all-to-all rate is 0"
+        )
+    if gpus.size < 2:
+        raise InfeasibleError(f"all-to-all needs at least two GPUs; the fabric has {gpus.size}")
+    nv = np.nonzero((kind[arcs.u] == GPU) & (kind[arcs.v] == NVSWITCH))[0]
+    nvsw = np.full(N, -1, dtype=np.int64)
+    nvsw[arcs.u[nv]] = arcs.v[nv]
+    gpu_server = srv[gpus]
+    g_s = np.bincount(gpu_server, minlength=int(srv.max()) + 1)
+    gnv = nvsw[gpus]
+    first = np.full(g_s.size, -2, dtype=np.int64)
+    first[gpu_server[::-1]] = gnv[::-1]
+    shared = (gnv >= 0) & (gnv == first[gpu_server])
+    if ((g_s[gpu_server] > 1) & ~shared).any():
+        a = gpus[np.argmax((g_s[gpu_server] > 1) & ~shared)]
+        raise TopoError(
+            f"GPU {arcs.nodes[a]} is not on its server's NVSwitch; the routing model needs the "
+            "GPUs of a server joined by one NVSwitch"
+        )
+    return _Gpus(ids=gpus, server=gpu_server, nic_node=own[gpus], nvswitch=gnv, per_server=g_s)
+
+
+def _serving_nics(
+    G: nx.Graph, arcs: Arcs, gpu_nic_node: np.ndarray, srv: np.ndarray, srv_rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The NICs that serve GPUs in (server, index) order, the rank of their index among the
+    fabric's NIC indices (natural order), and how many indices there are."""
+    nic_ids_u = np.unique(gpu_nic_node)
+    nic_index = [G.nodes[arcs.nodes[i]].get("index", 0) for i in nic_ids_u.tolist()]
+    idx_keys = sorted(set(nic_index), key=natural_key)
+    idx_rank = {k: i for i, k in enumerate(idx_keys)}
+    nic_idx = np.array([idx_rank[k] for k in nic_index], dtype=np.int64)
+    o = np.lexsort((nic_idx, srv_rank[srv[nic_ids_u]]))
+    return nic_ids_u[o], nic_idx[o], len(idx_keys)
+
+
+def _exit_nics(
+    gpu_nic: np.ndarray,
+    gpu_server: np.ndarray,
+    nic_server: np.ndarray,
+    nic_class: np.ndarray,
+    R: int,
+    n_srv: int,
+    pxn: bool,
+) -> np.ndarray:
+    """(gpus, R): the NIC GPU ``a`` leaves by toward class ``r``: the server's unique NIC of
+    class ``r`` with PXN (where there is one), else its own NIC."""
+    exit_nic = np.repeat(gpu_nic[:, None], R, axis=1)
+    if pxn:
+        key = nic_server * R + nic_class
+        cnt = np.bincount(key, minlength=n_srv * R)
+        table = np.full(n_srv * R, -1, dtype=np.int64)
+        uniq = cnt[key] == 1
+        table[key[uniq]] = np.nonzero(uniq)[0]
+        cand = table[gpu_server[:, None] * R + np.arange(R)[None, :]]
+        exit_nic = np.where(cand >= 0, cand, exit_nic)
+    return exit_nic
+
+
+def _inside_servers(
+    arcs: Arcs,
+    g: _Gpus,
+    gpu_nic: np.ndarray,
+    exit_nic: np.ndarray,
+    nic_class: np.ndarray,
+    R: int,
+    D: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """PCIe and NVLink arcs and their pair-units per unit pair rate."""
+    n, n_nic, n_srv = g.ids.size, D.size, g.per_server.size
+    gpus, gpu_server, g_s, gnv = g.ids, g.server, g.per_server, g.nvswitch
+    cls = nic_class[gpu_nic]
+    total_r = np.bincount(cls, minlength=R)
+    own_r = np.bincount(gpu_server * R + cls, minlength=n_srv * R).reshape(-1, R)
+    units = (total_r[None, :] - own_r)[gpu_server].astype(float)  # (gpus, R)
+    fwd = exit_nic != gpu_nic[:, None]
+    direct = np.where(~fwd, units, 0.0).sum(1)
+    forwarded = np.where(fwd, units, 0.0).sum(1)
+    fw_nic = np.bincount(exit_nic[fwd], weights=units[fwd], minlength=n_nic)
+    per_gpu_fw = (fw_nic / np.maximum(D, 1))[gpu_nic]  # split over the GPUs of the exit NIC
+    if ((forwarded > 0) & (gnv < 0)).any():
+        a = gpus[np.argmax((forwarded > 0) & (gnv < 0))]
+        raise TopoError(f"GPU {arcs.nodes[a]} has no NVLink: PXN cannot forward its traffic")
+    has_nv = gnv >= 0
+    intra_arc = np.concatenate(
+        [
+            arcs.find(gpus, g.nic_node),
+            arcs.find(g.nic_node, gpus),
+            arcs.find(gpus[has_nv], gnv[has_nv]),
+            arcs.find(gnv[has_nv], gpus[has_nv]),
+        ]
+    )
+    inside = (g_s[gpu_server] - 1).astype(float)
+    intra_load = np.concatenate(
+        [
+            direct + per_gpu_fw,
+            (n - g_s[gpu_server]).astype(float),
+            (inside + forwarded)[has_nv],
+            (inside + per_gpu_fw)[has_nv],
+        ]
+    )
+    return intra_arc, intra_load
+
+
+def _finish(tree: UpDownTree, arcs: Arcs, sw_of: np.ndarray, src: _Sources) -> Ends:
+    """D-mod-k index and NIC cable arcs; ``nic_ids`` come in port order (kept under each leaf)."""
+    nic_ids = src.nic_ids
+    sw = sw_of[nic_ids]
+    nic_leaf = tree.local[sw]
+    # D-mod-k index: leaf rank times the largest host count of a leaf, plus the rank below it
+    order = np.lexsort((np.arange(nic_ids.size), nic_leaf))
+    per_leaf = np.bincount(nic_leaf, minlength=len(tree.names[1]))
+    m1 = int(per_leaf.max()) if per_leaf.size else 1
+    start = np.concatenate(([0], np.cumsum(per_leaf)[:-1]))
+    rank = np.empty(nic_ids.size, dtype=np.int64)
+    rank[order] = np.arange(nic_ids.size) - start[nic_leaf[order]]
+    servers = int(src.nic_server.max()) + 1 if src.nic_server.size else 0
+    return Ends(
+        terminal=src.terminal,
+        n=src.n,
+        servers=servers,
+        nic_ids=nic_ids,
+        nic_leaf=nic_leaf,
+        nic_server=src.nic_server,
+        nic_class=src.nic_class,
+        R=src.R,
+        S=src.S,
+        D=src.D,
+        d=nic_leaf * m1 + rank,
+        up_arc=arcs.find(nic_ids, sw),
+        dn_arc=arcs.find(sw, nic_ids),
+        intra_arc=src.intra_arc,
+        intra_load=src.intra_load,
+        pxn=src.pxn,
+        node_names=src.node_names,
+    )
+
+
+def same_server_pairs(e: Ends) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The NIC pairs of one server, whose demand the aggregate counts and must be removed.
+
+    Parameters
+    ----------
+    e : Ends
+
+    Returns
+    -------
+    xs, ys, val : numpy.ndarray
+        Every ``(x, y)`` NIC pair of one server with demand ``S[x, c(y)] D[y] > 0``
+        (pair-units), same length.
+    """
+    order = np.argsort(e.nic_server, kind="stable")
+    srv = e.nic_server[order]
+    m = np.bincount(srv, minlength=e.servers)
+    start = np.concatenate(([0], np.cumsum(m)[:-1]))
+    reps = m[srv]
+    xs = np.repeat(order, reps)
+    pos = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    ys = order[np.repeat(start[srv], reps) + pos]
+    val = e.S[xs, e.nic_class[ys]] * e.D[ys]
+    keep = val > 0
+    return xs[keep], ys[keep], val[keep]
+
+
+def leaf_demand(e: Ends, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """The demand's factors on the leaves.
+
+    Parameters
+    ----------
+    e : Ends
+    L : int
+        Leaves.
+
+    Returns
+    -------
+    SA : numpy.ndarray
+        (L, R): source terminals per leaf and destination class.
+    DB : numpy.ndarray
+        (R, L): destination terminals per class and leaf.
+    """
+    SA = np.zeros((L, e.R))
+    np.add.at(SA, e.nic_leaf, e.S)
+    DB = np.zeros((e.R, L))
+    np.add.at(DB, (e.nic_class, e.nic_leaf), e.D)
+    return SA, DB
+
+
+def leaf_matrix_chunks(e: Ends, L: int, J: int) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The leaf-to-leaf demand, ``J`` destination leaves at a time.
+
+    Parameters
+    ----------
+    e : Ends
+    L : int
+        Leaves.
+    J : int
+        Destination leaves per chunk.
+
+    Yields
+    ------
+    B0, B1 : int
+        The chunk's destination leaves ``B0 .. B1 - 1``.
+    W : numpy.ndarray
+        (L, B1 - B0) float: pair-units from each leaf to those leaves (same-server pairs
+        removed, round-off below 1e-9 set to 0).
+    """
+    SA, DB = leaf_demand(e, L)
+    xs, ys, val = same_server_pairs(e)
+    a_leaf, b_leaf = e.nic_leaf[xs], e.nic_leaf[ys]
+    o = np.argsort(b_leaf, kind="stable")
+    a_leaf, b_leaf, val = a_leaf[o], b_leaf[o], val[o]
+    for B0 in range(0, L, J):
+        B1 = min(L, B0 + J)
+        W = SA @ DB[:, B0:B1]
+        lo, hi = np.searchsorted(b_leaf, [B0, B1])
+        corr = np.bincount(
+            a_leaf[lo:hi] * (B1 - B0) + (b_leaf[lo:hi] - B0),
+            weights=val[lo:hi],
+            minlength=L * (B1 - B0),
+        )
+        W -= corr.reshape(L, B1 - B0)
+        W[W < 1e-9] = 0.0
+        yield B0, B1, W
+
+
+def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
+    """Refuse a demand some of whose pairs have no up/down route.
+
+    Parameters
+    ----------
+    tree : UpDownTree
+    e : Ends
+    planes : int
+        The fabric's planes (for the hint about PXN).
+
+    Raises
+    ------
+    InfeasibleError
+        Naming how many ordered pairs have demand but no route, and one leaf pair.
+    """
+    L = len(tree.names[1])
+    bad = 0.0
+    example: tuple[Any, Any] = ("", "")
+    J = max(1, CHUNK_ELEMENTS // max(L, 1))
+    for B0, B1, W in leaf_matrix_chunks(e, L, J):
+        cut = (tree.h[1][:, B0:B1] >= INF) & (W > 0)
+        if cut.any():
+            bad += float(W[cut].sum())
+            if not example[0]:
+                a, b = np.argwhere(cut)[0]
+                example = (tree.names[1][a], tree.names[1][B0 + b])
+    if bad:
+        who = "GPU" if e.terminal == "gpu" else "endpoint"
+        hint = (
+            f"; the fabric has {planes} disjoint planes: cross-plane traffic needs PXN "
+            "(forwarding over NVLink), drop --no-pxn"
+            if not e.pxn and planes > 1
+            else ""
+        )
+        raise InfeasibleError(
+            f"{int(round(bad)):,} ordered {who} pairs have no up/down route (e.g. from leaf "
+            f"{example[0]} to leaf {example[1]}){hint}"
+        )
+
+
+def class_totals(e: Ends) -> np.ndarray:
+    """(nics, R) float: destinations of class ``r`` outside NIC ``x``'s server (pair-units per
+    source)."""
+    DR = np.bincount(e.nic_class, weights=e.D, minlength=e.R)
+    own = np.zeros((e.servers, e.R))
+    np.add.at(own, (e.nic_server, e.nic_class), e.D)
+    totals: np.ndarray = DR[None, :] - own[e.nic_server]
+    return totals
+
+
+def source_totals(e: Ends) -> np.ndarray:
+    """(nics,) float: sources outside NIC ``y``'s server whose flows to ``y``'s class leave
+    the server."""
+    ST = e.S.sum(0)
+    own = np.zeros((e.servers, e.R))
+    np.add.at(own, e.nic_server, e.S)
+    totals: np.ndarray = ST[e.nic_class] - own[e.nic_server, e.nic_class]
+    return totals
+
+
+__all__ = [
+    "CHUNK_ELEMENTS",
+    "Ends",
+    "check_routable",
+    "class_totals",
+    "leaf_demand",
+    "leaf_matrix_chunks",
+    "same_server_pairs",
+    "source_totals",
+    "traffic_ends",
+]
