@@ -136,7 +136,7 @@ def build(
 ) -> None:
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
-    from topo.spec import BUILD_KEYS, load_spec
+    from topo.spec import FabricSpec, load_spec
 
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
@@ -154,26 +154,29 @@ def build(
         arrangement=arrangement.value if arrangement is not None else None,
         q=q,
     )
-    name = family.value if family is not None else None
-    if spec is not None:
-        data = load_spec(spec)
-        if name is not None and name != data["family"]:
-            raise TopoError(f"{spec}: family {data['family']!r} differs from FAMILY {name!r}")
-        name = data["family"]
-        for key in BUILD_KEYS & data.keys():
-            source = ctx.get_parameter_source(key)
-            if source is None or source.name != "COMMANDLINE":
-                args[key] = data[key]
-    if name is None:
-        raise TopoError("give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE")
-    try:
-        G = build_fabric(name, **args)
-    except SpecError as exc:
-        where = f"{spec}: " if spec is not None else ""
-        raise SpecError(where + str(exc)) from None
-    if spec is not None and "name" in data:
-        G.graph["name"] = data["name"]
+    if spec is None:
+        if family is None:
+            raise TopoError(
+                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE"
+            )
+        G = build_fabric(FabricSpec.from_options(family.value, **args))
+    else:
+        given = {k: v for k, v in args.items() if _from_command_line(ctx, k)}
+        fabric_spec = load_spec(spec, **given)
+        if family is not None and family.value != fabric_spec.family:
+            raise TopoError(
+                f"{spec}: family {fabric_spec.family!r} differs from FAMILY {family.value!r}"
+            )
+        try:
+            G = build_fabric(fabric_spec)
+        except SpecError as exc:
+            raise exc.prefixed(f"{spec}: ") from None
     _emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
+
+
+def _from_command_line(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 @import_app.command("ibnetdiscover")

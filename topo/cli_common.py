@@ -89,6 +89,7 @@ def user_errors(fn: F) -> F:
 
 OPTIONS = re.compile(
     r"(?<![-\w])(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps"
+    r"|max_oversubscription|dragonfly_groups"
     r"|routers_per_group|endpoints_per_router|global_ports)\b"
     r"|(?<![-\w])(gpus|oversubscription|groups|q)(?= must)"
 )

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from topo.cli_common import app, err, out, print_json, user_errors
 from topo.errors import TopoError
+from topo.spec import ServerSpec, SwitchSpec
 
 PricesOption = Annotated[
     Path | None,
@@ -101,8 +102,7 @@ def cost(
     names = _families(compare, COMPARE_FAMILIES, "--compare")
     rows = compare_fn(
         names,
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
+        SwitchSpec(switch_ports, link_gbps),
         nics_per_node=nics_per_node,
         prices=book,
         dragonfly_groups=dragonfly_groups,
@@ -171,10 +171,8 @@ def plan(
     book = load_prices(prices)
     names = _families(families, PLAN_FAMILIES, "--families")
     common: dict[str, Any] = dict(
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
+        switch=SwitchSpec(switch_ports, link_gbps),
+        server=ServerSpec(gpus_per_node, nics_per_node),
         max_oversubscription=max_oversubscription,
         families=names,
         prices=book,
