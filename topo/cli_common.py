@@ -6,11 +6,12 @@ Commands live in :mod:`topo.cli` (build, import, bandwidth, plot) and in :mod:`t
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-import re
 import signal
 import sys
+import typing
 from collections.abc import Callable
 from enum import Enum
 from functools import wraps
@@ -19,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.models import OptionInfo
 
 from topo.errors import TopoError
 
@@ -78,7 +80,7 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except TopoError as exc:
-            print(f"topo: error: {option_names(str(exc))}", file=sys.stderr)
+            print(f"topo: error: {error_line(exc, fn)}", file=sys.stderr)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("topo: interrupted", file=sys.stderr)
@@ -87,18 +89,28 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-OPTIONS = re.compile(
-    r"(?<![-\w])(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps"
-    r"|max_oversubscription|dragonfly_groups"
-    r"|routers_per_group|endpoints_per_router|global_ports)\b"
-    r"|(?<![-\w])(gpus|oversubscription|groups|q)(?= must)"
-)
+def option_flags(command: Callable[..., Any]) -> dict[str, str]:
+    """Each option of a command function by its Python parameter name: its first long flag as
+    the function declares it (``switch_ports`` -> ``--switch-ports``, ``routers_per_group``
+    -> ``--routers-per-group`` of ``-a/--routers-per-group``; an option declared without
+    names gets typer's ``--switch-ports``)."""
+    flags = {}
+    hints = typing.get_type_hints(inspect.unwrap(command), include_extras=True)
+    for name, hint in hints.items():
+        infos = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionInfo)]
+        if not infos:
+            continue
+        decls = [d for info in infos for decl in info.param_decls or () for d in decl.split("/")]
+        long = next((d for d in decls if d.startswith("--")), "--" + name.replace("_", "-"))
+        flags[name] = long
+    return flags
 
 
-def option_names(message: str) -> str:
-    """Name command-line options, not Python arguments, in a library error message (every verb
-    passes its errors through this; names already spelled ``--x`` are left alone)."""
-    return OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
+def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
+    """The message of a library error, the Python parameters it names spelled as the options
+    of the command that raised it (a parameter the command has no option for keeps its
+    name)."""
+    return exc.render(option_flags(command).get)
 
 
 def print_json(obj: Any) -> None:

@@ -41,12 +41,13 @@ def over_text(spec: FabricSpec) -> str:
     return "" if spec.oversubscription == 1 else f" at oversubscription {spec.oversubscription:g}"
 
 
-def check_gpus(spec: FabricSpec, max_gpus: int, limit: str) -> int:
+def check_gpus(spec: FabricSpec, max_gpus: int, limit: str, names: tuple[str, ...] = ()) -> int:
     """The GPU count to build: ``max_gpus`` if ``spec.gpus`` is None, else ``spec.gpus``
     checked against the ceiling.
 
     ``limit`` is the clause stating the family's ceiling ("a two-layer fat tree of 64-port
-    switches holds at most ..."); the error appends "; asked for N GPUs".
+    switches holds at most ..."); the error appends "; asked for N GPUs". ``names`` are the
+    parameters the clause spells (for :meth:`topo.errors.TopoError.render`).
 
     Raises
     ------
@@ -56,10 +57,10 @@ def check_gpus(spec: FabricSpec, max_gpus: int, limit: str) -> int:
     gpn = spec.server.gpus
     if spec.gpus is None:
         if max_gpus < gpn:
-            raise SpecError(f"{limit}; not one node of {gpn} GPUs fits", param="gpus", names=())
+            raise SpecError(f"{limit}; not one node of {gpn} GPUs fits", param="gpus", names=names)
         return max_gpus
     if spec.gpus > max_gpus:
-        raise SpecError(f"{limit}; asked for {spec.gpus} GPUs", param="gpus", names=())
+        raise SpecError(f"{limit}; asked for {spec.gpus} GPUs", param="gpus", names=names)
     return spec.gpus
 
 

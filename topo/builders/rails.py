@@ -146,7 +146,8 @@ def multi_rail_fat_tree(
     """
     spec = fabric_spec("mrft", switch, server, gpus=gpus, oversubscription=oversubscription)
     top, limit = mrft_limit(spec)
-    n_gpus = check_gpus(spec, top, limit)
+    # With more rails than switch ports the clause blames nics_per_node.
+    n_gpus = check_gpus(spec, top, limit, names=("nics_per_node",) if top == 0 else ())
     nodes = n_gpus // spec.server.gpus
     rails = spec.server.nics
     G = new_graph(spec, n_gpus, top)

@@ -426,7 +426,11 @@ def _model(family: str, inp: _Inputs, need: int | None) -> _Model:
         return _slimfly(inp, need)
     if family == "dragonfly":
         return _dragonfly(inp, need)
-    raise SpecError(f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}")
+    raise SpecError(
+        f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}",
+        param="family",
+        names=(),
+    )
 
 
 def _solve(m: _Model, time_limit_s: float | None) -> str:
