@@ -104,7 +104,7 @@ def test_flags_come_from_the_commands_declarations() -> None:
     assert flags["max_oversubscription"] == "--max-oversubscription"
     assert flags["check"] == "--check"  # of --check/--no-check
     assert "gpus_per_nic" not in flags
-    from topo.cli import build
+    from topo.commands.build import build
 
     assert option_flags(build)["routers_per_group"] == "--routers-per-group"  # of -a/--...
     from topo.errors import SpecError

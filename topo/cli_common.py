@@ -1,7 +1,8 @@
-"""What every ``topo`` command shares: the typer app, the consoles, one-line user errors.
+"""What every ``topo`` command shares: the consoles, one-line user errors, shared options and
+the fabric-counts view.
 
-Commands live in :mod:`topo.cli` (build, import, bandwidth, plot) and in :mod:`topo.commands`
-(one module per verb); each registers itself on :data:`app`.
+Commands live in :mod:`topo.commands` (one module per verb); :mod:`topo.cli` assembles them into
+the typer app.
 """
 
 from __future__ import annotations
@@ -18,43 +19,14 @@ from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import networkx as nx
 import typer
 from rich.console import Console
+from rich.table import Table
 from typer.models import OptionInfo
 
+from topo import fabric as fabric_mod
 from topo.errors import TopoError
-
-app = typer.Typer(
-    name="topo",
-    help="Design and analyse the networks of large GPU clusters.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        from topo import __version__
-
-        print(f"topo {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", help="Print the version and exit.", callback=_version, is_eager=True
-        ),
-    ] = False,
-) -> None:
-    """Design and analyse the networks of large GPU clusters."""
-
-
-import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
-app.add_typer(import_app, name="import")
 
 # Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
 # a terminal keeps its own width, and COLUMNS still wins when set.
@@ -200,3 +172,47 @@ TimeLimitOpt = Annotated[
         min=0.1,
     ),
 ]
+
+
+# --------------------------------------------------------------------------- fabric counts
+
+
+FabricOutputOpt = Annotated[
+    Path | None,
+    typer.Option("-o", "--output", help="Write the fabric as node-link JSON.", dir_okay=False),
+]
+CountsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
+
+
+def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
+    """Write the fabric (if asked), then print its counts as JSON or as a table."""
+    if output is not None:
+        fabric_mod.save(G, output)
+    if as_json:
+        print_json(summary)
+    else:
+        summary_table(summary, title=str(G.graph.get("name", summary.get("family", ""))))
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+def summary_table(summary: dict[str, Any], title: str) -> None:
+    """A fabric's counts (``topo.fabric.summarize(G).to_dict()`` and more) as a two-column
+    table on stdout."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, value in summary.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            value = (
+                ", ".join(
+                    f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in value.items()
+                )
+                or "-"
+            )
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = f"{value:,}"
+        table.add_row(key.replace("_", " "), str(value))
+    out.print(table)

@@ -12,7 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ def parse_size(text: str, option: str) -> int:
     return value
 
 
-@app.command("collective")
 @user_errors
 def collective(
     fabric: Annotated[

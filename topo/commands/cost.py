@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
 from topo.spec import ServerSpec, SwitchSpec
 
@@ -34,7 +34,6 @@ def _families(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
     return names
 
 
-@app.command("cost")
 @user_errors
 def cost(
     fabric: Annotated[
@@ -126,7 +125,6 @@ def cost(
     _compare_table(rows, switch_ports, link_gbps, book.path)
 
 
-@app.command("plan")
 @user_errors
 def plan(
     gpus: Annotated[

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ class Shared(str, Enum):
     local = "local"
 
 
-@app.command("moe")
 @user_errors
 def moe(
     fabric: Annotated[

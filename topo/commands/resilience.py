@@ -27,7 +27,6 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
-    app,
     err,
     out,
     print_json,
@@ -35,7 +34,6 @@ from topo.cli_common import (
 )
 
 
-@app.command()
 @user_errors
 def resilience(
     fabrics: Annotated[
