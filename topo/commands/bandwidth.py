@@ -174,6 +174,10 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     if not r.exact:
         out.print(f"  lower bound: {r.extra['lower_bound_from']}")
         out.print(f"  upper bound: {r.extra['upper_bound_from']}")
+    _bottleneck_links(r, show)
+
+
+def _bottleneck_links(r: BandwidthReport, show: int) -> None:
     if show and r.bottleneck_links:
         links = Table(
             title=f"bottleneck links (first {min(show, len(r.bottleneck_links))}"
@@ -253,6 +257,13 @@ def _routed_table(r: RoutedReport, show: int) -> None:
     for k, v in rows:
         table.add_row(k, v)
     out.print(table)
+    _tier_table(r)
+    for line in r.notes:
+        out.print(f"  note: {line}")
+    _loaded_links(r, show)
+
+
+def _tier_table(r: RoutedReport) -> None:
     tiers = Table(title="load per tier (GB/s, at the pair rate above)", title_justify="left")
     for col in ("tier", "links", "capacity", "mean", "max", "expected max", "max util."):
         tiers.add_column(col, justify="left" if col == "tier" else "right")
@@ -267,8 +278,9 @@ def _routed_table(r: RoutedReport, show: int) -> None:
             f"{100 * t.max_utilization:.1f}%",
         )
     out.print(tiers)
-    for line in r.notes:
-        out.print(f"  note: {line}")
+
+
+def _loaded_links(r: RoutedReport, show: int) -> None:
     if show and r.most_loaded_links:
         links = Table(
             title=f"most loaded links (first {min(show, len(r.most_loaded_links))})",
