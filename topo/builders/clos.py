@@ -81,7 +81,19 @@ def add_two_layer(
 
 def ft2_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs a two-layer fat tree of ``spec``'s switch and server holds (whole
-    servers), and the sentence that states the ceiling (for error messages)."""
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     k, down = spec.switch.ports, spec.down_ports
     endpoints = k * down
     nodes = endpoints // spec.server.nics
@@ -96,7 +108,19 @@ def ft2_limit(spec: FabricSpec) -> tuple[int, str]:
 
 def ft3_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs a three-layer fat tree of ``spec``'s switch and server holds (whole
-    servers), and the sentence that states the ceiling (for error messages)."""
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     k = spec.switch.ports
     endpoints = k**3 // 4
     nodes = endpoints // spec.server.nics

@@ -243,7 +243,19 @@ def _choose(spec: FabricSpec) -> tuple[DragonflySizes, int, str]:
 
 def dragonfly_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs the Dragonfly of ``spec`` holds (whole servers, ``groups`` or
-    ``a·h + 1`` groups), and the sentence that states the ceiling."""
+    ``a·h + 1`` groups), and the sentence that states the ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     _, top, text = _choose(spec)
     return top, text
 

@@ -35,7 +35,19 @@ __all__ = ["multi_rail_fat_tree", "multi_plane_fat_tree"]
 
 def mrft_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs a multi-rail fat tree of ``spec``'s switch and server holds (whole
-    servers), and the sentence that states the ceiling (for error messages)."""
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 with more rails than spine-reachable leaves), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     rails, k = spec.server.nics, spec.switch.ports
     per_rail = k // rails
     if per_rail == 0:
@@ -58,7 +70,19 @@ def mrft_limit(spec: FabricSpec) -> tuple[int, str]:
 
 def mpft_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs a multi-plane fat tree of ``spec``'s switch and server holds (whole
-    servers), and the sentence that states the ceiling (for error messages)."""
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     per_plane = spec.switch.ports * spec.down_ports
     gpus = per_plane * spec.server.gpus
     text = (

@@ -395,7 +395,20 @@ def _largest_q(k: int, p: int | None) -> int:
 
 def slimfly_limit(spec: FabricSpec) -> tuple[int, str]:
     """The most GPUs the Slim Fly of ``spec`` holds (whole servers; the largest ``q`` that
-    fits unless ``q`` is given), and the sentence that states the ceiling."""
+    fits unless ``q`` is given), and the sentence that states the ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters; with ``gpus`` set and no ``q``, the
+        smallest ``q`` that holds them (:func:`topo.builders.max_gpus` passes none).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
     _, top, text = _choose(spec)
     return top, text
 

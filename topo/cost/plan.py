@@ -189,15 +189,31 @@ class _Model:
 
 @dataclass(frozen=True)
 class _Inputs:
-    k: int
-    link_gbps: float
-    gpus_per_node: int
-    nics_per_node: int
+    """The switch and server of a plan, its oversubscription bound and the prices it reads."""
+
+    switch: SwitchSpec
+    server: ServerSpec
     R: float
     W: float
     c_opt: float
     c_local: float
     c_end: float
+
+    @property
+    def k(self) -> int:
+        return self.switch.ports
+
+    @property
+    def link_gbps(self) -> float:
+        return self.switch.link_gbps
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.server.gpus
+
+    @property
+    def nics_per_node(self) -> int:
+        return self.server.nics
 
 
 class _NoDesign(Exception):
@@ -499,10 +515,8 @@ def _inputs(
         )
     gbps = switch.link_gbps
     return _Inputs(
-        k=switch.ports,
-        link_gbps=gbps,
-        gpus_per_node=server.gpus,
-        nics_per_node=server.nics,
+        switch=switch,
+        server=server,
         R=R,
         W=prices.switch(switch.ports, gbps).price_usd,
         c_opt=prices.cable("optical", gbps).price_usd,
@@ -762,8 +776,8 @@ def _no_design_text(
     if status != "infeasible":
         return status
     ceiling = max_gpus_plan(
-        SwitchSpec(inp.k, inp.link_gbps),
-        ServerSpec(inp.gpus_per_node, inp.nics_per_node),
+        inp.switch,
+        inp.server,
         max_oversubscription=inp.R,
         families=(family,),
         prices=prices,
