@@ -58,3 +58,5 @@ def test_format_error_names_file_and_line():
     assert str(e) == "f.toml:3: not valid TOML" and e.message == "not valid TOML"
     with pytest.raises(TopoError):
         raise e
+    back = pickle.loads(pickle.dumps(e))
+    assert (str(back), back.path, back.line) == ("f.toml:3: not valid TOML", "f.toml", 3)

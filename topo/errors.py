@@ -104,6 +104,12 @@ class FormatError(TopoError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(
+        self,
+    ) -> tuple[type[FormatError], tuple[str, str, int | None], dict[str, object]]:
+        # Rebuilt from its parts (the default would call FormatError(full message)).
+        return (type(self), (self.path, self.message, self.line), self.__dict__)
+
 
 class InfeasibleError(TopoError):
     """The problem has no feasible solution (e.g. endpoints with no path between them)."""
