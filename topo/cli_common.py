@@ -65,7 +65,25 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
     """Each option of a command function by its Python parameter name: its first long flag as
     the function declares it (``switch_ports`` -> ``--switch-ports``, ``routers_per_group``
     -> ``--routers-per-group`` of ``-a/--routers-per-group``; an option declared without
-    names gets typer's ``--switch-ports``)."""
+    names gets typer's ``--switch-ports``).
+
+    Parameters
+    ----------
+    command : callable
+        A command function whose options are declared ``Annotated[T, typer.Option(...)]``
+        (wrapped by :func:`user_errors` or not).
+
+    Returns
+    -------
+    dict of str to str
+        Parameter name to flag, for the options only (arguments have no flag).
+
+    Examples
+    --------
+    >>> from topo.commands.cost import plan
+    >>> option_flags(plan)["max_oversubscription"]
+    '--max-oversubscription'
+    """
     flags = {}
     hints = typing.get_type_hints(inspect.unwrap(command), include_extras=True)
     for name, hint in hints.items():
@@ -81,7 +99,20 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
 def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
     """The message of a library error, the Python parameters it names spelled as the options
     of the command that raised it (a parameter the command has no option for keeps its
-    name)."""
+    name).
+
+    Parameters
+    ----------
+    exc : TopoError
+        The error; its :attr:`~topo.errors.TopoError.names` are the parameters to spell.
+    command : callable
+        The command function it came from (see :func:`option_flags`).
+
+    Returns
+    -------
+    str
+        One line for ``topo: error: ...``.
+    """
     return exc.render(option_flags(command).get)
 
 
@@ -185,7 +216,19 @@ CountsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the counts as
 
 
 def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
-    """Write the fabric (if asked), then print its counts as JSON or as a table."""
+    """Write the fabric (if asked), then print its counts as JSON or as a table.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric (schema of :mod:`topo.fabric`).
+    summary : dict
+        Its counts (``topo.fabric.summarize(G).to_dict()``, and what an importer adds).
+    output : Path or None
+        Node-link JSON file to write (``-o``); "wrote FILE" goes to stderr.
+    as_json : bool
+        Print the counts as one JSON object (``--json``) instead of a table.
+    """
     if output is not None:
         fabric_mod.save(G, output)
     if as_json:

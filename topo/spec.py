@@ -550,7 +550,7 @@ def _read_table(path: Path) -> dict[str, Any]:
     """The TOML table of a spec file, its keys and value types checked."""
     text = read_text(path)
     try:
-        data = tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 puts the position only in the message: "... (at line 3, column 7)".
         found = re.search(r"\(at line (\d+)", str(exc))
