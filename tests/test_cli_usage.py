@@ -67,6 +67,21 @@ def test_library_messages_name_the_options() -> None:
             "topo: error: --gpus must be a positive multiple of --gpus-per-node (8), got 3",
         ),
         (
+            ["build", "dragonfly", "-a", "40", "-p", "20", "--global-ports", "20"],
+            "topo: error: a Dragonfly router with p = 20, a = 40, h = 20 needs p + a - 1 + h = "
+            "79 ports, more than --switch-ports (64)",
+        ),
+        (
+            # The library speaks of compare()'s dragonfly_groups; cost's flag for it.
+            ["cost", "--compare", "dragonfly", "--dragonfly-groups", "100000"],
+            "topo: error: --dragonfly-groups must be from 1 to a*h + 1 = 513 (each group has 512 "
+            "global ports), got 100000",
+        ),
+        (
+            ["plan", "--gpus", "16", "--max-oversubscription", "0.5"],
+            "topo: error: --max-oversubscription must be a number of at least 1, got 0.5",
+        ),
+        (
             ["build", "dragonfly", "--groups", "100000"],
             "topo: error: --groups must be from 1 to a*h + 1 = 513 (each group has 512 global "
             "ports), got 100000",
@@ -78,3 +93,23 @@ def test_option_names_are_spelled_once(args: list[str], line: str) -> None:
     # become ----gpus.
     r = topo(*args)
     assert r.returncode == 1 and r.stderr.strip() == line
+
+
+def test_flags_come_from_the_commands_declarations() -> None:
+    from topo.cli_common import error_line, option_flags
+    from topo.commands.cost import plan
+
+    flags = option_flags(plan)
+    assert flags["switch_ports"] == "--switch-ports"
+    assert flags["max_oversubscription"] == "--max-oversubscription"
+    assert flags["check"] == "--check"  # of --check/--no-check
+    assert "gpus_per_nic" not in flags
+    from topo.commands.build import build
+
+    assert option_flags(build)["routers_per_group"] == "--routers-per-group"  # of -a/--...
+    from topo.errors import SpecError
+
+    # A parameter the command has no option for keeps its Python name.
+    e = SpecError("groups must be from 1", param="groups")
+    assert error_line(e, plan) == "groups must be from 1"
+    assert error_line(e, build) == "--groups must be from 1"

@@ -7,16 +7,15 @@ from pathlib import Path
 import pytest
 
 from topo.builders import build
-from topo.errors import FormatError
+from topo.errors import FormatError, SpecError
 from topo.fabric import summarize
-from topo.spec import BUILD_KEYS, load_spec
+from topo.spec import BUILD_KEYS, FabricSpec, ServerSpec, SwitchSpec, load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_deepseek_v3_example_is_the_papers_mpft():
-    spec = load_spec(EXAMPLES / "deepseek-v3-mpft.toml")
-    s = summarize(build(spec["family"], **{k: v for k, v in spec.items() if k in BUILD_KEYS}))
+    s = summarize(build(load_spec(EXAMPLES / "deepseek-v3-mpft.toml")))
     # ISCA '25 Table 3, MPFT column.
     assert (s.endpoints, s.switches, s.links, s.planes) == (16384, 768, 16384, 8)
 
@@ -24,16 +23,15 @@ def test_deepseek_v3_example_is_the_papers_mpft():
 def test_training_cluster_example():
     # 2,048 GPUs = 256 nodes; per plane 256 endpoints on 8 leaves of 32, 4 spines (each leaf
     # has 32 uplinks, 8 cables to each spine): 8 x (8 + 4) = 96 switches, 8 x 256 links.
-    spec = load_spec(EXAMPLES / "deepseek-v3-2048-mpft.toml")
-    s = summarize(build(spec["family"], **{k: v for k, v in spec.items() if k in BUILD_KEYS}))
+    s = summarize(build(load_spec(EXAMPLES / "deepseek-v3-2048-mpft.toml")))
     assert (s.gpus, s.nodes, s.switches, s.links) == (2048, 256, 96, 2048)
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
 def test_every_example_loads(path):
     spec = load_spec(path)
-    assert spec["family"] in ("ft2", "ft3", "mrft", "mpft")
-    assert set(spec) - {"family", "name", "description"} <= BUILD_KEYS
+    assert spec.family in ("ft2", "ft3", "mrft", "mpft")
+    assert set(spec.to_options()) - {"family", "name", "description"} <= BUILD_KEYS
 
 
 @pytest.mark.parametrize(
@@ -56,3 +54,67 @@ def test_bad_spec_files(tmp_path, text, match):
 def test_missing_spec_file(tmp_path):
     with pytest.raises(FormatError, match="no such file"):
         load_spec(tmp_path / "nope.toml")
+
+
+def test_spec_file_values_become_the_spec_and_overrides_win(tmp_path):
+    path = tmp_path / "spec.toml"
+    path.write_text('family = "ft2"\nswitch_ports = 8\ngpus = 16\nname = "lab"\n')
+    spec = load_spec(path)
+    assert spec == FabricSpec("ft2", SwitchSpec(ports=8), gpus=16, name="lab")
+    assert load_spec(path, gpus=32, link_gbps=None).gpus == 32
+    assert build(spec).graph["name"] == "lab"
+
+
+def test_spec_file_value_errors_name_the_file_and_the_parameter(tmp_path):
+    path = tmp_path / "spec.toml"
+    path.write_text('family = "ft3"\noversubscription = 3\n')
+    with pytest.raises(SpecError, match=r"^.*spec.toml: oversubscription must be 1 for ft3") as e:
+        load_spec(path)
+    assert e.value.param == "oversubscription"
+
+
+@pytest.mark.parametrize(
+    ("make", "param", "match"),
+    [
+        (lambda: SwitchSpec(ports=7), "switch_ports", "switch_ports must be an even number"),
+        (lambda: SwitchSpec(ports=64.0), "switch_ports", "switch_ports must be a whole number"),
+        (lambda: SwitchSpec(link_gbps=0), "link_gbps", "link_gbps must be a positive number"),
+        (lambda: ServerSpec(gpus=0), "gpus_per_node", "gpus_per_node must be from 1 to 1024"),
+        (lambda: ServerSpec(nics=3), "nics_per_node", r"nics_per_node \(3\) must divide"),
+        (lambda: ServerSpec(pcie_GBps=1e9), "pcie_GBps", "pcie_GBps must be between"),
+        (lambda: FabricSpec("torus"), "family", "unknown family 'torus'"),
+        (lambda: FabricSpec("ft2", q=5), "q", "ft2 takes no option q"),
+        (lambda: FabricSpec("ft2", gpus=12), "gpus", r"multiple of gpus_per_node \(8\), got 12"),
+        (lambda: FabricSpec("ft3", oversubscription=3), "oversubscription", "must be 1 for ft3"),
+        (lambda: FabricSpec("ft2", oversubscription=2), "oversubscription", "whole number"),
+        (lambda: FabricSpec("dragonfly", groups=2.5), "groups", "groups must be a whole number"),
+        (lambda: FabricSpec("dragonfly", global_ports=0), "global_ports", "at least 1, got 0"),
+        (lambda: FabricSpec("dragonfly", arrangement="x"), "arrangement", "unknown arrangement"),
+    ],
+)
+def test_specs_check_themselves(make, param, match):
+    with pytest.raises(SpecError, match=match) as e:
+        make()
+    assert e.value.param == param
+
+
+def test_fabric_spec_derived_sizes_and_flat_options():
+    # 64-port leaf at 3:1: 16 up, 48 down ports.
+    spec = FabricSpec("mpft", SwitchSpec(64, 200), ServerSpec(8, 4), oversubscription=3)
+    assert (spec.up_ports, spec.down_ports, spec.planes, spec.rails) == (16, 48, 4, 1)
+    assert FabricSpec("mrft", server=ServerSpec(8, 2)).rails == 2
+    flat = spec.to_options()
+    assert flat == dict(
+        family="mpft",
+        switch_ports=64,
+        link_gbps=200.0,
+        gpus_per_node=8,
+        nics_per_node=4,
+        nvlink_GBps=200.0,
+        pcie_GBps=64.0,
+        oversubscription=3.0,
+    )
+    assert FabricSpec.from_options(**flat) == spec
+    assert spec.replace(gpus=64).gpus == 64 and spec.gpus is None
+    df = FabricSpec.from_options("dragonfly", groups=3, q=None, arrangement="palmtree")
+    assert df.options == {"arrangement": "palmtree", "groups": 3}

@@ -1,58 +1,32 @@
-"""What every ``topo`` command shares: the typer app, the consoles, one-line user errors.
+"""What every ``topo`` command shares: the consoles, one-line user errors, shared options and
+the fabric-counts view.
 
-Commands live in :mod:`topo.cli` (build, import, bandwidth, plot) and in :mod:`topo.commands`
-(one module per verb); each registers itself on :data:`app`.
+Commands live in :mod:`topo.commands` (one module per verb); :mod:`topo.cli` assembles them into
+the typer app.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-import re
 import signal
 import sys
+import typing
 from collections.abc import Callable
 from enum import Enum
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import networkx as nx
 import typer
 from rich.console import Console
+from rich.table import Table
+from typer.models import OptionInfo
 
+from topo import fabric as fabric_mod
 from topo.errors import TopoError
-
-app = typer.Typer(
-    name="topo",
-    help="Design and analyse the networks of large GPU clusters.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        from topo import __version__
-
-        print(f"topo {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", help="Print the version and exit.", callback=_version, is_eager=True
-        ),
-    ] = False,
-) -> None:
-    """Design and analyse the networks of large GPU clusters."""
-
-
-import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
-app.add_typer(import_app, name="import")
 
 # Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
 # a terminal keeps its own width, and COLUMNS still wins when set.
@@ -78,7 +52,7 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except TopoError as exc:
-            print(f"topo: error: {option_names(str(exc))}", file=sys.stderr)
+            print(f"topo: error: {error_line(exc, fn)}", file=sys.stderr)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("topo: interrupted", file=sys.stderr)
@@ -87,17 +61,59 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-OPTIONS = re.compile(
-    r"(?<![-\w])(switch_ports|link_gbps|gpus_per_node|nics_per_node|nvlink_GBps|pcie_GBps"
-    r"|routers_per_group|endpoints_per_router|global_ports)\b"
-    r"|(?<![-\w])(gpus|oversubscription|groups|q)(?= must)"
-)
+def option_flags(command: Callable[..., Any]) -> dict[str, str]:
+    """Each option of a command function by its Python parameter name: its first long flag as
+    the function declares it (``switch_ports`` -> ``--switch-ports``, ``routers_per_group``
+    -> ``--routers-per-group`` of ``-a/--routers-per-group``; an option declared without
+    names gets typer's ``--switch-ports``).
+
+    Parameters
+    ----------
+    command : callable
+        A command function whose options are declared ``Annotated[T, typer.Option(...)]``
+        (wrapped by :func:`user_errors` or not).
+
+    Returns
+    -------
+    dict of str to str
+        Parameter name to flag, for the options only (arguments have no flag).
+
+    Examples
+    --------
+    >>> from topo.commands.cost import plan
+    >>> option_flags(plan)["max_oversubscription"]
+    '--max-oversubscription'
+    """
+    flags = {}
+    hints = typing.get_type_hints(inspect.unwrap(command), include_extras=True)
+    for name, hint in hints.items():
+        infos = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionInfo)]
+        if not infos:
+            continue
+        decls = [d for info in infos for decl in info.param_decls or () for d in decl.split("/")]
+        long = next((d for d in decls if d.startswith("--")), "--" + name.replace("_", "-"))
+        flags[name] = long
+    return flags
 
 
-def option_names(message: str) -> str:
-    """Name command-line options, not Python arguments, in a library error message (every verb
-    passes its errors through this; names already spelled ``--x`` are left alone)."""
-    return OPTIONS.sub(lambda m: "--" + (m.group(1) or m.group(2)).replace("_", "-"), message)
+def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
+    """The message of a library error, the Python parameters it names spelled as the options
+    of the command that raised it (a parameter the command has no option for keeps its
+    name).
+
+    Parameters
+    ----------
+    exc : TopoError
+        The error; its :attr:`~topo.errors.TopoError.names` are the parameters to spell.
+    command : callable
+        The command function it came from (see :func:`option_flags`).
+
+    Returns
+    -------
+    str
+        One line for ``topo: error: ...``.
+    """
+    return exc.render(option_flags(command).get)
 
 
 def print_json(obj: Any) -> None:
@@ -187,3 +203,59 @@ TimeLimitOpt = Annotated[
         min=0.1,
     ),
 ]
+
+
+# --------------------------------------------------------------------------- fabric counts
+
+
+FabricOutputOpt = Annotated[
+    Path | None,
+    typer.Option("-o", "--output", help="Write the fabric as node-link JSON.", dir_okay=False),
+]
+CountsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
+
+
+def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
+    """Write the fabric (if asked), then print its counts as JSON or as a table.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric (schema of :mod:`topo.fabric`).
+    summary : dict
+        Its counts (``topo.fabric.summarize(G).to_dict()``, and what an importer adds).
+    output : Path or None
+        Node-link JSON file to write (``-o``); "wrote FILE" goes to stderr.
+    as_json : bool
+        Print the counts as one JSON object (``--json``) instead of a table.
+    """
+    if output is not None:
+        fabric_mod.save(G, output)
+    if as_json:
+        print_json(summary)
+    else:
+        summary_table(summary, title=str(G.graph.get("name", summary.get("family", ""))))
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+def summary_table(summary: dict[str, Any], title: str) -> None:
+    """A fabric's counts (``topo.fabric.summarize(G).to_dict()`` and more) as a two-column
+    table on stdout."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, value in summary.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            value = (
+                ", ".join(
+                    f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in value.items()
+                )
+                or "-"
+            )
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = f"{value:,}"
+        table.add_row(key.replace("_", " "), str(value))
+    out.print(table)

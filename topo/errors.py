@@ -7,15 +7,81 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
 class TopoError(Exception):
-    """Base class of every error caused by the user's input or the problem posed."""
+    """Base class of every error caused by the user's input or the problem posed.
+
+    Parameters
+    ----------
+    message : str
+        The violated condition and the limit, naming Python parameters as the library spells
+        them (``switch_ports must be an even number from 4 to 1024, got 7``).
+    param : str, optional
+        The Python parameter (keyword argument, spec-file key) at fault, e.g.
+        ``"switch_ports"``; None when no single parameter is.
+    names : sequence of str, optional
+        The parameters the message spells, each at its first occurrence as a whole word (a
+        front end renders them in its own vocabulary: the command line as ``--switch-ports``).
+        Default: ``(param,)``, or none without ``param``.
+
+    Examples
+    --------
+    >>> e = SpecError("gpus must be a multiple of gpus_per_node (8)", param="gpus",
+    ...               names=("gpus", "gpus_per_node"))
+    >>> e.param, e.render(lambda name: "--" + name.replace("_", "-"))
+    ('gpus', '--gpus must be a multiple of --gpus-per-node (8)')
+    """
+
+    def __init__(
+        self, message: str = "", *, param: str | None = None, names: Sequence[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.param = param
+        self.names: tuple[str, ...] = (
+            tuple(names) if names is not None else ((param,) if param is not None else ())
+        )
+
+    def render(self, spell: Callable[[str], str | None]) -> str:
+        """The message with each of :attr:`names` spelled by ``spell`` (at its first
+        occurrence as a whole word; a name ``spell`` maps to None stays as it is)."""
+        text = str(self)
+        for name in self.names:
+            new = spell(name)
+            if new is not None:
+                text = re.sub(rf"(?<![-\w]){re.escape(name)}(?!\w)", new, text, count=1)
+        return text
+
+    def prefixed(self, prefix: str) -> TopoError:
+        """The same error (type, parameter, names) with ``prefix`` before its message (e.g.
+        the spec file it came from)."""
+        err = copy.copy(self)
+        err.args = (prefix + str(self), *self.args[1:])
+        return err
+
+    def renamed(self, old: str, new: str) -> TopoError:
+        """The same error, speaking of parameter ``new`` where it spoke of ``old`` (a caller
+        that passed its own parameter on under another name)."""
+        if old not in self.names and self.param != old:
+            return self
+        err = copy.copy(self)
+        pattern = rf"(?<![-\w]){re.escape(old)}(?!\w)"
+        err.args = (re.sub(pattern, new, str(self), count=1), *self.args[1:])
+        err.param = new if self.param == old else self.param
+        err.names = tuple(new if n == old else n for n in self.names)
+        return err
 
 
 class SpecError(TopoError, ValueError):
-    """A fabric, switch or node specification violates a limit (radix, sizes, rates)."""
+    """A fabric, switch or node specification violates a limit (radix, sizes, rates).
+
+    ``param`` names the parameter at fault, as :func:`topo.builders.build` and spec files
+    spell it (``switch_ports``, ``gpus_per_node``, ``q``); see :class:`TopoError`.
+    """
 
 
 class FormatError(TopoError):
@@ -37,6 +103,12 @@ class FormatError(TopoError):
         self.message = message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[FormatError], tuple[str, str, int | None], dict[str, object]]:
+        # Rebuilt from its parts (the default would call FormatError(full message)).
+        return (type(self), (self.path, self.message, self.line), self.__dict__)
 
 
 class InfeasibleError(TopoError):

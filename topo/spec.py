@@ -1,7 +1,13 @@
-"""Fabric specifications in TOML files (``examples/*.toml``).
+"""Specifications of a switch, a server and a fabric; fabric specs in TOML files.
 
-A spec file holds the arguments of :func:`topo.builders.build` under their Python names, with
-the same units as the command line::
+:class:`SwitchSpec`, :class:`ServerSpec` and :class:`FabricSpec` are frozen and check
+themselves when made: an instance is a valid input of the builders (:mod:`topo.builders`),
+:func:`topo.builders.max_gpus` and :func:`topo.cost.plan`. Their errors are
+:class:`topo.errors.SpecError` naming the parameter at fault as :func:`topo.builders.build` and
+spec files spell it (``switch_ports``, ``gpus_per_node``, ...).
+
+A spec file (``examples/*.toml``) holds the arguments of :func:`topo.builders.build` under
+their Python names, with the same units as the command line::
 
     family = "mpft"          # ft2, ft3, mrft, mpft
     switch_ports = 64        # radix
@@ -15,23 +21,466 @@ the same units as the command line::
 
 Dragonfly and Slim Fly take their own keys (``routers_per_group``, ``endpoints_per_router``,
 ``global_ports``, ``groups``, ``arrangement``; ``q``, ``endpoints_per_router``). Only ``family``
-is required; the rest default as in :func:`topo.builders.build`.
+is required; the rest default as in :func:`topo.builders.build`. :func:`load_spec` reads a file
+into a :class:`FabricSpec`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 import re
 import sys
+from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from topo.errors import FormatError
+from topo.errors import FormatError, SpecError
 from topo.fabric import read_text
+from topo.units import gbps_to_Bps
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
+
+__all__ = [
+    "ARRANGEMENTS",
+    "BUILD_KEYS",
+    "FAMILIES",
+    "FAMILY_OPTIONS",
+    "FabricSpec",
+    "MAX_GPUS_PER_NODE",
+    "MAX_SWITCH_PORTS",
+    "RATE_RANGE",
+    "SPEC_KEYS",
+    "ServerSpec",
+    "SwitchSpec",
+    "as_int",
+    "leaf_split",
+    "load_spec",
+    "positive_rate",
+    "whole_ratios",
+]
+
+FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
+"""The fabric families :func:`topo.builders.build` knows."""
+
+FAMILY_OPTIONS: dict[str, frozenset[str]] = {
+    "dragonfly": frozenset(
+        {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"}
+    ),
+    "slimfly": frozenset({"q", "endpoints_per_router"}),
+}
+"""The family-specific fields of :class:`FabricSpec` (keyword arguments of ``build``)."""
+
+NONBLOCKING_ONLY = frozenset({"ft3", "dragonfly", "slimfly"})
+"""Families built non-blocking only (``oversubscription`` must be 1)."""
+
+ARRANGEMENTS = ("consecutive", "palmtree")
+"""Named global-link arrangements of a Dragonfly (:func:`topo.builders.dragonfly.dragonfly`)."""
+
+RATE_RANGE = (1e-3, 1e6)
+"""Accepted link, NVLink and PCIe rates (in their own units, Gb/s or GB/s): 1 Mb/s to
+1 Pb/s. Outside that a number is a typo, and the flow LP could not resolve it next to
+ordinary links."""
+
+MAX_GPUS_PER_NODE = 1024
+"""Largest server accepted, in GPUs."""
+
+MAX_SWITCH_PORTS = 1024
+"""Largest radix accepted (today's largest switches have 256 or 512 logical ports); bigger
+values are typos that would make the size formulas and the plan's program explode."""
+
+
+def as_int(name: str, value: Any) -> int:
+    """``value`` as an int, or SpecError (``param`` ``name``) if it is not a whole number
+    (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise SpecError(f"{name} must be a whole number, got {value!r}", param=name)
+    return int(value)
+
+
+def positive_rate(name: str, value: Any, unit: str) -> float:
+    """``value`` as a float in :data:`RATE_RANGE` (``unit`` for the message: Gb/s, GB/s), or
+    SpecError naming ``name``."""
+    x = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise SpecError(f"{name} must be a positive number of {unit}, got {value!r}", param=name)
+    lo, hi = RATE_RANGE
+    if not lo <= x <= hi:
+        raise SpecError(
+            f"{name} must be between {lo:g} and {hi:g} {unit}, got {value!r}", param=name
+        )
+    return x
+
+
+def whole_ratios(k: int) -> list[int]:
+    """The whole-number oversubscription ratios of a ``k``-port leaf: ``k/u - 1`` for ``u | k``,
+    ``u <= k/2`` (for 64 ports: 1, 3, 7, 15, 31, 63)."""
+    return sorted(k // u - 1 for u in range(1, k // 2 + 1) if k % u == 0)
+
+
+def leaf_split(k: int, oversubscription: Any) -> tuple[int, int]:
+    """A leaf's (up, down) ports for oversubscription ``r``: ``up = k/(r+1)`` must be whole, >= 1.
+
+    Raises
+    ------
+    SpecError
+        If ``r`` < 1, is not a finite number, or does not give a whole number of up ports.
+    """
+    ok = isinstance(oversubscription, Real) and not isinstance(oversubscription, bool)
+    r = float(oversubscription) if ok else math.nan
+    if not (math.isfinite(r) and r >= 1):
+        raise SpecError(
+            "oversubscription must be a number of at least 1 (1 = non-blocking), "
+            f"got {oversubscription!r}",
+            param="oversubscription",
+        )
+    up_exact = k / (r + 1)
+    up = round(up_exact)
+    if up < 1 or abs(up_exact - up) > 1e-9 * k:
+        ratios = ", ".join(str(x) for x in whole_ratios(k))
+        raise SpecError(
+            f"oversubscription {r:g} does not give a whole number of up ports on a "
+            f"{k}-port leaf ({k}/({r:g}+1) = {up_exact:.4g}); the whole-number ratios "
+            f"for {k} ports are {ratios} (in general (k-u)/u for u = 1..{k // 2} up ports)",
+            param="oversubscription",
+            names=(),
+        )
+    return up, k - up
+
+
+def _set(obj: object, **values: Any) -> None:
+    """Store checked values on a frozen dataclass while it initialises."""
+    for key, value in values.items():
+        object.__setattr__(obj, key, value)
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """A switch model: its radix and port rate.
+
+    Parameters
+    ----------
+    ports : int
+        Radix ``k`` (ports per switch); even, from 4 to :data:`MAX_SWITCH_PORTS`. Errors name
+        it ``switch_ports``.
+    link_gbps : float
+        Rate of one port and of its cable (NIC-switch and switch-switch), Gb/s.
+
+    Raises
+    ------
+    SpecError
+        Radix odd, below 4 or above 1024 or not a whole number; a rate outside
+        :data:`RATE_RANGE`.
+
+    Examples
+    --------
+    >>> SwitchSpec(64, 400).line_Bps
+    50000000000.0
+    """
+
+    ports: int = 64
+    link_gbps: float = 400.0
+
+    def __post_init__(self) -> None:
+        k = as_int("switch_ports", self.ports)
+        if k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
+            raise SpecError(
+                f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k}",
+                param="switch_ports",
+            )
+        _set(self, ports=k, link_gbps=positive_rate("link_gbps", self.link_gbps, "Gb/s"))
+
+    @property
+    def line_Bps(self) -> float:
+        """Rate of one cable, B/s per direction."""
+        return gbps_to_Bps(self.link_gbps)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """A GPU server ("node"): GPUs joined by NVLink, NICs reached over PCIe.
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs per server, 1 to :data:`MAX_GPUS_PER_NODE` (errors name it ``gpus_per_node``).
+    nics : int
+        NICs (fabric endpoints) per server; divides ``gpus`` (``nics_per_node``). Rails in
+        MRFT, planes in MPFT.
+    nvlink_GBps : float
+        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
+    pcie_GBps : float
+        PCIe rate between a GPU and its NIC, GB/s per direction.
+
+    Raises
+    ------
+    SpecError
+        A count out of range or not whole; more NICs than GPUs, or NICs not dividing GPUs; a
+        rate outside :data:`RATE_RANGE`.
+
+    Examples
+    --------
+    >>> ServerSpec(8, 4).gpus_per_nic
+    2
+    """
+
+    gpus: int = 8
+    nics: int = 8
+    nvlink_GBps: float = 200.0
+    pcie_GBps: float = 64.0
+
+    def __post_init__(self) -> None:
+        gpn = as_int("gpus_per_node", self.gpus)
+        nics = as_int("nics_per_node", self.nics)
+        names = ("nics_per_node", "gpus_per_node")
+        if not 1 <= gpn <= MAX_GPUS_PER_NODE:
+            raise SpecError(
+                f"gpus_per_node must be from 1 to {MAX_GPUS_PER_NODE}, got {gpn}",
+                param="gpus_per_node",
+            )
+        if nics < 1:
+            raise SpecError(f"nics_per_node must be at least 1, got {nics}", param=names[0])
+        if nics > gpn:
+            raise SpecError(
+                f"nics_per_node ({nics}) must not exceed gpus_per_node ({gpn}): "
+                "each GPU reaches the fabric through one NIC",
+                param=names[0],
+                names=names,
+            )
+        if gpn % nics:
+            raise SpecError(
+                f"nics_per_node ({nics}) must divide gpus_per_node ({gpn}) so every NIC "
+                "serves the same number of GPUs",
+                param=names[0],
+                names=names,
+            )
+        _set(
+            self,
+            gpus=gpn,
+            nics=nics,
+            nvlink_GBps=positive_rate("nvlink_GBps", self.nvlink_GBps, "GB/s"),
+            pcie_GBps=positive_rate("pcie_GBps", self.pcie_GBps, "GB/s"),
+        )
+
+    @property
+    def gpus_per_nic(self) -> int:
+        """GPUs that share one NIC."""
+        return self.gpus // self.nics
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """A fabric to build: its family, switch, server, size and family parameters.
+
+    Parameters
+    ----------
+    family : str
+        One of :data:`FAMILIES`.
+    switch : SwitchSpec
+        The switch of every tier (default: 64 ports of 400 Gb/s).
+    server : ServerSpec
+        The server (default: 8 GPUs, 8 NICs, 200 GB/s NVLink, 64 GB/s PCIe).
+    gpus : int or None
+        GPUs to connect, a positive multiple of the server's GPUs; None builds the family's
+        maximum (the builder checks the ceiling).
+    oversubscription : float
+        Leaf down-port over up-port bandwidth ``r`` (1 = non-blocking); ``k/(r+1)`` must be a
+        whole number; 1 for ``ft3``, ``dragonfly`` and ``slimfly``.
+    routers_per_group, endpoints_per_router, global_ports, groups : int or None
+        Dragonfly ``a``, ``p``, ``h``, ``g`` (``endpoints_per_router`` is Slim Fly's ``p``
+        too); None takes the family's default.
+    arrangement : str or None
+        Dragonfly global-link arrangement (:data:`ARRANGEMENTS`); None: ``consecutive``.
+    q : int or None
+        Slim Fly MMS parameter, a prime power; None: the largest that fits.
+    name, description : str or None
+        A name for the graph (default ``<family>-<gpus>``) and a note, from spec files.
+
+    Raises
+    ------
+    SpecError
+        Unknown family; a family parameter given to a family that takes none; a bad
+        oversubscription; ``gpus`` not a positive multiple of the server's GPUs; a family
+        parameter not a whole number or below 1; an unknown arrangement.
+
+    Examples
+    --------
+    >>> s = FabricSpec("mpft", SwitchSpec(ports=16))
+    >>> s.planes, s.rails, s.up_ports, s.down_ports
+    (8, 1, 8, 8)
+    >>> FabricSpec.from_options("ft2", switch_ports=8, gpus=64).to_options()["gpus"]
+    64
+    """
+
+    family: str
+    switch: SwitchSpec = field(default_factory=SwitchSpec)
+    server: ServerSpec = field(default_factory=ServerSpec)
+    gpus: int | None = None
+    oversubscription: float = 1.0
+    routers_per_group: int | None = None
+    endpoints_per_router: int | None = None
+    global_ports: int | None = None
+    groups: int | None = None
+    arrangement: str | None = None
+    q: int | None = None
+    name: str | None = None
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_family(self.family, self.options)
+        if self.family in NONBLOCKING_ONLY and (
+            isinstance(self.oversubscription, bool)
+            or not isinstance(self.oversubscription, Real)
+            or self.oversubscription != 1
+        ):
+            raise SpecError(
+                f"oversubscription must be 1 for {self.family} (this builder makes "
+                f"non-blocking fabrics only), got {self.oversubscription!r}",
+                param="oversubscription",
+            )
+        leaf_split(self.switch.ports, self.oversubscription)
+        _set(self, oversubscription=float(self.oversubscription))
+        if self.gpus is not None:
+            n, gpn = as_int("gpus", self.gpus), self.server.gpus
+            if n < 1 or n % gpn:
+                raise SpecError(
+                    f"gpus must be a positive multiple of gpus_per_node ({gpn}), got {n}",
+                    param="gpus",
+                    names=("gpus", "gpus_per_node"),
+                )
+            _set(self, gpus=n)
+        for key in ("routers_per_group", "endpoints_per_router", "global_ports"):
+            value = getattr(self, key)
+            if value is not None and as_int(key, value) < 1:
+                raise SpecError(f"{key} must be at least 1, got {value}", param=key)
+        for key in ("groups", "q"):
+            if getattr(self, key) is not None:
+                _set(self, **{key: as_int(key, getattr(self, key))})
+        if self.arrangement is not None and self.arrangement not in ARRANGEMENTS:
+            raise SpecError(
+                f"unknown arrangement {self.arrangement!r}; choose one of "
+                f"{', '.join(ARRANGEMENTS)}",
+                param="arrangement",
+                names=(),
+            )
+
+    @classmethod
+    def from_options(cls, family: Any, **options: Any) -> FabricSpec:
+        """The spec of ``build(family, **options)``: flat keyword arguments of
+        :func:`topo.builders.build` (:data:`BUILD_KEYS`, plus ``name``, ``description``);
+        family parameters left at None take the family's default.
+
+        ``family`` may be an Enum member whose value is the name (the command line's).
+
+        Raises
+        ------
+        SpecError
+            As :class:`FabricSpec`, and for a keyword no family takes.
+        """
+        name = str(getattr(family, "value", family))
+        given = {k: v for k, v in options.items() if v is not None}
+        _check_family(name, {k: v for k, v in given.items() if k not in _COMMON_KEYS})
+        switch = SwitchSpec(
+            **{
+                f: given[k]
+                for k, f in (("switch_ports", "ports"), ("link_gbps", "link_gbps"))
+                if k in given
+            }
+        )
+        server = ServerSpec(**{f: given[k] for k, f in _SERVER_KEYS if k in given})
+        rest = {k: v for k, v in given.items() if k in _FABRIC_FIELDS}
+        return cls(name, switch, server, **rest)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The family parameters that are set (Dragonfly, Slim Fly), by keyword."""
+        return {k: getattr(self, k) for k in sorted(_FAMILY_KEYS) if getattr(self, k) is not None}
+
+    @functools.cached_property
+    def up_ports(self) -> int:
+        """A leaf's up ports (to spines): ``u = k/(r+1)``."""
+        return leaf_split(self.switch.ports, self.oversubscription)[0]
+
+    @functools.cached_property
+    def down_ports(self) -> int:
+        """A leaf's down ports (to NICs): ``d = k - u``."""
+        return self.switch.ports - self.up_ports
+
+    @property
+    def planes(self) -> int:
+        """Independent fabrics: the server's NICs for ``mpft``, else 1."""
+        return self.server.nics if self.family == "mpft" else 1
+
+    @property
+    def rails(self) -> int:
+        """Rails that share one spine layer: the server's NICs for ``mrft``, else 1."""
+        return self.server.nics if self.family == "mrft" else 1
+
+    def replace(self, **options: Any) -> FabricSpec:
+        """A copy with flat options (as :meth:`from_options`) changed; None leaves a family
+        parameter to its default."""
+        merged = {**self.to_options(), **options}
+        return FabricSpec.from_options(merged.pop("family"), **merged)
+
+    def to_options(self) -> dict[str, Any]:
+        """The flat keyword arguments of :func:`topo.builders.build` for this spec, with
+        ``family`` (the inverse of :meth:`from_options`; unset fields left out)."""
+        d: dict[str, Any] = dict(
+            family=self.family,
+            switch_ports=self.switch.ports,
+            link_gbps=self.switch.link_gbps,
+            gpus_per_node=self.server.gpus,
+            nics_per_node=self.server.nics,
+            nvlink_GBps=self.server.nvlink_GBps,
+            pcie_GBps=self.server.pcie_GBps,
+            oversubscription=self.oversubscription,
+        )
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if (
+                f.name not in ("family", "switch", "server", "oversubscription")
+                and value is not None
+            ):
+                d[f.name] = value
+        return d
+
+
+_SERVER_KEYS = (
+    ("gpus_per_node", "gpus"),
+    ("nics_per_node", "nics"),
+    ("nvlink_GBps", "nvlink_GBps"),
+    ("pcie_GBps", "pcie_GBps"),
+)
+_FAMILY_KEYS = frozenset(k for keys in FAMILY_OPTIONS.values() for k in keys)
+_COMMON_KEYS = frozenset(
+    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description"}
+    | {k for k, _ in _SERVER_KEYS}
+)
+_FABRIC_FIELDS = frozenset({"gpus", "oversubscription", "name", "description"} | _FAMILY_KEYS)
+
+
+def _check_family(family: Any, options: dict[str, Any]) -> None:
+    """SpecError for an unknown family or a parameter it does not take."""
+    if family not in FAMILIES:
+        raise SpecError(
+            f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}",
+            param="family",
+            names=(),
+        )
+    given = {k for k, v in options.items() if v is not None}
+    extra = given - FAMILY_OPTIONS.get(family, frozenset())
+    if extra:
+        raise SpecError(
+            f"{family} takes no option {', '.join(sorted(extra))}",
+            param=sorted(extra)[0],
+            names=(),
+        )
+
 
 SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "family": (str,),
@@ -55,32 +504,53 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
 """Keys a spec file may hold, with the TOML types each accepts."""
 
 BUILD_KEYS = frozenset(SPEC_KEYS) - {"family", "name", "description"}
+"""The keys of a spec file that are arguments of :func:`topo.builders.build`."""
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
+def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
     """Read a fabric spec from a TOML file.
 
     Parameters
     ----------
     path : str or Path
         The TOML file.
+    **overrides
+        Flat build arguments (:data:`BUILD_KEYS`) that win over the file's (the options a
+        user gave on the command line); None values are ignored.
 
     Returns
     -------
-    dict
-        ``family`` and the build arguments present in the file (``name`` and ``description``
-        are kept for display and not passed to the builder).
+    FabricSpec
+        The file's ``family`` and build arguments, ``name`` and ``description``.
 
     Raises
     ------
     FormatError
         Missing or unreadable file, TOML syntax error (with its line), an unknown key, a value
         of the wrong type, or no ``family``.
+    SpecError
+        A value the spec refuses (:class:`FabricSpec`), its message starting with the file.
+
+    Examples
+    --------
+    >>> spec = load_spec("examples/deepseek-v3-2048-mpft.toml")  # doctest: +SKIP
+    >>> spec.family, spec.gpus, spec.switch.ports                # doctest: +SKIP
+    ('mpft', 2048, 64)
     """
     path = Path(path)
+    data = _read_table(path)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return FabricSpec.from_options(data.pop("family"), **data)
+    except SpecError as exc:
+        raise exc.prefixed(f"{path}: ") from None
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    """The TOML table of a spec file, its keys and value types checked."""
     text = read_text(path)
     try:
-        data = tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 puts the position only in the message: "... (at line 3, column 7)".
         found = re.search(r"\(at line (\d+)", str(exc))

@@ -14,6 +14,7 @@ from topo.builders import build, max_gpus
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.errors import SpecError
 from topo.fabric import summarize
+from topo.spec import ServerSpec, SwitchSpec
 
 
 def fabric_links(G, a, b):
@@ -46,7 +47,7 @@ def test_ft2_full_64_port_matches_isca25_table3():
 @pytest.mark.parametrize("k", [4, 6, 8, 16, 32])
 def test_ft2_full_closed_form(k):
     # One GPU and one NIC per node, so GPUs = endpoints = k^2/2.
-    G = two_layer_fat_tree(switch_ports=k, gpus_per_node=1, nics_per_node=1)
+    G = two_layer_fat_tree(SwitchSpec(k), ServerSpec(gpus=1, nics=1))
     s = summarize(G)
     assert s.switches_by_tier == {"leaf": k, "spine": k // 2}
     assert s.endpoints == s.gpus == k * k // 2
@@ -132,7 +133,7 @@ def test_ft2_places_nics_consecutively():
     assert leaf_of(G, "node4/nic0") == "leaf1"
     assert leaf_of(G, "node124/nic7") == "leaf31"
     # 4 NICs per node: e = 4 n + j, so node 8 NIC 0 is e = 32 -> leaf1
-    H = two_layer_fat_tree(gpus=256, nics_per_node=4)
+    H = two_layer_fat_tree(server=ServerSpec(nics=4), gpus=256)
     assert leaf_of(H, "node7/nic3") == "leaf0"
     assert leaf_of(H, "node8/nic0") == "leaf1"
 
@@ -175,7 +176,7 @@ def test_ft3_full_64_port_matches_isca25_table3():
 
 @pytest.mark.parametrize("k", [4, 8, 16])
 def test_ft3_full_closed_form(k):
-    G = three_layer_fat_tree(switch_ports=k, gpus_per_node=2, nics_per_node=2)
+    G = three_layer_fat_tree(SwitchSpec(k), ServerSpec(gpus=2, nics=2))
     s = summarize(G)
     half = k // 2
     assert s.switches_by_tier == {"leaf": k * half, "spine": k * half, "core": half * half}

@@ -15,6 +15,7 @@ from topo.builders import build, max_gpus
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
 from topo.errors import SpecError
 from topo.fabric import is_switch, summarize
+from topo.spec import ServerSpec, SwitchSpec
 
 
 def switch_graph(G):
@@ -46,7 +47,7 @@ def test_mpft_full_64_port_matches_isca25_table3():
 @pytest.mark.parametrize("k", [4, 8, 16])
 def test_mpft_full_closed_form(k):
     # 4 planes (4 NICs per node), each a full two-layer Clos of k^2/2 nodes.
-    s = summarize(multi_plane_fat_tree(switch_ports=k, gpus_per_node=4, nics_per_node=4))
+    s = summarize(multi_plane_fat_tree(SwitchSpec(k), ServerSpec(gpus=4, nics=4)))
     assert s.planes == 4
     assert s.nodes == k * k // 2
     assert s.switches_by_tier == {"leaf": 4 * k, "spine": 4 * k // 2}
@@ -54,7 +55,7 @@ def test_mpft_full_closed_form(k):
 
 
 def test_mpft_planes_are_disconnected_in_the_switch_graph():
-    for G in (multi_plane_fat_tree(switch_ports=8), multi_plane_fat_tree(gpus=1000)):
+    for G in (multi_plane_fat_tree(SwitchSpec(8)), multi_plane_fat_tree(gpus=1000)):
         parts = list(nx.connected_components(switch_graph(G)))
         assert len(parts) == 8
         for part in parts:
@@ -97,7 +98,7 @@ def test_mpft_places_nic_j_on_plane_j():
 def test_mpft_with_four_nics_per_node():
     # 4 planes; each holds 2048 nodes, so 2048 * 8 = 16384 GPUs with 8 GPUs per node.
     assert max_gpus("mpft", nics_per_node=4) == 16384
-    s = summarize(multi_plane_fat_tree(nics_per_node=4, gpus=1024))
+    s = summarize(multi_plane_fat_tree(server=ServerSpec(nics=4), gpus=1024))
     # 128 nodes per plane: 4 leaves, 2 spines per plane
     assert s.planes == 4
     assert s.switches_by_tier == {"leaf": 16, "spine": 8}
@@ -180,7 +181,7 @@ def test_mrft_six_rails_spines_fall_back_to_u():
     # 10 * 32 = 320 nodes = 1920 GPUs. 60 * 32 = 1920 uplinks need S >= 30; the smallest divisor
     # of 32 that is >= 30 is 32: 32 spines, one cable each, 60 of 64 spine ports used.
     assert max_gpus("mrft", gpus_per_node=6, nics_per_node=6) == 1920
-    G = multi_rail_fat_tree(gpus_per_node=6, nics_per_node=6)
+    G = multi_rail_fat_tree(server=ServerSpec(gpus=6, nics=6))
     s = summarize(G)
     assert s.switches_by_tier == {"leaf": 60, "spine": 32}
     assert s.links == 1920
@@ -189,11 +190,11 @@ def test_mrft_six_rails_spines_fall_back_to_u():
 
 def test_mrft_one_rail():
     # One NIC per node: one rail; up to 64 nodes on one leaf, no spine.
-    G = multi_rail_fat_tree(gpus=512, nics_per_node=1)
+    G = multi_rail_fat_tree(server=ServerSpec(nics=1), gpus=512)
     assert summarize(G).switches_by_tier == {"leaf": 1}
     assert G.nodes["rail0/leaf0"]["rail"] == 0
     # 65 nodes: ceil(65/32) = 3 leaves, 96 uplinks -> 2 spines
-    assert summarize(multi_rail_fat_tree(gpus=520, nics_per_node=1)).switches_by_tier == {
+    assert summarize(multi_rail_fat_tree(server=ServerSpec(nics=1), gpus=520)).switches_by_tier == {
         "leaf": 3,
         "spine": 2,
     }
@@ -214,9 +215,9 @@ def test_mrft_with_more_rails_than_ports():
     # 4-port spines reach 4 leaves: 8 rails do not fit.
     assert max_gpus("mrft", switch_ports=4) == 0
     with pytest.raises(SpecError, match=r"reaches at most 4 leaves, fewer than its 8 rails"):
-        multi_rail_fat_tree(switch_ports=4)
+        multi_rail_fat_tree(SwitchSpec(4))
     with pytest.raises(SpecError, match=r"fewer than its 8 rails.*asked for 8 GPUs"):
-        multi_rail_fat_tree(switch_ports=4, gpus=8)
+        multi_rail_fat_tree(SwitchSpec(4), gpus=8)
 
 
 def test_mpft_and_mrft_full_build_is_connected():

@@ -53,10 +53,8 @@ def small(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def h100(tmp_path_factory) -> Path:
-    spec = load_spec(EXAMPLE)
-    spec.pop("name", None)
     path = tmp_path_factory.mktemp("fab") / "h100.json"
-    save(build(spec.pop("family"), **spec), path)
+    save(build(load_spec(EXAMPLE).replace(name=None)), path)
     return path
 
 

@@ -31,9 +31,7 @@ GIB = 1 << 30
 
 @pytest.fixture(scope="module")
 def h100():
-    spec = load_spec(EXAMPLE)
-    spec.pop("name", None)
-    return build(spec.pop("family"), **spec)
+    return build(load_spec(EXAMPLE).replace(name=None))
 
 
 def _ratios(G, log: Path, op: str) -> list[float]:

@@ -14,6 +14,7 @@ from topo.cost import bill_of_materials, compare, family_counts, load_prices
 from topo.cost.prices import PriceBook
 from topo.errors import SpecError
 from topo.fabric import summarize
+from topo.spec import SwitchSpec
 
 # family: endpoints, switches, links, cost (M$), cost per endpoint (k$)  -- ISCA 2025, Table 3
 PAPER = {
@@ -26,7 +27,7 @@ PAPER = {
 
 
 def test_table3_reproduced_within_two_percent():
-    rows = compare(["ft2", "mpft", "ft3", "slimfly", "dragonfly"], switch_ports=64)
+    rows = compare(["ft2", "mpft", "ft3", "slimfly", "dragonfly"], SwitchSpec(64))
     for r in rows:
         endpoints, switches, links, musd, kusd = PAPER[r.family]
         assert (r.endpoints, r.switches, r.links) == (endpoints, switches, links), r.family
@@ -50,25 +51,25 @@ def test_flags():
     assert "q = 27" in rows["slimfly"].note
     assert "511 groups" in rows["dragonfly"].note and "513" in rows["dragonfly"].note
     assert rows["dragonfly"].formula_only  # 261,632 endpoints: counted, not built
-    assert not compare(["dragonfly"], switch_ports=32)[0].formula_only  # 16,256: buildable
+    assert not compare(["dragonfly"], SwitchSpec(32))[0].formula_only  # 16,256: buildable
     assert not rows["ft2"].formula_only
 
 
 @pytest.mark.parametrize("family", ["ft2", "mpft", "ft3"])
 def test_clos_formulas_match_the_builders(family):
-    c = family_counts(family, switch_ports=8)
+    c = family_counts(family, SwitchSpec(8))
     s = summarize(build(family, switch_ports=8))
     assert (c["endpoints"], c["switches"], c["links"]) == (s.endpoints, s.switches, s.links)
 
 
 def test_slimfly_and_dragonfly_formulas_match_the_builders():
     # 12 ports: q = 5 (7 + 4 <= 12) is a prime power, so the formula row can be built.
-    c = family_counts("slimfly", switch_ports=12)
+    c = family_counts("slimfly", SwitchSpec(12))
     s = summarize(build("slimfly", switch_ports=12, gpus_per_node=1, nics_per_node=1))
     assert not c["formula_only"]
     assert (c["endpoints"], c["switches"], c["links"]) == (s.endpoints, s.switches, s.links)
     # 8 ports: a = 4, p = h = 2, Table 3's a*h - 1 = 7 groups.
-    c = family_counts("dragonfly", switch_ports=8)
+    c = family_counts("dragonfly", SwitchSpec(8))
     s = summarize(build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1, groups=7))
     assert (c["endpoints"], c["switches"], c["links"]) == (s.endpoints, s.switches, s.links)
 
@@ -102,7 +103,7 @@ def test_electrical_layout_prices_dragonfly_local_links():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"switch_ports": 63}, "even number from 4"),
+        ({"switch": 63}, "even number from 4"),
         ({"nics_per_node": 0}, "nics_per_node must be at least 1"),
         ({"dragonfly_groups": 0}, "groups must be from 1 to a\\*h \\+ 1 = 513"),
         ({"dragonfly_groups": 514}, "groups must be from 1 to a\\*h \\+ 1 = 513"),
@@ -110,4 +111,6 @@ def test_electrical_layout_prices_dragonfly_local_links():
 )
 def test_compare_refusals(kwargs, message):
     with pytest.raises(SpecError, match=message):
+        if "switch" in kwargs:
+            kwargs = {"switch": SwitchSpec(kwargs["switch"])}
         compare(["mpft", "dragonfly"], **kwargs)

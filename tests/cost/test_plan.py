@@ -16,6 +16,7 @@ import pytest
 from topo.cost import load_prices, max_gpus_plan, plan
 from topo.cost.prices import Item, PriceBook
 from topo.errors import SpecError
+from topo.spec import ServerSpec, SwitchSpec
 
 W, OPT = 82_000.0, 500.0  # a switch and a switch-switch cable (test book, endpoints free)
 DEFAULT = (44_500.0, 1_680.0, 600.0)  # the default book: switch, optical cable, endpoint cable
@@ -110,7 +111,7 @@ def test_plan_matches_brute_force_on_small_radices(k, R):
         {1, 2, k - 1, k, k + 1, k * k // 4, k * k // 2, k * k // 2 + 1, k**3 // 4, 3 * k}
     ):
         rows = plan(
-            n, switch_ports=k, gpus_per_node=1, nics_per_node=1, max_oversubscription=R,
+            n, SwitchSpec(k), ServerSpec(1, 1), max_oversubscription=R,
             families=("ft2", "ft3", "slimfly", "dragonfly"), prices=book, check=False,
         )  # fmt: skip
         got = {r.family: (r.cost_usd if r.feasible else math.inf) for r in rows}
@@ -128,7 +129,7 @@ def test_mpft_is_planes_times_a_plane():
     # 2 GPUs and 2 NICs per server: 2 planes, each with one endpoint per server.
     book = _book(8)
     for servers in (3, 8, 9, 32):
-        (row,) = plan(2 * servers, switch_ports=8, gpus_per_node=2, nics_per_node=2,
+        (row,) = plan(2 * servers, SwitchSpec(8), ServerSpec(2, 2),
                       families=("mpft",), prices=book, check=False)  # fmt: skip
         assert row.cost_usd == pytest.approx(2 * brute_two_layer(servers, 8, 1.0))
         assert row.planes == 2
@@ -136,10 +137,7 @@ def test_mpft_is_planes_times_a_plane():
 
 @pytest.mark.parametrize("k", [4, 8, 16, 64])
 def test_ceilings_are_the_closed_forms(k):
-    got = {
-        c.family: c
-        for c in max_gpus_plan(switch_ports=k, gpus_per_node=1, nics_per_node=1, prices=_book(k))
-    }
+    got = {c.family: c for c in max_gpus_plan(SwitchSpec(k), ServerSpec(1, 1), prices=_book(k))}
     assert got["ft2"].max_gpus == k * k // 2
     assert got["mpft"].max_gpus == k * k // 2  # one NIC: one plane
     assert got["ft3"].max_gpus == k**3 // 4
@@ -155,7 +153,7 @@ def test_ceilings_64_ports_eight_planes():
 def test_dragonfly_and_slimfly_ceilings_by_brute_force():
     for k in (8, 12, 16):
         got = {c.family: c.endpoints for c in max_gpus_plan(
-            switch_ports=k, gpus_per_node=1, nics_per_node=1, prices=_book(k),
+            SwitchSpec(k), ServerSpec(1, 1), prices=_book(k),
             families=("slimfly", "dragonfly"))}  # fmt: skip
         sf = max(
             2 * q * q * min(k - (3 * q - d) // 2, math.ceil((3 * q - d) / 4))
@@ -192,7 +190,7 @@ def test_16384_gpus_mpft_is_table3():
 def test_designs_build_count_and_price_the_same():
     # 50 endpoints of 8-port switches: an FT2 holds 32; FT3 (4 pods of 16), Slim Fly (q = 3,
     # 18 routers of 3) and Dragonfly (a = 4, p = h = 2: 8 per group, 7 groups) hold them.
-    rows = plan(50, switch_ports=8, gpus_per_node=1, nics_per_node=1, prices=_book(8))
+    rows = plan(50, SwitchSpec(8), ServerSpec(1, 1), prices=_book(8))
     assert {r.family for r in rows if r.feasible} == {"ft3", "slimfly", "dragonfly"}
     assert all(r.checked for r in rows if r.feasible)
 
@@ -216,12 +214,14 @@ def test_oversubscription_makes_two_layers_reach_further():
         ({"gpus": 0}, "at least 1"),
         ({"gpus": 8, "families": ("torus",)}, "unknown family"),
         ({"gpus": 8, "max_oversubscription": 0.5}, "at least 1"),
-        ({"gpus": 8, "switch_ports": 7}, "even number"),
-        ({"gpus": 8, "link_gbps": 800}, "no switch of 800 Gb/s"),
+        ({"gpus": 8, "switch": {"ports": 7}}, "even number"),
+        ({"gpus": 8, "switch": {"link_gbps": 800}}, "no switch of 800 Gb/s"),
     ],
 )
 def test_refusals(kwargs, message):
     with pytest.raises(SpecError, match=message):
+        if "switch" in kwargs:
+            kwargs = {**kwargs, "switch": SwitchSpec(**kwargs["switch"])}
         plan(**kwargs)
 
 

@@ -12,21 +12,26 @@ a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
 
 from topo.builders import clos, dragonfly, rails, slimfly
-from topo.builders._common import MAX_BUILD_GPUS, check_spec
+from topo.builders._common import MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
 from topo.builders.slimfly import slim_fly
 from topo.errors import SpecError
+from topo.spec import FAMILIES, FAMILY_OPTIONS, FabricSpec, ServerSpec, SwitchSpec
 
 __all__ = [
     "FAMILIES",
+    "FabricSpec",
+    "ServerSpec",
+    "SwitchSpec",
     "build",
     "max_gpus",
     "two_layer_fat_tree",
@@ -37,9 +42,6 @@ __all__ = [
     "slim_fly",
 ]
 
-FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
-"""The fabric families :func:`build` knows."""
-
 _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
     "ft2": two_layer_fat_tree,
     "ft3": three_layer_fat_tree,
@@ -48,43 +50,28 @@ _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
     "dragonfly": dragonfly_fabric,
     "slimfly": slim_fly,
 }
-_LIMITS: dict[str, Callable[..., tuple[int, str]]] = {
-    "ft2": clos._ft2_limit,
-    "ft3": clos._ft3_limit,
-    "mrft": rails._mrft_limit,
-    "mpft": rails._mpft_limit,
-    "dragonfly": dragonfly._dragonfly_limit,
-    "slimfly": slimfly._slimfly_limit,
+_LIMITS: dict[str, Callable[[FabricSpec], tuple[int, str]]] = {
+    "ft2": clos.ft2_limit,
+    "ft3": clos.ft3_limit,
+    "mrft": rails.mrft_limit,
+    "mpft": rails.mpft_limit,
+    "dragonfly": dragonfly.dragonfly_limit,
+    "slimfly": slimfly.slimfly_limit,
 }
-OPTIONS: dict[str, frozenset[str]] = {
-    "dragonfly": frozenset(
-        {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"}
-    ),
-    "slimfly": frozenset({"q", "endpoints_per_router"}),
-}
-"""Family-specific keyword arguments of :func:`build` and :func:`max_gpus`."""
+OPTIONS = FAMILY_OPTIONS
+"""Family-specific keyword arguments of :func:`build` and :func:`max_gpus`
+(:data:`topo.spec.FAMILY_OPTIONS`)."""
 
 
-def _family(family: Any) -> str:
-    name = getattr(family, "value", family)  # a CLI Enum member or a plain string
-    if name not in _BUILDERS:
-        raise SpecError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}")
-    return str(name)
+def _spec(family: str | FabricSpec, options: dict[str, Any]) -> FabricSpec:
+    """The spec of a call: a FabricSpec (with ``options`` changed), or one made from a family
+    name and flat options."""
+    if isinstance(family, FabricSpec):
+        return family.replace(**options) if options else family
+    return FabricSpec.from_options(family, **options)
 
 
-def build(
-    family: str,
-    *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
-    gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
-    oversubscription: float = 1.0,
-    **options: Any,
-) -> nx.Graph:
+def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
     """Build a fabric of the named family.
 
     Dispatches to :func:`~topo.builders.clos.two_layer_fat_tree` (``ft2``),
@@ -100,26 +87,18 @@ def build(
 
     Parameters
     ----------
-    family : str
-        One of :data:`FAMILIES`.
-    switch_ports : int
-        Radix ``k`` of every switch (ports); even, at least 4.
-    link_gbps : float
-        Rate of one cable (NIC-switch and switch-switch), Gb/s.
-    gpus : int or None
-        GPUs to connect, a positive multiple of ``gpus_per_node``; None builds the family's
-        maximum (:func:`max_gpus`).
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs (fabric endpoints) per server; divides ``gpus_per_node``. Rails in MRFT, planes
-        in MPFT.
-    nvlink_GBps : float
-        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
-    pcie_GBps : float
-        PCIe rate between a GPU and its NIC, GB/s per direction.
-    oversubscription : float
-        Leaf down-port over up-port bandwidth (1 = non-blocking); must be 1 for ``ft3``.
+    family : str or FabricSpec
+        One of :data:`FAMILIES`, or the whole spec (then ``options`` change it).
+    **options
+        The fields of :class:`~topo.spec.FabricSpec` by their flat names (as spec files
+        spell them): ``switch_ports`` (radix ``k``, even, at least 4; default 64),
+        ``link_gbps`` (Gb/s per cable, 400), ``gpus`` (a positive multiple of
+        ``gpus_per_node``; None builds the family's maximum, :func:`max_gpus`),
+        ``gpus_per_node`` (8), ``nics_per_node`` (8; divides ``gpus_per_node``; rails in MRFT,
+        planes in MPFT), ``nvlink_GBps`` (GPU to NVSwitch, GB/s per direction, 200),
+        ``pcie_GBps`` (GPU to NIC, GB/s per direction, 64), ``oversubscription`` (leaf
+        down/up bandwidth, 1 = non-blocking; must be 1 for ``ft3``), ``name``, and the
+        family options.
 
     Returns
     -------
@@ -148,56 +127,30 @@ def build(
     for AI Architectures", ISCA 2025, Table 3 and §5.1. M. Al-Fares et al., "A Scalable,
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
-    name = _family(family)
-    options = _options(name, options)
-    # Refuse a graph too large to hold before building it (bad types are the builder's to
-    # report, so only whole numbers are compared here).
-    target = gpus
-    if gpus is None:
-        target = max_gpus(
-            name,
-            switch_ports=switch_ports,
-            gpus_per_node=gpus_per_node,
-            nics_per_node=nics_per_node,
-            oversubscription=oversubscription,
-            **options,
-        )
-    if isinstance(target, int) and not isinstance(target, bool) and target > MAX_BUILD_GPUS:
+    spec = _spec(family, options)
+    # Refuse a graph too large to hold before building it.
+    target = spec.gpus if spec.gpus is not None else max_gpus(spec)
+    if target > MAX_BUILD_GPUS:
         raise SpecError(
-            f"topo builds at most {MAX_BUILD_GPUS:,} GPUs in one graph; this {name} would have "
-            f"{target:,}" + ("" if gpus is not None else " (pass --gpus for a smaller one)")
+            f"topo builds at most {MAX_BUILD_GPUS:,} GPUs in one graph; this {spec.family} would "
+            f"have {target:,}"
+            + ("" if spec.gpus is not None else " (pass --gpus for a smaller one)"),
+            param="gpus",
+            names=(),
         )
-    return _BUILDERS[name](
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus=gpus,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
-        oversubscription=oversubscription,
-        **options,
+    G = _BUILDERS[spec.family](
+        spec.switch,
+        spec.server,
+        gpus=spec.gpus,
+        oversubscription=spec.oversubscription,
+        **spec.options,
     )
+    if spec.name is not None:
+        G.graph["name"] = spec.name
+    return G
 
 
-def _options(name: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The family-specific options that are set; SpecError for one the family does not take."""
-    given = {k: v for k, v in options.items() if v is not None}
-    extra = set(given) - OPTIONS.get(name, frozenset())
-    if extra:
-        raise SpecError(f"{name} takes no option {', '.join(sorted(extra))}")
-    return given
-
-
-def max_gpus(
-    family: str,
-    *,
-    switch_ports: int = 64,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    oversubscription: float = 1.0,
-    **options: Any,
-) -> int:
+def max_gpus(family: str | FabricSpec, **options: Any) -> int:
     """The most GPUs a family connects with the given switch and server, in whole servers.
 
     ``ft2``: ``k*d`` endpoints (``d = k - k/(r+1)`` leaf down ports; ``k^2/2`` when
@@ -212,16 +165,11 @@ def max_gpus(
 
     Parameters
     ----------
-    family : str
-        One of :data:`FAMILIES`.
-    switch_ports : int
-        Radix ``k`` (ports); even, at least 4.
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs per server; divides ``gpus_per_node``.
-    oversubscription : float
-        Leaf down-port over up-port bandwidth (1 = non-blocking); must be 1 for ``ft3``.
+    family : str or FabricSpec
+        One of :data:`FAMILIES`, or the whole spec (its ``gpus`` is ignored).
+    **options
+        Flat options as for :func:`build` (``switch_ports``, ``gpus_per_node``,
+        ``nics_per_node``, ``oversubscription``, the family options, ...).
 
     Returns
     -------
@@ -246,13 +194,5 @@ def max_gpus(
     endpoints; three-layer: 5k^2/4 switches, k^3/4 endpoints; M. Al-Fares et al., SIGCOMM
     2008); W. Zhao et al., ISCA 2025, Table 3 and §5.1.
     """
-    name = _family(family)
-    spec = check_spec(
-        name,
-        switch_ports=switch_ports,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        oversubscription=oversubscription,
-        nonblocking_only=name in ("ft3", "dragonfly", "slimfly"),
-    )
-    return _LIMITS[name](spec, **_options(name, options))[0]
+    spec = dataclasses.replace(_spec(family, options), gpus=None)
+    return _LIMITS[spec.family](spec)[0]

@@ -24,50 +24,50 @@ from __future__ import annotations
 import networkx as nx
 
 from topo.builders._common import (
-    Spec,
     add_endpoints,
     add_servers,
     add_switches,
     check_gpus,
-    check_spec,
+    fabric_spec,
     join,
     new_graph,
     nic,
     over_text,
     smallest_divisor,
 )
+from topo.spec import FabricSpec, ServerSpec, SwitchSpec
 
 __all__ = ["two_layer_fat_tree", "three_layer_fat_tree"]
 
 
-def spines_for(leaves: int, spec: Spec) -> tuple[int, int]:
-    """Spines and cables per leaf-spine pair for ``leaves`` leaves with ``spec.up`` uplinks each.
+def spines_for(leaves: int, spec: FabricSpec) -> tuple[int, int]:
+    """Spines and cables per leaf-spine pair for ``leaves`` leaves of ``spec.up_ports`` uplinks.
 
     The smallest divisor ``S`` of ``u`` with ``S*k >= leaves*u``; each leaf-spine pair gets
     ``u/S`` cables. Needs ``leaves <= k``.
     """
-    need = -(-leaves * spec.up // spec.k)
-    spines = smallest_divisor(spec.up, need)
-    return spines, spec.up // spines
+    need = -(-leaves * spec.up_ports // spec.switch.ports)
+    spines = smallest_divisor(spec.up_ports, need)
+    return spines, spec.up_ports // spines
 
 
-def two_layer_sizes(endpoints: int, spec: Spec) -> tuple[int, int, int]:
+def two_layer_sizes(endpoints: int, spec: FabricSpec) -> tuple[int, int, int]:
     """(leaves, spines, cables per leaf-spine pair) of the smallest two-layer fabric for
     ``endpoints`` endpoints; ``(1, 0, 0)`` when they fit on one switch."""
-    if endpoints <= spec.k:
+    if endpoints <= spec.switch.ports:
         return 1, 0, 0
-    leaves = -(-endpoints // spec.down)
+    leaves = -(-endpoints // spec.down_ports)
     spines, cables = spines_for(leaves, spec)
     return leaves, spines, cables
 
 
 def add_two_layer(
-    G: nx.Graph, endpoints: int, spec: Spec, *, prefix: str = "", plane: int = 0
+    G: nx.Graph, endpoints: int, spec: FabricSpec, *, prefix: str = "", plane: int = 0
 ) -> list[str]:
     """Add the leaves and spines of a two-layer fabric for ``endpoints`` endpoints.
 
     Switches are named ``{prefix}leaf{j}`` and ``{prefix}spine{j}``. Returns the leaf names;
-    endpoint ``e`` belongs on leaf ``e // spec.down`` (on leaf 0 when there is a single leaf).
+    endpoint ``e`` belongs on leaf ``e // spec.down_ports`` (on leaf 0 when there is a single leaf).
     """
     n_leaves, n_spines, cables = two_layer_sizes(endpoints, spec)
     leaves = [f"{prefix}leaf{j}" for j in range(n_leaves)]
@@ -79,39 +79,65 @@ def add_two_layer(
     return leaves
 
 
-def _ft2_limit(spec: Spec) -> tuple[int, str]:
-    endpoints = spec.k * spec.down
-    nodes = endpoints // spec.nics_per_node
-    gpus = nodes * spec.gpus_per_node
+def ft2_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs a two-layer fat tree of ``spec``'s switch and server holds (whole
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    k, down = spec.switch.ports, spec.down_ports
+    endpoints = k * down
+    nodes = endpoints // spec.server.nics
+    gpus = nodes * spec.server.gpus
     text = (
-        f"a two-layer fat tree of {spec.k}-port switches{over_text(spec)} holds at most "
-        f"{endpoints} endpoints ({spec.k} leaves of {spec.down} down ports), {nodes} nodes of "
-        f"{spec.gpus_per_node} GPUs and {spec.nics_per_node} NICs: {gpus} GPUs"
+        f"a two-layer fat tree of {k}-port switches{over_text(spec)} holds at most "
+        f"{endpoints} endpoints ({k} leaves of {down} down ports), {nodes} nodes of "
+        f"{spec.server.gpus} GPUs and {spec.server.nics} NICs: {gpus} GPUs"
     )
     return gpus, text
 
 
-def _ft3_limit(spec: Spec) -> tuple[int, str]:
-    endpoints = spec.k**3 // 4
-    nodes = endpoints // spec.nics_per_node
-    gpus = nodes * spec.gpus_per_node
+def ft3_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs a three-layer fat tree of ``spec``'s switch and server holds (whole
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    k = spec.switch.ports
+    endpoints = k**3 // 4
+    nodes = endpoints // spec.server.nics
+    gpus = nodes * spec.server.gpus
     text = (
-        f"a three-layer fat tree of {spec.k}-port switches holds at most {endpoints} endpoints "
-        f"(k^3/4), {nodes} nodes of {spec.gpus_per_node} GPUs and {spec.nics_per_node} NICs: "
+        f"a three-layer fat tree of {k}-port switches holds at most {endpoints} endpoints "
+        f"(k^3/4), {nodes} nodes of {spec.server.gpus} GPUs and {spec.server.nics} NICs: "
         f"{gpus} GPUs"
     )
     return gpus, text
 
 
 def two_layer_fat_tree(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
 ) -> nx.Graph:
     """Build a two-layer fat tree (folded Clos, leaf-spine) of GPU servers: family ``ft2``.
@@ -125,21 +151,15 @@ def two_layer_fat_tree(
 
     Parameters
     ----------
-    switch_ports : int
-        Radix ``k`` of every switch (ports); even, at least 4.
-    link_gbps : float
-        Rate of one cable (NIC-leaf and switch-switch), Gb/s.
+    switch : SwitchSpec or None
+        The switch of every tier: radix ``k`` (ports), cable rate (Gb/s, NIC-leaf and
+        switch-switch); None: 64 ports of 400 Gb/s.
+    server : ServerSpec or None
+        GPUs and NICs per server, NVLink and PCIe rates (GB/s per direction); None: 8 GPUs,
+        8 NICs, 200 and 64 GB/s. Every NIC is a fabric endpoint.
     gpus : int or None
-        GPUs to connect, a positive multiple of ``gpus_per_node``; None builds the family's
+        GPUs to connect, a positive multiple of the server's GPUs; None builds the family's
         maximum, :func:`topo.builders.max_gpus`.
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs (fabric endpoints) per server; divides ``gpus_per_node``.
-    nvlink_GBps : float
-        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
-    pcie_GBps : float
-        PCIe rate between a GPU and its NIC, GB/s per direction.
     oversubscription : float
         Leaf down-port over up-port bandwidth ``r`` (1 = non-blocking); ``k/(r+1)`` must be a
         whole number.
@@ -173,7 +193,8 @@ def two_layer_fat_tree(
     Examples
     --------
     >>> from topo.fabric import summarize
-    >>> s = summarize(two_layer_fat_tree(switch_ports=8))
+    >>> from topo.spec import SwitchSpec
+    >>> s = summarize(two_layer_fat_tree(SwitchSpec(ports=8)))
     >>> s.switches_by_tier, s.endpoints, s.links
     ({'leaf': 8, 'spine': 4}, 32, 32)
     >>> summarize(two_layer_fat_tree(gpus=1000)).switches_by_tier
@@ -187,25 +208,16 @@ def two_layer_fat_tree(
     Architectures", ISCA 2025, Table 3 (FT2 of 64-port switches: 2,048 endpoints, 96 switches,
     2,048 links).
     """
-    spec = check_spec(
-        "ft2",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
-        oversubscription=oversubscription,
-    )
-    top, limit = _ft2_limit(spec)
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    endpoints = nodes * spec.nics_per_node
+    spec = fabric_spec("ft2", switch, server, gpus=gpus, oversubscription=oversubscription)
+    top, limit = ft2_limit(spec)
+    n_gpus = check_gpus(spec, top, limit)
+    nodes = n_gpus // spec.server.gpus
+    endpoints = nodes * spec.server.nics
     G = new_graph(spec, n_gpus, top)
     add_servers(G, nodes, spec)
     leaves = add_two_layer(G, endpoints, spec)
-    per_leaf = spec.down if len(leaves) > 1 else spec.k
-    nics = spec.nics_per_node
+    per_leaf = spec.down_ports if len(leaves) > 1 else spec.switch.ports
+    nics = spec.server.nics
     add_endpoints(
         G, ((nic(e // nics, e % nics), leaves[e // per_leaf]) for e in range(endpoints)), spec
     )
@@ -213,14 +225,10 @@ def two_layer_fat_tree(
 
 
 def three_layer_fat_tree(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
 ) -> nx.Graph:
     """Build a three-layer k-ary fat tree (pods of leaves and spines, then cores): ``ft3``.
@@ -237,21 +245,15 @@ def three_layer_fat_tree(
 
     Parameters
     ----------
-    switch_ports : int
-        Radix ``k`` of every switch (ports); even, at least 4.
-    link_gbps : float
-        Rate of one cable (NIC-leaf and switch-switch), Gb/s.
+    switch : SwitchSpec or None
+        The switch of every tier: radix ``k`` (ports), cable rate (Gb/s, NIC-leaf and
+        switch-switch); None: 64 ports of 400 Gb/s.
+    server : ServerSpec or None
+        GPUs and NICs per server, NVLink and PCIe rates (GB/s per direction); None: 8 GPUs,
+        8 NICs, 200 and 64 GB/s. Every NIC is a fabric endpoint.
     gpus : int or None
-        GPUs to connect, a positive multiple of ``gpus_per_node``; None builds the family's
+        GPUs to connect, a positive multiple of the server's GPUs; None builds the family's
         maximum, :func:`topo.builders.max_gpus`.
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs (fabric endpoints) per server; divides ``gpus_per_node``.
-    nvlink_GBps : float
-        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
-    pcie_GBps : float
-        PCIe rate between a GPU and its NIC, GB/s per direction.
     oversubscription : float
         Must be 1: the three-layer builder is non-blocking only.
 
@@ -284,7 +286,8 @@ def three_layer_fat_tree(
     Examples
     --------
     >>> from topo.fabric import summarize
-    >>> s = summarize(three_layer_fat_tree(switch_ports=8))
+    >>> from topo.spec import SwitchSpec
+    >>> s = summarize(three_layer_fat_tree(SwitchSpec(ports=8)))
     >>> s.switches_by_tier, s.endpoints, s.links
     ({'leaf': 32, 'spine': 32, 'core': 16}, 128, 256)
 
@@ -295,29 +298,19 @@ def three_layer_fat_tree(
     k^3/4 hosts). W. Zhao et al., "Insights into DeepSeek-V3", ISCA 2025, Table 3 (FT3 of
     64-port switches: 65,536 endpoints, 5,120 switches, 131,072 links).
     """
-    spec = check_spec(
-        "ft3",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
-        oversubscription=oversubscription,
-        nonblocking_only=True,
-    )
-    top, limit = _ft3_limit(spec)
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    endpoints = nodes * spec.nics_per_node
+    spec = fabric_spec("ft3", switch, server, gpus=gpus, oversubscription=oversubscription)
+    top, limit = ft3_limit(spec)
+    n_gpus = check_gpus(spec, top, limit)
+    nodes = n_gpus // spec.server.gpus
+    endpoints = nodes * spec.server.nics
     G = new_graph(spec, n_gpus, top)
     add_servers(G, nodes, spec)
-    nics = spec.nics_per_node
-    if endpoints <= spec.k:
+    nics = spec.server.nics
+    if endpoints <= spec.switch.ports:
         add_switches(G, ["pod0/leaf0"], "leaf", spec)
         add_endpoints(G, ((nic(e // nics, e % nics), "pod0/leaf0") for e in range(endpoints)), spec)
         return G
-    half = spec.k // 2
+    half = spec.switch.ports // 2
     pods = -(-endpoints // (half * half))
     spines_of_pod = []
     for q in range(pods):
@@ -328,7 +321,7 @@ def three_layer_fat_tree(
         join(G, leaves, spines, 1, spec)
         spines_of_pod.append(spines)
     if pods > 1:
-        group = smallest_divisor(half, -(-pods * half // spec.k))
+        group = smallest_divisor(half, -(-pods * half // spec.switch.ports))
         for i in range(half):
             cores = [f"core{i * group + m}" for m in range(group)]
             add_switches(G, cores, "core", spec)

@@ -24,27 +24,22 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
 from topo.builders._common import (
-    Spec,
     add_endpoints,
     add_servers,
     add_switches,
-    as_int,
     check_gpus,
-    check_spec,
+    fabric_spec,
     new_graph,
     nic,
 )
 from topo.errors import SpecError
+from topo.spec import ARRANGEMENTS, FabricSpec, ServerSpec, SwitchSpec, as_int
 
 __all__ = ["dragonfly", "dragonfly_sizes", "ARRANGEMENTS", "global_links"]
-
-ARRANGEMENTS = ("consecutive", "palmtree")
-"""Named global-link arrangements :func:`dragonfly` builds."""
 
 
 @dataclass(frozen=True)
@@ -113,13 +108,14 @@ def dragonfly_sizes(
     h = as_int("global_ports", global_ports)
     for name, v in (("routers_per_group", a), ("endpoints_per_router", p), ("global_ports", h)):
         if v < 1:
-            raise SpecError(f"{name} must be at least 1, got {v}")
+            raise SpecError(f"{name} must be at least 1, got {v}", param=name)
     top = a * h + 1
     g = top if groups is None else as_int("groups", groups)
     if not 1 <= g <= top:
         raise SpecError(
             f"groups must be from 1 to a*h + 1 = {top} (each group has {a * h} global ports), "
-            f"got {g}"
+            f"got {g}",
+            param="groups",
         )
     local = g * a * (a - 1) // 2
     glob = 0 if g == 1 else g * a * h // 2
@@ -198,7 +194,9 @@ def global_links(
 def _check_arrangement(arrangement: str) -> None:
     if arrangement not in ARRANGEMENTS:
         raise SpecError(
-            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
+            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}",
+            param="arrangement",
+            names=(),
         )
 
 
@@ -207,62 +205,66 @@ def _palmtree_slot(i: int, g: int, t: int) -> int:
     return (i - t - 1) % g
 
 
-def _choose(
-    spec: Spec, gpus: Any, a: Any, p: Any, h: Any, groups: Any
-) -> tuple[DragonflySizes, int, str]:
-    k = spec.k
-    # Check the values given before deriving the others from them (a derived a = 2h = 0 must
-    # not be blamed on routers_per_group).
-    for name, v in (("routers_per_group", a), ("endpoints_per_router", p), ("global_ports", h)):
-        if v is not None and as_int(name, v) < 1:
-            raise SpecError(f"{name} must be at least 1, got {v}")
-    h0 = balanced(k)[2]
+def _choose(spec: FabricSpec) -> tuple[DragonflySizes, int, str]:
+    """(sizes, max GPUs, limit text) of the Dragonfly of ``spec``; the spec has checked that
+    the ``a``, ``p``, ``h`` given are whole and at least 1."""
+    k = spec.switch.ports
+    a, p, h, groups = (
+        spec.routers_per_group,
+        spec.endpoints_per_router,
+        spec.global_ports,
+        spec.groups,
+    )
     if h is None:
-        h = p if p is not None else h0
+        h = p if p is not None else balanced(k)[2]
     if p is None:
-        p = as_int("global_ports", h)
+        p = h
     if a is None:
-        a = 2 * as_int("global_ports", h)
+        a = 2 * h
     full = dragonfly_sizes(a, p, h, groups)
     if full.radix > k:
         raise SpecError(
             f"a Dragonfly router with p = {p}, a = {a}, h = {h} needs p + a - 1 + h = "
-            f"{full.radix} ports, more than switch_ports ({k})"
+            f"{full.radix} ports, more than switch_ports ({k})",
+            param="switch_ports",
         )
-    nodes = full.endpoints // spec.nics_per_node
-    top = nodes * spec.gpus_per_node
+    nodes = full.endpoints // spec.server.nics
+    top = nodes * spec.server.gpus
     text = (
         f"a Dragonfly of {k}-port routers (a = {a}, p = {p}, h = {h}) with {full.groups} groups "
-        f"holds at most {full.endpoints} endpoints, {nodes} nodes of {spec.gpus_per_node} GPUs: "
+        f"holds at most {full.endpoints} endpoints, {nodes} nodes of {spec.server.gpus} GPUs: "
         f"{top} GPUs" + ("" if groups is not None else f" (a*h + 1 = {full.max_groups} groups)")
     )
-    if gpus is not None and groups is None and isinstance(gpus, int) and 0 < gpus <= top:
-        need = -(-gpus // spec.gpus_per_node) * spec.nics_per_node
+    if spec.gpus is not None and groups is None and spec.gpus <= top:
+        need = -(-spec.gpus // spec.server.gpus) * spec.server.nics
         full = dragonfly_sizes(a, p, h, max(1, -(-need // (full.routers_per_group * p))))
     return full, top, text
 
 
-def _dragonfly_limit(spec: Spec, **options: Any) -> tuple[int, str]:
-    _, top, text = _choose(
-        spec,
-        None,
-        options.get("routers_per_group"),
-        options.get("endpoints_per_router"),
-        options.get("global_ports"),
-        options.get("groups"),
-    )
+def dragonfly_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs the Dragonfly of ``spec`` holds (whole servers, ``groups`` or
+    ``a·h + 1`` groups), and the sentence that states the ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    _, top, text = _choose(spec)
     return top, text
 
 
 def dragonfly(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
     routers_per_group: int | None = None,
     endpoints_per_router: int | None = None,
@@ -281,17 +283,14 @@ def dragonfly(
 
     Parameters
     ----------
-    switch_ports : int
-        Router radix ``k``; needs ``p + a - 1 + h <= k``.
-    link_gbps : float
-        Rate of one cable, Gb/s.
+    switch : SwitchSpec or None
+        Router radix ``k`` (needs ``p + a - 1 + h <= k``) and cable rate (Gb/s); None: 64
+        ports of 400 Gb/s.
+    server : ServerSpec or None
+        Server shape, as for every family; None: 8 GPUs, 8 NICs.
     gpus : int or None
-        GPUs to connect (a positive multiple of ``gpus_per_node``); None fills every router.
+        GPUs to connect (a positive multiple of the server's GPUs); None fills every router.
         Without ``groups``, the fewest groups that hold them are built.
-    gpus_per_node, nics_per_node : int
-        Server shape, as for every family.
-    nvlink_GBps, pcie_GBps : float
-        GB/s per direction.
     oversubscription : float
         Must be 1 (the endpoint share is set by ``endpoints_per_router``).
     routers_per_group, endpoints_per_router, global_ports : int or None
@@ -322,7 +321,8 @@ def dragonfly(
     Examples
     --------
     >>> from topo.fabric import summarize
-    >>> s = summarize(dragonfly(switch_ports=8, gpus_per_node=1, nics_per_node=1))
+    >>> from topo.spec import ServerSpec, SwitchSpec
+    >>> s = summarize(dragonfly(SwitchSpec(8), ServerSpec(gpus=1, nics=1)))
     >>> s.switches, s.endpoints, s.links       # a = 4, p = h = 2: 9 groups, 54 + 36 links
     (36, 72, 90)
 
@@ -334,24 +334,22 @@ def dragonfly(
     W. Zhao et al., "Insights into DeepSeek-V3", ISCA 2025, Table 3 (DF of 64-port switches:
     261,632 endpoints, 16,352 switches, 384,272 links: a = 32, p = h = 16, 511 groups).
     """
-    spec = check_spec(
+    spec = fabric_spec(
         "dragonfly",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
+        switch,
+        server,
+        gpus=gpus,
         oversubscription=oversubscription,
-        nonblocking_only=True,
+        routers_per_group=routers_per_group,
+        endpoints_per_router=endpoints_per_router,
+        global_ports=global_ports,
+        groups=groups,
+        arrangement=arrangement,
     )
-    _check_arrangement(arrangement)
-    sizes, top, limit = _choose(
-        spec, gpus, routers_per_group, endpoints_per_router, global_ports, groups
-    )
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    endpoints = nodes * spec.nics_per_node
+    sizes, top, limit = _choose(spec)
+    n_gpus = check_gpus(spec, top, limit)
+    nodes = n_gpus // spec.server.gpus
+    endpoints = nodes * spec.server.nics
     a, p, h, g = (
         sizes.routers_per_group,
         sizes.endpoints_per_router,
@@ -371,7 +369,7 @@ def dragonfly(
     add_switches(G, routers, "leaf", spec)
     G.add_edges_from(
         ((f"g{i}/r{r}", f"g{i}/r{s}") for i in range(g) for r in range(a) for s in range(r + 1, a)),
-        capacity=spec.line_Bps,
+        capacity=spec.switch.line_Bps,
         links=1,
         kind="fabric",
     )
@@ -379,9 +377,9 @@ def dragonfly(
         u, v = f"g{i}/r{r}", f"g{t}/r{s}"
         if G.has_edge(u, v):
             G.edges[u, v]["links"] += 1
-            G.edges[u, v]["capacity"] += spec.line_Bps
+            G.edges[u, v]["capacity"] += spec.switch.line_Bps
         else:
-            G.add_edge(u, v, capacity=spec.line_Bps, links=1, kind="fabric")
-    nics = spec.nics_per_node
+            G.add_edge(u, v, capacity=spec.switch.line_Bps, links=1, kind="fabric")
+    nics = spec.server.nics
     add_endpoints(G, ((nic(e // nics, e % nics), routers[e // p]) for e in range(endpoints)), spec)
     return G

@@ -17,61 +17,86 @@ from __future__ import annotations
 import networkx as nx
 
 from topo.builders._common import (
-    Spec,
     add_endpoints,
     add_servers,
     add_switches,
     check_gpus,
-    check_spec,
+    fabric_spec,
     join,
     new_graph,
     nic,
     over_text,
 )
 from topo.builders.clos import add_two_layer, spines_for
+from topo.spec import FabricSpec, ServerSpec, SwitchSpec
 
 __all__ = ["multi_rail_fat_tree", "multi_plane_fat_tree"]
 
 
-def _mrft_limit(spec: Spec) -> tuple[int, str]:
-    rails, k = spec.nics_per_node, spec.k
+def mrft_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs a multi-rail fat tree of ``spec``'s switch and server holds (whole
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 with more rails than spine-reachable leaves), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    rails, k = spec.server.nics, spec.switch.ports
     per_rail = k // rails
     if per_rail == 0:
         return 0, (
             f"a multi-rail fat tree of {k}-port switches reaches at most {k} leaves, fewer "
             f"than its {rails} rails (nics_per_node)"
         )
-    nodes = per_rail * spec.down
-    gpus = nodes * spec.gpus_per_node
+    down = spec.down_ports
+    nodes = per_rail * down
+    gpus = nodes * spec.server.gpus
     text = (
         f"a multi-rail fat tree of {k}-port switches{over_text(spec)} with {rails} rails holds "
-        f"at most {per_rail} {'leaf' if per_rail == 1 else 'leaves'} of {spec.down} down ports "
+        f"at most {per_rail} {'leaf' if per_rail == 1 else 'leaves'} of {down} down ports "
         f"per rail ({per_rail * rails} of "
-        f"the {k} leaves its spines reach), {nodes} nodes of {spec.gpus_per_node} GPUs: "
+        f"the {k} leaves its spines reach), {nodes} nodes of {spec.server.gpus} GPUs: "
         f"{gpus} GPUs"
     )
     return gpus, text
 
 
-def _mpft_limit(spec: Spec) -> tuple[int, str]:
-    per_plane = spec.k * spec.down
-    gpus = per_plane * spec.gpus_per_node
+def mpft_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs a multi-plane fat tree of ``spec``'s switch and server holds (whole
+    servers), and the sentence that states the ceiling (for error messages).
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters (its ``gpus`` is not read).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    per_plane = spec.switch.ports * spec.down_ports
+    gpus = per_plane * spec.server.gpus
     text = (
-        f"a two-layer plane of {spec.k}-port switches{over_text(spec)} holds at most "
-        f"{per_plane} endpoints; {spec.nics_per_node} planes hold at most {gpus} GPUs"
+        f"a two-layer plane of {spec.switch.ports}-port switches{over_text(spec)} holds at most "
+        f"{per_plane} endpoints; {spec.server.nics} planes hold at most {gpus} GPUs"
     )
     return gpus, text
 
 
 def multi_rail_fat_tree(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
 ) -> nx.Graph:
     """Build a multi-rail fat tree (MRFT) of GPU servers: family ``mrft``.
@@ -87,21 +112,15 @@ def multi_rail_fat_tree(
 
     Parameters
     ----------
-    switch_ports : int
-        Radix ``k`` of every switch (ports); even, at least 4.
-    link_gbps : float
-        Rate of one cable (NIC-leaf and switch-switch), Gb/s.
+    switch : SwitchSpec or None
+        The switch of every tier: radix ``k`` (ports), cable rate (Gb/s, NIC-leaf and
+        switch-switch); None: 64 ports of 400 Gb/s.
+    server : ServerSpec or None
+        GPUs and NICs per server, NVLink and PCIe rates (GB/s per direction); None: 8 GPUs,
+        8 NICs, 200 and 64 GB/s. The NICs per server are the rails.
     gpus : int or None
-        GPUs to connect, a positive multiple of ``gpus_per_node``; None builds the family's
+        GPUs to connect, a positive multiple of the server's GPUs; None builds the family's
         maximum, :func:`topo.builders.max_gpus`.
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs per server, which is the number of rails; divides ``gpus_per_node``.
-    nvlink_GBps : float
-        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
-    pcie_GBps : float
-        PCIe rate between a GPU and its NIC, GB/s per direction.
     oversubscription : float
         Leaf down-port over up-port bandwidth ``r`` (1 = non-blocking); ``k/(r+1)`` must be a
         whole number.
@@ -149,27 +168,19 @@ def multi_rail_fat_tree(
     for AI Architectures", ISCA 2025, §5.1 (MRFT; MPFT as its subset; 2,048-GPU training on
     both, Table 4) and Table 3 (the two-layer counts of 64-port switches).
     """
-    spec = check_spec(
-        "mrft",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
-        oversubscription=oversubscription,
-    )
-    top, limit = _mrft_limit(spec)
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    rails = spec.nics_per_node
+    spec = fabric_spec("mrft", switch, server, gpus=gpus, oversubscription=oversubscription)
+    top, limit = mrft_limit(spec)
+    # With more rails than switch ports the clause blames nics_per_node.
+    n_gpus = check_gpus(spec, top, limit, names=("nics_per_node",) if top == 0 else ())
+    nodes = n_gpus // spec.server.gpus
+    rails = spec.server.nics
     G = new_graph(spec, n_gpus, top)
     add_servers(G, nodes, spec)
-    if rails == 1 and nodes <= spec.k:
+    if rails == 1 and nodes <= spec.switch.ports:
         add_switches(G, ["rail0/leaf0"], "leaf", spec, rail=0)
         add_endpoints(G, ((nic(n, 0), "rail0/leaf0") for n in range(nodes)), spec)
         return G
-    per_rail = -(-nodes // spec.down)
+    per_rail = -(-nodes // spec.down_ports)
     all_leaves: list[str] = []
     for r in range(rails):
         leaves = [f"rail{r}/leaf{j}" for j in range(per_rail)]
@@ -179,7 +190,7 @@ def multi_rail_fat_tree(
     spines = [f"spine{j}" for j in range(n_spines)]
     add_switches(G, spines, "spine", spec)
     join(G, all_leaves, spines, cables, spec)
-    d = spec.down
+    d = spec.down_ports
     add_endpoints(
         G, ((nic(n, j), f"rail{j}/leaf{n // d}") for n in range(nodes) for j in range(rails)), spec
     )
@@ -187,14 +198,10 @@ def multi_rail_fat_tree(
 
 
 def multi_plane_fat_tree(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
 ) -> nx.Graph:
     """Build a multi-plane fat tree (MPFT, DeepSeek-V3's fabric) of GPU servers: family ``mpft``.
@@ -209,21 +216,15 @@ def multi_plane_fat_tree(
 
     Parameters
     ----------
-    switch_ports : int
-        Radix ``k`` of every switch (ports); even, at least 4.
-    link_gbps : float
-        Rate of one cable (NIC-leaf and switch-switch), Gb/s.
+    switch : SwitchSpec or None
+        The switch of every tier: radix ``k`` (ports), cable rate (Gb/s, NIC-leaf and
+        switch-switch); None: 64 ports of 400 Gb/s.
+    server : ServerSpec or None
+        GPUs and NICs per server, NVLink and PCIe rates (GB/s per direction); None: 8 GPUs,
+        8 NICs, 200 and 64 GB/s. The NICs per server are the planes.
     gpus : int or None
-        GPUs to connect, a positive multiple of ``gpus_per_node``; None builds the family's
+        GPUs to connect, a positive multiple of the server's GPUs; None builds the family's
         maximum, :func:`topo.builders.max_gpus`.
-    gpus_per_node : int
-        GPUs per server.
-    nics_per_node : int
-        NICs per server, which is the number of planes; divides ``gpus_per_node``.
-    nvlink_GBps : float
-        NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
-    pcie_GBps : float
-        PCIe rate between a GPU and its NIC, GB/s per direction.
     oversubscription : float
         Leaf down-port over up-port bandwidth ``r`` (1 = non-blocking); ``k/(r+1)`` must be a
         whole number.
@@ -258,7 +259,8 @@ def multi_plane_fat_tree(
     Examples
     --------
     >>> from topo.fabric import summarize
-    >>> s = summarize(multi_plane_fat_tree(switch_ports=8))
+    >>> from topo.spec import SwitchSpec
+    >>> s = summarize(multi_plane_fat_tree(SwitchSpec(ports=8)))
     >>> s.gpus, s.planes, s.switches_by_tier, s.links
     (256, 8, {'leaf': 64, 'spine': 32}, 256)
     >>> summarize(multi_plane_fat_tree(gpus=128)).switches_by_tier
@@ -271,24 +273,15 @@ def multi_plane_fat_tree(
     its own plane, up to 16,384 GPUs with two layers) and Table 3 (MPFT of 64-port switches:
     16,384 endpoints, 768 switches, 16,384 links).
     """
-    spec = check_spec(
-        "mpft",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
-        oversubscription=oversubscription,
-    )
-    top, limit = _mpft_limit(spec)
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    planes = spec.nics_per_node
+    spec = fabric_spec("mpft", switch, server, gpus=gpus, oversubscription=oversubscription)
+    top, limit = mpft_limit(spec)
+    n_gpus = check_gpus(spec, top, limit)
+    nodes = n_gpus // spec.server.gpus
+    planes = spec.server.nics
     G = new_graph(spec, n_gpus, top, planes=planes)
     add_servers(G, nodes, spec)
     for p in range(planes):
         leaves = add_two_layer(G, nodes, spec, prefix=f"p{p}/", plane=p)
-        per_leaf = spec.down if len(leaves) > 1 else spec.k
+        per_leaf = spec.down_ports if len(leaves) > 1 else spec.switch.ports
         add_endpoints(G, ((nic(n, p), leaves[n // per_leaf]) for n in range(nodes)), spec)
     return G

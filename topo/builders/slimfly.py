@@ -24,22 +24,20 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
 from topo.builders._common import (
-    Spec,
     add_endpoints,
     add_servers,
     add_switches,
-    as_int,
     check_gpus,
-    check_spec,
+    fabric_spec,
     new_graph,
     nic,
 )
 from topo.errors import SpecError
+from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
 __all__ = ["slim_fly", "slimfly_sizes", "slimfly_q", "is_prime_power", "mms_graph"]
 
@@ -131,7 +129,9 @@ def slimfly_sizes(q: int, endpoints_per_router: int | None = None) -> SlimFlySiz
     q = as_int("q", q)
     delta = _delta(q)
     if q < 3 or delta is None:
-        raise SpecError(f"q must be at least 3 with q mod 4 in 0, 1, 3 (q = 4w + δ), got {q}")
+        raise SpecError(
+            f"q must be at least 3 with q mod 4 in 0, 1, 3 (q = 4w + δ), got {q}", param="q"
+        )
     radix = (3 * q - delta) // 2
     p = math.ceil(radix / 2) if endpoints_per_router is None else endpoints_per_router
     routers = 2 * q * q
@@ -170,7 +170,11 @@ def slimfly_q(switch_ports: int, *, constructible: bool = True) -> int:
         if s.network_radix + s.endpoints_per_router <= switch_ports:
             best = q
     if best is None:
-        raise SpecError(f"no Slim Fly fits {switch_ports}-port routers (q = 3 needs 8 ports)")
+        raise SpecError(
+            f"no Slim Fly fits {switch_ports}-port routers (q = 3 needs 8 ports)",
+            param="switch_ports",
+            names=(),
+        )
     return best
 
 
@@ -270,7 +274,11 @@ def mms_graph(q: int) -> nx.Graph:
     """
     sizes = slimfly_sizes(q)
     if not sizes.constructible:
-        raise SpecError(f"q = {q} is not a prime power: no MMS graph (Slim Fly) exists for it")
+        raise SpecError(
+            f"q = {q} is not a prime power: no MMS graph (Slim Fly) exists for it",
+            param="q",
+            names=(),
+        )
     F = _GF(q)
     xi = F.primitive()
     powers = [1]
@@ -312,26 +320,28 @@ def router_name(s: int, a: int, b: int) -> str:
     return f"{'x' if s == 0 else 'm'}{a}/r{b}"
 
 
-def _choose(spec: Spec, gpus: Any, q: Any, p: Any) -> tuple[SlimFlySizes, int, str]:
-    """(sizes, max GPUs, limit text) for the options given."""
-    k = spec.k
+def _choose(spec: FabricSpec) -> tuple[SlimFlySizes, int, str]:
+    """(sizes, max GPUs, limit text) of the Slim Fly of ``spec``."""
+    k, q, p = spec.switch.ports, spec.q, spec.endpoints_per_router
     if q is not None:
-        q = as_int("q", q)
         if q > MAX_Q:
-            raise SpecError(f"q must be at most {MAX_Q} ({2 * MAX_Q**2} routers), got {q}")
+            raise SpecError(
+                f"q must be at most {MAX_Q} ({2 * MAX_Q**2} routers), got {q}", param="q"
+            )
         s = slimfly_sizes(q)
         if not s.constructible:
             lo = max(c for c in range(3, q) if _delta(c) is not None and is_prime_power(c))
             hi = next(c for c in range(q + 1, 4 * q) if _delta(c) is not None and is_prime_power(c))
             raise SpecError(
                 f"q = {q} is not a prime power: no MMS graph (Slim Fly) exists for it; the "
-                f"nearest constructible are q = {lo} and q = {hi}"
+                f"nearest constructible are q = {lo} and q = {hi}",
+                param="q",
+                names=(),
             )
-    elif gpus is None:
+    elif spec.gpus is None:
         q = _largest_q(k, p)
     else:
-        n = as_int("gpus", gpus)
-        need = -(-n // spec.gpus_per_node) * spec.nics_per_node
+        need = -(-spec.gpus // spec.server.gpus) * spec.server.nics
         top = _largest_q(k, p)
         q = next(
             (
@@ -348,55 +358,66 @@ def _choose(spec: Spec, gpus: Any, q: Any, p: Any) -> tuple[SlimFlySizes, int, s
     if s.network_radix + p_used > k:
         raise SpecError(
             f"a Slim Fly of q = {q} needs {s.network_radix} network ports + {p_used} endpoint "
-            f"ports per router, more than switch_ports ({k})"
+            f"ports per router, more than switch_ports ({k})",
+            param="switch_ports",
         )
-    nodes = s.endpoints // spec.nics_per_node
-    gpus_max = nodes * spec.gpus_per_node
+    nodes = s.endpoints // spec.server.nics
+    gpus_max = nodes * spec.server.gpus
     text = (
         f"a Slim Fly of {k}-port routers with q = {q} holds at most {s.endpoints} endpoints "
-        f"({s.routers} routers of {p_used}), {nodes} nodes of {spec.gpus_per_node} GPUs: "
+        f"({s.routers} routers of {p_used}), {nodes} nodes of {spec.server.gpus} GPUs: "
         f"{gpus_max} GPUs"
     )
     return s, gpus_max, text
 
 
-def _p_for(q: int, k: int, p: Any) -> int:
-    if p is not None:
-        p = as_int("endpoints_per_router", p)
-        if p < 1:
-            raise SpecError(f"endpoints_per_router must be at least 1, got {p}")
-        return p
-    return slimfly_sizes(q).endpoints_per_router
+def _p_for(q: int, k: int, p: int | None) -> int:
+    """Endpoints per router: ``p`` if given (the spec checked it), else ``ceil(k'/2)``."""
+    return p if p is not None else slimfly_sizes(q).endpoints_per_router
 
 
-def _largest_q(k: int, p: Any) -> int:
+def _largest_q(k: int, p: int | None) -> int:
     if p is None:
         return slimfly_q(k)
-    p = _p_for(3, k, p)
     fits = [
         q
         for q in range(3, k + 1)
         if _delta(q) is not None and is_prime_power(q) and slimfly_sizes(q).network_radix + p <= k
     ]
     if not fits:
-        raise SpecError(f"no Slim Fly fits {k}-port routers with {p} endpoints per router")
+        raise SpecError(
+            f"no Slim Fly fits {k}-port routers with {p} endpoints per router",
+            param="endpoints_per_router",
+            names=(),
+        )
     return fits[-1]
 
 
-def _slimfly_limit(spec: Spec, **options: Any) -> tuple[int, str]:
-    _, top, text = _choose(spec, None, options.get("q"), options.get("endpoints_per_router"))
+def slimfly_limit(spec: FabricSpec) -> tuple[int, str]:
+    """The most GPUs the Slim Fly of ``spec`` holds (whole servers; the largest ``q`` that
+    fits unless ``q`` is given), and the sentence that states the ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        The switch, server and family parameters; with ``gpus`` set and no ``q``, the
+        smallest ``q`` that holds them (:func:`topo.builders.max_gpus` passes none).
+
+    Returns
+    -------
+    tuple of (int, str)
+        The most GPUs (whole servers; 0 if not one server fits), and the clause
+        stating the ceiling (which the errors of the builder quote).
+    """
+    _, top, text = _choose(spec)
     return top, text
 
 
 def slim_fly(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     gpus: int | None = None,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
-    nvlink_GBps: float = 200.0,
-    pcie_GBps: float = 64.0,
     oversubscription: float = 1.0,
     q: int | None = None,
     endpoints_per_router: int | None = None,
@@ -410,17 +431,14 @@ def slim_fly(
 
     Parameters
     ----------
-    switch_ports : int
-        Router radix ``k``; needs ``k' + p <= k``.
-    link_gbps : float
-        Rate of one cable, Gb/s.
+    switch : SwitchSpec or None
+        Router radix ``k`` (needs ``k' + p <= k``) and cable rate (Gb/s); None: 64 ports of
+        400 Gb/s.
+    server : ServerSpec or None
+        Server shape, as for every family; None: 8 GPUs, 8 NICs.
     gpus : int or None
-        GPUs to connect (a positive multiple of ``gpus_per_node``); None fills every router.
+        GPUs to connect (a positive multiple of the server's GPUs); None fills every router.
         Without ``q``, the smallest prime power ``q`` that holds them is built.
-    gpus_per_node, nics_per_node : int
-        Server shape, as for every family.
-    nvlink_GBps, pcie_GBps : float
-        GB/s per direction.
     oversubscription : float
         Must be 1 (the endpoint share is set by ``endpoints_per_router``).
     q : int or None
@@ -449,7 +467,8 @@ def slim_fly(
     Examples
     --------
     >>> from topo.fabric import summarize
-    >>> s = summarize(slim_fly(switch_ports=12, gpus_per_node=1, nics_per_node=1))
+    >>> from topo.spec import ServerSpec, SwitchSpec
+    >>> s = summarize(slim_fly(SwitchSpec(12), ServerSpec(gpus=1, nics=1)))
     >>> s.switches, s.links, s.endpoints      # q = 5: 50 routers, radix 7, p = 4
     (50, 175, 200)
 
@@ -459,21 +478,19 @@ def slim_fly(
     W. Zhao et al., "Insights into DeepSeek-V3", ISCA 2025, Table 3 (SF of 64-port switches:
     32,928 endpoints, 1,568 switches, 32,928 links: q = 28 by the formulas).
     """
-    spec = check_spec(
+    spec = fabric_spec(
         "slimfly",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        nvlink_GBps=nvlink_GBps,
-        pcie_GBps=pcie_GBps,
+        switch,
+        server,
+        gpus=gpus,
         oversubscription=oversubscription,
-        nonblocking_only=True,
+        q=q,
+        endpoints_per_router=endpoints_per_router,
     )
-    sizes, top, limit = _choose(spec, gpus, q, endpoints_per_router)
-    n_gpus = check_gpus(gpus, spec, top, limit)
-    nodes = n_gpus // spec.gpus_per_node
-    endpoints = nodes * spec.nics_per_node
+    sizes, top, limit = _choose(spec)
+    n_gpus = check_gpus(spec, top, limit)
+    nodes = n_gpus // spec.server.gpus
+    endpoints = nodes * spec.server.nics
     G = new_graph(spec, n_gpus, top)
     G.graph.update(
         q=sizes.q,
@@ -486,10 +503,10 @@ def slim_fly(
     add_switches(G, order, "leaf", spec)
     G.add_edges_from(
         ((router_name(*u), router_name(*v)) for u, v in M.edges),
-        capacity=spec.line_Bps,
+        capacity=spec.switch.line_Bps,
         links=1,
         kind="fabric",
     )
-    p, nics = sizes.endpoints_per_router, spec.nics_per_node
+    p, nics = sizes.endpoints_per_router, spec.server.nics
     add_endpoints(G, ((nic(e // nics, e % nics), order[e // p]) for e in range(endpoints)), spec)
     return G

@@ -1,3 +1,4 @@
-"""One module per ``topo`` verb beyond build/import/bandwidth/plot; importing registers it."""
+"""One module per ``topo`` verb: its options, one library call, its renderers.
 
-from topo.commands import collective, cost, moe, resilience  # noqa: F401
+:mod:`topo.cli` assembles them into the app; a module here registers nothing itself.
+"""

@@ -12,7 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ def parse_size(text: str, option: str) -> int:
     return value
 
 
-@app.command("collective")
 @user_errors
 def collective(
     fabric: Annotated[
@@ -134,7 +133,6 @@ def collective(
     """Predict nccl-tests' table (time, algbw, busbw) on a fabric, with NCCL's algorithm choice."""
     from topo import fabric as fabric_mod
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
-    from topo.formats.nccl_tests import read_nccl_tests
 
     if fit and compare is None:
         raise TopoError("--fit needs --compare LOG (it fits the measured times)")
@@ -145,23 +143,7 @@ def collective(
             "against a default H100 cluster"
         )
     if compare is not None:
-        tests = read_nccl_tests(compare)
-        if op is not None:
-            found = ", ".join(t.op for t in tests)
-            tests = [t for t in tests if t.op == op.value]
-            if not tests:
-                raise TopoError(f"{compare}: no {op.value}_perf test in the log (it has {found})")
-        for t in tests:
-            if gpus is not None and t.ranks is not None and gpus != t.ranks:
-                raise TopoError(
-                    f"{compare}: --gpus {gpus} differs from the {t.ranks} ranks of its "
-                    f"{t.op}_perf test: a log is compared with the model at its own size"
-                )
-            if gpus_per_node is not None and t.gpus_per_node not in (None, gpus_per_node):
-                raise TopoError(
-                    f"{compare}: --gpus-per-node {gpus_per_node} differs from the "
-                    f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
-                )
+        tests = _log_tests(compare, op, gpus, gpus_per_node)
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         comparisons = [
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
@@ -193,6 +175,33 @@ def collective(
             _table(report)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _log_tests(
+    log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
+) -> list[NcclTest]:
+    """The tests of an nccl-tests log to compare (of ``op`` if given), checked against the
+    --gpus and --gpus-per-node given."""
+    from topo.formats.nccl_tests import read_nccl_tests
+
+    tests = read_nccl_tests(log)
+    if op is not None:
+        found = ", ".join(t.op for t in tests)
+        tests = [t for t in tests if t.op == op.value]
+        if not tests:
+            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
+    for t in tests:
+        if gpus is not None and t.ranks is not None and gpus != t.ranks:
+            raise TopoError(
+                f"{log}: --gpus {gpus} differs from the {t.ranks} ranks of its "
+                f"{t.op}_perf test: a log is compared with the model at its own size"
+            )
+        if gpus_per_node is not None and t.gpus_per_node not in (None, gpus_per_node):
+            raise TopoError(
+                f"{log}: --gpus-per-node {gpus_per_node} differs from the "
+                f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
+            )
+    return tests
 
 
 def _write_html(path: Path | None, figure: Callable[[], Any]) -> None:

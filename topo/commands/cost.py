@@ -3,14 +3,19 @@ design per family, each family's ceiling). The model: docs/cost.md."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
+from topo.spec import ServerSpec, SwitchSpec
+
+if TYPE_CHECKING:  # the cost models load when a command runs
+    from topo.cost import CompareRow, CostReport, PlanRow
 
 PricesOption = Annotated[
     Path | None,
@@ -33,7 +38,6 @@ def _families(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
     return names
 
 
-@app.command("cost")
 @user_errors
 def cost(
     fabric: Annotated[
@@ -101,8 +105,7 @@ def cost(
     names = _families(compare, COMPARE_FAMILIES, "--compare")
     rows = compare_fn(
         names,
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
+        SwitchSpec(switch_ports, link_gbps),
         nics_per_node=nics_per_node,
         prices=book,
         dragonfly_groups=dragonfly_groups,
@@ -126,7 +129,6 @@ def cost(
     _compare_table(rows, switch_ports, link_gbps, book.path)
 
 
-@app.command("plan")
 @user_errors
 def plan(
     gpus: Annotated[
@@ -171,10 +173,8 @@ def plan(
     book = load_prices(prices)
     names = _families(families, PLAN_FAMILIES, "--families")
     common: dict[str, Any] = dict(
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
+        switch=SwitchSpec(switch_ports, link_gbps),
+        server=ServerSpec(gpus_per_node, nics_per_node),
         max_oversubscription=max_oversubscription,
         families=names,
         prices=book,
@@ -214,7 +214,7 @@ def _money(usd: float) -> str:
     return f"{usd / 1e6:,.3f}" if usd >= 1e6 else f"{usd / 1e6:.4f}"
 
 
-def _bom_table(r: Any) -> None:
+def _bom_table(r: CostReport) -> None:
     table = Table(title=f"bill of materials: {r.name}", title_justify="left")
     for col in ("item", "quantity", "unit $", "total $", "watts"):
         table.add_column(col, justify="left" if col == "item" else "right")
@@ -236,14 +236,14 @@ def _bom_table(r: Any) -> None:
     )
 
 
-def _compare_table(rows: list[Any], k: int, gbps: float, book: str) -> None:
+def _compare_table(rows: list[CompareRow], k: int, gbps: float, book: str) -> None:
     table = Table(
         title=f"fabrics of {k}-port {gbps:g}G switches (price book {book})", title_justify="left"
     )
     for col in ("", *[r.family for r in rows]):
         table.add_column(col, justify="right" if col else "left")
 
-    def cells(fn: Any) -> list[str]:
+    def cells(fn: Callable[[CompareRow], str]) -> list[str]:
         return [fn(r) for r in rows]
 
     def vs(ours: float, theirs: float | None, fmt: str) -> str:
@@ -256,12 +256,14 @@ def _compare_table(rows: list[Any], k: int, gbps: float, book: str) -> None:
     table.add_row("links (switch-to-switch)", *cells(lambda r: f"{r.links:,}"))
     table.add_row(
         "cost (M$)",
-        *cells(lambda r: vs(r.cost_usd / 1e6, r.report and r.report["cost_musd"], ".1f")),
+        *cells(lambda r: vs(r.cost_usd / 1e6, r.report["cost_musd"] if r.report else None, ".1f")),
     )
     table.add_row(
         "cost per endpoint (k$)",
         *cells(
-            lambda r: vs(r.cost_per_endpoint_usd / 1e3, r.report and r.report["per_ep_kusd"], ".2f")
+            lambda r: vs(
+                r.cost_per_endpoint_usd / 1e3, r.report["per_ep_kusd"] if r.report else None, ".2f"
+            )
         ),
     )
     if any(r.report for r in rows):
@@ -293,7 +295,7 @@ def _design_text(d: dict[str, Any]) -> str:
     )
 
 
-def _plan_table(rows: list[Any], k: int, gbps: float) -> None:
+def _plan_table(rows: list[PlanRow], k: int, gbps: float) -> None:
     title = (
         f"cheapest fabric for {rows[0].gpus:,} GPUs, {k}-port {gbps:g}G switches" if rows else ""
     )
@@ -316,7 +318,7 @@ def _plan_table(rows: list[Any], k: int, gbps: float) -> None:
             table.add_row(
                 str(i),
                 r.family,
-                _money(r.cost_usd),
+                _money(r.cost_usd or 0.0),
                 f"{r.cost_per_endpoint_usd:,.0f}",
                 str(r.tiers),
                 str(r.planes),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from topo.cli_common import app, err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ class Shared(str, Enum):
     local = "local"
 
 
-@app.command("moe")
 @user_errors
 def moe(
     fabric: Annotated[
@@ -191,6 +190,12 @@ def _tables(r: MoEReport) -> None:
         f"{r.combine_bytes_per_copy:,} B; routing {r.routing}"
         + (f", seed {r.seed}" if r.routing != "fixed" else "")
     )
+    _phases_table(r)
+    _layers_table(r)
+    _notes(r)
+
+
+def _phases_table(r: MoEReport) -> None:
     phases = Table(
         title="phases, per micro-batch (MB: a GPU's mean bytes sent)", title_justify="left"
     )
@@ -210,6 +215,9 @@ def _tables(r: MoEReport) -> None:
                 p.bottleneck,
             )
     out.print(phases)
+
+
+def _layers_table(r: MoEReport) -> None:
     layers = Table(
         title=f"per layer ({r.micro_batches} micro-batches) and per output token "
         f"({r.moe_layers} MoE layers)",
@@ -228,6 +236,10 @@ def _tables(r: MoEReport) -> None:
             f"{s.tokens_per_s:,.1f}",
         )
     out.print(layers)
+
+
+def _notes(r: MoEReport) -> None:
+    m = r.model
     out.print(
         "nodes/tok: distinct nodes of a token's routed experts; IB/tok: network copies per token"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import (
@@ -27,15 +27,16 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
-    app,
     err,
     out,
     print_json,
     user_errors,
 )
 
+if TYPE_CHECKING:  # the solver loads when the command runs
+    from topo.flow.resilience import ResilienceReport
 
-@app.command()
+
 @user_errors
 def resilience(
     fabrics: Annotated[
@@ -68,10 +69,31 @@ def resilience(
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
     """
+    options: dict[str, Any] = dict(
+        trials=trials,
+        links=fail_links,
+        switches=fail_switches,
+        seed=seed,
+        routing=routing.value,
+        flows_per_pair=flows_per_pair,
+        pxn=pxn,
+        max_variables=max_variables,
+        time_limit_s=time_limit,
+    )
+    reports = _run(fabrics, options)
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+        return
+    _table(reports, routing, fail_links, fail_switches, trials, seed)
+
+
+def _run(fabrics: list[Path], options: dict[str, Any]) -> list[ResilienceReport]:
+    """One report per fabric, a progress bar per fabric on stderr."""
     from topo.flow.resilience import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
     from topo.flow.resilience import resilience as run
 
     reports = []
+    trials = options["trials"]
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -90,21 +112,26 @@ def resilience(
             reports.append(
                 run(
                     G,
-                    trials=trials,
-                    links=fail_links,
-                    switches=fail_switches,
-                    seed=seed,
-                    routing=routing.value,
-                    flows_per_pair=flows_per_pair,
-                    pxn=pxn,
-                    max_variables=max_variables or TRIAL_MAX_VARIABLES,
-                    time_limit_s=time_limit or TRIAL_TIME_LIMIT_S,
+                    **{
+                        **options,
+                        "max_variables": options["max_variables"] or TRIAL_MAX_VARIABLES,
+                        "time_limit_s": options["time_limit_s"] or TRIAL_TIME_LIMIT_S,
+                    },
                     progress=advance,
                 )
             )
-    if as_json:
-        print_json([r.to_dict() for r in reports])
-        return
+    return reports
+
+
+def _table(
+    reports: list[ResilienceReport],
+    routing: Routing,
+    fail_links: int,
+    fail_switches: int,
+    trials: int,
+    seed: int,
+) -> None:
+    """The reports as one table, and the notes that explain its columns."""
     table = Table(
         title=f"all-to-all busbw (GB/s, {routing.value}) with {fail_links} cable(s) and "
         f"{fail_switches} switch(es) failed at random, {trials} trials (seeds {seed}.."

@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from topo.builders._common import MAX_SWITCH_PORTS, as_int
 from topo.builders.dragonfly import balanced, dragonfly_sizes
 from topo.builders.slimfly import slimfly_q, slimfly_sizes
 from topo.cost.bom import CostReport, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SpecError
+from topo.spec import SwitchSpec, as_int
 
 COMPARE_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
 """Families of the comparison, in Table 3's order."""
@@ -110,12 +110,23 @@ class CompareRow:
 
 def family_counts(
     family: str,
+    switch: SwitchSpec | None = None,
     *,
-    switch_ports: int = 64,
     nics_per_node: int = 8,
     dragonfly_groups: int | None = None,
 ) -> dict[str, Any]:
     """Closed-form counts of one family at full size (see the module docstring).
+
+    Parameters
+    ----------
+    family : str
+        From :data:`COMPARE_FAMILIES`.
+    switch : SwitchSpec or None
+        The switch (its radix counts); None: 64 ports.
+    nics_per_node : int
+        Planes of ``mpft``.
+    dragonfly_groups : int or None
+        Dragonfly groups; None takes Table 3's ``a·h - 1``.
 
     Returns
     -------
@@ -126,7 +137,7 @@ def family_counts(
     Raises
     ------
     SpecError
-        Unknown family; odd radix or below 4 (8 for Slim Fly); ``nics_per_node`` below 1;
+        Unknown family; no Slim Fly fits the radix (below 8 ports); ``nics_per_node`` below 1;
         Dragonfly groups out of range (1 to ``a·h + 1``).
 
     Examples
@@ -135,25 +146,29 @@ def family_counts(
     >>> c["config"]["q"], c["switches"], c["endpoints"], c["links"], c["formula_only"]
     (28, 1568, 32928, 32928, True)
     """
-    k = as_int("switch_ports", switch_ports)
-    if k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
-        raise SpecError(
-            f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k!r}"
-        )
+    k = (switch or SwitchSpec()).ports
     if as_int("nics_per_node", nics_per_node) < 1:
-        raise SpecError(f"nics_per_node must be at least 1, got {nics_per_node}")
-    half = k // 2
-    if family in ("ft2", "mpft"):
-        planes = nics_per_node if family == "mpft" else 1
-        return dict(
-            endpoints=planes * k * half,
-            switches=planes * (k + half),
-            links=planes * k * half,
-            local_links=0,
-            config={"planes": planes, "tiers": 2},
-            formula_only=False,
-            note="" if planes == 1 else f"{planes} planes of a two-layer fat tree",
+        raise SpecError(
+            f"nics_per_node must be at least 1, got {nics_per_node}", param="nics_per_node"
         )
+    if family in ("ft2", "mpft", "ft3"):
+        return _clos_counts(family, k, nics_per_node)
+    if family == "slimfly":
+        return _slimfly_counts(k)
+    if family == "dragonfly":
+        try:
+            return _dragonfly_counts(k, dragonfly_groups)
+        except SpecError as exc:
+            raise exc.renamed("groups", "dragonfly_groups") from None
+    raise SpecError(
+        f"unknown family {family!r} to compare; choose from {', '.join(COMPARE_FAMILIES)}",
+        param="family",
+        names=(),
+    )
+
+
+def _clos_counts(family: str, k: int, nics_per_node: int) -> dict[str, Any]:
+    half = k // 2
     if family == "ft3":
         return dict(
             endpoints=k**3 // 4,
@@ -164,69 +179,75 @@ def family_counts(
             formula_only=False,
             note="",
         )
-    if family == "slimfly":
-        q = slimfly_q(k, constructible=False)
-        s = slimfly_sizes(q)
-        note = ""
-        if not s.constructible:
-            qc = slimfly_q(k)
-            c = slimfly_sizes(qc)
-            note = (
-                f"q = {q} is not a prime power (no MMS graph): counts from the formulas; the "
-                f"nearest constructible q = {qc} builds {c.routers:,} routers, "
-                f"{c.endpoints:,} endpoints, {c.links:,} links"
-            )
-        return dict(
-            endpoints=s.endpoints,
-            switches=s.routers,
-            links=s.links,
-            local_links=0,
-            config={
-                "q": q,
-                "network_radix": s.network_radix,
-                "endpoints_per_router": s.endpoints_per_router,
-            },
-            formula_only=not s.constructible,
-            note=note,
-        )
-    if family == "dragonfly":
-        a, p, h = balanced(k)
-        g = a * h - 1 if dragonfly_groups is None else dragonfly_groups
-        d = dragonfly_sizes(a, p, h, g)
+    planes = nics_per_node if family == "mpft" else 1
+    return dict(
+        endpoints=planes * k * half,
+        switches=planes * (k + half),
+        links=planes * k * half,
+        local_links=0,
+        config={"planes": planes, "tiers": 2},
+        formula_only=False,
+        note="" if planes == 1 else f"{planes} planes of a two-layer fat tree",
+    )
+
+
+def _slimfly_counts(k: int) -> dict[str, Any]:
+    q = slimfly_q(k, constructible=False)
+    s = slimfly_sizes(q)
+    note = ""
+    if not s.constructible:
+        qc = slimfly_q(k)
+        c = slimfly_sizes(qc)
         note = (
-            f"{g} groups as in Table 3 (a maximal Dragonfly has a*h + 1 = {a * h + 1})"
-            if dragonfly_groups is None
-            else f"{g} groups (at most a*h + 1 = {a * h + 1})"
+            f"q = {q} is not a prime power (no MMS graph): counts from the formulas; the "
+            f"nearest constructible q = {qc} builds {c.routers:,} routers, "
+            f"{c.endpoints:,} endpoints, {c.links:,} links"
         )
-        return dict(
-            endpoints=d.endpoints,
-            switches=d.routers,
-            links=d.links,
-            local_links=d.local_links,
-            config={
-                "routers_per_group": a,
-                "endpoints_per_router": p,
-                "global_ports": h,
-                "groups": g,
-            },
-            formula_only=d.endpoints > BUILD_LIMIT,
-            note=note
-            + (
-                "; counted by the formulas (too large to build here)"
-                if d.endpoints > BUILD_LIMIT
-                else ""
-            ),
-        )
-    raise SpecError(
-        f"unknown family {family!r} to compare; choose from {', '.join(COMPARE_FAMILIES)}"
+    return dict(
+        endpoints=s.endpoints,
+        switches=s.routers,
+        links=s.links,
+        local_links=0,
+        config={
+            "q": q,
+            "network_radix": s.network_radix,
+            "endpoints_per_router": s.endpoints_per_router,
+        },
+        formula_only=not s.constructible,
+        note=note,
+    )
+
+
+def _dragonfly_counts(k: int, dragonfly_groups: int | None) -> dict[str, Any]:
+    a, p, h = balanced(k)
+    g = a * h - 1 if dragonfly_groups is None else dragonfly_groups
+    d = dragonfly_sizes(a, p, h, g)
+    note = (
+        f"{g} groups as in Table 3 (a maximal Dragonfly has a*h + 1 = {a * h + 1})"
+        if dragonfly_groups is None
+        else f"{g} groups (at most a*h + 1 = {a * h + 1})"
+    )
+    too_large = d.endpoints > BUILD_LIMIT
+    return dict(
+        endpoints=d.endpoints,
+        switches=d.routers,
+        links=d.links,
+        local_links=d.local_links,
+        config={
+            "routers_per_group": a,
+            "endpoints_per_router": p,
+            "global_ports": h,
+            "groups": g,
+        },
+        formula_only=too_large,
+        note=note + ("; counted by the formulas (too large to build here)" if too_large else ""),
     )
 
 
 def compare(
     families: tuple[str, ...] | list[str] = COMPARE_FAMILIES,
+    switch: SwitchSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
     nics_per_node: int = 8,
     prices: PriceBook | None = None,
     dragonfly_groups: int | None = None,
@@ -237,10 +258,9 @@ def compare(
     ----------
     families : sequence of str
         From :data:`COMPARE_FAMILIES`.
-    switch_ports : int
-        Radix.
-    link_gbps : float
-        Port and cable speed, Gb/s (the price book must list it).
+    switch : SwitchSpec or None
+        Radix and port and cable speed (Gb/s; the price book must list it); None: 64 ports
+        of 400 Gb/s.
     nics_per_node : int
         Planes of ``mpft``.
     prices : PriceBook or None
@@ -271,11 +291,13 @@ def compare(
     ISCA 2008. M. Al-Fares et al., SIGCOMM 2008.
     """
     prices = prices or load_prices()
+    switch = switch or SwitchSpec()
+    switch_ports, link_gbps = switch.ports, switch.link_gbps
     rows = []
     for family in families:
         c = family_counts(
             family,
-            switch_ports=switch_ports,
+            switch,
             nics_per_node=nics_per_node,
             dragonfly_groups=dragonfly_groups,
         )

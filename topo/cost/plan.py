@@ -53,13 +53,13 @@ from typing import Any
 import pulp
 
 from topo.builders import build, max_gpus
-from topo.builders._common import as_int, check_spec
 from topo.builders.slimfly import is_prime_power, slimfly_sizes
 from topo.cost.bom import bill_of_materials, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
 from topo.fabric import summarize
 from topo.flow.lp import _quiet_stdout
+from topo.spec import ServerSpec, SwitchSpec, as_int
 
 PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
 """Families :func:`plan` designs."""
@@ -189,15 +189,31 @@ class _Model:
 
 @dataclass(frozen=True)
 class _Inputs:
-    k: int
-    link_gbps: float
-    gpus_per_node: int
-    nics_per_node: int
+    """The switch and server of a plan, its oversubscription bound and the prices it reads."""
+
+    switch: SwitchSpec
+    server: ServerSpec
     R: float
     W: float
     c_opt: float
     c_local: float
     c_end: float
+
+    @property
+    def k(self) -> int:
+        return self.switch.ports
+
+    @property
+    def link_gbps(self) -> float:
+        return self.switch.link_gbps
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.server.gpus
+
+    @property
+    def nics_per_node(self) -> int:
+        return self.server.nics
 
 
 class _NoDesign(Exception):
@@ -426,7 +442,11 @@ def _model(family: str, inp: _Inputs, need: int | None) -> _Model:
         return _slimfly(inp, need)
     if family == "dragonfly":
         return _dragonfly(inp, need)
-    raise SpecError(f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}")
+    raise SpecError(
+        f"unknown family {family!r} to plan; choose from {', '.join(PLAN_FAMILIES)}",
+        param="family",
+        names=(),
+    )
 
 
 def _solve(m: _Model, time_limit_s: float | None) -> str:
@@ -481,37 +501,29 @@ def _binding(m: _Model) -> str:
 
 
 def _inputs(
-    switch_ports: int,
-    link_gbps: float,
-    gpus_per_node: int,
-    nics_per_node: int,
+    switch: SwitchSpec | None,
+    server: ServerSpec | None,
     max_oversubscription: float,
     prices: PriceBook,
 ) -> _Inputs:
-    spec = check_spec(
-        "plan",
-        switch_ports=switch_ports,
-        link_gbps=link_gbps,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-    )
+    switch, server = switch or SwitchSpec(), server or ServerSpec()
     R = float(max_oversubscription)
     if not (math.isfinite(R) and R >= 1):
         raise SpecError(
-            f"--max-oversubscription must be a number of at least 1, got {max_oversubscription!r}"
+            f"max_oversubscription must be a number of at least 1, got {max_oversubscription!r}",
+            param="max_oversubscription",
         )
+    gbps = switch.link_gbps
     return _Inputs(
-        k=spec.k,
-        link_gbps=spec.link_gbps,
-        gpus_per_node=spec.gpus_per_node,
-        nics_per_node=spec.nics_per_node,
+        switch=switch,
+        server=server,
         R=R,
-        W=prices.switch(spec.k, spec.link_gbps).price_usd,
-        c_opt=prices.cable("optical", spec.link_gbps).price_usd,
+        W=prices.switch(switch.ports, gbps).price_usd,
+        c_opt=prices.cable("optical", gbps).price_usd,
         c_local=prices.cable(
-            "electrical" if prices.electrical_within_group else "optical", spec.link_gbps
+            "electrical" if prices.electrical_within_group else "optical", gbps
         ).price_usd,
-        c_end=prices.cable("endpoint", spec.link_gbps).price_usd,
+        c_end=prices.cable("endpoint", gbps).price_usd,
     )
 
 
@@ -559,11 +571,9 @@ def _ceiling_text(family: str, inp: _Inputs, top_gpus: int, gpus: int) -> str:
 
 
 def max_gpus_plan(
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
     max_oversubscription: float = 1.0,
     families: Sequence[str] = PLAN_FAMILIES,
     prices: PriceBook | None = None,
@@ -573,9 +583,8 @@ def max_gpus_plan(
 
     Parameters
     ----------
-    switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, families, \
-prices, time_limit_s
-        As for :func:`plan` (radix in ports, speed in Gb/s, time limit in seconds).
+    switch, server, max_oversubscription, families, prices, time_limit_s
+        As for :func:`plan` (time limit in seconds).
 
     Returns
     -------
@@ -596,9 +605,7 @@ prices, time_limit_s
     [2048, 16384, 65536]
     """
     prices = prices or load_prices()
-    inp = _inputs(
-        switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, prices
-    )
+    inp = _inputs(switch, server, max_oversubscription, prices)
     out = []
     for family in families:
         try:
@@ -631,11 +638,9 @@ prices, time_limit_s
 
 def plan(
     gpus: int,
+    switch: SwitchSpec | None = None,
+    server: ServerSpec | None = None,
     *,
-    switch_ports: int = 64,
-    link_gbps: float = 400.0,
-    gpus_per_node: int = 8,
-    nics_per_node: int = 8,
     max_oversubscription: float = 1.0,
     families: Sequence[str] = PLAN_FAMILIES,
     prices: PriceBook | None = None,
@@ -648,12 +653,11 @@ def plan(
     ----------
     gpus : int
         GPUs to connect (rounded up to whole servers).
-    switch_ports : int
-        Radix ``k``.
-    link_gbps : float
-        Port and cable speed, Gb/s.
-    gpus_per_node, nics_per_node : int
-        Server shape (``mpft`` has ``nics_per_node`` planes).
+    switch : SwitchSpec or None
+        Radix ``k`` and port and cable speed (Gb/s); None: 64 ports of 400 Gb/s.
+    server : ServerSpec or None
+        Server shape (``mpft`` has as many planes as the server has NICs); None: 8 GPUs,
+        8 NICs.
     max_oversubscription : float
         Largest leaf down/up ratio allowed (1 = non-blocking); Dragonfly and Slim Fly read it
         as endpoints per router over the full-bandwidth share (``h``; ``ceil(k'/2)``).
@@ -691,83 +695,95 @@ def plan(
     """
     n = as_int("gpus", gpus)
     if n < 1:
-        raise SpecError(f"--gpus must be at least 1, got {n}")
+        raise SpecError(f"gpus must be at least 1, got {n}", param="gpus")
     prices = prices or load_prices()
-    inp = _inputs(
-        switch_ports, link_gbps, gpus_per_node, nics_per_node, max_oversubscription, prices
-    )
+    inp = _inputs(switch, server, max_oversubscription, prices)
     nodes = -(-n // inp.gpus_per_node)
     n_gpus = nodes * inp.gpus_per_node
-    endpoints = nodes * inp.nics_per_node
-    rows = []
-    for family in families:
-        t0 = time.perf_counter()
-        try:
-            m = _model(family, inp, endpoints)
-        except _NoDesign as exc:
-            rows.append(PlanRow.infeasible(family, n_gpus, str(exc), "infeasible"))
-            continue
-        status = _solve(m, time_limit_s)
-        secs = time.perf_counter() - t0
-        if status != "optimal":
-            binding = status
-            if status == "time limit":
-                binding = (
-                    f"HiGHS stopped at the time limit ({time_limit_s:g} s) without a proven optimum"
-                )
-            if status == "infeasible":
-                ceiling = max_gpus_plan(
-                    switch_ports=inp.k,
-                    link_gbps=inp.link_gbps,
-                    gpus_per_node=inp.gpus_per_node,
-                    nics_per_node=inp.nics_per_node,
-                    max_oversubscription=inp.R,
-                    families=(family,),
-                    prices=prices,
-                    time_limit_s=time_limit_s,
-                )[0]
-                binding = _ceiling_text(family, inp, ceiling.max_gpus, n_gpus)
-            rows.append(PlanRow.infeasible(family, n_gpus, binding, status, m.planes, secs))
-            continue
-        sol = m.read()
-        design = _design(family, inp, sol, n_gpus)
-        cost = _val(m.prob.objective)
-        bom = cost_from_counts(
-            family=family,
-            name=f"{family}-{n_gpus}",
-            endpoints=endpoints,
-            switches={(inp.k, inp.link_gbps): sol["switches"]},
-            cables=cables_from_counts(
-                sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
-            ),
-            prices=prices,
-        )
-        if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
-            raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
-        checked = None
-        if check and n_gpus <= MAX_CHECK_GPUS:
-            checked = _check(design, sol, bom.cost_usd, prices)
-        rows.append(
-            PlanRow(
-                family=family,
-                feasible=True,
-                cost_usd=bom.cost_usd,
-                cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
-                tiers=sol["tiers"],
-                planes=m.planes,
-                switches=sol["switches"],
-                links=sol["links"],
-                endpoints=endpoints,
-                gpus=n_gpus,
-                binding=_binding(m) or "none: the smallest size that holds N, spare ports left",
-                design=design,
-                status=status,
-                checked=checked,
-                solve_seconds=secs,
-                bom=[asdict(x) for x in bom.lines],
-            )
-        )
+    rows = [_plan_family(f, inp, n_gpus, prices, time_limit_s, check) for f in families]
     return sorted(rows, key=lambda r: (not r.feasible, r.cost_usd or 0.0, r.family))
+
+
+def _plan_family(
+    family: str,
+    inp: _Inputs,
+    n_gpus: int,
+    prices: PriceBook,
+    time_limit_s: float | None,
+    check: bool,
+) -> PlanRow:
+    """The cheapest design of one family for ``n_gpus`` GPUs (whole servers), or why none."""
+    endpoints = n_gpus // inp.gpus_per_node * inp.nics_per_node
+    t0 = time.perf_counter()
+    try:
+        m = _model(family, inp, endpoints)
+    except _NoDesign as exc:
+        return PlanRow.infeasible(family, n_gpus, str(exc), "infeasible")
+    status = _solve(m, time_limit_s)
+    secs = time.perf_counter() - t0
+    if status != "optimal":
+        binding = _no_design_text(family, inp, status, n_gpus, prices, time_limit_s)
+        return PlanRow.infeasible(family, n_gpus, binding, status, m.planes, secs)
+    sol = m.read()
+    design = _design(family, inp, sol, n_gpus)
+    cost = _val(m.prob.objective)
+    bom = cost_from_counts(
+        family=family,
+        name=f"{family}-{n_gpus}",
+        endpoints=endpoints,
+        switches={(inp.k, inp.link_gbps): sol["switches"]},
+        cables=cables_from_counts(
+            sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
+        ),
+        prices=prices,
+    )
+    if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
+        raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
+    checked = None
+    if check and n_gpus <= MAX_CHECK_GPUS:
+        checked = _check(design, sol, bom.cost_usd, prices)
+    return PlanRow(
+        family=family,
+        feasible=True,
+        cost_usd=bom.cost_usd,
+        cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
+        tiers=sol["tiers"],
+        planes=m.planes,
+        switches=sol["switches"],
+        links=sol["links"],
+        endpoints=endpoints,
+        gpus=n_gpus,
+        binding=_binding(m) or "none: the smallest size that holds N, spare ports left",
+        design=design,
+        status=status,
+        checked=checked,
+        solve_seconds=secs,
+        bom=[asdict(x) for x in bom.lines],
+    )
+
+
+def _no_design_text(
+    family: str,
+    inp: _Inputs,
+    status: str,
+    n_gpus: int,
+    prices: PriceBook,
+    time_limit_s: float | None,
+) -> str:
+    """Why a program ended without an optimum: the time limit, or the family's ceiling."""
+    if status == "time limit":
+        return f"HiGHS stopped at the time limit ({time_limit_s:g} s) without a proven optimum"
+    if status != "infeasible":
+        return status
+    ceiling = max_gpus_plan(
+        inp.switch,
+        inp.server,
+        max_oversubscription=inp.R,
+        families=(family,),
+        prices=prices,
+        time_limit_s=time_limit_s,
+    )[0]
+    return _ceiling_text(family, inp, ceiling.max_gpus, n_gpus)
 
 
 def _check(design: dict[str, Any], sol: dict[str, Any], cost: float, prices: PriceBook) -> bool:

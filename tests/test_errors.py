@@ -1,0 +1,62 @@
+"""The error hierarchy: errors name the Python parameter at fault and render it for a front end."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from topo.errors import FormatError, SpecError, TopoError
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def test_render_spells_each_named_parameter_once():
+    e = SpecError(
+        "nics_per_node (3) must divide gpus_per_node (8) so every NIC serves the same number",
+        param="nics_per_node",
+        names=("nics_per_node", "gpus_per_node"),
+    )
+    assert e.param == "nics_per_node"
+    assert e.render(flag) == (
+        "--nics-per-node (3) must divide --gpus-per-node (8) so every NIC serves the same number"
+    )
+    # Only the first whole-word occurrence: q = 4w + δ stays mathematics.
+    q = SpecError("q must be at least 3 with q mod 4 in 0, 1, 3 (q = 4w + δ), got 6", param="q")
+    assert q.render(flag) == "--q must be at least 3 with q mod 4 in 0, 1, 3 (q = 4w + δ), got 6"
+    # gpus is not found inside gpus_per_node; a name spelled None stays as it is.
+    g = SpecError("gpus_per_node x; gpus must", param="gpus", names=("gpus", "gpus_per_node"))
+    assert g.render({"gpus": "--gpus"}.get) == "gpus_per_node x; --gpus must"
+
+
+def test_names_default_to_the_parameter_or_none():
+    assert SpecError("x must", param="x").names == ("x",)
+    assert SpecError("oversubscription 2 does not", param="oversubscription", names=()).names == ()
+    assert TopoError("plain").render(flag) == "plain" and TopoError("plain").param is None
+
+
+def test_prefixed_and_renamed_keep_type_and_parameter():
+    e = SpecError("groups must be from 1 to 513, got 0", param="groups")
+    p = e.prefixed("spec.toml: ")
+    assert isinstance(p, SpecError) and str(p) == "spec.toml: groups must be from 1 to 513, got 0"
+    assert p.param == "groups" and str(e) == "groups must be from 1 to 513, got 0"
+    r = e.renamed("groups", "dragonfly_groups")
+    assert isinstance(r, SpecError) and r.param == "dragonfly_groups"
+    assert r.render(flag) == "--dragonfly-groups must be from 1 to 513, got 0"
+    assert e.renamed("q", "other") is e
+
+
+def test_parameter_survives_pickling():
+    e = pickle.loads(pickle.dumps(SpecError("switch_ports must", param="switch_ports")))
+    assert isinstance(e, SpecError) and e.param == "switch_ports"
+
+
+def test_format_error_names_file_and_line():
+    e = FormatError("f.toml", "not valid TOML", line=3)
+    assert str(e) == "f.toml:3: not valid TOML" and e.message == "not valid TOML"
+    with pytest.raises(TopoError):
+        raise e
+    back = pickle.loads(pickle.dumps(e))
+    assert (str(back), back.path, back.line) == ("f.toml:3: not valid TOML", "f.toml", 3)

@@ -1,0 +1,299 @@
+"""``topo bandwidth``: all-to-all bandwidth per GPU, optimal (max concurrent flow) or as routed
+(ECMP, D-mod-k), with failures; its tables."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from topo import fabric as fabric_mod
+from topo.cli_common import (
+    FailLinksOpt,
+    FailOpt,
+    FailSwitchesOpt,
+    FlowsOpt,
+    InputFabric,
+    MaxVariablesOpt,
+    PxnOpt,
+    Routing,
+    RoutingOpt,
+    SeedOpt,
+    TimeLimitOpt,
+    err,
+    out,
+    print_json,
+    user_errors,
+)
+
+if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
+    from topo.flow.alltoall import BandwidthReport
+    from topo.flow.resilience import DamagedBandwidth
+    from topo.flow.routing import RoutedReport
+
+BANDWIDTH_TIME_LIMIT_S = 120.0
+"""Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
+
+
+class Method(str, Enum):
+    auto = "auto"
+    general = "general"
+
+
+@user_errors
+def bandwidth(
+    fabric: InputFabric,
+    method: Annotated[
+        Method,
+        typer.Option(
+            "--method",
+            help="auto: exact reductions, checked; general: the full LP (small fabrics).",
+        ),
+    ] = Method.auto,
+    routing: RoutingOpt = Routing.optimal,
+    seed: SeedOpt = 0,
+    flows_per_pair: FlowsOpt = 1,
+    pxn: PxnOpt = True,
+    fail_links: FailLinksOpt = 0,
+    fail_switches: FailSwitchesOpt = 0,
+    fail: FailOpt = None,
+    max_variables: MaxVariablesOpt = None,
+    time_limit: TimeLimitOpt = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write link load drawn on the topology and per-tier histograms (plotly).",
+            dir_okay=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as one JSON object.")
+    ] = False,
+    show: Annotated[
+        int, typer.Option("--show", help="Bottleneck links to list in the table.", min=0)
+    ] = 8,
+) -> None:
+    """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
+    D-mod-k), with failures; the bottleneck tier and links."""
+    from topo.flow.lp import DEFAULT_MAX_VARIABLES
+    from topo.flow.resilience import damaged_bandwidth
+
+    G = fabric_mod.load(fabric)
+    result = damaged_bandwidth(
+        G,
+        links=fail_links,
+        switches=fail_switches,
+        seed=seed,
+        named=fail or (),
+        routing=routing.value,
+        flows_per_pair=flows_per_pair,
+        pxn=pxn,
+        method=method.value,
+        max_variables=max_variables or DEFAULT_MAX_VARIABLES,
+        link_loads=html is not None,
+        time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
+    )
+    if html is not None:
+        from topo.plot import plot_link_load, write_html
+
+        r = result.report
+        title = (
+            f"{r.fabric or r.family}: all-to-all link load ({routing.value}), "
+            f"busbw {r.alltoall_busbw_GBps:.2f} GB/s"
+        )
+        write_html(plot_link_load(result.graph, r.link_load, title=title), html)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _damage_lines(result)
+        if routing is Routing.optimal:
+            _bandwidth_table(result.report, show)
+        else:
+            _routed_table(result.report, show)
+    if html is not None:
+        err.print(f"wrote {html}")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _bandwidth_table(r: BandwidthReport, show: int) -> None:
+    who = "GPU" if r.terminal == "gpu" else "endpoint"
+    table = Table(
+        title=f"all-to-all bandwidth: {r.fabric or r.family}",
+        show_header=False,
+        title_justify="left",
+    )
+    table.add_column("what")
+    table.add_column("value", justify="right", overflow="fold")
+    # Every rate follows from lambda: with bounds, each is the lower bound's.
+    rates = [
+        (f"pair rate (every {who} to every other)", f"{r.pair_rate_GBps:.6g} GB/s"),
+        ("alltoall busbw (nccl-tests)", f"{r.alltoall_busbw_GBps:.2f} GB/s"),
+        ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
+        (f"inter-node per {who}", f"{r.internode_per_gpu_GBps:.2f} GB/s"),
+        (
+            "inter-node per NIC (of median NIC rate)",
+            f"{r.internode_per_nic_GBps:.2f} of {r.nic_line_rate_GBps:.2f} GB/s"
+            f" ({100 * r.nic_utilization:.1f}%)",
+        ),
+        (f"intra-node (NVLink) per {who}", f"{r.intranode_per_gpu_GBps:.2f} GB/s"),
+    ]
+    if not r.exact:
+        rates = [(k + " - LOWER BOUND", v) for k, v in rates]
+    rows = [
+        (f"{who}s", f"{r.gpus:,}"),
+        ("servers", f"{r.nodes:,}"),
+        *rates,
+        (
+            "bottleneck",
+            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
+        ),
+        (
+            "method",
+            f"{r.method} LP, exact; {r.lp_variables:,} variables"
+            if r.exact
+            else (
+                f"certified bounds: busbw {r.extra['lower_bound_busbw_GBps']:.2f} to "
+                f"{r.extra['upper_bound_busbw_GBps']:.2f} GB/s (gap "
+                f"{100 * r.extra['gap']:.1f}%); the rates above are the lower bound"
+            ),
+        ),
+        ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp_solve_seconds:.2f} s)"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    out.print(table)
+    for line in r.reductions:
+        out.print(f"  reduction: {line}")
+    if not r.exact:
+        out.print(f"  lower bound: {r.extra['lower_bound_from']}")
+        out.print(f"  upper bound: {r.extra['upper_bound_from']}")
+    _bottleneck_links(r, show)
+
+
+def _bottleneck_links(r: BandwidthReport, show: int) -> None:
+    if show and r.bottleneck_links:
+        links = Table(
+            title=f"bottleneck links (first {min(show, len(r.bottleneck_links))}"
+            f" of {len(r.bottleneck_links):,})",
+            title_justify="left",
+        )
+        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s"):
+            links.add_column(col, justify="right" if "GB/s" in col else "left", overflow="fold")
+        for b in r.bottleneck_links[:show]:
+            links.add_row(
+                b.source, b.target, b.tier, f"{b.capacity_GBps:.2f}", f"{b.load_GBps:.2f}"
+            )
+        out.print(links)
+
+
+def _damage_lines(result: DamagedBandwidth) -> None:
+    """What failed and who is cut off, above the report."""
+    f = result.failures
+    if f.empty:
+        return
+    out.print(
+        f"failed: {len(f.links):,} cable(s), {len(f.switches):,} switch(es); "
+        f"{f.capacity_lost_GBps:,.1f} GB/s of capacity (one direction)"
+    )
+    for name in f.switches[:8]:
+        out.print(f"  switch {name}")
+    for u, v in f.links[:8]:
+        out.print(f"  cable {u}--{v}")
+    if len(f.links) > 8:
+        out.print(f"  ... and {len(f.links) - 8:,} more cables (--json lists them all)")
+    if result.disconnected:
+        names = ", ".join(map(str, result.disconnected[:8]))
+        more = "" if len(result.disconnected) <= 8 else f", ... ({len(result.disconnected)})"
+        out.print(
+            f"DISCONNECTED: {result.disconnected_gpus:,} GPU(s) in "
+            f"{len(result.disconnected):,} server(s) ({names}{more}) have no path to the rest; "
+            "the all-to-all below is among the others"
+        )
+
+
+def _routed_table(r: RoutedReport, show: int) -> None:
+    who = "GPU" if r.terminal == "gpu" else "endpoint"
+    table = Table(
+        title=f"all-to-all as routed ({r.routing}): {r.fabric or r.family}",
+        show_header=False,
+        title_justify="left",
+    )
+    table.add_column("what")
+    table.add_column("value", justify="right", overflow="fold")
+    how = {
+        "ecmp": f"ECMP, {r.flows_per_pair} flow(s) per pair, seed {r.seed}",
+        "dmodk": "D-mod-k (destination-based up-port)",
+    }[r.routing]
+    rows = [
+        (f"{who}s", f"{r.gpus:,}"),
+        ("servers", f"{r.nodes:,}"),
+        ("routing", how + ("" if r.terminal != "gpu" else f"; PXN {'on' if r.pxn else 'off'}")),
+        (f"pair rate (every {who} to every other)", f"{r.pair_rate_GBps:.6g} GB/s"),
+        ("alltoall busbw (nccl-tests)", f"{r.alltoall_busbw_GBps:.2f} GB/s"),
+        ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
+    ]
+    if r.routing == "ecmp":
+        rows.append(
+            (
+                "with perfect spreading (expected loads)",
+                f"{r.expected_alltoall_busbw_GBps:.2f} GB/s busbw; hash collisions cost "
+                f"{100 * r.collision_loss:.1f}%",
+            )
+        )
+    rows += [
+        (
+            "bottleneck",
+            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
+        ),
+        ("solve time", f"{r.solve_seconds:.2f} s"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    out.print(table)
+    _tier_table(r)
+    for line in r.notes:
+        out.print(f"  note: {line}")
+    _loaded_links(r, show)
+
+
+def _tier_table(r: RoutedReport) -> None:
+    tiers = Table(title="load per tier (GB/s, at the pair rate above)", title_justify="left")
+    for col in ("tier", "links", "capacity", "mean", "max", "expected max", "max util."):
+        tiers.add_column(col, justify="left" if col == "tier" else "right")
+    for t in r.tiers:
+        tiers.add_row(
+            t.tier,
+            f"{t.links:,}",
+            f"{t.capacity_GBps:.2f}",
+            f"{t.mean_GBps:.2f}",
+            f"{t.max_GBps:.2f}",
+            f"{t.expected_max_GBps:.2f}",
+            f"{100 * t.max_utilization:.1f}%",
+        )
+    out.print(tiers)
+
+
+def _loaded_links(r: RoutedReport, show: int) -> None:
+    if show and r.most_loaded_links:
+        links = Table(
+            title=f"most loaded links (first {min(show, len(r.most_loaded_links))})",
+            title_justify="left",
+        )
+        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s", "util."):
+            links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
+        for b in r.most_loaded_links[:show]:
+            links.add_row(
+                b.source,
+                b.target,
+                b.tier,
+                f"{b.capacity_GBps:.2f}",
+                f"{b.load_GBps:.2f}",
+                f"{100 * b.utilization:.1f}%",
+            )
+        out.print(links)

@@ -1,0 +1,140 @@
+"""``topo build``: a fabric from a switch and a server (or a TOML spec), its counts, the graph
+as JSON."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from topo import fabric as fabric_mod
+from topo.cli_common import CountsJsonOpt, FabricOutputOpt, emit_fabric, user_errors
+from topo.errors import SpecError, TopoError
+
+
+class Family(str, Enum):
+    ft2 = "ft2"
+    ft3 = "ft3"
+    mrft = "mrft"
+    mpft = "mpft"
+    dragonfly = "dragonfly"
+    slimfly = "slimfly"
+
+
+class Arrangement(str, Enum):
+    consecutive = "consecutive"
+    palmtree = "palmtree"
+
+
+@user_errors
+def build(
+    ctx: typer.Context,
+    family: Annotated[
+        Family | None,
+        typer.Argument(
+            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly or slimfly."
+        ),
+    ] = None,
+    spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--spec",
+            help="A TOML spec (examples/*.toml); options given on the command line win.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
+    link_gbps: Annotated[
+        float, typer.Option("--link-gbps", help="Link rate, Gb/s (400 = 4x NDR).")
+    ] = 400.0,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", help="GPUs to connect (default: the family's maximum)."),
+    ] = None,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
+    nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
+    nvlink_GBps: Annotated[
+        float, typer.Option("--nvlink-GBps", help="NVLink per GPU per direction, GB/s (H800: 200).")
+    ] = 200.0,
+    pcie_GBps: Annotated[
+        float, typer.Option("--pcie-GBps", help="GPU-NIC PCIe per direction, GB/s (Gen5 x16: 64).")
+    ] = 64.0,
+    oversubscription: Annotated[
+        float,
+        typer.Option("--oversubscription", help="Leaf down/up bandwidth ratio (1 = non-blocking)."),
+    ] = 1.0,
+    routers_per_group: Annotated[
+        int | None,
+        typer.Option("-a", "--routers-per-group", help="Dragonfly: routers per group (a).", min=1),
+    ] = None,
+    endpoints_per_router: Annotated[
+        int | None,
+        typer.Option(
+            "-p", "--endpoints-per-router", help="Dragonfly, Slim Fly: endpoints per router.", min=1
+        ),
+    ] = None,
+    global_ports: Annotated[
+        int | None,
+        typer.Option("--global-ports", help="Dragonfly: global ports per router (h).", min=1),
+    ] = None,
+    groups: Annotated[
+        int | None,
+        typer.Option("--groups", help="Dragonfly: groups (g, at most a*h + 1).", min=1),
+    ] = None,
+    arrangement: Annotated[
+        Arrangement | None,
+        typer.Option("--arrangement", help="Dragonfly: global-link arrangement."),
+    ] = None,
+    q: Annotated[
+        int | None,
+        typer.Option("--q", help="Slim Fly: MMS parameter, a prime power (64 ports: 27).", min=3),
+    ] = None,
+    output: FabricOutputOpt = None,
+    as_json: CountsJsonOpt = False,
+) -> None:
+    """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
+    from topo.builders import build as build_fabric
+    from topo.spec import FabricSpec, load_spec
+
+    args: dict[str, Any] = dict(
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        nvlink_GBps=nvlink_GBps,
+        pcie_GBps=pcie_GBps,
+        oversubscription=oversubscription,
+        routers_per_group=routers_per_group,
+        endpoints_per_router=endpoints_per_router,
+        global_ports=global_ports,
+        groups=groups,
+        arrangement=arrangement.value if arrangement is not None else None,
+        q=q,
+    )
+    if spec is None:
+        if family is None:
+            raise TopoError(
+                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE"
+            )
+        G = build_fabric(FabricSpec.from_options(family.value, **args))
+    else:
+        given = {k: v for k, v in args.items() if _from_command_line(ctx, k)}
+        fabric_spec = load_spec(spec, **given)
+        if family is not None and family.value != fabric_spec.family:
+            raise TopoError(
+                f"{spec}: family {fabric_spec.family!r} differs from FAMILY {family.value!r}"
+            )
+        try:
+            G = build_fabric(fabric_spec)
+        except SpecError as exc:
+            raise exc.prefixed(f"{spec}: ") from None
+    emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
+
+
+def _from_command_line(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
