@@ -35,16 +35,11 @@ import networkx as nx
 
 from topo.errors import InfeasibleError, LPTooLarge, TopoError
 from topo.fabric import natural_key, switch_components
-from topo.flow.alltoall import (
-    BottleneckLink,
-    Commodity,
-    _bottlenecks_reduced,
-    _hosts,
-    _network,
-    _Reduced,
-    _scope,
-)
-from topo.flow.lp import DEFAULT_MAX_VARIABLES, max_concurrent_flow
+from topo.flow.hosts import hosts
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, Commodity, max_concurrent_flow
+from topo.flow.network import Reduced, bottleneck_links, network
+from topo.flow.planes import scope
+from topo.flow.result import BottleneckLink
 
 
 @dataclass(frozen=True)
@@ -130,8 +125,8 @@ def server_demand_time(
     1.0
     """
     t0 = time.perf_counter()
-    hosts, terminal = _hosts(G)
-    by_id = {h.id: h for h in hosts}
+    hs, terminal = hosts(G)
+    by_id = {h.id: h for h in hs}
     clean: dict[tuple[Hashable, Hashable], float] = {}
     for (a, b), x in demand.items():
         for s in (a, b):
@@ -156,7 +151,7 @@ def server_demand_time(
             f"{len(loose)} server(s) in the demand have no NIC cabled to a switch "
             f"(e.g. {', '.join(map(str, loose[:3]))})"
         )
-    sc = _scope(G, hosts)
+    sc = scope(G, hs)
     reductions = []
     if terminal == "gpu":
         reductions.append(f"server contraction: {len(used)} servers (NVLink not modelled)")
@@ -174,12 +169,14 @@ def server_demand_time(
 
     index = {s: i for i, s in enumerate(used)}
     classes = [[by_id[s]] for s in used]
-    arcs, cap, origin = _network(G, sc, classes)
+    arcs, cap, origin = network(G, sc, classes)
     sinks: dict[int, dict[Hashable, float]] = {}
     for (a, b), x in clean.items():
         sinks.setdefault(index[a], {})[("in", index[b])] = x / sc.planes
-    commodities = [Commodity(("out", ci), sinks[ci]) for ci in sorted(sinks)]
-    red = _Reduced(classes, arcs, cap, origin, commodities, sc)
+    commodities = [Commodity(source=("out", ci), demands=sinks[ci]) for ci in sorted(sinks)]
+    red = Reduced(
+        classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=commodities, sc=sc
+    )
     # Size first (each commodity may use every arc but the other sources' out-arcs), so a
     # refused LP costs nothing.
     out_arcs = Counter(o[1] for o in origin if o[0] == "up")
@@ -197,7 +194,7 @@ def server_demand_time(
         commodity_arcs=[red.commodity_arcs(ci) for ci in sorted(sinks)],
         max_variables=max_variables,
     )
-    links = _bottlenecks_reduced(G, red, sol)
+    links = bottleneck_links(G, red, sol)
     return DemandReport(
         time_s=1.0 / sol.theta,
         theta=sol.theta,

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -223,7 +225,7 @@ def max_concurrent_flow(
     # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
     # still returns a basic optimal solution with exact duals.
     options = {"solver": "ipm"} if n_vars > 20_000 else {}
-    with _quiet_stdout(), _interruptible():
+    with quiet_stdout(), _interruptible():
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, mip=False, **options)
         prob.solve(solver)
     solve_s = time.perf_counter() - t1
@@ -279,9 +281,6 @@ def _interruptible() -> Iterator[None]:
     during a solve (no output file is open), so the default actions (terminate) are restored
     for its duration, and the previous handlers afterwards.
     """
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -296,7 +295,7 @@ def _interruptible() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
+def quiet_stdout() -> Iterator[None]:
     """Send file descriptor 1 to /dev/null: HiGHS prints its banner there even with output off,
     which would corrupt ``--json`` on stdout."""
     sys.stdout.flush()

@@ -22,6 +22,7 @@ from topo.errors import InfeasibleError, TopoError
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.routing import routed_alltoall
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
 
@@ -131,8 +132,6 @@ def damaged_bandwidth(
             time_limit_s=time_limit_s,
         )
     else:
-        from topo.flow.routing import routed_alltoall
-
         report = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
     return DamagedBandwidth(report, failures, cut, lost, routing, H)
 
