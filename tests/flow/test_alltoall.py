@@ -51,11 +51,11 @@ def test_non_blocking_fabrics_are_bound_by_the_nic(family, kw):
     r = alltoall_bandwidth(G)
     lam = NIC / (n - g)
     assert r.gpus == n
-    assert r.pair_rate_GBps == pytest.approx(lam, rel=1e-6)
-    assert r.alltoall_busbw_GBps == pytest.approx(lam * (n - 1), rel=1e-6)
-    assert r.internode_per_nic_GBps == pytest.approx(NIC, rel=1e-6)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(lam, rel=1e-6)
+    assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(lam * (n - 1), rel=1e-6)
+    assert r.internode_per_nic_Bps / 1e9 == pytest.approx(NIC, rel=1e-6)
     assert r.nic_utilization == pytest.approx(1.0, rel=1e-6)
-    assert r.intranode_per_gpu_GBps == pytest.approx(lam * (g - 1), rel=1e-6)
+    assert r.intranode_per_gpu_Bps / 1e9 == pytest.approx(lam * (g - 1), rel=1e-6)
     assert set(r.bottleneck_tiers) <= {"nic->leaf", "leaf->nic"}
     assert r.exact
 
@@ -64,7 +64,7 @@ def test_shared_nics_halve_the_rate():
     # 4 GPUs share 2 NICs: a server's inter-node traffic 4 lambda (N - 4) fills 2 NICs.
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=2, gpus=32)
     r = alltoall_bandwidth(G)
-    assert r.pair_rate_GBps == pytest.approx(2 * NIC / (4 * (32 - 4)), rel=1e-6)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(2 * NIC / (4 * (32 - 4)), rel=1e-6)
 
 
 # ----------------------------------------------------------------- hand-worked bottlenecks
@@ -81,7 +81,7 @@ def test_oversubscribed_ft2_is_bound_by_the_leaf_uplinks(k, ratio):
     n = k * d
     r = alltoall_bandwidth(G)
     assert r.gpus == n
-    assert r.pair_rate_GBps == pytest.approx(u * NIC / (d * (n - d)), rel=1e-6)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(u * NIC / (d * (n - d)), rel=1e-6)
     assert set(r.bottleneck_tiers) <= {"leaf->spine", "spine->leaf"}
 
 
@@ -94,8 +94,8 @@ def test_damaged_ft2_is_bound_by_the_damaged_leaf():
     G.remove_edge("leaf0", "spine0")
     auto = alltoall_bandwidth(G)
     general = alltoall_bandwidth(G, method="general")
-    assert auto.pair_rate_GBps == pytest.approx(150 / 112, rel=1e-6)
-    assert general.pair_rate_GBps == pytest.approx(150 / 112, rel=1e-6)
+    assert auto.pair_rate_Bps / 1e9 == pytest.approx(150 / 112, rel=1e-6)
+    assert general.pair_rate_Bps / 1e9 == pytest.approx(150 / 112, rel=1e-6)
     # The damage leaves leaves 1-7 alike: two class orbits (leaf0's class, the rest).
     assert any("into 2 orbit(s)" in s for s in auto.reductions), auto.reductions
     tiers = set(auto.bottleneck_tiers)
@@ -126,8 +126,8 @@ def test_gb200_superpod_is_bound_by_its_weakest_leaf():
     r = alltoall_bandwidth(G)
     assert n == 542 and r.gpus == 542 and r.terminal == "endpoint"
     assert min(bounds) == pytest.approx(750 / (18 * 524))
-    assert r.pair_rate_GBps == pytest.approx(min(bounds), rel=1e-6)
-    assert r.alltoall_busbw_GBps == pytest.approx(750 / (18 * 524) * 541, rel=1e-6)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(min(bounds), rel=1e-6)
+    assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(750 / (18 * 524) * 541, rel=1e-6)
     assert set(r.bottleneck_tiers) == {"spine->leaf"}
     assert {b.target for b in r.bottleneck_links} == {"MF0;A09-P1-IBLEAF-02-03:MQM9701/U1"}
 
@@ -147,7 +147,7 @@ def test_imported_fabrics_match_the_general_lp(name):
     G = read_ibnetdiscover(real(name))
     auto = alltoall_bandwidth(G)
     general = alltoall_bandwidth(G, method="general")
-    assert auto.pair_rate_GBps == pytest.approx(general.pair_rate_GBps, rel=1e-6)
+    assert auto.pair_rate_Bps / 1e9 == pytest.approx(general.pair_rate_Bps / 1e9, rel=1e-6)
 
 
 # ----------------------------------------------------------------- full scale
@@ -157,8 +157,8 @@ def test_full_mpft_16384_gpus():
     # DeepSeek-V3's fabric: lambda = 50 / (16384 - 8) GB/s, every NIC saturated.
     r = alltoall_bandwidth(build("mpft"))
     assert r.gpus == 16384 and r.nodes == 2048
-    assert r.pair_rate_GBps == pytest.approx(50 / 16376, rel=1e-9)
-    assert r.alltoall_busbw_GBps == pytest.approx(50 * 16383 / 16376, rel=1e-9)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(50 / 16376, rel=1e-9)
+    assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(50 * 16383 / 16376, rel=1e-9)
     assert r.bottleneck_tiers == {"nic->leaf": 16384}
     assert any("plane decomposition: 8" in s for s in r.reductions)
 
@@ -167,7 +167,7 @@ def test_full_mpft_16384_gpus():
 def test_full_ft3_65536_gpus():
     r = alltoall_bandwidth(build("ft3"))
     assert r.gpus == 65536
-    assert r.pair_rate_GBps == pytest.approx(50 / (65536 - 8), rel=1e-6)
+    assert r.pair_rate_Bps / 1e9 == pytest.approx(50 / (65536 - 8), rel=1e-6)
 
 
 # ----------------------------------------------------------------- errors

@@ -359,5 +359,5 @@ def _alltoall_pattern(sub: nx.Graph, n: int, g: int, nodes: int) -> PatternRate:
         rep = alltoall_bandwidth(sub)
     except SolverError as exc:
         return PatternRate(0.0, node_bytes, {}, f"LP refused ({exc}); NIC-bound only")
-    lam = rep.pair_rate_GBps * 1e9
+    lam = rep.pair_rate_Bps
     return PatternRate(1.0 / lam, node_bytes, dict(rep.bottleneck_tiers), "lp")

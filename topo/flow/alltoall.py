@@ -37,16 +37,14 @@ nccl-tests ``doc/PERFORMANCE.md`` (algbw, busbw for alltoall).
 
 from __future__ import annotations
 
-import time
-
 import networkx as nx
 
-from topo.errors import LPTimeLimit, LPTooLarge, TopoError
-from topo.flow.bounds import bounds_report
-from topo.flow.exact import exact_alltoall
+from topo.errors import TopoError
+from topo.flow.concurrent import METHODS, concurrent_flow
 from topo.flow.hosts import check_terminals, hosts
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
-from topo.flow.result import BandwidthReport, BottleneckLink
+from topo.flow.result import BandwidthReport, BandwidthResult, BottleneckLink
+from topo.traffic import uniform_alltoall
 
 __all__ = ["BandwidthReport", "BottleneckLink", "alltoall_bandwidth"]
 
@@ -58,7 +56,7 @@ def alltoall_bandwidth(
     max_variables: int = DEFAULT_MAX_VARIABLES,
     link_loads: bool = False,
     time_limit_s: float | None = None,
-) -> BandwidthReport:
+) -> BandwidthResult:
     """All-to-all bandwidth per GPU: the maximum concurrent flow of the uniform all-to-all.
 
     Parameters
@@ -74,39 +72,41 @@ def alltoall_bandwidth(
         Refuse LPs with more flow variables than this (memory guard).
     link_loads : bool
         Also return the load of every NIC cable and switch link direction at the optimum
-        found (``report.link_load``; one optimum among possibly many).
+        found (``result.link_load``, B/s; one optimum among possibly many).
     time_limit_s : float, optional
         HiGHS time limit (s) for the reduced LP; when reached, certified bounds are reported
         as for an LP over ``max_variables``.
 
     Returns
     -------
-    BandwidthReport
-        ``pair_rate_GBps`` is ``lambda``, the rate every ordered pair sends at (GB/s);
-        ``alltoall_busbw_GBps`` = ``lambda (n - 1)`` and ``alltoall_algbw_GBps`` =
+    BandwidthResult
+        ``pair_rate_Bps`` is ``lambda``, the rate every ordered pair sends at (B/s);
+        ``alltoall_busbw_Bps`` = ``lambda (n - 1)`` and ``alltoall_algbw_Bps`` =
         ``lambda n``, as nccl-tests' alltoall would print them (its size column counts the
         rank's whole buffer, n chunks, and its busbw factor is (n - 1)/n);
-        ``internode_per_nic_GBps`` is the inter-server traffic each NIC carries on average,
-        ``nic_line_rate_GBps`` the median NIC cable rate and ``nic_utilization`` their ratio;
+        ``internode_per_nic_Bps`` is the inter-server traffic each NIC carries on average,
+        ``nic_line_rate_Bps`` the median NIC cable rate and ``nic_utilization`` their ratio;
         ``bottleneck_links`` are the link directions whose capacity rows have a positive shadow
         price in the dual solution HiGHS returns: a certificate of the bound, one of possibly
         several when the dual is degenerate (docs/bandwidth.md).
 
     Raises
     ------
+    TopoError
+        An unknown ``method``.
     InfeasibleError
         Fewer than two terminals, or terminals with no cable to any switch.
     SolverError
         HiGHS fails, or (``method="general"``) the LP is too large. With ``method="auto"``
         an LP over ``max_variables`` gives certified bounds instead (``method == "bounds"``,
-        ``exact`` False, ``extra`` holding ``lower_bound_busbw_GBps``,
-        ``upper_bound_busbw_GBps`` and ``gap``; :mod:`topo.flow.bounds`).
+        ``exact`` False, ``bounds`` holding the lower and upper pair rate and the gap;
+        :mod:`topo.flow.bounds`).
 
     Examples
     --------
     >>> from topo.builders import build
     >>> r = alltoall_bandwidth(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2))
-    >>> round(r.alltoall_busbw_GBps, 3)     # NIC-bound: 2 x 50 / (2 x 30) x 31 GB/s
+    >>> round(r.alltoall_busbw_Bps / 1e9, 3)     # NIC-bound: 2 x 50 / (2 x 30) x 31 GB/s
     51.667
 
     References
@@ -114,25 +114,18 @@ def alltoall_bandwidth(
     F. Shahrokhi and D. W. Matula, J. ACM 37(2), 1990 (maximum concurrent flow); nccl-tests
     ``doc/PERFORMANCE.md`` (busbw of alltoall).
     """
-    if method not in ("auto", "general"):
+    if method not in METHODS:
         raise TopoError(f"--method must be auto or general, got {method!r}")
-    t0 = time.perf_counter()
-    hs, terminal = hosts(G)
-    check_terminals(G, hs, terminal)
-    reductions: list[str] = []
     try:
-        return exact_alltoall(
-            G,
-            hs,
-            terminal,
-            method=method,
-            max_variables=max_variables,
-            link_loads_=link_loads,
-            time_limit_s=time_limit_s,
-            t0=t0,
-            reductions=reductions,
-        )
-    except (LPTooLarge, LPTimeLimit) as exc:
-        if method != "auto" or len(hs) == 1:
-            raise
-        return bounds_report(G, hs, terminal, t0, reductions, str(exc), max_variables, time_limit_s)
+        demand = uniform_alltoall(G)
+    except TopoError:
+        check_terminals(G, *hosts(G))  # say what the fabric lacks, in its own terms
+        raise
+    return concurrent_flow(
+        G,
+        demand,
+        method=method,
+        max_variables=max_variables,
+        link_loads=link_loads,
+        time_limit_s=time_limit_s,
+    )

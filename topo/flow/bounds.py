@@ -26,19 +26,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Hashable
-from dataclasses import replace
 
 import networkx as nx
-import numpy as np
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, switch_components
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
-from topo.flow.lp import MCFSolution
-from topo.flow.result import BandwidthReport
+from topo.flow.lp import NO_LP
+from topo.flow.result import BandwidthResult, Bounds
 from topo.flow.routing import routed_alltoall
-from topo.units import Bps_to_GBps
 
 
 def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
@@ -168,7 +165,7 @@ def _plane_rate(
         )
     except TopoError:
         return 0.0
-    return r.pair_rate_GBps * 1e9
+    return r.pair_rate_Bps
 
 
 def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
@@ -230,7 +227,7 @@ def bounds_report(
     why: str,
     max_variables: int,
     time_limit_s: float | None = None,
-) -> BandwidthReport:
+) -> BandwidthResult:
     """Certified lower and upper bounds instead of the exact LP (module notes).
 
     Parameters
@@ -254,10 +251,9 @@ def bounds_report(
 
     Returns
     -------
-    BandwidthReport
+    BandwidthResult
         At the lower bound, ``method == "bounds"``, ``exact`` False.
     """
-    n_terms = terminal_count(hs)
     ub, cut = cut_upper_bound(G)
     lb, how = max(
         routing_lower_bound(G),
@@ -265,14 +261,17 @@ def bounds_report(
         tree_lower_bound(G),
     )
     lb = min(lb, ub)
-    reductions = [*reductions, f"exact LP not solved: {why}"]
-    sol = MCFSolution(lb, np.zeros(0), np.zeros(0), None, 0, 0, 0.0, 0.0)
-    report = build_report(G, hs, terminal, n_terms, lb, [], "bounds", False, reductions, sol, t0)
-    extra = {
-        "lower_bound_busbw_GBps": Bps_to_GBps(lb * (n_terms - 1)),
-        "upper_bound_busbw_GBps": Bps_to_GBps(ub * (n_terms - 1)),
-        "gap": 1.0 - lb / ub if ub > 0 else 0.0,
-        "lower_bound_from": how,
-        "upper_bound_from": f"cut around {cut}",
-    }
-    return replace(report, extra=extra)
+    return build_report(
+        G,
+        hs,
+        terminal,
+        lb,
+        [],
+        n=terminal_count(hs),
+        method="bounds",
+        exact=False,
+        reductions=[*reductions, f"exact LP not solved: {why}"],
+        sol=NO_LP,
+        t0=t0,
+        bounds=Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=f"cut around {cut}"),
+    )

@@ -9,7 +9,6 @@ The reductions and the proofs that they are exact are in :mod:`topo.flow.alltoal
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import replace
 
 import networkx as nx
@@ -21,7 +20,7 @@ from topo.flow.general import general_lp
 from topo.flow.hosts import Host
 from topo.flow.lp import MCFSolution, max_concurrent_flow
 from topo.flow.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
-from topo.flow.result import BandwidthReport, BottleneckLink
+from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
 from topo.flow.server_check import server_check
 from topo.flow.symmetry import class_orbits, solve_symmetric, symmetry
 from topo.units import Bps_to_GBps
@@ -38,7 +37,7 @@ def exact_alltoall(
     time_limit_s: float | None,
     t0: float,
     reductions: list[str],
-) -> BandwidthReport:
+) -> BandwidthResult:
     """The exact all-to-all: the reduced LP (``method="auto"``, more than one host) or the
     general LP.
 
@@ -66,7 +65,7 @@ def exact_alltoall(
 
     Returns
     -------
-    BandwidthReport
+    BandwidthResult
 
     Raises
     ------
@@ -101,7 +100,7 @@ def reduced_report(
     t0: float,
     reductions: list[str],
     time_limit_s: float | None = None,
-) -> BandwidthReport:
+) -> BandwidthResult:
     """The all-to-all by the reduced LP, checked; the general LP if the server check fails.
 
     Raises
@@ -137,9 +136,19 @@ def reduced_report(
                     f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
                     f"a server carry only {worst:.3f} of that load, and {exc}"
                 ) from None
-    links = bottleneck_links(G, red, sol)
     report = build_report(
-        G, hosts, terminal, n_terms, lam, links, "reduced", True, reductions, sol, t0
+        G,
+        hosts,
+        terminal,
+        lam,
+        bottleneck_links(G, red, sol),
+        n=n_terms,
+        method="reduced",
+        exact=True,
+        reductions=reductions,
+        sol=sol,
+        t0=t0,
+        planes=red.sc.planes,
     )
     return replace(report, link_load=link_loads(G, red, sol)) if link_loads_ else report
 
@@ -210,7 +219,7 @@ def general_report(
     reductions: list[str],
     link_loads_: bool = False,
     time_limit_s: float | None = None,
-) -> BandwidthReport:
+) -> BandwidthResult:
     """The all-to-all by the general LP (:func:`topo.flow.general.general_lp`)."""
     terms, arcs, cap, sol = general_lp(G, terminal, max_variables, time_limit_s=time_limit_s)
     links = []
@@ -218,7 +227,17 @@ def general_report(
         u, v = arcs[a]
         links.append(link(G, u, v, cap[a], sol.arc_flow[a]))
     report = build_report(
-        G, hosts, terminal, len(terms), sol.theta, links, "general", True, reductions, sol, t0
+        G,
+        hosts,
+        terminal,
+        sol.theta,
+        links,
+        n=len(terms),
+        method="general",
+        exact=True,
+        reductions=reductions,
+        sol=sol,
+        t0=t0,
     )
     if not link_loads_:
         return report
@@ -233,52 +252,96 @@ def build_report(
     G: nx.Graph,
     hosts: list[Host],
     terminal: str,
-    n: int,
     lam: float,
     links: list[BottleneckLink],
+    *,
+    n: int,
     method: str,
     exact: bool,
     reductions: list[str],
     sol: MCFSolution,
     t0: float,
-) -> BandwidthReport:
-    """The report of pair rate ``lam`` (B/s) among ``n`` terminals."""
+    planes: int = 1,
+    bounds: Bounds | None = None,
+) -> BandwidthResult:
+    """The result of the uniform all-to-all at pair rate ``lam`` (B/s) among ``n`` terminals.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of Host
+        Its hosts.
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    lam : float
+        The pair rate (B/s).
+    links : list of BottleneckLink
+        The binding link directions.
+    n : int
+        Terminals.
+    method, exact, reductions
+        How the rate was obtained.
+    sol : MCFSolution
+        The LP solved (its size and times).
+    t0 : float
+        ``time.perf_counter()`` at the start of the call.
+    planes : int
+        Planes folded into one.
+    bounds : Bounds, optional
+        Certified bounds, when the rate is not exact.
+
+    Returns
+    -------
+    BandwidthResult
+        Of the all-to-all of 1 byte per ordered pair (``theta = lam``; the caller sets the
+        demand's own scale).
+    """
     # Inter-server traffic: each terminal sends lam to every terminal outside its server.
-    inter_total = (
-        sum(h.weight * (n - h.weight) * lam for h in hosts)
-        if terminal == "gpu"
-        else (n * (n - 1) * lam)
-    )
+    gpu = terminal == "gpu"
+    inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
     nics = sum(len(v) for h in hosts for v in h.nics.values())
     nic_caps = [
         float(G.edges[nic, s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
     ]
-    line = float(np.median(nic_caps)) if nic_caps else 0.0
-    per_nic = inter_total / nics if nics else 0.0
-    intra = sum(h.weight * (h.weight - 1) * lam for h in hosts) / n if terminal == "gpu" else 0.0
-    tiers = Counter(link.tier for link in links)
-    return BandwidthReport(
+    return BandwidthResult(
         fabric=str(G.graph.get("name", "")),
         family=str(G.graph.get("family", "unknown")),
         terminal=terminal,
+        demand="alltoall",
+        uniform=True,
         gpus=n,
-        nodes=len(hosts) if terminal == "gpu" else len({G.nodes[h.id]["node"] for h in hosts}),
-        pair_rate_GBps=Bps_to_GBps(lam),
-        alltoall_algbw_GBps=Bps_to_GBps(lam * n),
-        alltoall_busbw_GBps=Bps_to_GBps(lam * (n - 1)),
-        internode_per_gpu_GBps=Bps_to_GBps(inter_total / n),
-        internode_per_nic_GBps=Bps_to_GBps(per_nic),
-        nic_line_rate_GBps=Bps_to_GBps(line),
-        nic_utilization=per_nic / line if line else 0.0,
-        intranode_per_gpu_GBps=Bps_to_GBps(intra),
-        bottleneck_tiers=dict(sorted(tiers.items())),
-        bottleneck_links=sorted(links, key=lambda b: (b.tier, natural_key(b.source))),
+        nodes=len(hosts) if gpu else len({G.nodes[h.id]["node"] for h in hosts}),
+        theta=lam,
+        total_bytes=float(n * (n - 1)),
+        pair_rate_Bps=lam,
+        internode_per_gpu_Bps=inter_total / n,
+        internode_per_nic_Bps=inter_total / nics if nics else 0.0,
+        nic_line_rate_Bps=float(np.median(nic_caps)) if nic_caps else 0.0,
+        intranode_per_gpu_Bps=sum(h.weight * (h.weight - 1) * lam for h in hosts) / n
+        if gpu
+        else 0.0,
+        bottleneck_links=sort_links(links),
         method=method,
         exact=exact,
-        reductions=reductions,
-        lp_variables=sol.variables,
-        lp_constraints=sol.constraints,
-        lp_build_seconds=sol.build_seconds,
-        lp_solve_seconds=sol.solve_seconds,
+        reductions=tuple(reductions),
+        planes=planes,
+        lp=lp_stats(sol),
         solve_seconds=time.perf_counter() - t0,
+        bounds=bounds,
+    )
+
+
+def sort_links(links: list[BottleneckLink]) -> tuple[BottleneckLink, ...]:
+    """Bottleneck links in report order: by tier, then source in natural order."""
+    return tuple(sorted(links, key=lambda b: (b.tier, natural_key(b.source))))
+
+
+def lp_stats(sol: MCFSolution) -> LPStats:
+    """The size and times of the LP behind ``sol``."""
+    return LPStats(
+        variables=sol.variables,
+        constraints=sol.constraints,
+        build_seconds=sol.build_seconds,
+        solve_seconds=sol.solve_seconds,
     )

@@ -28,7 +28,7 @@ import threading
 import time
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pulp
@@ -92,7 +92,19 @@ class MCFSolution:
     constraints: int
     build_seconds: float
     solve_seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
+
+
+NO_LP = MCFSolution(
+    theta=0.0,
+    arc_flow=np.zeros(0),
+    arc_dual=np.zeros(0),
+    commodity_flow=None,
+    variables=0,
+    constraints=0,
+    build_seconds=0.0,
+    solve_seconds=0.0,
+)
+"""No LP solved (its size and times are zero)."""
 
 
 def lp_size(n_arcs: int, commodity_arcs: Sequence[Sequence[int]] | None, n_commodities: int) -> int:

@@ -24,7 +24,6 @@ from topo.flow.hosts import Host, InnerSignature
 from topo.flow.lp import Commodity, MCFSolution
 from topo.flow.planes import Scope, scope
 from topo.flow.result import BottleneckLink
-from topo.units import Bps_to_GBps
 
 DUAL_TOL = 1e-6
 """A capacity row whose normalised shadow price exceeds this is a bottleneck."""
@@ -255,6 +254,6 @@ def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> Bott
         source=str(u),
         target=str(v),
         tier=f"{vertex_label(G, u)}->{vertex_label(G, v)}",
-        capacity_GBps=Bps_to_GBps(float(cap)),
-        load_GBps=Bps_to_GBps(float(load)),
+        capacity_Bps=float(cap),
+        load_Bps=float(load),
     )
