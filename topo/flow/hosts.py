@@ -74,17 +74,18 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
         the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
         with no NIC cabled to a switch is kept with an empty ``attach``.
     """
+    kind = dict(G.nodes(data="kind"))
     if terminal_kind(G) == "gpu":
-        out = [_server_host(G, sid, members) for sid, members in servers(G).items()]
+        out = [_server_host(G, kind, sid, members) for sid, members in servers(G).items()]
         return [h for h in out if h.weight > 0], "gpu"
     found = []
-    for v, d in G.nodes(data=True):
-        if d["kind"] != "nic":
+    for v, k in kind.items():
+        if k != "nic":
             continue
         attach: dict[str, float] = {}
         nics: dict[str, list[str]] = defaultdict(list)
         for s, e in G.adj[v].items():
-            if G.nodes[s]["kind"] in SWITCH_KINDS:
+            if kind[s] in SWITCH_KINDS:
                 attach[s] = attach.get(s, 0.0) + float(e["capacity"])
                 nics[s].append(v)
         if attach:
@@ -92,35 +93,49 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
     return found, "endpoint"
 
 
-def _server_host(G: nx.Graph, sid: Hashable, members: list[str]) -> Host:
-    """One server contracted: its attachments, NICs and inside."""
+def _server_host(G: nx.Graph, kind: dict[Hashable, str], sid: Hashable, members: list[str]) -> Host:
+    """One server contracted: its attachments, NICs and inside (``kind``: vertex -> kind)."""
     attach: dict[str, float] = {}
     nics: dict[str, list[str]] = defaultdict(list)
     bound: set[str] = set()
+    inside = set(members)
+    edges = []
     for v in members:
+        inner = 0.0
+        cables = []
+        for u, e in G.adj[v].items():
+            c = float(e["capacity"])
+            if kind[u] in SWITCH_KINDS:
+                cables.append((u, c))
+                continue
+            inner += c
+            if u in inside:
+                edges.append((v, u, c))
         # What a NIC passes is bounded by its cable and by its links into the server
         # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
-        inner = sum(
-            float(e["capacity"])
-            for u, e in G.adj[v].items()
-            if G.nodes[u]["kind"] not in SWITCH_KINDS
-        )
-        for s, e in G.adj[v].items():
-            if G.nodes[s]["kind"] in SWITCH_KINDS:
-                cable = float(e["capacity"])
-                attach[s] = attach.get(s, 0.0) + min(cable, inner)
-                nics[s].append(v)
-                if inner < cable:
-                    bound.add(v)
+        for s, cable in cables:
+            attach[s] = attach.get(s, 0.0) + min(cable, inner)
+            nics[s].append(v)
+            if inner < cable:
+                bound.add(v)
     return Host(
         id=sid,
-        weight=sum(G.nodes[v]["kind"] == "gpu" for v in members),
+        weight=sum(kind[v] == "gpu" for v in members),
         attach=attach,
         nics=nics,
         members=members,
-        inner_sig=inner_signature(G, members),
+        inner_sig=_signature(G, members, edges),
         host_bound=frozenset(bound),
     )
+
+
+def _signature(
+    G: nx.Graph, members: list[str], edges: list[tuple[str, str, float]]
+) -> InnerSignature:
+    """:func:`inner_signature` from the server's internal edges (each seen from both ends)."""
+    nodes = G.nodes
+    label = {v: (str(nodes[v]["kind"]), int(nodes[v].get("index", -1))) for v in members}
+    return tuple(sorted((label[v], label[u], c) for v, u, c in edges if label[v] < label[u]))
 
 
 def inner_signature(G: nx.Graph, members: list[str]) -> InnerSignature:

@@ -236,7 +236,22 @@ def bottleneck_links(G: nx.Graph, red: Reduced, sol: MCFSolution) -> list[Bottle
     """The fabric link directions behind the reduced arcs whose capacity rows have a positive
     shadow price (:data:`DUAL_TOL`) in ``sol``."""
     which = np.nonzero(sol.arc_dual > DUAL_TOL)[0]
-    return [link(G, u, v, cap, load) for u, v, cap, load in expand(G, red, sol, which)]
+    label: dict[Hashable, str] = {}
+    out = []
+    for u, v, cap, load in expand(G, red, sol, which):
+        for x in (u, v):
+            if x not in label:
+                label[x] = vertex_label(G, x)
+        out.append(
+            BottleneckLink(
+                source=str(u),
+                target=str(v),
+                tier=f"{label[u]}->{label[v]}",
+                capacity_Bps=float(cap),
+                load_Bps=float(load),
+            )
+        )
+    return out
 
 
 def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, str], float]:
