@@ -158,7 +158,7 @@ def _plane_rate(
             terminal,
             method="auto",
             max_variables=max_variables,
-            link_loads_=False,
+            want_loads=False,
             time_limit_s=time_limit_s,
             t0=time.perf_counter(),
             reductions=[],

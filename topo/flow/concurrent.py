@@ -128,7 +128,7 @@ def _uniform(
             terminal,
             method=method,
             max_variables=max_variables,
-            link_loads_=link_loads,
+            want_loads=link_loads,
             time_limit_s=time_limit_s,
             t0=t0,
             reductions=reductions,

@@ -33,7 +33,7 @@ def exact_alltoall(
     *,
     method: str,
     max_variables: int,
-    link_loads_: bool,
+    want_loads: bool,
     time_limit_s: float | None,
     t0: float,
     reductions: list[str],
@@ -53,7 +53,7 @@ def exact_alltoall(
         As :func:`topo.flow.alltoall.alltoall_bandwidth`.
     max_variables : int
         Refuse LPs with more flow variables than this.
-    link_loads_ : bool
+    want_loads : bool
         Also return every link direction's load.
     time_limit_s : float, optional
         HiGHS time limit (s).
@@ -79,11 +79,11 @@ def exact_alltoall(
         method = "general"
     if method == "auto":
         return reduced_report(
-            G, hosts, terminal, max_variables, link_loads_, t0, reductions, time_limit_s
+            G, hosts, terminal, max_variables, want_loads, t0, reductions, time_limit_s
         )
     try:
         return general_report(
-            G, hosts, terminal, max_variables, t0, reductions, link_loads_, time_limit_s
+            G, hosts, terminal, max_variables, t0, reductions, want_loads, time_limit_s
         )
     except LPTimeLimit as exc:
         raise LPTimeLimit(
@@ -96,7 +96,7 @@ def reduced_report(
     hosts: list[Host],
     terminal: str,
     max_variables: int,
-    link_loads_: bool,
+    want_loads: bool,
     t0: float,
     reductions: list[str],
     time_limit_s: float | None = None,
@@ -127,9 +127,7 @@ def reduced_report(
                 "load fits): general LP solved instead"
             )
             try:
-                return general_report(
-                    G, hosts, terminal, max_variables, t0, reductions, link_loads_
-                )
+                return general_report(G, hosts, terminal, max_variables, t0, reductions, want_loads)
             except SolverError as exc:
                 raise SolverError(
                     f"the server-contracted LP bounds busbw by "
@@ -150,7 +148,7 @@ def reduced_report(
         t0=t0,
         planes=red.sc.planes,
     )
-    return replace(report, link_load=link_loads(G, red, sol)) if link_loads_ else report
+    return replace(report, link_load=link_loads(G, red, sol)) if want_loads else report
 
 
 def _note_reductions(
@@ -217,7 +215,7 @@ def general_report(
     max_variables: int,
     t0: float,
     reductions: list[str],
-    link_loads_: bool = False,
+    want_loads: bool = False,
     time_limit_s: float | None = None,
 ) -> BandwidthResult:
     """The all-to-all by the general LP (:func:`topo.flow.general.general_lp`)."""
@@ -239,7 +237,7 @@ def general_report(
         sol=sol,
         t0=t0,
     )
-    if not link_loads_:
+    if not want_loads:
         return report
     is_sw = {v: k in SWITCH_KINDS for v, k in G.nodes(data="kind")}
     loads = {

@@ -153,7 +153,7 @@ def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]
     kind = terminal_kind(G)
     has_gpus = kind == "gpu"
     weight: dict[int, int] = {}
-    members: dict[int, set] = {}
+    members: dict[int, set[Hashable]] = {}
     comp_of: dict[Hashable, int] = {}
     for i, comp in enumerate(nx.connected_components(G)):
         for v in comp:

@@ -183,23 +183,7 @@ def max_concurrent_flow(
     t0 = time.perf_counter()
     cap = np.asarray(capacity, dtype=float)
     n_arcs = len(arcs)
-    if cap.shape != (n_arcs,):
-        raise ValueError("capacity must have one entry per arc")
-    if n_arcs and not np.all(cap > 0):
-        raise ValueError("arc capacities must be positive")
-    if commodity_arcs is not None and len(commodity_arcs) != len(commodities):
-        raise ValueError("commodity_arcs must have one entry per commodity")
-    if n_arcs and cap.max() > MAX_CAPACITY_SPREAD * cap.min():
-        raise SolverError(
-            f"arc capacities span {cap.min():.3g} to {cap.max():.3g}: more than "
-            f"{MAX_CAPACITY_SPREAD:.0e} apart, which the LP cannot resolve reliably"
-        )
-    n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
-    if n_vars > max_variables:
-        raise LPTooLarge(
-            f"the flow LP would have {n_vars:,} variables, over the limit of {max_variables:,}; "
-            "the fabric's structure did not allow an exact reduction (see docs/bandwidth.md)"
-        )
+    n_vars = _check(cap, n_arcs, commodities, commodity_arcs, max_variables)
     # Normalise so that the largest capacity and the largest demand are 1 (conditioning).
     cap_scale = float(cap.max()) if n_arcs else 1.0
     dem_max = max((d for c in commodities for d in c.demands.values()), default=0.0)
@@ -233,6 +217,56 @@ def max_concurrent_flow(
     rows += sum(r is not None for r in cap_rows)
     build_s = time.perf_counter() - t0
 
+    solve_s = _solve(prob, n_vars, time_limit_s)
+    arc_flow, keep = _flows(flow, n_arcs, cap_scale, keep_commodity_flows)
+    duals = np.zeros(n_arcs)
+    for (arc_ids, _), r in zip(capacity_rows, cap_rows, strict=True):
+        if r is not None:
+            duals[list(arc_ids)] = abs(r.pi or 0.0)
+    if duals.size and duals.max() > 0:
+        duals = duals / duals.max()
+    return MCFSolution(
+        theta=float(theta.varValue or 0.0) * cap_scale / dem_max,
+        arc_flow=arc_flow,
+        arc_dual=duals,
+        commodity_flow=keep,
+        variables=n_vars + 1,
+        constraints=rows,
+        build_seconds=build_s,
+        solve_seconds=solve_s,
+    )
+
+
+def _check(
+    cap: np.ndarray,
+    n_arcs: int,
+    commodities: Sequence[Commodity],
+    commodity_arcs: Sequence[Sequence[int]] | None,
+    max_variables: int,
+) -> int:
+    """Validate the LP's inputs; return its number of flow variables."""
+    if cap.shape != (n_arcs,):
+        raise ValueError("capacity must have one entry per arc")
+    if n_arcs and not np.all(cap > 0):
+        raise ValueError("arc capacities must be positive")
+    if commodity_arcs is not None and len(commodity_arcs) != len(commodities):
+        raise ValueError("commodity_arcs must have one entry per commodity")
+    if n_arcs and cap.max() > MAX_CAPACITY_SPREAD * cap.min():
+        raise SolverError(
+            f"arc capacities span {cap.min():.3g} to {cap.max():.3g}: more than "
+            f"{MAX_CAPACITY_SPREAD:.0e} apart, which the LP cannot resolve reliably"
+        )
+    n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
+    if n_vars > max_variables:
+        raise LPTooLarge(
+            f"the flow LP would have {n_vars:,} variables, over the limit of {max_variables:,}; "
+            "the fabric's structure did not allow an exact reduction (see docs/bandwidth.md)"
+        )
+    return n_vars
+
+
+def _solve(prob: pulp.LpProblem, n_vars: int, time_limit_s: float | None) -> float:
+    """Run HiGHS on ``prob``; return its wall time (s). Non-optimal is an error."""
     t1 = time.perf_counter()
     # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
     # still returns a basic optimal solution with exact duals.
@@ -251,8 +285,16 @@ def max_concurrent_flow(
             f"HiGHS did not reach an optimal solution: status {pulp.LpStatus[prob.status]}"
             + (f" (time limit {time_limit_s} s)" if time_limit_s else "")
         )
-    theta_val = float(theta.varValue or 0.0) * cap_scale / dem_max
+    return solve_s
 
+
+def _flows(
+    flow: list[dict[int, pulp.LpVariable]],
+    n_arcs: int,
+    cap_scale: float,
+    keep_commodity_flows: bool,
+) -> tuple[np.ndarray, list[dict[int, float]] | None]:
+    """Total flow per arc and, if asked for, each commodity's (capacity units)."""
     arc_flow = np.zeros(n_arcs)
     keep: list[dict[int, float]] | None = [] if keep_commodity_flows else None
     for fk in flow:
@@ -265,23 +307,7 @@ def max_concurrent_flow(
                     dk[a] = x * cap_scale
         if keep is not None:
             keep.append(dk)
-    arc_flow *= cap_scale
-    duals = np.zeros(n_arcs)
-    for (arc_ids, _), r in zip(capacity_rows, cap_rows, strict=True):
-        if r is not None:
-            duals[list(arc_ids)] = abs(r.pi or 0.0)
-    if duals.size and duals.max() > 0:
-        duals = duals / duals.max()
-    return MCFSolution(
-        theta=theta_val,
-        arc_flow=arc_flow,
-        arc_dual=duals,
-        commodity_flow=keep,
-        variables=n_vars + 1,
-        constraints=rows,
-        build_seconds=build_s,
-        solve_seconds=solve_s,
-    )
+    return arc_flow * cap_scale, keep
 
 
 @contextlib.contextmanager
