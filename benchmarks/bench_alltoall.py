@@ -46,10 +46,11 @@ r = alltoall_bandwidth(G, method=method, max_variables=10**9)
 t2 = time.perf_counter()
 arcs = 2 * G.number_of_edges()
 print(json.dumps(dict(
-    case=case.split("/")[-1], method=method, terminals=r.gpus, busbw_GBps=r.alltoall_busbw_GBps,
-    pair_rate_GBps=r.pair_rate_GBps, lp_variables=r.lp_variables,
+    case=case.split("/")[-1], method=method, terminals=r.gpus,
+    busbw_GBps=r.alltoall_busbw_Bps / 1e9, pair_rate_GBps=r.pair_rate_Bps / 1e9,
+    lp_variables=r.lp.variables,
     textbook_variables=r.gpus * arcs, load_s=t1 - t0, bandwidth_s=t2 - t1,
-    highs_s=r.lp_solve_seconds, peak_MB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    highs_s=r.lp.solve_seconds, peak_MB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     bottleneck=r.bottleneck_tiers,
 )))
 """

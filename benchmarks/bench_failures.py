@@ -30,10 +30,12 @@ t0 = time.perf_counter()
 r = damaged_bandwidth(G, links={links}, named={named!r}, seed={seed}, max_variables={maxv})
 t1 = time.perf_counter()
 rep = r.report
+cut = r.failures.disconnected_gpus
 print(json.dumps(dict(
-    case=f"{family} {{rep.gpus + r.disconnected_gpus:,}}: " + ({label!r} or f"{links} cables"),
-    exact=rep.exact, busbw=rep.alltoall_busbw_GBps, lp_vars=rep.lp_variables,
-    lower=rep.extra.get("lower_bound_busbw_GBps"), upper=rep.extra.get("upper_bound_busbw_GBps"),
+    case=f"{family} {{rep.gpus + cut:,}}: " + ({label!r} or f"{links} cables"),
+    exact=rep.exact, busbw=rep.alltoall_busbw_Bps / 1e9, lp_vars=rep.lp.variables,
+    lower=rep.bounds and rep.bounds.lower_Bps * (rep.gpus - 1) / 1e9,
+    upper=rep.bounds and rep.bounds.upper_Bps * (rep.gpus - 1) / 1e9,
     seconds=t1 - t0, peak_MB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     bottleneck=rep.bottleneck_tiers,
 )))

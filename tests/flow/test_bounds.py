@@ -27,7 +27,7 @@ def test_leaf_cut_of_an_oversubscribed_ft2_is_tight():
     ub, what = cut_upper_bound(G)
     assert ub == pytest.approx(2 * NIC / (6 * 42))
     assert "leaf" in what
-    assert alltoall_bandwidth(G).pair_rate_GBps * 1e9 == pytest.approx(ub, rel=1e-6)
+    assert alltoall_bandwidth(G).pair_rate_Bps == pytest.approx(ub, rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -48,12 +48,12 @@ def test_bounds_bracket_the_exact_rate(family, kw, seed):
     exact = alltoall_bandwidth(G)
     b = alltoall_bandwidth(G, max_variables=10)  # forces the bounds
     assert exact.exact and not b.exact and b.method == "bounds"
-    lo, hi = b.extra["lower_bound_busbw_GBps"], b.extra["upper_bound_busbw_GBps"]
+    lo, hi = b.bounds.lower_Bps * (b.gpus - 1) / 1e9, b.bounds.upper_Bps * (b.gpus - 1) / 1e9
     assert lo > 0
-    assert lo <= exact.alltoall_busbw_GBps * (1 + 1e-6)
-    assert hi >= exact.alltoall_busbw_GBps * (1 - 1e-6)
-    assert b.alltoall_busbw_GBps == pytest.approx(lo)
-    assert b.extra["gap"] == pytest.approx(1 - lo / hi)
+    assert lo <= exact.alltoall_busbw_Bps / 1e9 * (1 + 1e-6)
+    assert hi >= exact.alltoall_busbw_Bps / 1e9 * (1 - 1e-6)
+    assert b.alltoall_busbw_Bps / 1e9 == pytest.approx(lo)
+    assert b.bounds.gap == pytest.approx(1 - lo / hi)
 
 
 def test_time_limit_gives_bounds_around_the_exact_rate():
@@ -64,8 +64,8 @@ def test_time_limit_gives_bounds_around_the_exact_rate():
     b = alltoall_bandwidth(G, time_limit_s=1e-3)
     assert exact.exact and b.method == "bounds" and not b.exact
     assert "time limit" in b.reductions[-1]
-    assert b.extra["lower_bound_busbw_GBps"] <= exact.alltoall_busbw_GBps * (1 + 1e-6)
-    assert b.extra["upper_bound_busbw_GBps"] >= exact.alltoall_busbw_GBps * (1 - 1e-6)
+    assert b.bounds.lower_Bps * (b.gpus - 1) / 1e9 <= exact.alltoall_busbw_Bps / 1e9 * (1 + 1e-6)
+    assert b.bounds.upper_Bps * (b.gpus - 1) / 1e9 >= exact.alltoall_busbw_Bps / 1e9 * (1 - 1e-6)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_tree_lower_bound_is_feasible(family, kw):
     # Positive on every connected fabric, and never above the exact rate.
     G = build(family, **kw)
     lb, _ = tree_lower_bound(G)
-    exact = alltoall_bandwidth(G).pair_rate_GBps * 1e9
+    exact = alltoall_bandwidth(G).pair_rate_Bps
     assert 0 < lb <= exact * (1 + 1e-9)
 
 

@@ -36,7 +36,7 @@ def test_uniform_server_matrix_matches_alltoall(family: str, kw: dict) -> None:
     # The all-to-all at pair rate lambda is the server matrix D[a, b] = g^2 (per second): the
     # demand solver's theta on D = g^2 bytes must be the all-to-all LP's lambda.
     G = build(family, **kw)
-    lam = alltoall_bandwidth(G).pair_rate_GBps * 1e9
+    lam = alltoall_bandwidth(G).pair_rate_Bps
     servers = sorted({d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"})
     g = kw["gpus_per_node"]
     D = {(a, b): float(g * g) for a, b in itertools.permutations(servers, 2)}
@@ -96,4 +96,4 @@ def test_too_large_is_refused_before_building_the_lp() -> None:
     demand = {(0, 2): 1e9, (1, 3): 1e9}
     with pytest.raises(LPTooLarge, match="138 variables"):
         server_demand_time(G, demand, max_variables=137)
-    assert server_demand_time(G, demand, max_variables=138).lp_variables == 139
+    assert server_demand_time(G, demand, max_variables=138).lp.variables == 139

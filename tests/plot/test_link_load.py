@@ -346,13 +346,13 @@ def test_loads_of_an_optimal_all_to_all_saturate_the_cut(ft2: nx.Graph) -> None:
 def test_bottleneck_links_of_the_gb200_superpod_are_saturated() -> None:
     G = read_ibnetdiscover(real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out"))
     report = alltoall_bandwidth(G)
-    loads = {(b.source, b.target): b.load_GBps * GB for b in report.bottleneck_links}
+    loads = {(b.source, b.target): b.load_Bps for b in report.bottleneck_links}
     assert loads
     data = _load_data(G, loads, 2000)
     # A bottleneck arc has a positive shadow price, so by complementary slackness its capacity
     # row is tight: utilisation 1 (NDR cables, 400 Gb/s = 50 GB/s each, in the file).
     for b in report.bottleneck_links:
-        assert b.capacity_GBps == 50.0 * G.edges[b.source, b.target]["links"]
+        assert b.capacity_Bps == 50.0 * GB * G.edges[b.source, b.target]["links"]
         (lk,) = [lk for lk in data.links if {lk.a, lk.b} == {b.source, b.target}]
         u = lk.util_ab if lk.a == b.source else lk.util_ba
         assert u == pytest.approx(1.0, abs=1e-6)

@@ -211,7 +211,7 @@ def _pattern(G: nx.Graph, demand: Demand) -> PatternRate:
     posed = demand.scaled(UNIT_BYTES)
     assert posed.entries is not None
     try:
-        rep = server_demand_time(G, dict(posed.entries))
+        rep = server_demand_time(G, posed)
     except SolverError as exc:
         return _refused(demand, exc)
     return PatternRate(
@@ -320,7 +320,7 @@ def _alltoall_pattern(sub: nx.Graph, servers: list[Hashable], g: int) -> Pattern
         rep = alltoall_bandwidth(sub)
     except SolverError as exc:
         return _refused(demand, exc)
-    lam = rep.pair_rate_GBps * 1e9
+    lam = rep.pair_rate_Bps
     return PatternRate(1.0 / lam, demand.peak_bytes, dict(rep.bottleneck_tiers), "lp", demand)
 
 

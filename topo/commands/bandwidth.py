@@ -28,6 +28,7 @@ from topo.cli_common import (
     print_json,
     user_errors,
 )
+from topo.units import Bps_to_GBps as GB
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
     from topo.flow.alltoall import BandwidthReport
@@ -98,19 +99,25 @@ def bandwidth(
         time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
     )
     if html is not None:
+        from topo.flow.result import BandwidthResult
         from topo.plot import plot_link_load, write_html
 
         r = result.report
+        busbw = (
+            GB(r.alltoall_busbw_Bps) if isinstance(r, BandwidthResult) else r.alltoall_busbw_GBps
+        )
         title = (
             f"{r.fabric or r.family}: all-to-all link load ({routing.value}), "
-            f"busbw {r.alltoall_busbw_GBps:.2f} GB/s"
+            f"busbw {busbw:.2f} GB/s"
         )
-        write_html(plot_link_load(result.graph, r.link_load, title=title), html)
+        write_html(plot_link_load(result.graph, r.link_load or {}, title=title), html)
     if as_json:
         print_json(result.to_dict())
     else:
         _damage_lines(result)
-        if routing is Routing.optimal:
+        from topo.flow.result import BandwidthResult
+
+        if isinstance(result.report, BandwidthResult):
             _bandwidth_table(result.report, show)
         else:
             _routed_table(result.report, show)
@@ -123,6 +130,9 @@ def bandwidth(
 
 def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
+    from topo.flow.result import Bounds
+
+    bounds = r.bounds or Bounds(r.pair_rate_Bps, r.pair_rate_Bps, "exact", "exact")
     table = Table(
         title=f"all-to-all bandwidth: {r.fabric or r.family}",
         show_header=False,
@@ -132,16 +142,16 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     table.add_column("value", justify="right", overflow="fold")
     # Every rate follows from lambda: with bounds, each is the lower bound's.
     rates = [
-        (f"pair rate (every {who} to every other)", f"{r.pair_rate_GBps:.6g} GB/s"),
-        ("alltoall busbw (nccl-tests)", f"{r.alltoall_busbw_GBps:.2f} GB/s"),
-        ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
-        (f"inter-node per {who}", f"{r.internode_per_gpu_GBps:.2f} GB/s"),
+        (f"pair rate (every {who} to every other)", f"{GB(r.pair_rate_Bps):.6g} GB/s"),
+        ("alltoall busbw (nccl-tests)", f"{GB(r.alltoall_busbw_Bps):.2f} GB/s"),
+        ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
+        (f"inter-node per {who}", f"{GB(r.internode_per_gpu_Bps):.2f} GB/s"),
         (
             "inter-node per NIC (of median NIC rate)",
-            f"{r.internode_per_nic_GBps:.2f} of {r.nic_line_rate_GBps:.2f} GB/s"
+            f"{GB(r.internode_per_nic_Bps):.2f} of {GB(r.nic_line_rate_Bps):.2f} GB/s"
             f" ({100 * r.nic_utilization:.1f}%)",
         ),
-        (f"intra-node (NVLink) per {who}", f"{r.intranode_per_gpu_GBps:.2f} GB/s"),
+        (f"intra-node (NVLink) per {who}", f"{GB(r.intranode_per_gpu_Bps):.2f} GB/s"),
     ]
     if not r.exact:
         rates = [(k + " - LOWER BOUND", v) for k, v in rates]
@@ -155,15 +165,15 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
         ),
         (
             "method",
-            f"{r.method} LP, exact; {r.lp_variables:,} variables"
+            f"{r.method} LP, exact; {r.lp.variables:,} variables"
             if r.exact
             else (
-                f"certified bounds: busbw {r.extra['lower_bound_busbw_GBps']:.2f} to "
-                f"{r.extra['upper_bound_busbw_GBps']:.2f} GB/s (gap "
-                f"{100 * r.extra['gap']:.1f}%); the rates above are the lower bound"
+                f"certified bounds: busbw {GB(bounds.lower_Bps * (r.gpus - 1)):.2f} to "
+                f"{GB(bounds.upper_Bps * (r.gpus - 1)):.2f} GB/s (gap "
+                f"{100 * bounds.gap:.1f}%); the rates above are the lower bound"
             ),
         ),
-        ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp_solve_seconds:.2f} s)"),
+        ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp.solve_seconds:.2f} s)"),
     ]
     for k, v in rows:
         table.add_row(k, v)
@@ -171,8 +181,8 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     for line in r.reductions:
         out.print(f"  reduction: {line}")
     if not r.exact:
-        out.print(f"  lower bound: {r.extra['lower_bound_from']}")
-        out.print(f"  upper bound: {r.extra['upper_bound_from']}")
+        out.print(f"  lower bound: {bounds.lower_from}")
+        out.print(f"  upper bound: {bounds.upper_from}")
     _bottleneck_links(r, show)
 
 
@@ -187,7 +197,7 @@ def _bottleneck_links(r: BandwidthReport, show: int) -> None:
             links.add_column(col, justify="right" if "GB/s" in col else "left", overflow="fold")
         for b in r.bottleneck_links[:show]:
             links.add_row(
-                b.source, b.target, b.tier, f"{b.capacity_GBps:.2f}", f"{b.load_GBps:.2f}"
+                b.source, b.target, b.tier, f"{GB(b.capacity_Bps):.2f}", f"{GB(b.load_Bps):.2f}"
             )
         out.print(links)
 
@@ -199,7 +209,7 @@ def _damage_lines(result: DamagedBandwidth) -> None:
         return
     out.print(
         f"failed: {len(f.links):,} cable(s), {len(f.switches):,} switch(es); "
-        f"{f.capacity_lost_GBps:,.1f} GB/s of capacity (one direction)"
+        f"{GB(f.capacity_lost_Bps):,.1f} GB/s of capacity (one direction)"
     )
     for name in f.switches[:8]:
         out.print(f"  switch {name}")
@@ -207,12 +217,12 @@ def _damage_lines(result: DamagedBandwidth) -> None:
         out.print(f"  cable {u}--{v}")
     if len(f.links) > 8:
         out.print(f"  ... and {len(f.links) - 8:,} more cables (--json lists them all)")
-    if result.disconnected:
-        names = ", ".join(map(str, result.disconnected[:8]))
-        more = "" if len(result.disconnected) <= 8 else f", ... ({len(result.disconnected)})"
+    if f.disconnected:
+        names = ", ".join(map(str, f.disconnected[:8]))
+        more = "" if len(f.disconnected) <= 8 else f", ... ({len(f.disconnected)})"
         out.print(
-            f"DISCONNECTED: {result.disconnected_gpus:,} GPU(s) in "
-            f"{len(result.disconnected):,} server(s) ({names}{more}) have no path to the rest; "
+            f"DISCONNECTED: {f.disconnected_gpus:,} GPU(s) in "
+            f"{len(f.disconnected):,} server(s) ({names}{more}) have no path to the rest; "
             "the all-to-all below is among the others"
         )
 

@@ -146,8 +146,8 @@ def _table(
             if not r.trials_with_disconnected
             else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
         )
-        if r.extra.get("trials_unroutable"):
-            cut += f"; {r.extra['trials_unroutable']} trial(s) unroutable (0)"
+        if r.trials_unroutable:
+            cut += f"; {r.trials_unroutable} trial(s) unroutable (0)"
         table.add_row(
             r.fabric or r.family,
             f"{r.intact_busbw_GBps:.2f}",
@@ -160,7 +160,7 @@ def _table(
             cut,
         )
     out.print(table)
-    if any(r.extra.get("trials_unroutable") for r in reports):
+    if any(r.trials_unroutable for r in reports):
         out.print(
             f"  unroutable: some GPU pair had no {routing.value} route (a GPU's own NIC dead, or "
             "leaves without a common live spine): the all-to-all cannot complete, counted as 0"

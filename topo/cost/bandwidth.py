@@ -124,7 +124,7 @@ def solve_bandwidth(
         r = alltoall_bandwidth(G)
         out.append(
             SolvedBandwidth(
-                row.family, r.internode_per_gpu_GBps, label, full, time.perf_counter() - t0
+                row.family, r.internode_per_gpu_Bps / 1e9, label, full, time.perf_counter() - t0
             )
         )
     return out

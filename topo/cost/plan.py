@@ -58,7 +58,7 @@ from topo.cost.bom import bill_of_materials, cables_from_counts, cost_from_count
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
 from topo.fabric import summarize
-from topo.flow.lp import _quiet_stdout
+from topo.flow.lp import quiet_stdout
 from topo.spec import ServerSpec, SwitchSpec, as_int
 
 PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
@@ -452,7 +452,7 @@ def _model(family: str, inp: _Inputs, need: int | None) -> _Model:
 def _solve(m: _Model, time_limit_s: float | None) -> str:
     solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
     try:
-        with _quiet_stdout():
+        with quiet_stdout():
             m.prob.solve(solver)
     except pulp.PulpSolverError as exc:  # pragma: no cover - solver crash
         raise SolverError(f"HiGHS failed on {m.prob.name}: {exc}") from None

@@ -1,25 +1,51 @@
-"""Flow solvers: maximum concurrent flow (LP, HiGHS through pulp), the all-to-all bandwidth of a
-fabric (exact reductions, certified bounds), any server-to-server matrix, the all-to-all as
-real routing carries it, and failures."""
+"""Flow solvers: the maximum concurrent flow of a demand (LP, HiGHS through pulp) with exact
+reductions and certified bounds, the all-to-all as real routing carries it, and failures.
 
-from topo.flow.alltoall import BandwidthReport, BottleneckLink, alltoall_bandwidth
-from topo.flow.demand import DemandReport, server_demand_time
-from topo.flow.failures import FailureSet, fail
+Layers, bottom up (each imports only those below it): :mod:`~topo.flow.lp` (the LP) and
+:mod:`~topo.flow.result` (the result type); :mod:`~topo.flow.hosts` (server contraction);
+:mod:`~topo.flow.planes`; :mod:`~topo.flow.network` (the reduced network);
+:mod:`~topo.flow.symmetry`, :mod:`~topo.flow.server_check`, :mod:`~topo.flow.general`;
+:mod:`~topo.flow.exact` (the exact all-to-all); :mod:`~topo.flow.bounds`;
+:mod:`~topo.flow.matrix` (explicit matrices); :mod:`~topo.flow.concurrent` (the entry point);
+:mod:`~topo.flow.alltoall` and :mod:`~topo.flow.demand` (its callers);
+:mod:`~topo.flow.failures` and :mod:`~topo.flow.resilience`. :mod:`~topo.flow.routing` (as
+routed) stands beside them.
+"""
+
+from topo.flow.alltoall import alltoall_bandwidth
+from topo.flow.concurrent import concurrent_flow
+from topo.flow.demand import server_demand_time
+from topo.flow.failures import fail
 from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
 from topo.flow.resilience import DamagedBandwidth, ResilienceReport, damaged_bandwidth, resilience
+from topo.flow.result import (
+    BandwidthReport,
+    BandwidthResult,
+    BottleneckLink,
+    Bounds,
+    DemandReport,
+    FailureSet,
+    LPStats,
+    RoutingDetail,
+)
 from topo.flow.routing import RoutedReport, routed_alltoall
 
 __all__ = [
     "BandwidthReport",
+    "BandwidthResult",
     "BottleneckLink",
+    "Bounds",
     "Commodity",
     "DamagedBandwidth",
     "DemandReport",
     "FailureSet",
+    "LPStats",
     "MCFSolution",
     "ResilienceReport",
     "RoutedReport",
+    "RoutingDetail",
     "alltoall_bandwidth",
+    "concurrent_flow",
     "damaged_bandwidth",
     "fail",
     "max_concurrent_flow",

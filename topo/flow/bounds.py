@@ -24,12 +24,18 @@ The true optimum lies between them; the report gives both and the relative gap
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Hashable
 
 import networkx as nx
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS, natural_key, switch_components
+from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, switch_components
+from topo.flow.exact import build_report, exact_alltoall
+from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
+from topo.flow.lp import NO_LP
+from topo.flow.result import BandwidthResult, Bounds
+from topo.flow.routing import routed_alltoall
 
 
 def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
@@ -40,29 +46,23 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
     TopoError
         Fewer than two terminals.
     """
-    from topo.flow.alltoall import _hosts
-
-    hosts, terminal = _hosts(G)
-    n = sum(h.weight for h in hosts)
+    hs, terminal = hosts(G)
+    n = terminal_count(hs)
     if n < 2:
         raise TopoError("all-to-all needs at least two terminals")
     best, what = math.inf, ""
-    for h in hosts:
+    for h in hs:
         dem = h.weight * (n - h.weight)
         cap = sum(h.attach.values())
         if dem and cap / dem < best:
             who = f"server {h.id}" if terminal == "gpu" else f"endpoint {h.id}"
             best, what = cap / dem, f"the NIC cables of {who}"
-    by_switch: dict[Hashable, list] = {}
-    for h in hosts:
+    by_switch: dict[str, list[Host]] = {}
+    for h in hs:
         for s in h.attach:
             by_switch.setdefault(s, []).append(h)
-    switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
-    blocks: list[set] = [{s} for s in by_switch]
-    if switches:
-        top = max(int(G.nodes[s]["tier"]) for s in switches)
-        lower = [s for s in switches if int(G.nodes[s]["tier"]) < top]
-        blocks += [set(c) for c in nx.connected_components(G.subgraph(lower)) if len(c) > 1]
+    blocks: list[set[str]] = [{s} for s in by_switch]
+    blocks += [set(b) for b in blocks_below_top(G) if len(b) > 1]
     for block in blocks:
         members = {id(h): h for s in block for h in by_switch.get(s, [])}
         W = sum(h.weight for h in members.values())
@@ -85,8 +85,6 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
 def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
     """A feasible all-to-all rate (B/s) from the expected ECMP routing; (0, why) if none."""
     try:
-        from topo.flow.routing import routed_alltoall
-
         r = routed_alltoall(G, "ecmp", seed=0)
     except TopoError as exc:
         return 0.0, f"no routing lower bound ({exc})"
@@ -109,35 +107,17 @@ def plane_lower_bound(
     slack) and below the optimum otherwise. NVLink is assumed not to bind when the planes'
     flows add up inside a server (each plane's flow is checked alone).
     """
-    from topo.flow.alltoall import _hosts, alltoall_bandwidth
-
     comps = switch_components(G)
     if len(comps) < 2:
         return 0.0, "no plane lower bound (one plane)"
-    hosts, terminal = _hosts(G)
+    hs, _ = hosts(G)
     where = {v: i for i, c in enumerate(comps) for v in c}
     masks: dict[Hashable, frozenset[int]] = {
-        h.id: frozenset(where[s] for s in h.attach) for h in hosts
+        h.id: frozenset(where[s] for s in h.attach) for h in hs
     }
-    rates: list[float] = []
-    for i, comp in enumerate(comps):
-        members = {h.id for h in hosts if i in masks[h.id]}
-        if len(members) < 2:
-            rates.append(0.0)
-            continue
-        keep = set(comp)
-        for h in hosts:
-            if h.id not in members:
-                continue
-            keep.update(v for v in h.members if G.nodes[v]["kind"] != "nic")
-            keep.update(n for s, nics in h.nics.items() if where[s] == i for n in nics)
-        try:
-            r = alltoall_bandwidth(
-                G.subgraph(keep).copy(), max_variables=max_variables, time_limit_s=time_limit_s
-            )
-            rates.append(r.pair_rate_GBps * 1e9 if r.exact else 0.0)
-        except TopoError:
-            rates.append(0.0)
+    rates = [
+        _plane_rate(G, hs, i, where, masks, max_variables, time_limit_s) for i in range(len(comps))
+    ]
     distinct = set(masks.values())
     best = math.inf
     for a in distinct:
@@ -146,6 +126,46 @@ def plane_lower_bound(
     if not math.isfinite(best) or best <= 0:
         return 0.0, "no plane lower bound (some pair of servers shares no working plane)"
     return best, f"each of the {len(comps)} planes solved alone, no load moved between planes"
+
+
+def _plane_rate(
+    G: nx.Graph,
+    hs: list[Host],
+    i: int,
+    where: dict[str, int],
+    masks: dict[Hashable, frozenset[int]],
+    max_variables: int,
+    time_limit_s: float | None,
+) -> float:
+    """The exact all-to-all rate (B/s) among the servers on plane ``i``, on that plane alone;
+    0 if fewer than two servers are on it or it cannot be solved exactly."""
+    members = {h.id for h in hs if i in masks[h.id]}
+    if len(members) < 2:
+        return 0.0
+    keep = {v for v, p in where.items() if p == i}
+    for h in hs:
+        if h.id not in members:
+            continue
+        keep.update(v for v in h.members if G.nodes[v]["kind"] != "nic")
+        keep.update(n for s, nics in h.nics.items() if where[s] == i for n in nics)
+    H = G.subgraph(keep).copy()
+    try:
+        sub, terminal = hosts(H)
+        check_terminals(H, sub, terminal)
+        r = exact_alltoall(
+            H,
+            sub,
+            terminal,
+            method="auto",
+            max_variables=max_variables,
+            want_loads=False,
+            time_limit_s=time_limit_s,
+            t0=time.perf_counter(),
+            reductions=[],
+        )
+    except TopoError:
+        return 0.0
+    return r.pair_rate_Bps
 
 
 def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
@@ -162,11 +182,9 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
     families the other lower bounds do not reach (Dragonfly, Slim Fly, irregular dumps).
     NVLink is assumed not to bind (a server's traffic reaches the chosen switch's NICs over it).
     """
-    from topo.flow.alltoall import _hosts
-
-    hosts, _ = _hosts(G)
-    n = sum(h.weight for h in hosts)
-    if n < 2 or any(not h.attach for h in hosts):
+    hs, _ = hosts(G)
+    n = terminal_count(hs)
+    if n < 2 or any(not h.attach for h in hs):
         return 0.0, "no tree lower bound (a server has no cable)"
     switches = sorted((v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS), key=natural_key)
     S = nx.Graph()
@@ -178,7 +196,7 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
         return 0.0, "no tree lower bound (the switches are not connected)"
     weight = dict.fromkeys(switches, 0)
     best = math.inf
-    for h in hosts:
+    for h in hs:
         s = max(h.attach, key=lambda t: (h.attach[t], str(t)))
         weight[s] += h.weight
         best = min(best, h.attach[s] / (h.weight * (n - h.weight)))
@@ -198,3 +216,62 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
         if x > 0:
             best = min(best, S.edges[u, v]["capacity"] / x)
     return best, f"even split over {len(chosen)} breadth-first spanning trees of the switches"
+
+
+def bounds_report(
+    G: nx.Graph,
+    hs: list[Host],
+    terminal: str,
+    t0: float,
+    reductions: list[str],
+    why: str,
+    max_variables: int,
+    time_limit_s: float | None = None,
+) -> BandwidthResult:
+    """Certified lower and upper bounds instead of the exact LP (module notes).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hs : list of Host
+        Its hosts.
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    t0 : float
+        ``time.perf_counter()`` at the start of the call.
+    reductions : list of str
+        What was reduced before the exact LP was given up.
+    why : str
+        Why the exact LP was not solved.
+    max_variables : int
+        LP limit of each plane's exact solve (:func:`plane_lower_bound`).
+    time_limit_s : float, optional
+        HiGHS time limit of each plane's exact solve (s).
+
+    Returns
+    -------
+    BandwidthResult
+        At the lower bound, ``method == "bounds"``, ``exact`` False.
+    """
+    ub, cut = cut_upper_bound(G)
+    lb, how = max(
+        routing_lower_bound(G),
+        plane_lower_bound(G, max_variables, time_limit_s),
+        tree_lower_bound(G),
+    )
+    lb = min(lb, ub)
+    return build_report(
+        G,
+        hs,
+        terminal,
+        lb,
+        [],
+        n=terminal_count(hs),
+        method="bounds",
+        exact=False,
+        reductions=[*reductions, f"exact LP not solved: {why}"],
+        sol=NO_LP,
+        t0=t0,
+        bounds=Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=f"cut around {cut}"),
+    )

@@ -2,113 +2,53 @@
 
 The all-to-all of :mod:`topo.flow.alltoall` is one traffic pattern; collectives (a ring's
 neighbour exchange) and expert parallelism (an MoE layer's dispatch and combine) give others.
-For a byte matrix ``D[a, b]`` between servers, the shortest time in which all of it can be
-delivered at once is ``1 / theta``, where ``theta`` is the maximum concurrent flow of the demand
-``D`` (bytes) on arc capacities in B/s (Shahrokhi and Matula, J. ACM 37(2), 1990): every pair
-then flows at ``theta * D[a, b]`` B/s and finishes at the same moment, and no schedule finishes
-sooner (a schedule finishing in ``T`` is, averaged over time, a concurrent flow with
-``theta = 1/T``).
-
-The model, and what it leaves out:
-
-- **Servers are contracted** (as in :mod:`topo.flow.alltoall`): a server is one vertex joined to
-  the switches its NICs reach, each NIC counting as the tighter of its cable and its PCIe side.
-  Any NIC of a server may carry any of its GPUs' bytes (NVLink forwarding, NCCL's PXN), and
-  NVLink inside a server is not a constraint here: callers account for intra-server traffic and
-  NVLink themselves. Servers never forward other servers' traffic.
-- **Planes are folded exactly**: when the switch graph is P isomorphic planes with every server
-  attached identically to each (checked, as for the all-to-all), one plane carrying ``D / P`` is
-  solved; averaging any solution over plane permutations shows this loses nothing.
-- One commodity per source server, aggregated over its sinks (exact; see :mod:`topo.flow.lp`).
+:func:`server_demand_time` checks a byte matrix given as a mapping (or takes a
+:class:`topo.traffic.Demand`) and solves its maximum concurrent flow with
+:func:`topo.flow.concurrent_flow`; the model is in :mod:`topo.flow.matrix`.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections import Counter
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 import networkx as nx
 
-from topo.errors import InfeasibleError, LPTooLarge, TopoError
-from topo.fabric import natural_key, switch_components
-from topo.flow.alltoall import (
-    BottleneckLink,
-    Commodity,
-    _bottlenecks_reduced,
-    _hosts,
-    _network,
-    _Reduced,
-    _scope,
-)
-from topo.flow.lp import DEFAULT_MAX_VARIABLES, max_concurrent_flow
+from topo.errors import TopoError
+from topo.fabric import natural_key, terminal_kind
+from topo.flow.concurrent import concurrent_flow
+from topo.flow.hosts import attached
+from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.result import BandwidthResult, DemandReport
+from topo.traffic import Demand
 
-
-@dataclass(frozen=True)
-class DemandReport:
-    """How fast a server-to-server byte matrix crosses the fabric (:func:`server_demand_time`).
-
-    Attributes
-    ----------
-    time_s : float
-        Shortest time to deliver the whole matrix at once (s); ``1 / theta``.
-    theta : float
-        Maximum concurrent flow of the demand: every pair ``(a, b)`` can flow at
-        ``theta * demand[a, b]`` B/s simultaneously (1/s).
-    total_bytes : float
-        Sum of the demand (B).
-    bottleneck_tiers : dict of str to int
-        Binding link directions per tier, e.g. ``{"nic->leaf": 16}``.
-    bottleneck_links : list of BottleneckLink
-        The link directions whose capacity binds (positive shadow price).
-    planes : int
-        Planes folded into one (1 when no plane decomposition applied).
-    reductions : list of str
-        What was reduced and how it was checked.
-    lp_variables : int
-        Flow variables of the LP solved.
-    solve_seconds : float
-        Wall time of the whole call (s).
-    """
-
-    time_s: float
-    theta: float
-    total_bytes: float
-    bottleneck_tiers: dict[str, int]
-    bottleneck_links: list[BottleneckLink]
-    planes: int
-    reductions: list[str]
-    lp_variables: int
-    solve_seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
+__all__ = ["DemandReport", "server_demand_time", "server_matrix"]
 
 
 def server_demand_time(
     G: nx.Graph,
-    demand: Mapping[tuple[Hashable, Hashable], float],
+    demand: Demand | Mapping[tuple[Hashable, Hashable], float],
     *,
     max_variables: int = DEFAULT_MAX_VARIABLES,
-) -> DemandReport:
+) -> BandwidthResult:
     """Shortest time to deliver a server-to-server byte matrix over the fabric's network.
 
     Parameters
     ----------
     G : networkx.Graph
         A fabric (schema in :mod:`topo.fabric`).
-    demand : Mapping[(a, b), float]
-        Bytes from server ``a`` to server ``b``. Servers are the ``node`` attribute of the GPUs
-        (ints for built fabrics); on fabrics without GPUs (imported dumps) they are the host
-        endpoints' vertex names. ``a != b``; zero entries are ignored.
+    demand : Demand or Mapping[(a, b), float]
+        An explicit :class:`topo.traffic.Demand`, or bytes from server ``a`` to server ``b``.
+        Servers are the ``node`` attribute of the GPUs (ints for built fabrics); on fabrics
+        without GPUs (imported dumps) they are the host endpoints' vertex names. ``a != b``;
+        zero entries are ignored.
     max_variables : int
         Refuse LPs with more flow variables than this (memory guard).
 
     Returns
     -------
-    DemandReport
-        ``time_s = 1 / theta``, with the binding links.
+    BandwidthResult
+        ``time_s = 1 / theta`` (s), with the binding links.
 
     Raises
     ------
@@ -129,14 +69,41 @@ def server_demand_time(
     >>> round(rep.time_s, 6)                            # 100e9 / (2 * 50e9) s
     1.0
     """
-    t0 = time.perf_counter()
-    hosts, terminal = _hosts(G)
-    by_id = {h.id: h for h in hosts}
+    if not isinstance(demand, Demand):
+        demand = server_matrix(G, demand)
+    return concurrent_flow(G, demand, max_variables=max_variables)
+
+
+def server_matrix(G: nx.Graph, demand: Mapping[tuple[Hashable, Hashable], float]) -> Demand:
+    """A server-level :class:`topo.traffic.Demand` from a mapping, checked against the fabric.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    demand : Mapping[(a, b), float]
+        Bytes from server ``a`` to server ``b`` (as :func:`server_demand_time`).
+
+    Returns
+    -------
+    Demand
+        Over all of the fabric's servers (host endpoints), the given entries summed per pair.
+
+    Raises
+    ------
+    TopoError
+        As :func:`server_demand_time`.
+    """
+    if terminal_kind(G) == "gpu":
+        what = "server"
+        known = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
+    else:
+        what = "host endpoint"
+        known = {v for v, k in G.nodes(data="kind") if k == "nic" and attached(G, v)}
     clean: dict[tuple[Hashable, Hashable], float] = {}
     for (a, b), x in demand.items():
         for s in (a, b):
-            if s not in by_id:
-                what = "server" if terminal == "gpu" else "host endpoint"
+            if s not in known:
                 raise TopoError(f"demand names {s!r}, which is not a {what} of the fabric")
         if a == b:
             raise TopoError(
@@ -149,63 +116,5 @@ def server_demand_time(
             clean[(a, b)] = clean.get((a, b), 0.0) + x
     if not clean:
         raise TopoError("the demand is empty: no bytes between distinct servers")
-    used = sorted({s for pair in clean for s in pair}, key=natural_key)
-    loose = [s for s in used if not by_id[s].attach]
-    if loose:
-        raise InfeasibleError(
-            f"{len(loose)} server(s) in the demand have no NIC cabled to a switch "
-            f"(e.g. {', '.join(map(str, loose[:3]))})"
-        )
-    sc = _scope(G, hosts)
-    reductions = []
-    if terminal == "gpu":
-        reductions.append(f"server contraction: {len(used)} servers (NVLink not modelled)")
-    if sc.planes > 1:
-        reductions.append(f"plane decomposition: {sc.planes} isomorphic planes, one solved")
-    elif sc.copies is not None:
-        reductions.append("plane merging: identical planes solved as one of multiplied capacity")
-    # Every pair must be joined through the switches of the scope.
-    where = {v: i for i, c in enumerate(switch_components(G)) for v in c}
-    for a, b in clean:
-        ca = {where[s] for s in by_id[a].attach if s in sc.switches}
-        cb = {where[s] for s in by_id[b].attach if s in sc.switches}
-        if not ca & cb:
-            raise InfeasibleError(f"no path from server {a!r} to server {b!r}: the rate is 0")
-
-    index = {s: i for i, s in enumerate(used)}
-    classes = [[by_id[s]] for s in used]
-    arcs, cap, origin = _network(G, sc, classes)
-    sinks: dict[int, dict[Hashable, float]] = {}
-    for (a, b), x in clean.items():
-        sinks.setdefault(index[a], {})[("in", index[b])] = x / sc.planes
-    commodities = [Commodity(("out", ci), sinks[ci]) for ci in sorted(sinks)]
-    red = _Reduced(classes, arcs, cap, origin, commodities, sc)
-    # Size first (each commodity may use every arc but the other sources' out-arcs), so a
-    # refused LP costs nothing.
-    out_arcs = Counter(o[1] for o in origin if o[0] == "up")
-    total_out = sum(out_arcs.values())
-    n_vars = sum(len(arcs) - total_out + out_arcs[ci] for ci in sinks)
-    if n_vars > max_variables:
-        raise LPTooLarge(
-            f"the demand LP would have {n_vars:,} variables, over the limit of "
-            f"{max_variables:,} ({len(sinks):,} sending servers)"
-        )
-    sol = max_concurrent_flow(
-        arcs,
-        red.capacity,
-        commodities,
-        commodity_arcs=[red.commodity_arcs(ci) for ci in sorted(sinks)],
-        max_variables=max_variables,
-    )
-    links = _bottlenecks_reduced(G, red, sol)
-    return DemandReport(
-        time_s=1.0 / sol.theta,
-        theta=sol.theta,
-        total_bytes=sum(clean.values()),
-        bottleneck_tiers=dict(sorted(Counter(b.tier for b in links).items())),
-        bottleneck_links=sorted(links, key=lambda b: (b.tier, natural_key(b.source))),
-        planes=sc.planes,
-        reductions=reductions,
-        lp_variables=sol.variables,
-        solve_seconds=time.perf_counter() - t0,
-    )
+    terms = tuple(sorted(known, key=natural_key))
+    return Demand(level="server", terminals=terms, entries=clean, name="server matrix")

@@ -18,46 +18,22 @@ others, with the disconnected ones reported, never silently dropped.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS
+from topo.fabric import SWITCH_KINDS, terminal_kind
+from topo.flow.result import LINK_SEPARATOR, FailureSet
 
-LINK_SEPARATOR = "--"
-"""Between the two ends of a named link in ``--fail``: ``leaf3--spine0``."""
-
-
-@dataclass(frozen=True)
-class FailureSet:
-    """What was failed.
-
-    Attributes
-    ----------
-    links : list of (str, str)
-        Failed cables, one entry per cable (a bundle of 2 failed twice appears twice).
-    switches : list of str
-        Failed switches.
-    capacity_lost_GBps : float
-        Capacity removed, one direction, GB/s (switches' cables included).
-    """
-
-    links: list[tuple[str, str]] = field(default_factory=list)
-    switches: list[str] = field(default_factory=list)
-    capacity_lost_GBps: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "failed_links": [f"{u}{LINK_SEPARATOR}{v}" for u, v in self.links],
-            "failed_switches": list(self.switches),
-            "capacity_lost_GBps": self.capacity_lost_GBps,
-        }
-
-    @property
-    def empty(self) -> bool:
-        return not self.links and not self.switches
+__all__ = [
+    "LINK_SEPARATOR",
+    "FailureSet",
+    "cables",
+    "disconnected_terminals",
+    "fail",
+    "without_servers",
+]
 
 
 def cables(G: nx.Graph) -> list[tuple[str, str]]:
@@ -160,7 +136,9 @@ def fail(
             else:
                 d["capacity"] = per * (n - int(hits))
                 d["links"] = n - int(hits)
-    return H, FailureSet(failed_links, failed_switches, lost / 1e9)
+    return H, FailureSet(
+        links=tuple(failed_links), switches=tuple(failed_switches), capacity_lost_Bps=lost
+    )
 
 
 def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]:
@@ -172,10 +150,10 @@ def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]
         ``kept`` are the servers in the component holding the most GPUs (ties: the first by
         name); ``cut`` the others, including servers with no NIC cabled to a switch.
     """
-    has_gpus = any(k == "gpu" for _, k in G.nodes(data="kind"))
-    kind = "gpu" if has_gpus else "nic"
+    kind = terminal_kind(G)
+    has_gpus = kind == "gpu"
     weight: dict[int, int] = {}
-    members: dict[int, set] = {}
+    members: dict[int, set[Hashable]] = {}
     comp_of: dict[Hashable, int] = {}
     for i, comp in enumerate(nx.connected_components(G)):
         for v in comp:
@@ -209,7 +187,7 @@ def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]
 def without_servers(G: nx.Graph, servers: Iterable[Hashable]) -> nx.Graph:
     """A copy of ``G`` without the given servers (their GPUs, NICs, NVSwitch) or endpoints."""
     drop = set(servers)
-    has_gpus = any(k == "gpu" for _, k in G.nodes(data="kind"))
+    has_gpus = terminal_kind(G) == "gpu"
     gone = [
         v
         for v, d in G.nodes(data=True)

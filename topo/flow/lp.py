@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pulp
@@ -90,7 +92,19 @@ class MCFSolution:
     constraints: int
     build_seconds: float
     solve_seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
+
+
+NO_LP = MCFSolution(
+    theta=0.0,
+    arc_flow=np.zeros(0),
+    arc_dual=np.zeros(0),
+    commodity_flow=None,
+    variables=0,
+    constraints=0,
+    build_seconds=0.0,
+    solve_seconds=0.0,
+)
+"""No LP solved (its size and times are zero)."""
 
 
 def lp_size(n_arcs: int, commodity_arcs: Sequence[Sequence[int]] | None, n_commodities: int) -> int:
@@ -169,23 +183,7 @@ def max_concurrent_flow(
     t0 = time.perf_counter()
     cap = np.asarray(capacity, dtype=float)
     n_arcs = len(arcs)
-    if cap.shape != (n_arcs,):
-        raise ValueError("capacity must have one entry per arc")
-    if n_arcs and not np.all(cap > 0):
-        raise ValueError("arc capacities must be positive")
-    if commodity_arcs is not None and len(commodity_arcs) != len(commodities):
-        raise ValueError("commodity_arcs must have one entry per commodity")
-    if n_arcs and cap.max() > MAX_CAPACITY_SPREAD * cap.min():
-        raise SolverError(
-            f"arc capacities span {cap.min():.3g} to {cap.max():.3g}: more than "
-            f"{MAX_CAPACITY_SPREAD:.0e} apart, which the LP cannot resolve reliably"
-        )
-    n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
-    if n_vars > max_variables:
-        raise LPTooLarge(
-            f"the flow LP would have {n_vars:,} variables, over the limit of {max_variables:,}; "
-            "the fabric's structure did not allow an exact reduction (see docs/bandwidth.md)"
-        )
+    n_vars = _check(cap, n_arcs, commodities, commodity_arcs, max_variables)
     # Normalise so that the largest capacity and the largest demand are 1 (conditioning).
     cap_scale = float(cap.max()) if n_arcs else 1.0
     dem_max = max((d for c in commodities for d in c.demands.values()), default=0.0)
@@ -219,11 +217,61 @@ def max_concurrent_flow(
     rows += sum(r is not None for r in cap_rows)
     build_s = time.perf_counter() - t0
 
+    solve_s = _solve(prob, n_vars, time_limit_s)
+    arc_flow, keep = _flows(flow, n_arcs, cap_scale, keep_commodity_flows)
+    duals = np.zeros(n_arcs)
+    for (arc_ids, _), r in zip(capacity_rows, cap_rows, strict=True):
+        if r is not None:
+            duals[list(arc_ids)] = abs(r.pi or 0.0)
+    if duals.size and duals.max() > 0:
+        duals = duals / duals.max()
+    return MCFSolution(
+        theta=float(theta.varValue or 0.0) * cap_scale / dem_max,
+        arc_flow=arc_flow,
+        arc_dual=duals,
+        commodity_flow=keep,
+        variables=n_vars + 1,
+        constraints=rows,
+        build_seconds=build_s,
+        solve_seconds=solve_s,
+    )
+
+
+def _check(
+    cap: np.ndarray,
+    n_arcs: int,
+    commodities: Sequence[Commodity],
+    commodity_arcs: Sequence[Sequence[int]] | None,
+    max_variables: int,
+) -> int:
+    """Validate the LP's inputs; return its number of flow variables."""
+    if cap.shape != (n_arcs,):
+        raise ValueError("capacity must have one entry per arc")
+    if n_arcs and not np.all(cap > 0):
+        raise ValueError("arc capacities must be positive")
+    if commodity_arcs is not None and len(commodity_arcs) != len(commodities):
+        raise ValueError("commodity_arcs must have one entry per commodity")
+    if n_arcs and cap.max() > MAX_CAPACITY_SPREAD * cap.min():
+        raise SolverError(
+            f"arc capacities span {cap.min():.3g} to {cap.max():.3g}: more than "
+            f"{MAX_CAPACITY_SPREAD:.0e} apart, which the LP cannot resolve reliably"
+        )
+    n_vars = lp_size(n_arcs, commodity_arcs, len(commodities))
+    if n_vars > max_variables:
+        raise LPTooLarge(
+            f"the flow LP would have {n_vars:,} variables, over the limit of {max_variables:,}; "
+            "the fabric's structure did not allow an exact reduction (see docs/bandwidth.md)"
+        )
+    return n_vars
+
+
+def _solve(prob: pulp.LpProblem, n_vars: int, time_limit_s: float | None) -> float:
+    """Run HiGHS on ``prob``; return its wall time (s). Non-optimal is an error."""
     t1 = time.perf_counter()
     # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
     # still returns a basic optimal solution with exact duals.
     options = {"solver": "ipm"} if n_vars > 20_000 else {}
-    with _quiet_stdout(), _interruptible():
+    with quiet_stdout(), _interruptible():
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, mip=False, **options)
         prob.solve(solver)
     solve_s = time.perf_counter() - t1
@@ -237,8 +285,16 @@ def max_concurrent_flow(
             f"HiGHS did not reach an optimal solution: status {pulp.LpStatus[prob.status]}"
             + (f" (time limit {time_limit_s} s)" if time_limit_s else "")
         )
-    theta_val = float(theta.varValue or 0.0) * cap_scale / dem_max
+    return solve_s
 
+
+def _flows(
+    flow: list[dict[int, pulp.LpVariable]],
+    n_arcs: int,
+    cap_scale: float,
+    keep_commodity_flows: bool,
+) -> tuple[np.ndarray, list[dict[int, float]] | None]:
+    """Total flow per arc and, if asked for, each commodity's (capacity units)."""
     arc_flow = np.zeros(n_arcs)
     keep: list[dict[int, float]] | None = [] if keep_commodity_flows else None
     for fk in flow:
@@ -251,23 +307,7 @@ def max_concurrent_flow(
                     dk[a] = x * cap_scale
         if keep is not None:
             keep.append(dk)
-    arc_flow *= cap_scale
-    duals = np.zeros(n_arcs)
-    for (arc_ids, _), r in zip(capacity_rows, cap_rows, strict=True):
-        if r is not None:
-            duals[list(arc_ids)] = abs(r.pi or 0.0)
-    if duals.size and duals.max() > 0:
-        duals = duals / duals.max()
-    return MCFSolution(
-        theta=theta_val,
-        arc_flow=arc_flow,
-        arc_dual=duals,
-        commodity_flow=keep,
-        variables=n_vars + 1,
-        constraints=rows,
-        build_seconds=build_s,
-        solve_seconds=solve_s,
-    )
+    return arc_flow * cap_scale, keep
 
 
 @contextlib.contextmanager
@@ -279,9 +319,6 @@ def _interruptible() -> Iterator[None]:
     during a solve (no output file is open), so the default actions (terminate) are restored
     for its duration, and the previous handlers afterwards.
     """
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -296,7 +333,7 @@ def _interruptible() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
+def quiet_stdout() -> Iterator[None]:
     """Send file descriptor 1 to /dev/null: HiGHS prints its banner there even with output off,
     which would corrupt ``--json`` on stdout."""
     sys.stdout.flush()

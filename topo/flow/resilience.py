@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -22,6 +22,9 @@ from topo.errors import InfeasibleError, TopoError
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.result import BandwidthResult
+from topo.flow.routing import RoutedReport, routed_alltoall
+from topo.units import Bps_to_GBps
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
 
@@ -41,33 +44,30 @@ class DamagedBandwidth:
 
     Attributes
     ----------
-    report : BandwidthReport or RoutedReport
-        The all-to-all among the servers still connected (``routing`` says which kind).
+    report : BandwidthResult or RoutedReport
+        The all-to-all among the servers still connected (``routing`` says which kind). An
+        optimal result carries the failures in its own ``failures`` field.
     failures : FailureSet
-        What failed.
-    disconnected : list
-        Servers (or host endpoints) cut off from the rest; their GPUs are out of the
+        What failed, and the servers (or host endpoints) it cut off, whose GPUs are out of the
         all-to-all in ``report``.
-    disconnected_gpus : int
-        GPUs (or endpoints) in those servers.
     routing : str
         ``optimal``, ``ecmp`` or ``dmodk``.
     graph : networkx.Graph
-        The damaged fabric the report is about (cut-off servers removed).
+        The fabric the report is about: damaged, cut-off servers removed (the input itself
+        when nothing failed).
     """
 
-    report: Any
+    report: BandwidthResult | RoutedReport
     failures: FailureSet
-    disconnected: list[Hashable]
-    disconnected_gpus: int
     routing: str
-    graph: nx.Graph = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    graph: nx.Graph = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's dict with the failure keys and ``routing`` (rates in GB/s)."""
+        if isinstance(self.report, BandwidthResult):
+            return self.report.to_dict()
         d = self.report.to_dict()
         d.update(self.failures.to_dict())
-        d["disconnected"] = [str(s) for s in self.disconnected]
-        d["disconnected_gpus"] = self.disconnected_gpus
         d["routing"] = self.routing
         return d
 
@@ -116,25 +116,39 @@ def damaged_bandwidth(
     """
     if routing not in ROUTINGS:
         raise TopoError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
-    H, failures = fail(G, links=links, switches=switches, seed=seed, named=named)
-    kept, cut = disconnected_terminals(H) if not failures.empty else ([], [])
-    lost = 0
-    if cut:
-        lost = _terminals(H, cut)
-        H = without_servers(H, cut)
-    if routing == "optimal":
-        report: Any = alltoall_bandwidth(
-            H,
-            method=method,
-            max_variables=max_variables,
-            link_loads=link_loads,
-            time_limit_s=time_limit_s,
-        )
-    else:
-        from topo.flow.routing import routed_alltoall
+    H, failures = _damage(G, links, switches, seed, tuple(named))
+    if routing != "optimal":
+        routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
+        return DamagedBandwidth(report=routed, failures=failures, routing=routing, graph=H)
+    report = alltoall_bandwidth(
+        H,
+        method=method,
+        max_variables=max_variables,
+        link_loads=link_loads,
+        time_limit_s=time_limit_s,
+    )
+    report = replace(report, failures=failures)
+    return DamagedBandwidth(report=report, failures=failures, routing=routing, graph=H)
 
-        report = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
-    return DamagedBandwidth(report, failures, cut, lost, routing, H)
+
+def _damage(
+    G: nx.Graph, links: int, switches: int, seed: int, named: tuple[str, ...]
+) -> tuple[nx.Graph, FailureSet]:
+    """The damaged fabric without the servers it cuts off, and what failed and was cut off.
+
+    Nothing to fail: the fabric itself (no copy) and an empty failure set.
+    """
+    if not (links or switches or named):
+        return G, FailureSet()
+    H, failures = fail(G, links=links, switches=switches, seed=seed, named=named)
+    if failures.empty:
+        return H, failures
+    _, cut = disconnected_terminals(H)
+    if not cut:
+        return H, failures
+    lost = _terminals(H, cut)
+    H = without_servers(H, cut)
+    return H, replace(failures, disconnected=tuple(cut), disconnected_gpus=lost)
 
 
 def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
@@ -152,8 +166,10 @@ class ResilienceReport:
     Rates in GB/s (nccl-tests' alltoall busbw, ``lambda (n - 1)``, among the GPUs still
     connected in each trial). ``p5`` is the 5th percentile (numpy's linear interpolation).
     A trial whose exact LP exceeds the variable limit counts its certified lower bound
-    (``exact_trials`` says how many were exact; ``extra["upper_bound_busbw_GBps"]`` holds each
-    trial's upper bound, equal to its value when exact).
+    (``exact_trials`` says how many were exact; ``upper_bound_busbw_GBps`` holds each
+    trial's upper bound, equal to its value when exact). ``max_variables`` is the LP limit
+    each trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair
+    had no route (counted as 0).
     """
 
     fabric: str
@@ -174,12 +190,56 @@ class ResilienceReport:
     max_disconnected_gpus: int
     exact_trials: int
     seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    upper_bound_busbw_GBps: list[float]
+    max_variables: int
+    trials_unroutable: int
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "extra"}
-        d.update(self.extra)
-        return d
+        """Every field, as is (JSON-ready; rates in GB/s)."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Tally:
+    """What the trials of :func:`resilience` found so far."""
+
+    values: list[float] = field(default_factory=list)
+    uppers: list[float] = field(default_factory=list)
+    unroutable: int = 0
+    cut_trials: int = 0
+    worst_cut: int = 0
+    exact: int = 0
+
+    def add(self, r: DamagedBandwidth) -> None:
+        """One trial's result."""
+        self.values.append(busbw_GBps(r.report))
+        if getattr(r.report, "exact", True):
+            self.exact += 1
+            self.uppers.append(self.values[-1])
+        else:
+            assert isinstance(r.report, BandwidthResult) and r.report.bounds is not None
+            upper = r.report.bounds.upper_Bps * (r.report.gpus - 1)
+            self.uppers.append(Bps_to_GBps(upper))
+        if r.failures.disconnected:
+            self.cut_trials += 1
+            self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
+
+    def add_infeasible(self, routing: str) -> None:
+        """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
+        pair without an up/down route (as routed)."""
+        self.values.append(0.0)
+        self.uppers.append(0.0)
+        if routing == "optimal":
+            self.cut_trials += 1
+        else:
+            self.unroutable += 1
+
+
+def busbw_GBps(report: BandwidthResult | RoutedReport) -> float:
+    """The all-to-all busbw of an optimal or as-routed report, GB/s."""
+    if isinstance(report, BandwidthResult):
+        return Bps_to_GBps(report.alltoall_busbw_Bps)
+    return float(report.alltoall_busbw_GBps)
 
 
 def resilience(
@@ -230,12 +290,7 @@ def resilience(
     intact = damaged_bandwidth(
         G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn
     ).report
-    values: list[float] = []
-    uppers: list[float] = []
-    unroutable = 0
-    cut_trials = 0
-    worst_cut = 0
-    exact = 0
+    tally = _Tally()
     for i in range(trials):
         try:
             r = damaged_bandwidth(
@@ -249,27 +304,12 @@ def resilience(
                 max_variables=max_variables,
                 time_limit_s=time_limit_s,
             )
-            values.append(float(r.report.alltoall_busbw_GBps))
-            if getattr(r.report, "exact", True):
-                exact += 1
-                uppers.append(values[-1])
-            else:
-                uppers.append(float(r.report.extra["upper_bound_busbw_GBps"]))
-            if r.disconnected:
-                cut_trials += 1
-                worst_cut = max(worst_cut, r.disconnected_gpus)
+            tally.add(r)
         except InfeasibleError:
-            # Optimal: fewer than two GPUs left connected. As routed: some pair has no
-            # up/down route, so the all-to-all cannot complete on these paths.
-            values.append(0.0)
-            uppers.append(0.0)
-            if routing == "optimal":
-                cut_trials += 1
-            else:
-                unroutable += 1
+            tally.add_infeasible(routing)
         if progress is not None:
             progress(i + 1)
-    v = np.array(values)
+    v = np.array(tally.values)
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
         family=str(G.graph.get("family", "unknown")),
@@ -278,22 +318,20 @@ def resilience(
         fail_links=links,
         fail_switches=switches,
         seed=seed,
-        intact_busbw_GBps=float(intact.alltoall_busbw_GBps),
-        busbw_GBps=values,
+        intact_busbw_GBps=busbw_GBps(intact),
+        busbw_GBps=tally.values,
         min_GBps=float(v.min()),
         p5_GBps=float(np.percentile(v, 5)),
         median_GBps=float(np.median(v)),
         mean_GBps=float(v.mean()),
         max_GBps=float(v.max()),
-        trials_with_disconnected=cut_trials,
-        max_disconnected_gpus=worst_cut,
-        exact_trials=exact,
+        trials_with_disconnected=tally.cut_trials,
+        max_disconnected_gpus=tally.worst_cut,
+        exact_trials=tally.exact,
         seconds=time.perf_counter() - t0,
-        extra={
-            "upper_bound_busbw_GBps": uppers,
-            "max_variables": max_variables,
-            "trials_unroutable": unroutable,
-        },
+        upper_bound_busbw_GBps=tally.uppers,
+        max_variables=max_variables,
+        trials_unroutable=tally.unroutable,
     )
 
 

@@ -492,7 +492,7 @@ def network_time(G: nx.Graph, demand: Demand) -> tuple[DemandReport, str]:
 
     Returns
     -------
-    (DemandReport, str)
+    (BandwidthResult, str)
         The report of :func:`topo.flow.demand.server_demand_time` and how it was obtained.
 
     Raises

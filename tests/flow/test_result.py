@@ -1,0 +1,78 @@
+"""BandwidthResult: rates in B/s inside, GB/s in to_dict, bounds and failures as typed fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from topo.builders import build
+from topo.flow import alltoall_bandwidth, damaged_bandwidth
+from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, FailureSet, LPStats
+
+
+def result(**kw) -> BandwidthResult:
+    base = dict(
+        fabric="f",
+        family="ft2",
+        terminal="gpu",
+        demand="alltoall",
+        uniform=True,
+        gpus=4,
+        nodes=2,
+        theta=2e9,
+        total_bytes=12.0,
+        pair_rate_Bps=2e9,
+        internode_per_gpu_Bps=4e9,
+        internode_per_nic_Bps=25e9,
+        nic_line_rate_Bps=50e9,
+        intranode_per_gpu_Bps=2e9,
+        bottleneck_links=(BottleneckLink("a", "b", "nic->leaf", 50e9, 50e9),),
+        method="reduced",
+        exact=True,
+        reductions=("x",),
+        planes=1,
+        lp=LPStats(3, 2, 0.0, 0.0),
+        solve_seconds=0.0,
+    )
+    base.update(kw)
+    return BandwidthResult(**base)
+
+
+def test_derived_rates_and_gb_per_s_at_the_edge() -> None:
+    # n = 4 terminals at lambda = 2 GB/s: algbw 4 lambda = 8, busbw 3 lambda = 6 GB/s.
+    r = result()
+    assert r.alltoall_algbw_Bps == 8e9 and r.alltoall_busbw_Bps == 6e9
+    assert r.nic_utilization == 0.5 and r.time_s == 0.5e-9
+    d = r.to_dict()
+    assert d["pair_rate_GBps"] == 2.0 and d["alltoall_busbw_GBps"] == 6.0
+    assert d["bottleneck_tiers"] == {"nic->leaf": 1}
+    assert d["bottleneck_links"][0]["capacity_GBps"] == 50.0
+    assert d["routing"] == "optimal" and "lower_bound_busbw_GBps" not in d
+
+
+def test_bounds_and_failures_are_serialised_in_gb_per_s() -> None:
+    r = result(
+        bounds=Bounds(lower_Bps=1e9, upper_Bps=4e9, lower_from="lo", upper_from="hi"),
+        failures=FailureSet(
+            links=(("a", "b"),), capacity_lost_Bps=50e9, disconnected=(3,), disconnected_gpus=2
+        ),
+    )
+    d = r.to_dict()
+    assert d["lower_bound_busbw_GBps"] == 3.0 and d["upper_bound_busbw_GBps"] == 12.0
+    assert d["gap"] == pytest.approx(0.75)
+    assert d["failed_links"] == ["a--b"] and d["capacity_lost_GBps"] == 50.0
+    assert d["disconnected"] == ["3"] and d["disconnected_gpus"] == 2
+    assert list(d)[-1] == "routing"
+
+
+def test_intact_bandwidth_does_not_copy_the_fabric() -> None:
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    r = damaged_bandwidth(G)
+    assert r.graph is G and r.failures.empty and r.report.failures == FailureSet()
+    assert r.to_dict() == {
+        **alltoall_bandwidth(G).to_dict(),
+        **FailureSet().to_dict(),
+        "routing": "optimal",
+        "solve_seconds": r.to_dict()["solve_seconds"],
+        "lp_build_seconds": r.to_dict()["lp_build_seconds"],
+        "lp_solve_seconds": r.to_dict()["lp_solve_seconds"],
+    }

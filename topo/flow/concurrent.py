@@ -1,0 +1,141 @@
+"""One entry point for the maximum concurrent flow of any demand over a fabric.
+
+:func:`concurrent_flow` takes a fabric and a :class:`topo.traffic.Demand`. The uniform
+all-to-all (``demand.entries is None``) takes the reduced path of :mod:`topo.flow.exact`
+(server contraction, planes, twin classes, symmetry, the server check), with certified bounds
+(:mod:`topo.flow.bounds`) when the exact LP is too large or too slow; an explicit matrix takes
+the server-level path of :mod:`topo.flow.matrix`. Both return a
+:class:`topo.flow.result.BandwidthResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import networkx as nx
+
+from topo.errors import LPTimeLimit, LPTooLarge, TopoError
+from topo.flow.bounds import bounds_report
+from topo.flow.exact import exact_alltoall
+from topo.flow.hosts import check_terminals, hosts
+from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.matrix import matrix_flow
+from topo.flow.result import BandwidthResult
+from topo.traffic import Demand
+
+METHODS = ("auto", "general")
+"""``auto``: the exact reductions, each checked; ``general``: the LP as defined (uniform
+all-to-all on small fabrics only)."""
+
+
+def concurrent_flow(
+    G: nx.Graph,
+    demand: Demand,
+    *,
+    method: str = "auto",
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+    link_loads: bool = False,
+    time_limit_s: float | None = None,
+) -> BandwidthResult:
+    """The maximum concurrent flow of ``demand`` over the fabric ``G``.
+
+    Flows may take any path, split freely, and use NVLink inside their source and destination
+    servers, but never pass through a third server.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (:mod:`topo.fabric`).
+    demand : Demand
+        The traffic. The uniform all-to-all (:func:`topo.traffic.uniform_alltoall`) must be
+        over all of the fabric's terminals (GPUs, or host endpoints); an explicit matrix may be
+        server- or GPU-level (summed per pair of servers).
+    method : {"auto", "general"}
+        ``auto`` applies the exact reductions, each checked, and gives certified bounds when
+        the exact LP is over ``max_variables`` or past ``time_limit_s``; ``general`` solves the
+        uniform all-to-all's LP as defined (small fabrics; explicit demands take ``auto``).
+    max_variables : int
+        Refuse LPs with more flow variables than this (memory guard).
+    link_loads : bool
+        Uniform all-to-all: also return every NIC cable's and switch link direction's load
+        at the optimum found (``result.link_load``, B/s).
+    time_limit_s : float, optional
+        HiGHS time limit (s).
+
+    Returns
+    -------
+    BandwidthResult
+        ``theta`` (1/s per byte of demand) and ``time_s``; for the uniform all-to-all also
+        ``pair_rate_Bps = theta * demand.bytes_per_pair``, the per-GPU figures, and
+        ``bounds`` when the exact LP was not solved.
+
+    Raises
+    ------
+    TopoError
+        An unknown method, a uniform demand that is not over the fabric's terminals, or an
+        explicit demand naming terminals that are not the fabric's.
+    InfeasibleError
+        Fewer than two terminals, terminals with no cable, or a pair with no path.
+    SolverError
+        HiGHS fails, or an LP is too large where no bounds apply (``method="general"``, an
+        explicit demand: :class:`topo.errors.LPTooLarge`).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> from topo.traffic import uniform_alltoall
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> r = concurrent_flow(G, uniform_alltoall(G))
+    >>> round(r.alltoall_busbw_Bps / 1e9, 3)    # NIC-bound: 2 x 50 / (2 x 30) x 31 GB/s
+    51.667
+
+    References
+    ----------
+    F. Shahrokhi and D. W. Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990.
+    """
+    if method not in METHODS:
+        raise TopoError(f"--method must be auto or general, got {method!r}")
+    if demand.entries is not None:
+        return matrix_flow(G, demand, max_variables=max_variables, time_limit_s=time_limit_s)
+    return _uniform(G, demand, method, max_variables, link_loads, time_limit_s)
+
+
+def _uniform(
+    G: nx.Graph,
+    demand: Demand,
+    method: str,
+    max_variables: int,
+    link_loads: bool,
+    time_limit_s: float | None,
+) -> BandwidthResult:
+    """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach."""
+    t0 = time.perf_counter()
+    hs, terminal = hosts(G)
+    check_terminals(G, hs, terminal)
+    n = sum(h.weight for h in hs)
+    if len(demand.terminals) != n or (demand.level == "server" and terminal == "gpu"):
+        raise TopoError(
+            f"a uniform demand must be over all {n:,} of the fabric's "
+            f"{'GPUs' if terminal == 'gpu' else 'host endpoints'}; "
+            f"it has {len(demand.terminals):,} {demand.level} terminals"
+        )
+    reductions: list[str] = []
+    try:
+        r = exact_alltoall(
+            G,
+            hs,
+            terminal,
+            method=method,
+            max_variables=max_variables,
+            want_loads=link_loads,
+            time_limit_s=time_limit_s,
+            t0=t0,
+            reductions=reductions,
+        )
+    except (LPTooLarge, LPTimeLimit) as exc:
+        if method != "auto" or len(hs) == 1:
+            raise
+        r = bounds_report(G, hs, terminal, t0, reductions, str(exc), max_variables, time_limit_s)
+    b = demand.bytes_per_pair
+    return replace(r, demand=demand.name, theta=r.pair_rate_Bps / b, total_bytes=demand.total_bytes)

@@ -1,0 +1,211 @@
+"""Server contraction: the traffic sources and sinks of the flow problems.
+
+A server (its GPUs, NVSwitch and NICs) becomes one :class:`Host` joined to the switches its
+NICs reach, each NIC counting as the tighter of its cable and its links into the server (PCIe).
+On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
+is a host of its own, of weight 1 (an *endpoint*). Why the contraction is a relaxation, and
+when it is exact, is in :mod:`topo.flow.alltoall` and ``docs/bandwidth.md``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from topo.errors import InfeasibleError
+from topo.fabric import SWITCH_KINDS, servers, terminal_kind
+
+InnerSignature = tuple[tuple[tuple[str, int], tuple[str, int], float], ...]
+"""The inside of a server without its name: ``((kind, index), (kind, index), capacity)`` per
+link, sorted."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """A traffic source and sink after server contraction.
+
+    Attributes
+    ----------
+    id : hashable
+        The server's ``node`` id, or the endpoint's vertex name on a fabric without GPUs.
+    weight : int
+        Terminals it holds: its GPUs, or 1 for an endpoint.
+    attach : dict of str to float
+        Switch -> capacity (B/s per direction) of this host's cables to it, each NIC counted
+        as the tighter of its cable and its PCIe side.
+    nics : dict of str to list of str
+        Switch -> the host's NIC vertices cabled to it.
+    members : list of str
+        The host's vertices (GPUs, NICs, NVSwitch).
+    inner_sig : InnerSignature
+        The shape of the server's inside (:func:`inner_signature`), for class grouping.
+    host_bound : frozenset of str
+        NICs whose PCIe side is below their cable.
+    """
+
+    id: Hashable
+    weight: int
+    attach: dict[str, float]
+    nics: dict[str, list[str]]
+    members: list[str]
+    inner_sig: InnerSignature = ()
+    host_bound: frozenset[str] = frozenset()
+
+    def scoped(self, scope: set[str]) -> Iterable[tuple[str, float]]:
+        """The host's attachments ``(switch, B/s)`` to the switches in ``scope``."""
+        return ((s, c) for s, c in self.attach.items() if s in scope)
+
+
+def hosts(G: nx.Graph) -> tuple[list[Host], str]:
+    """Contract the servers (when the fabric has GPUs) or take the endpoints as they are.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (:mod:`topo.fabric`).
+
+    Returns
+    -------
+    (list of Host, str)
+        The hosts (servers in natural order of their id; endpoints in the graph's order) and
+        the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
+        with no NIC cabled to a switch is kept with an empty ``attach``.
+    """
+    kind = dict(G.nodes(data="kind"))
+    if terminal_kind(G) == "gpu":
+        out = [_server_host(G, kind, sid, members) for sid, members in servers(G).items()]
+        return [h for h in out if h.weight > 0], "gpu"
+    found = []
+    for v, k in kind.items():
+        if k != "nic":
+            continue
+        attach: dict[str, float] = {}
+        nics: dict[str, list[str]] = defaultdict(list)
+        for s, e in G.adj[v].items():
+            if kind[s] in SWITCH_KINDS:
+                attach[s] = attach.get(s, 0.0) + float(e["capacity"])
+                nics[s].append(v)
+        if attach:
+            found.append(Host(id=v, weight=1, attach=attach, nics=nics, members=[v]))
+    return found, "endpoint"
+
+
+def _server_host(G: nx.Graph, kind: dict[Hashable, str], sid: Hashable, members: list[str]) -> Host:
+    """One server contracted: its attachments, NICs and inside (``kind``: vertex -> kind)."""
+    attach: dict[str, float] = {}
+    nics: dict[str, list[str]] = defaultdict(list)
+    bound: set[str] = set()
+    inside = set(members)
+    edges = []
+    for v in members:
+        inner = 0.0
+        cables = []
+        for u, e in G.adj[v].items():
+            c = float(e["capacity"])
+            if kind[u] in SWITCH_KINDS:
+                cables.append((u, c))
+                continue
+            inner += c
+            if u in inside:
+                edges.append((v, u, c))
+        # What a NIC passes is bounded by its cable and by its links into the server
+        # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
+        for s, cable in cables:
+            attach[s] = attach.get(s, 0.0) + min(cable, inner)
+            nics[s].append(v)
+            if inner < cable:
+                bound.add(v)
+    return Host(
+        id=sid,
+        weight=sum(kind[v] == "gpu" for v in members),
+        attach=attach,
+        nics=nics,
+        members=members,
+        inner_sig=_signature(G, members, edges),
+        host_bound=frozenset(bound),
+    )
+
+
+def _signature(
+    G: nx.Graph, members: list[str], edges: list[tuple[str, str, float]]
+) -> InnerSignature:
+    """:func:`inner_signature` from the server's internal edges (each seen from both ends)."""
+    nodes = G.nodes
+    label = {v: (str(nodes[v]["kind"]), int(nodes[v].get("index", -1))) for v in members}
+    return tuple(sorted((label[v], label[u], c) for v, u, c in edges if label[v] < label[u]))
+
+
+def inner_signature(G: nx.Graph, members: list[str]) -> InnerSignature:
+    """The inside of a server, independent of its name: kinds, indices, capacities.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    members : list of str
+        The server's vertices.
+
+    Returns
+    -------
+    InnerSignature
+        One ``((kind, index), (kind, index), capacity in B/s)`` per internal link, sorted.
+    """
+    label = {v: (str(G.nodes[v]["kind"]), int(G.nodes[v].get("index", -1))) for v in members}
+    edges = []
+    for v in members:
+        for u, e in G.adj[v].items():
+            if u in label and label[v] < label[u]:
+                edges.append((label[v], label[u], float(e["capacity"])))
+    return tuple(sorted(edges))
+
+
+def terminal_count(hosts: Iterable[Host]) -> int:
+    """Terminals (GPUs or endpoints) of the hosts."""
+    return sum(h.weight for h in hosts)
+
+
+def check_terminals(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
+    """Refuse an all-to-all whose rate is 0 by construction.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of Host
+        Its hosts (:func:`hosts`).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+
+    Raises
+    ------
+    InfeasibleError
+        A server with GPUs has no NIC cabled to a switch, fewer than two terminals, or the
+        terminals lie in several disconnected parts of the fabric.
+    """
+    if terminal == "gpu":
+        loose = [h.id for h in hosts if not h.attach]
+        if loose:
+            raise InfeasibleError(
+                f"{len(loose)} server(s) have GPUs but no NIC cabled to a switch "
+                f"(e.g. {', '.join(map(str, loose[:3]))}): their all-to-all rate is 0"
+            )
+    n = terminal_count(hosts)
+    what = "GPUs" if terminal == "gpu" else "host endpoints"
+    if n < 2:
+        raise InfeasibleError(f"all-to-all needs at least two {what}; the fabric has {n}")
+    kind = "gpu" if terminal == "gpu" else "nic"
+    parts = [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
+    if len(parts) > 1:
+        example = min(parts, key=len)
+        raise InfeasibleError(
+            f"the fabric falls into {len(parts)} disconnected parts with {what} (the smallest "
+            f"holds {min(map(str, example))}): the all-to-all rate is 0"
+        )
+
+
+def attached(G: nx.Graph, v: Hashable) -> bool:
+    """True if vertex ``v`` has a cable to a switch."""
+    return any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])

@@ -1,0 +1,202 @@
+"""Planes: which switches an LP is written over, and how the planes fold into them.
+
+When the switch graph falls into components (planes) that are copies of one another, with every
+host attached identically to each, one plane carrying ``1/P`` of every pair's demand is solved
+(*plane decomposition*). When only some planes are alike (the undamaged planes of a damaged
+MPFT), each group of alike planes is solved as one plane of multiplied capacity (*plane
+merging*). Both are exact (average any solution over the plane permutations;
+``docs/bandwidth.md``) and both rest on an explicit isomorphism, verified here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import networkx as nx
+
+from topo.fabric import switch_components
+from topo.flow.hosts import Host
+
+_PLANE_PREFIX = re.compile(r"^p\d+/")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The switches an LP is written over, and how planes were folded into them.
+
+    Attributes
+    ----------
+    switches : set of str
+        The switches of the solved network.
+    planes : int
+        ``P`` when all ``P`` planes are alike (each pair's demand divided by ``P``), else 1.
+    plane_maps : list of dict, optional
+        With plane decomposition: for each plane, its switch -> plane 0's switch.
+    copies : dict of str to list of str, optional
+        With plane merging: representative switch -> its images in every plane of its group,
+        itself first.
+    rep_of : dict of str to str, optional
+        With plane merging: switch -> its representative.
+    """
+
+    switches: set[str]
+    planes: int = 1
+    plane_maps: list[dict[str, str]] | None = None
+    copies: dict[str, list[str]] | None = None
+    rep_of: dict[str, str] | None = None
+
+    def mult(self, s: object) -> int:
+        """How many fabric switches the solved switch ``s`` stands for (merged planes)."""
+        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
+
+    def to_plane0(self, s: str) -> str:
+        """The solved switch a fabric switch ``s`` maps to (its representative, or its image
+        in plane 0, or itself)."""
+        if self.rep_of is not None:
+            return self.rep_of[s]
+        if self.plane_maps is None:
+            return s
+        for m in self.plane_maps:
+            if s in m:
+                return m[s]
+        raise KeyError(s)
+
+
+def scope(G: nx.Graph, hosts: list[Host]) -> Scope:
+    """Plane decomposition (all planes alike) or plane merging (groups alike), else all.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    hosts : list of Host
+        Its hosts (:func:`topo.flow.hosts.hosts`).
+
+    Returns
+    -------
+    Scope
+    """
+    comps = switch_components(G)
+    maps = plane_isomorphism(G, comps, hosts)
+    if maps is not None:
+        return Scope(switches=set(comps[0]), planes=len(comps), plane_maps=maps)
+    merged = plane_classes(G, comps, hosts) if len(comps) > 1 else None
+    if merged is not None:
+        copies, rep_of = merged
+        return Scope(switches=set(copies), copies=copies, rep_of=rep_of)
+    return Scope(switches={v for c in comps for v in c})
+
+
+def plane_isomorphism(
+    G: nx.Graph, comps: list[list[str]], hosts: list[Host], *, partial: bool = False
+) -> list[dict[str, str]] | None:
+    """Maps from each plane's switches to plane 0's, verified; None if the planes differ.
+
+    Candidate: the name with its plane prefix (``p3/``) removed, or failing that the order of
+    the naturally sorted names. Verified: capacities of every switch-switch edge and every
+    host's attachments agree under the map.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    comps : list of list of str
+        The planes' switches (:func:`topo.fabric.switch_components`).
+    hosts : list of Host
+        The fabric's hosts.
+    partial : bool
+        ``comps`` may be some of the planes, and hosts need not attach to them.
+
+    Returns
+    -------
+    list of dict, or None
+        One map per plane (plane 0's is the identity).
+    """
+    if len(comps) < 2:
+        return None
+    maps = _candidate_maps(comps)
+    if maps is None or not _edges_agree(G, comps, maps):
+        return None
+    where = {v: i for i, comp in enumerate(comps) for v in comp}
+    for h in hosts:
+        per_plane: list[dict[str, float]] = [{} for _ in comps]
+        for s, c in h.attach.items():
+            if s in where:
+                per_plane[where[s]][maps[where[s]][s]] = c
+        if any(p != per_plane[0] for p in per_plane[1:]) or not (per_plane[0] or partial):
+            return None
+    return maps
+
+
+def _candidate_maps(comps: list[list[str]]) -> list[dict[str, str]] | None:
+    """Each plane's switch -> plane 0's, by name without the plane prefix, else by order."""
+    base = comps[0]
+    maps: list[dict[str, str]] = []
+    for comp in comps:
+        if len(comp) != len(base):
+            return None
+        key0 = {_PLANE_PREFIX.sub("", v): v for v in base}
+        m = {v: key0.get(_PLANE_PREFIX.sub("", v), "") for v in comp}
+        if "" in m.values() or len(set(m.values())) != len(base):
+            m = dict(zip(comp, base, strict=True))
+        maps.append(m)
+    return maps
+
+
+def _edges_agree(G: nx.Graph, comps: list[list[str]], maps: list[dict[str, str]]) -> bool:
+    """Does every plane's switch-switch edge map onto one of plane 0 of equal capacity?"""
+    ref = {(u, v): e["capacity"] for u, v, e in G.subgraph(comps[0]).edges(data=True)}
+    ref.update({(v, u): c for (u, v), c in list(ref.items())})
+    for comp, m in zip(comps[1:], maps[1:], strict=True):
+        sub = G.subgraph(comp)
+        if sub.number_of_edges() * 2 != len(ref):
+            return False
+        for u, v, e in sub.edges(data=True):
+            if ref.get((m[u], m[v])) != e["capacity"]:
+                return False
+    return True
+
+
+def plane_classes(
+    G: nx.Graph, comps: list[list[str]], hosts: list[Host]
+) -> tuple[dict[str, list[str]], dict[str, str]] | None:
+    """Group planes that are copies of one another (e.g. the undamaged planes of a damaged
+    MPFT); None unless some group has two or more planes.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    comps : list of list of str
+        Its planes (:func:`topo.fabric.switch_components`).
+    hosts : list of Host
+        Its hosts.
+
+    Returns
+    -------
+    (copies, rep_of) or None
+        ``copies``: representative switch -> its images in every plane of its group, itself
+        first, aligned across switches; ``rep_of``: switch -> representative. Each pair of
+        planes is verified by :func:`plane_isomorphism`, hosts included.
+    """
+    groups: list[tuple[int, list[dict[str, str]]]] = []
+    for i, comp in enumerate(comps):
+        for base, maps in groups:
+            m = plane_isomorphism(G, [comps[base], comp], hosts, partial=True)
+            if m is not None:
+                maps.append(m[1])
+                break
+        else:
+            groups.append((i, [{v: v for v in comp}]))
+    if all(len(maps) == 1 for _, maps in groups):
+        return None
+    copies: dict[str, list[str]] = {}
+    rep_of: dict[str, str] = {}
+    for base, maps in groups:
+        inv = [{b: a for a, b in m.items()} for m in maps]
+        for v in comps[base]:
+            copies[v] = [i[v] for i in inv]
+            for c in copies[v]:
+                rep_of[c] = v
+    return copies, rep_of

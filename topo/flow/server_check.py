@@ -1,0 +1,117 @@
+"""Can every server's inside (NVLink, PCIe) carry a contracted solution?
+
+Server contraction (:mod:`topo.flow.hosts`) relaxes the all-to-all: it lets any GPU use any NIC
+of its server for free. The contracted optimum is exact when every server's inside can carry
+its share of it with every GPU splitting its traffic over the switches in the same proportions
+(which is what lets the aggregated paths be split per destination). This module checks that
+with one small LP per distinct server load (``docs/bandwidth.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+
+import networkx as nx
+
+from topo.flow.hosts import Host, InnerSignature
+from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
+from topo.flow.network import Reduced
+
+FEASIBILITY_TOL = 1e-6
+"""Relative tolerance of the server-contraction check (theta >= 1 - tol)."""
+
+Load = tuple[str, float, float]
+"""``(switch, up B/s, down B/s)``: what a server sends to and receives from one switch."""
+
+
+def server_check(G: nx.Graph, red: Reduced, sol: MCFSolution, lam: float) -> tuple[bool, float]:
+    """Can every server's inside carry the contracted solution?
+
+    Each GPU sends ``up_s / w`` to every switch ``s`` the server reaches and receives
+    ``down_s / w`` from it, plus ``lam`` to and from every other GPU of the server.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    red : Reduced
+        The reduced network ``sol`` solves.
+    sol : MCFSolution
+        Its solution (arc flows in B/s).
+    lam : float
+        The pair rate (B/s).
+
+    Returns
+    -------
+    (bool, float)
+        Whether every server carries its load (theta >= 1 - :data:`FEASIBILITY_TOL`), and the
+        worst theta.
+    """
+    up: dict[tuple[int, Hashable], float] = {}
+    down: dict[tuple[int, Hashable], float] = {}
+    for a, o in enumerate(red.origin):
+        if o[0] == "up":
+            up[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+        elif o[0] == "down":
+            down[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+    worst = math.inf
+    done: dict[tuple[InnerSignature, tuple[tuple[float, float], ...]], float] = {}
+    for ci, cls in enumerate(red.classes):
+        h = cls[0]
+        loads: list[Load] = []
+        for s in h.attach:
+            base = red.sc.to_plane0(s)
+            k = red.mult(base)
+            loads.append((s, up.get((ci, base), 0.0) / k, down.get((ci, base), 0.0) / k))
+        key = (h.inner_sig, tuple(sorted((round(u, 3), round(d, 3)) for _, u, d in loads)))
+        if key not in done:
+            done[key] = server_theta(G, h, loads, lam)
+        worst = min(worst, done[key])
+    return worst >= 1 - FEASIBILITY_TOL, worst
+
+
+def server_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float:
+    """The largest fraction of the load ``loads`` (and ``lam`` B/s between every two of its
+    GPUs) that server ``h``'s inside carries; 1 or more means it fits.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    h : Host
+        The server.
+    loads : list of Load
+        What it sends to and receives from each switch (B/s).
+    lam : float
+        The pair rate between its GPUs (B/s).
+
+    Returns
+    -------
+    float
+        The concurrent-flow theta of that load on its NVLink, PCIe and NIC cables.
+    """
+    gpus = [v for v in h.members if G.nodes[v]["kind"] == "gpu"]
+    w = len(gpus)
+    arcs: list[tuple[Hashable, Hashable]] = []
+    cap: list[float] = []
+    members = set(h.members)
+    for v in h.members:
+        for u, e in G.adj[v].items():
+            if u in members:
+                arcs.append((v, u))
+                cap.append(float(e["capacity"]))
+    for s, nics in h.nics.items():
+        for nic in nics:
+            c = float(G.edges[nic, s]["capacity"])
+            arcs += [(nic, ("sw", s)), (("sw", s), nic)]
+            cap += [c, c]
+    commodities = []
+    for g in gpus:
+        dem: dict[Hashable, float] = {("sw", s): u / w for s, u, _ in loads if u > 0}
+        dem.update({g2: lam for g2 in gpus if g2 != g})
+        commodities.append(Commodity(source=g, demands=dem))
+    for s, _, d in loads:
+        if d > 0:
+            commodities.append(Commodity(source=("sw", s), demands={g: d / w for g in gpus}))
+    return max_concurrent_flow(arcs, cap, commodities).theta
