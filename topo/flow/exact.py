@@ -300,7 +300,7 @@ def build_report(
     inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
     nics = sum(len(v) for h in hosts for v in h.nics.values())
     nic_caps = [
-        float(G.edges[nic, s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
+        float(G.adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
     ]
     return BandwidthResult(
         fabric=str(G.graph.get("name", "")),

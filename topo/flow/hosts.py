@@ -76,7 +76,8 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
     """
     kind = dict(G.nodes(data="kind"))
     if terminal_kind(G) == "gpu":
-        out = [_server_host(G, kind, sid, members) for sid, members in servers(G).items()]
+        index = dict(G.nodes(data="index", default=-1))
+        out = [_server_host(G, kind, index, sid, m) for sid, m in servers(G).items()]
         return [h for h in out if h.weight > 0], "gpu"
     found = []
     for v, k in kind.items():
@@ -93,8 +94,15 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
     return found, "endpoint"
 
 
-def _server_host(G: nx.Graph, kind: dict[Hashable, str], sid: Hashable, members: list[str]) -> Host:
-    """One server contracted: its attachments, NICs and inside (``kind``: vertex -> kind)."""
+def _server_host(
+    G: nx.Graph,
+    kind: dict[Hashable, str],
+    index: dict[Hashable, int],
+    sid: Hashable,
+    members: list[str],
+) -> Host:
+    """One server contracted: its attachments, NICs and inside (``kind`` and ``index``: each
+    vertex's attributes)."""
     attach: dict[str, float] = {}
     nics: dict[str, list[str]] = defaultdict(list)
     bound: set[str] = set()
@@ -124,17 +132,19 @@ def _server_host(G: nx.Graph, kind: dict[Hashable, str], sid: Hashable, members:
         attach=attach,
         nics=nics,
         members=members,
-        inner_sig=_signature(G, members, edges),
+        inner_sig=_signature(kind, index, members, edges),
         host_bound=frozenset(bound),
     )
 
 
 def _signature(
-    G: nx.Graph, members: list[str], edges: list[tuple[str, str, float]]
+    kind: dict[Hashable, str],
+    index: dict[Hashable, int],
+    members: list[str],
+    edges: list[tuple[str, str, float]],
 ) -> InnerSignature:
     """:func:`inner_signature` from the server's internal edges (each seen from both ends)."""
-    nodes = G.nodes
-    label = {v: (str(nodes[v]["kind"]), int(nodes[v].get("index", -1))) for v in members}
+    label = {v: (str(kind[v]), int(index[v])) for v in members}
     return tuple(sorted((label[v], label[u], c) for v, u, c in edges if label[v] < label[u]))
 
 

@@ -184,7 +184,7 @@ def _result(
     elif sc.copies is not None:
         reductions.append("plane merging: identical planes solved as one of multiplied capacity")
     nic_caps = [
-        float(G.edges[nic, s]["capacity"])
+        float(G.adj[nic][s]["capacity"])
         for cls in red.classes
         for s, nics in cls[0].nics.items()
         for nic in nics

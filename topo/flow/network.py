@@ -209,49 +209,28 @@ def expand(
             continue
         k = red.mult(o[2])
         cls = red.classes[o[1]]
+        up = o[0] == "up"
         for s in red.images(o[2]):
             for h in cls:
-                if s in h.attach:
-                    share = sol.arc_flow[a] / len(cls) / (k * h.attach[s])
-                    yield from _cables(G, h, s, share, up=o[0] == "up")
-
-
-def _cables(
-    G: nx.Graph, h: Host, s: str, share: float, *, up: bool
-) -> Iterator[tuple[str, str, float, float]]:
-    """The cables of host ``h`` to switch ``s`` (or their PCIe side, where it binds), each
-    loaded with ``share`` of its capacity."""
-    for nic in h.nics[s]:
-        if nic in h.host_bound:  # the NIC's PCIe side binds, not its cable
-            for g, e in G.adj[nic].items():
-                if g in h.members:
-                    c = float(e["capacity"])
-                    yield (g, nic, c, share * c) if up else (nic, g, c, share * c)
-            continue
-        c = float(G.edges[nic, s]["capacity"])
-        yield (nic, s, c, share * c) if up else (s, nic, c, share * c)
+                if s not in h.attach:
+                    continue
+                share = sol.arc_flow[a] / len(cls) / (k * h.attach[s])
+                for nic in h.nics[s]:
+                    if nic in h.host_bound:  # the NIC's PCIe side binds, not its cable
+                        for g, e in G.adj[nic].items():
+                            if g in h.members:
+                                c = float(e["capacity"])
+                                yield (g, nic, c, share * c) if up else (nic, g, c, share * c)
+                        continue
+                    c = float(G.adj[nic][s]["capacity"])
+                    yield (nic, s, c, share * c) if up else (s, nic, c, share * c)
 
 
 def bottleneck_links(G: nx.Graph, red: Reduced, sol: MCFSolution) -> list[BottleneckLink]:
     """The fabric link directions behind the reduced arcs whose capacity rows have a positive
     shadow price (:data:`DUAL_TOL`) in ``sol``."""
     which = np.nonzero(sol.arc_dual > DUAL_TOL)[0]
-    label: dict[Hashable, str] = {}
-    out = []
-    for u, v, cap, load in expand(G, red, sol, which):
-        for x in (u, v):
-            if x not in label:
-                label[x] = vertex_label(G, x)
-        out.append(
-            BottleneckLink(
-                source=str(u),
-                target=str(v),
-                tier=f"{label[u]}->{label[v]}",
-                capacity_Bps=float(cap),
-                load_Bps=float(load),
-            )
-        )
-    return out
+    return [link(G, u, v, cap, load) for u, v, cap, load in expand(G, red, sol, which)]
 
 
 def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, str], float]:

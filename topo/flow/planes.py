@@ -146,16 +146,21 @@ def _candidate_maps(comps: list[list[str]]) -> list[dict[str, str]] | None:
 
 def _edges_agree(G: nx.Graph, comps: list[list[str]], maps: list[dict[str, str]]) -> bool:
     """Does every plane's switch-switch edge map onto one of plane 0 of equal capacity?"""
-    ref = {(u, v): e["capacity"] for u, v, e in G.subgraph(comps[0]).edges(data=True)}
-    ref.update({(v, u): c for (u, v), c in list(ref.items())})
+    ref = _switch_arcs(G, comps[0])
     for comp, m in zip(comps[1:], maps[1:], strict=True):
-        sub = G.subgraph(comp)
-        if sub.number_of_edges() * 2 != len(ref):
+        arcs = _switch_arcs(G, comp)
+        if len(arcs) != len(ref):
             return False
-        for u, v, e in sub.edges(data=True):
-            if ref.get((m[u], m[v])) != e["capacity"]:
+        for (u, v), c in arcs.items():
+            if ref.get((m[u], m[v])) != c:
                 return False
     return True
+
+
+def _switch_arcs(G: nx.Graph, comp: list[str]) -> dict[tuple[str, str], float]:
+    """Both directions of every edge between the switches ``comp``, with its capacity."""
+    inside = set(comp)
+    return {(u, v): e["capacity"] for u in comp for v, e in G.adj[u].items() if v in inside}
 
 
 def plane_classes(

@@ -103,7 +103,7 @@ def server_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float:
                 cap.append(float(e["capacity"]))
     for s, nics in h.nics.items():
         for nic in nics:
-            c = float(G.edges[nic, s]["capacity"])
+            c = float(G.adj[nic][s]["capacity"])
             arcs += [(nic, ("sw", s)), (("sw", s), nic)]
             cap += [c, c]
     commodities = []
