@@ -130,9 +130,6 @@ def bandwidth(
 
 def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
-    from topo.flow.result import Bounds
-
-    bounds = r.bounds or Bounds(r.pair_rate_Bps, r.pair_rate_Bps, "exact", "exact")
     table = Table(
         title=f"all-to-all bandwidth: {r.fabric or r.family}",
         show_header=False,
@@ -163,16 +160,7 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
             "bottleneck",
             ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
         ),
-        (
-            "method",
-            f"{r.method} LP, exact; {r.lp.variables:,} variables"
-            if r.exact
-            else (
-                f"certified bounds: busbw {GB(bounds.lower_Bps * (r.gpus - 1)):.2f} to "
-                f"{GB(bounds.upper_Bps * (r.gpus - 1)):.2f} GB/s (gap "
-                f"{100 * bounds.gap:.1f}%); the rates above are the lower bound"
-            ),
-        ),
+        ("method", _method(r)),
         ("solve time", f"{r.solve_seconds:.2f} s (HiGHS {r.lp.solve_seconds:.2f} s)"),
     ]
     for k, v in rows:
@@ -180,10 +168,22 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     out.print(table)
     for line in r.reductions:
         out.print(f"  reduction: {line}")
-    if not r.exact:
-        out.print(f"  lower bound: {bounds.lower_from}")
-        out.print(f"  upper bound: {bounds.upper_from}")
+    if r.bounds is not None and not r.exact:
+        out.print(f"  lower bound: {r.bounds.lower_from}")
+        out.print(f"  upper bound: {r.bounds.upper_from}")
     _bottleneck_links(r, show)
+
+
+def _method(r: BandwidthReport) -> str:
+    """The method row: the exact LP's size, or the certified bounds (busbw, GB/s) and their gap."""
+    b = r.bounds
+    if r.exact or b is None:
+        return f"{r.method} LP, exact; {r.lp.variables:,} variables"
+    return (
+        f"certified bounds: busbw {GB(b.lower_Bps * (r.gpus - 1)):.2f} to "
+        f"{GB(b.upper_Bps * (r.gpus - 1)):.2f} GB/s (gap "
+        f"{100 * b.gap:.1f}%); the rates above are the lower bound"
+    )
 
 
 def _bottleneck_links(r: BandwidthReport, show: int) -> None:
