@@ -422,7 +422,7 @@ def test_loads_of_routed_all_to_all_are_drawn(routing: str) -> None:
     # Two computations of the same number: the router's own and the figure's, per graph edge
     # (every cable of a built fabric is its own edge, so per cable too).
     worst = max(h.max_util for h in data.histograms)
-    assert worst == pytest.approx(report.max_link_utilization, rel=1e-9)
+    assert worst == pytest.approx(report.routing.max_link_utilization, rel=1e-9)
     # The router gives every arc, NVLink and PCIe too (PXN), so every link is coloured: 32 nodes
     # x 2 GPUs; per plane 32 NIC cables and 8 leaves x 4 spines; 64 NVLink and 64 PCIe links.
     assert len(data.segments) == 2 * (32 + 8 * 4) + 64 + 64

@@ -31,9 +31,8 @@ from topo.cli_common import (
 from topo.units import Bps_to_GBps as GB
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
-    from topo.flow.alltoall import BandwidthReport
     from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.routing import RoutedReport
+    from topo.flow.result import BandwidthResult, RoutingDetail
 
 BANDWIDTH_TIME_LIMIT_S = 120.0
 """Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
@@ -99,28 +98,23 @@ def bandwidth(
         time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
     )
     if html is not None:
-        from topo.flow.result import BandwidthResult
         from topo.plot import plot_link_load, write_html
 
         r = result.report
-        busbw = (
-            GB(r.alltoall_busbw_Bps) if isinstance(r, BandwidthResult) else r.alltoall_busbw_GBps
-        )
         title = (
             f"{r.fabric or r.family}: all-to-all link load ({routing.value}), "
-            f"busbw {busbw:.2f} GB/s"
+            f"busbw {GB(r.alltoall_busbw_Bps):.2f} GB/s"
         )
         write_html(plot_link_load(result.graph, r.link_load or {}, title=title), html)
     if as_json:
         print_json(result.to_dict())
     else:
         _damage_lines(result)
-        from topo.flow.result import BandwidthResult
-
-        if isinstance(result.report, BandwidthResult):
-            _bandwidth_table(result.report, show)
+        r = result.report
+        if r.routing is None:
+            _bandwidth_table(r, show)
         else:
-            _routed_table(result.report, show)
+            _routed_table(r, r.routing, show)
     if html is not None:
         err.print(f"wrote {html}")
 
@@ -128,7 +122,7 @@ def bandwidth(
 # --------------------------------------------------------------------------- rendering
 
 
-def _bandwidth_table(r: BandwidthReport, show: int) -> None:
+def _bandwidth_table(r: BandwidthResult, show: int) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
     table = Table(
         title=f"all-to-all bandwidth: {r.fabric or r.family}",
@@ -174,7 +168,7 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
     _bottleneck_links(r, show)
 
 
-def _method(r: BandwidthReport) -> str:
+def _method(r: BandwidthResult) -> str:
     """The method row: the exact LP's size, or the certified bounds (busbw, GB/s) and their gap."""
     b = r.bounds
     if r.exact or b is None:
@@ -186,7 +180,7 @@ def _method(r: BandwidthReport) -> str:
     )
 
 
-def _bottleneck_links(r: BandwidthReport, show: int) -> None:
+def _bottleneck_links(r: BandwidthResult, show: int) -> None:
     if show and r.bottleneck_links:
         links = Table(
             title=f"bottleneck links (first {min(show, len(r.bottleneck_links))}"
@@ -227,33 +221,33 @@ def _damage_lines(result: DamagedBandwidth) -> None:
         )
 
 
-def _routed_table(r: RoutedReport, show: int) -> None:
+def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
     table = Table(
-        title=f"all-to-all as routed ({r.routing}): {r.fabric or r.family}",
+        title=f"all-to-all as routed ({how.name}): {r.fabric or r.family}",
         show_header=False,
         title_justify="left",
     )
     table.add_column("what")
     table.add_column("value", justify="right", overflow="fold")
-    how = {
-        "ecmp": f"ECMP, {r.flows_per_pair} flow(s) per pair, seed {r.seed}",
+    kind = {
+        "ecmp": f"ECMP, {how.flows_per_pair} flow(s) per pair, seed {how.seed}",
         "dmodk": "D-mod-k (destination-based up-port)",
-    }[r.routing]
+    }[how.name]
     rows = [
         (f"{who}s", f"{r.gpus:,}"),
         ("servers", f"{r.nodes:,}"),
-        ("routing", how + ("" if r.terminal != "gpu" else f"; PXN {'on' if r.pxn else 'off'}")),
-        (f"pair rate (every {who} to every other)", f"{r.pair_rate_GBps:.6g} GB/s"),
-        ("alltoall busbw (nccl-tests)", f"{r.alltoall_busbw_GBps:.2f} GB/s"),
-        ("alltoall algbw (nccl-tests)", f"{r.alltoall_algbw_GBps:.2f} GB/s"),
+        ("routing", kind + ("" if r.terminal != "gpu" else f"; PXN {'on' if how.pxn else 'off'}")),
+        (f"pair rate (every {who} to every other)", f"{GB(r.pair_rate_Bps):.6g} GB/s"),
+        ("alltoall busbw (nccl-tests)", f"{GB(r.alltoall_busbw_Bps):.2f} GB/s"),
+        ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
     ]
-    if r.routing == "ecmp":
+    if how.name == "ecmp":
+        expected = GB(how.expected_pair_rate_Bps * (r.gpus - 1))
         rows.append(
             (
                 "with perfect spreading (expected loads)",
-                f"{r.expected_alltoall_busbw_GBps:.2f} GB/s busbw; hash collisions cost "
-                f"{100 * r.collision_loss:.1f}%",
+                f"{expected:.2f} GB/s busbw; hash collisions cost {100 * how.collision_loss:.1f}%",
             )
         )
     rows += [
@@ -266,44 +260,44 @@ def _routed_table(r: RoutedReport, show: int) -> None:
     for k, v in rows:
         table.add_row(k, v)
     out.print(table)
-    _tier_table(r)
-    for line in r.notes:
+    _tier_table(how)
+    for line in r.reductions:
         out.print(f"  note: {line}")
-    _loaded_links(r, show)
+    _loaded_links(how, show)
 
 
-def _tier_table(r: RoutedReport) -> None:
+def _tier_table(how: RoutingDetail) -> None:
     tiers = Table(title="load per tier (GB/s, at the pair rate above)", title_justify="left")
     for col in ("tier", "links", "capacity", "mean", "max", "expected max", "max util."):
         tiers.add_column(col, justify="left" if col == "tier" else "right")
-    for t in r.tiers:
+    for t in how.tiers:
         tiers.add_row(
             t.tier,
             f"{t.links:,}",
-            f"{t.capacity_GBps:.2f}",
-            f"{t.mean_GBps:.2f}",
-            f"{t.max_GBps:.2f}",
-            f"{t.expected_max_GBps:.2f}",
+            f"{GB(t.capacity_Bps):.2f}",
+            f"{GB(t.mean_Bps):.2f}",
+            f"{GB(t.max_Bps):.2f}",
+            f"{GB(t.expected_max_Bps):.2f}",
             f"{100 * t.max_utilization:.1f}%",
         )
     out.print(tiers)
 
 
-def _loaded_links(r: RoutedReport, show: int) -> None:
-    if show and r.most_loaded_links:
+def _loaded_links(how: RoutingDetail, show: int) -> None:
+    if show and how.loaded_links:
         links = Table(
-            title=f"most loaded links (first {min(show, len(r.most_loaded_links))})",
+            title=f"most loaded links (first {min(show, len(how.loaded_links))})",
             title_justify="left",
         )
         for col in ("from", "to", "tier", "capacity GB/s", "load GB/s", "util."):
             links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
-        for b in r.most_loaded_links[:show]:
+        for b in how.loaded_links[:show]:
             links.add_row(
                 b.source,
                 b.target,
                 b.tier,
-                f"{b.capacity_GBps:.2f}",
-                f"{b.load_GBps:.2f}",
+                f"{GB(b.capacity_Bps):.2f}",
+                f"{GB(b.load_Bps):.2f}",
                 f"{100 * b.utilization:.1f}%",
             )
         out.print(links)

@@ -88,7 +88,8 @@ def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
         r = routed_alltoall(G, "ecmp", seed=0)
     except TopoError as exc:
         return 0.0, f"no routing lower bound ({exc})"
-    return r.expected_pair_rate_GBps * 1e9, "ECMP with even splitting (expected loads), PXN"
+    assert r.routing is not None
+    return r.routing.expected_pair_rate_Bps, "ECMP with even splitting (expected loads), PXN"
 
 
 def plane_lower_bound(

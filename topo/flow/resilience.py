@@ -23,7 +23,7 @@ from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 from topo.flow.result import BandwidthResult
-from topo.flow.routing import RoutedReport, routed_alltoall
+from topo.flow.routing import routed_alltoall
 from topo.units import Bps_to_GBps
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
@@ -44,9 +44,9 @@ class DamagedBandwidth:
 
     Attributes
     ----------
-    report : BandwidthResult or RoutedReport
-        The all-to-all among the servers still connected (``routing`` says which kind). An
-        optimal result carries the failures in its own ``failures`` field.
+    report : BandwidthResult
+        The all-to-all among the servers still connected, optimal or as routed (``routing``
+        says which); it carries the failures in its own ``failures`` field.
     failures : FailureSet
         What failed, and the servers (or host endpoints) it cut off, whose GPUs are out of the
         all-to-all in ``report``.
@@ -57,19 +57,14 @@ class DamagedBandwidth:
         when nothing failed).
     """
 
-    report: BandwidthResult | RoutedReport
+    report: BandwidthResult
     failures: FailureSet
     routing: str
     graph: nx.Graph = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The report's dict with the failure keys and ``routing`` (rates in GB/s)."""
-        if isinstance(self.report, BandwidthResult):
-            return self.report.to_dict()
-        d = self.report.to_dict()
-        d.update(self.failures.to_dict())
-        d["routing"] = self.routing
-        return d
+        return self.report.to_dict()
 
 
 def damaged_bandwidth(
@@ -119,6 +114,7 @@ def damaged_bandwidth(
     H, failures = _damage(G, links, switches, seed, tuple(named))
     if routing != "optimal":
         routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
+        routed = replace(routed, failures=failures)
         return DamagedBandwidth(report=routed, failures=failures, routing=routing, graph=H)
     report = alltoall_bandwidth(
         H,
@@ -235,11 +231,9 @@ class _Tally:
             self.unroutable += 1
 
 
-def busbw_GBps(report: BandwidthResult | RoutedReport) -> float:
-    """The all-to-all busbw of an optimal or as-routed report, GB/s."""
-    if isinstance(report, BandwidthResult):
-        return Bps_to_GBps(report.alltoall_busbw_Bps)
-    return float(report.alltoall_busbw_GBps)
+def busbw_GBps(report: BandwidthResult) -> float:
+    """The all-to-all busbw of an optimal or as-routed result, GB/s."""
+    return Bps_to_GBps(report.alltoall_busbw_Bps)
 
 
 def resilience(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,29 +142,168 @@ class LPStats:
 
 
 @dataclass(frozen=True)
+class TierLoad:
+    """Loads of one tier of links (one direction, e.g. ``leaf->spine``) of an as-routed
+    result, at its pair rate.
+
+    Attributes
+    ----------
+    tier : str
+        ``<lower or upper>-><...>``, e.g. ``nic->leaf``, ``leaf->spine``, ``spine->leaf``,
+        ``gpu->nvswitch`` (NVLink), ``gpu->nic`` (PCIe).
+    links : int
+        Link directions in the tier (an edge of parallel cables counts once).
+    capacity_Bps : float
+        Median capacity of those link directions (B/s).
+    expected_mean_Bps, expected_max_Bps : float
+        Mean and largest load of a link of the tier with the expected (ECMP: evenly split)
+        routing, at the reported pair rate (B/s).
+    mean_Bps, max_Bps : float
+        Mean and largest load with this seed's routing (D-mod-k: the routing), B/s.
+    max_utilization : float
+        Largest load over capacity of a cable of the tier (1 on the bottleneck tier).
+    """
+
+    tier: str
+    links: int
+    capacity_Bps: float
+    expected_mean_Bps: float
+    expected_max_Bps: float
+    mean_Bps: float
+    max_Bps: float
+    max_utilization: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``tier``, ``links``, ``capacity_GBps``, ``expected_mean_GBps``,
+        ``expected_max_GBps``, ``mean_GBps``, ``max_GBps``, ``max_utilization``."""
+        return {
+            "tier": self.tier,
+            "links": self.links,
+            "capacity_GBps": Bps_to_GBps(self.capacity_Bps),
+            "expected_mean_GBps": Bps_to_GBps(self.expected_mean_Bps),
+            "expected_max_GBps": Bps_to_GBps(self.expected_max_Bps),
+            "mean_GBps": Bps_to_GBps(self.mean_Bps),
+            "max_GBps": Bps_to_GBps(self.max_Bps),
+            "max_utilization": self.max_utilization,
+        }
+
+
+@dataclass(frozen=True)
+class LoadedLink:
+    """One direction of a link of an as-routed result and its load at the pair rate.
+
+    Attributes
+    ----------
+    source, target : str
+        The link's ends, in the direction of the load.
+    tier : str
+        E.g. ``leaf->spine``.
+    capacity_Bps, load_Bps : float
+        Capacity (all its cables) and load in that direction (B/s).
+    expected_load_Bps : float
+        Its load with the expected routing (B/s).
+    cables : int
+        Parallel cables of the link.
+    utilization : float
+        Largest load over capacity of one of its cables.
+    """
+
+    source: str
+    target: str
+    tier: str
+    capacity_Bps: float
+    load_Bps: float
+    expected_load_Bps: float
+    cables: int
+    utilization: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``source``, ``target``, ``tier``, ``capacity_GBps``, ``load_GBps``,
+        ``expected_load_GBps``, ``cables``, ``utilization``."""
+        return {
+            "source": self.source,
+            "target": self.target,
+            "tier": self.tier,
+            "capacity_GBps": Bps_to_GBps(self.capacity_Bps),
+            "load_GBps": Bps_to_GBps(self.load_Bps),
+            "expected_load_GBps": Bps_to_GBps(self.expected_load_Bps),
+            "cables": self.cables,
+            "utilization": self.utilization,
+        }
+
+
+class ArcLoads(Mapping[tuple[Any, Any], float]):
+    """A read-only map ``(u, v) -> load`` (B/s) over arc arrays, built into a dict only when
+    first looked up (an as-routed result has the loads of every arc as arrays).
+
+    Parameters
+    ----------
+    nodes : sequence
+        Vertex of each index.
+    u, v : numpy.ndarray of int, shape (arcs,)
+        Tail and head index of each arc.
+    load : numpy.ndarray of float, shape (arcs,)
+        Load of each arc (B/s).
+
+    Iteration is in arc order.
+    """
+
+    def __init__(self, nodes: Sequence[Any], u: Any, v: Any, load: Any) -> None:
+        self._nodes = nodes
+        self._u, self._v, self._load = u, v, load
+        self._map: dict[tuple[Any, Any], float] | None = None
+
+    def triples(self) -> list[tuple[Any, Any, float]]:
+        """``(u, v, B/s)`` of every arc, in arc order."""
+        nodes = self._nodes
+        return [
+            (nodes[a], nodes[b], w)
+            for a, b, w in zip(self._u.tolist(), self._v.tolist(), self._load.tolist(), strict=True)
+        ]
+
+    def _dict(self) -> dict[tuple[Any, Any], float]:
+        if self._map is None:
+            self._map = {(a, b): w for a, b, w in self.triples()}
+        return self._map
+
+    def __getitem__(self, key: tuple[Any, Any]) -> float:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._u)
+
+
+@dataclass(frozen=True)
 class RoutingDetail:
-    """How an as-routed result was routed (None in an optimal result).
+    """How an as-routed result was routed, and what it loads (None in an optimal result).
 
     Attributes
     ----------
     name : str
         The routing: ``ecmp``, ``dmodk``.
     seed : int or None
-        The integer seed of an ECMP run (None for D-mod-k).
+        The integer seed of an ECMP run (None for D-mod-k, or when a Generator was passed).
     flows_per_pair : int
         Flows (queue pairs) per GPU pair.
     pxn : bool
-        Whether PXN applied.
+        Whether PXN applied (never on fabrics without GPUs).
     flows : int
         Flows routed.
     expected_pair_rate_Bps : float
         The pair rate with the expected (evenly split) routing (B/s).
+    collision_loss : float
+        ``1 - pair rate / expected pair rate`` (at least 0): what hash collisions cost.
     max_link_utilization : float
         Largest load over capacity of a cable.
-    tiers : tuple
-        Per-tier loads (the routing's tier records).
-    loaded_links : tuple
-        The most loaded link directions (the routing's link records).
+    tiers : tuple of TierLoad
+        Per-tier loads, lowest tiers first.
+    loaded_links : tuple of LoadedLink
+        The most loaded link directions, highest utilisation first.
+    expected_link_load : Mapping[(u, v), float] or None
+        Load (B/s) of every arc with the expected routing, at the reported pair rate.
     """
 
     name: str
@@ -173,9 +312,13 @@ class RoutingDetail:
     pxn: bool = False
     flows: int = 0
     expected_pair_rate_Bps: float = 0.0
+    collision_loss: float = 0.0
     max_link_utilization: float = 0.0
-    tiers: tuple[object, ...] = ()
-    loaded_links: tuple[object, ...] = ()
+    tiers: tuple[TierLoad, ...] = ()
+    loaded_links: tuple[LoadedLink, ...] = ()
+    expected_link_load: Mapping[tuple[Any, Any], float] | None = field(
+        default=None, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True)
@@ -289,15 +432,31 @@ class BandwidthResult:
         """Binding link directions per tier, e.g. ``{"nic->leaf": 16}``, sorted by tier."""
         return dict(sorted(Counter(b.tier for b in self.bottleneck_links).items()))
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, rates in GB/s (``link_load`` left out).
+    def to_dict(self, *, link_load: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict, rates in GB/s.
 
         The uniform all-to-all gives the keys ``topo bandwidth --json`` prints (with
         ``lower_bound_busbw_GBps``, ``upper_bound_busbw_GBps``, ``gap``, ``lower_bound_from``,
         ``upper_bound_from`` when bounded; the failure keys when :attr:`failures` is set; then
         ``routing``); an explicit demand gives ``time_s``, ``theta``, ``total_bytes`` and the
-        bottlenecks.
+        bottlenecks. An as-routed result gives ``routing``, ``seed``, ``flows_per_pair``,
+        ``pxn``, ``flows``, the rates, ``expected_pair_rate_GBps``,
+        ``expected_alltoall_busbw_GBps``, ``collision_loss``, ``max_link_utilization``,
+        ``bottleneck_tiers``, ``tiers``, ``most_loaded_links``, ``notes``, ``solve_seconds``,
+        then the failure keys when set. ``link_load=True`` adds ``link_load``, a list of
+        ``[source, target, load_Bps]`` for every directed arc (when :attr:`link_load` is set).
         """
+        if self.routing is not None:
+            d = self._routed_dict(self.routing)
+            if self.failures is not None:
+                d.update(self.failures.to_dict())
+        else:
+            d = self._optimal_dict()
+        if link_load and self.link_load is not None:
+            d["link_load"] = [[str(a), str(b), x] for a, b, x in _triples(self.link_load)]
+        return d
+
+    def _optimal_dict(self) -> dict[str, Any]:
         d = self._alltoall_dict() if self.uniform else self._demand_dict()
         if self.bounds is not None:
             n = self.gpus
@@ -308,8 +467,35 @@ class BandwidthResult:
             d["upper_bound_from"] = self.bounds.upper_from
         if self.failures is not None:
             d.update(self.failures.to_dict())
-        d["routing"] = self.routing.name if self.routing is not None else "optimal"
+        d["routing"] = "optimal"
         return d
+
+    def _routed_dict(self, r: RoutingDetail) -> dict[str, Any]:
+        n = self.gpus
+        return {
+            "fabric": self.fabric,
+            "family": self.family,
+            "terminal": self.terminal,
+            "routing": r.name,
+            "seed": r.seed,
+            "flows_per_pair": r.flows_per_pair,
+            "pxn": r.pxn,
+            "gpus": n,
+            "nodes": self.nodes,
+            "flows": r.flows,
+            "pair_rate_GBps": Bps_to_GBps(self.pair_rate_Bps),
+            "alltoall_algbw_GBps": Bps_to_GBps(self.alltoall_algbw_Bps),
+            "alltoall_busbw_GBps": Bps_to_GBps(self.alltoall_busbw_Bps),
+            "expected_pair_rate_GBps": Bps_to_GBps(r.expected_pair_rate_Bps),
+            "expected_alltoall_busbw_GBps": Bps_to_GBps(r.expected_pair_rate_Bps * (n - 1)),
+            "collision_loss": r.collision_loss,
+            "max_link_utilization": r.max_link_utilization,
+            "bottleneck_tiers": self.bottleneck_tiers,
+            "tiers": [t.to_dict() for t in r.tiers],
+            "most_loaded_links": [b.to_dict() for b in r.loaded_links],
+            "notes": list(self.reductions),
+            "solve_seconds": self.solve_seconds,
+        }
 
     def _alltoall_dict(self) -> dict[str, Any]:
         return {
@@ -360,9 +546,20 @@ class BandwidthResult:
         }
 
 
+def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, float]]:
+    """``(u, v, B/s)`` of a load map, in its order (arc order for :class:`ArcLoads`)."""
+    if isinstance(loads, ArcLoads):
+        return loads.triples()
+    return [(a, b, float(x)) for (a, b), x in loads.items()]
+
+
 BandwidthReport = BandwidthResult
 """The all-to-all's result (:func:`topo.flow.alltoall_bandwidth`): a :class:`BandwidthResult`."""
 
 DemandReport = BandwidthResult
 """An explicit demand's result (:func:`topo.flow.server_demand_time`): a
 :class:`BandwidthResult`."""
+
+RoutedReport = BandwidthResult
+"""An as-routed result (:func:`topo.flow.routing.routed_flow`): a :class:`BandwidthResult`
+whose :attr:`~BandwidthResult.routing` is set."""

@@ -28,7 +28,7 @@ def test_ecmp_expected_loads_are_the_even_split_and_flows_are_conserved():
             assert all(e[a] == pytest.approx(28) for a in arcs)
             assert sum(c[a] for a in arcs) == pytest.approx(8 * 4 * 28)
             assert all(whole(c[a]) for a in arcs)  # whole flows (1 per pair)
-        assert r.expected_pair_rate_GBps * 1e9 == pytest.approx(NIC / 31)
+        assert r.routing.expected_pair_rate_Bps == pytest.approx(NIC / 31)
 
 
 def test_ecmp_on_a_three_tier_fat_tree_conserves_flows_per_tier():
@@ -59,10 +59,12 @@ def test_ecmp_hash_collisions_cost_rate_where_the_fabric_tier_binds():
     d = routed_alltoall(G, "dmodk")
     for seed in range(3):
         r = routed_alltoall(G, "ecmp", seed=seed)
-        assert r.expected_pair_rate_GBps == pytest.approx(d.pair_rate_GBps)
-        assert r.pair_rate_GBps < r.expected_pair_rate_GBps
-        assert r.collision_loss == pytest.approx(1 - r.pair_rate_GBps / r.expected_pair_rate_GBps)
-        assert r.alltoall_busbw_GBps < d.alltoall_busbw_GBps
+        assert r.routing.expected_pair_rate_Bps == pytest.approx(d.pair_rate_Bps)
+        assert r.pair_rate_Bps < r.routing.expected_pair_rate_Bps
+        assert r.routing.collision_loss == pytest.approx(
+            1 - r.pair_rate_Bps / r.routing.expected_pair_rate_Bps
+        )
+        assert r.alltoall_busbw_Bps < d.alltoall_busbw_Bps
 
 
 def test_ecmp_sample_mean_converges_to_the_expectation():
@@ -96,7 +98,7 @@ def test_more_flows_per_pair_split_each_pair_and_keep_the_totals():
     arcs = [a for a in c if tier_of(G, *a) == "leaf->spine"]
     assert sum(c[a] for a in arcs) == pytest.approx(8 * 4 * 28)
     assert all(whole(c[a] * 4) for a in arcs)
-    assert r.flows == 32 * 31 * 4
+    assert r.routing.flows == 32 * 31 * 4
 
 
 def test_expected_routes_by_the_even_split_without_draws():
@@ -104,12 +106,16 @@ def test_expected_routes_by_the_even_split_without_draws():
     sampled = routed_alltoall(G, "ecmp", seed=3)
     e = routed_flow(G, uniform_alltoall(G), "ecmp", seed=3, expected=True)
     # the routed loads are the expected ones (both at the reported rate, here the expected)
-    assert e.link_load == e.expected_link_load
+    assert e.link_load == e.routing.expected_link_load
     want = expected_counts(sampled)
     assert counts(e) == pytest.approx(want, rel=1e-12, abs=1e-12)
-    assert e.pair_rate_GBps == sampled.expected_pair_rate_GBps == e.expected_pair_rate_GBps
-    assert e.collision_loss == 0.0 and e.seed is None
-    assert any("expected loads" in n for n in e.notes)
+    assert (
+        e.pair_rate_Bps
+        == sampled.routing.expected_pair_rate_Bps
+        == e.routing.expected_pair_rate_Bps
+    )
+    assert e.routing.collision_loss == 0.0 and e.routing.seed is None
+    assert any("expected loads" in n for n in e.reductions)
     d = routed_alltoall(G, "dmodk")
     same_report(d, routed_flow(G, uniform_alltoall(G), "dmodk", expected=True))
 
@@ -117,5 +123,7 @@ def test_expected_routes_by_the_even_split_without_draws():
 @pytest.mark.slow
 def test_full_scale_mpft_ecmp_loses_to_collisions():
     r = routed_alltoall(build("mpft"), "ecmp", seed=0)
-    assert r.expected_alltoall_busbw_GBps * 1e9 == pytest.approx(NIC * (16383) / (16384 - 8))
-    assert r.pair_rate_GBps < r.expected_pair_rate_GBps
+    assert r.routing.expected_pair_rate_Bps * (r.gpus - 1) == pytest.approx(
+        NIC * (16383) / (16384 - 8)
+    )
+    assert r.pair_rate_Bps < r.routing.expected_pair_rate_Bps

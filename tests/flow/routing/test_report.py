@@ -16,7 +16,7 @@ def test_pcie_and_nvlink_bind_as_routed_too():
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2, link_gbps=800)
     r = routed_alltoall(G, "dmodk")
     n, g = 32, 2
-    assert r.pair_rate_GBps * 1e9 == pytest.approx(64e9 / (n - g))
+    assert r.pair_rate_Bps == pytest.approx(64e9 / (n - g))
     assert set(r.bottleneck_tiers) == {"gpu->nic", "nic->gpu"}
 
 
@@ -43,9 +43,9 @@ def test_report_is_json_ready_and_names_the_busiest_links():
     assert d["gpus"] == 5 and d["nodes"] == 5 and d["routing"] == "dmodk"
     full = json.loads(json.dumps(r.to_dict(link_load=True)))
     assert len(full["link_load"]) == 2 * G.number_of_edges()
-    top = r.most_loaded_links[0]
+    top = r.routing.loaded_links[0]
     assert top.utilization == pytest.approx(1.0)
-    assert top.load_GBps == pytest.approx(50.0)
-    tiers = {t.tier: t for t in r.tiers}
-    assert tiers["spine->leaf"].max_GBps == pytest.approx(4 * 12.5)
+    assert top.load_Bps == pytest.approx(50e9)
+    tiers = {t.tier: t for t in r.routing.tiers}
+    assert tiers["spine->leaf"].max_Bps == pytest.approx(4 * 12.5e9)
     assert tiers["spine->leaf"].max_utilization == pytest.approx(1.0)

@@ -54,7 +54,8 @@ hashing over equal-cost next hops). NCCL 2.12 release notes and ``NCCL_P2P_PXN_L
 nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
 """
 
-from topo.flow.routing.report import TOP_LINKS, LoadedLink, RoutedReport, TierLoad
+from topo.flow.result import LoadedLink, RoutedReport, RoutingDetail, TierLoad
+from topo.flow.routing.report import TOP_LINKS
 from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall, routed_flow
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "TOP_LINKS",
     "LoadedLink",
     "RoutedReport",
+    "RoutingDetail",
     "TierLoad",
     "routed_alltoall",
     "routed_flow",

@@ -14,11 +14,12 @@ import numpy as np
 
 from topo.errors import TopoError
 from topo.fabric import terminal_kind
+from topo.flow.result import BandwidthResult
 from topo.flow.routing.arrays import GPU, Arcs, fabric_arcs
 from topo.flow.routing.dmodk import route_dmodk
 from topo.flow.routing.ecmp import route_ecmp
 from topo.flow.routing.endpoints import Ends, check_routable, traffic_ends
-from topo.flow.routing.report import RoutedReport, routed_report
+from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import updown_tree
 from topo.traffic import Demand
 
@@ -38,7 +39,7 @@ def routed_flow(
     flows_per_pair: int = 1,
     pxn: bool = True,
     expected: bool = False,
-) -> RoutedReport:
+) -> BandwidthResult:
     """A demand as real routing carries it: ECMP hashing or D-mod-k, with PXN.
 
     The routers route the uniform all-to-all: ``demand`` must be uniform and name every
@@ -75,14 +76,19 @@ def routed_flow(
 
     Returns
     -------
-    RoutedReport
-        ``pair_rate_GBps`` ``lambda``: the rate of every ordered pair when the all-to-all
-        runs on these paths, ``min_e capacity_e / c_e`` over every cable, NIC link, PCIe and
-        NVLink link (``c_e``: pair-units it carries per unit rate); ``alltoall_busbw_GBps`` =
-        ``lambda (n - 1)`` (nccl-tests); ``expected_pair_rate_GBps`` the same with ECMP's
-        expected (evenly split) loads, ``collision_loss`` = 1 - their ratio; ``tiers``:
-        per-tier expected and sampled loads (GB/s at ``lambda``); ``most_loaded_links``;
-        ``link_load``: B/s on every directed arc at ``lambda``.
+    BandwidthResult
+        The one result type of :mod:`topo.flow`, with ``routing`` (a
+        :class:`~topo.flow.result.RoutingDetail`) set. ``pair_rate_Bps`` ``lambda``: the rate
+        of every ordered pair when the all-to-all runs on these paths,
+        ``min_e capacity_e / c_e`` over every cable, NIC link, PCIe and NVLink link (``c_e``:
+        pair-units it carries per unit rate), B/s; ``alltoall_busbw_Bps`` = ``lambda (n - 1)``
+        (nccl-tests); ``routing.expected_pair_rate_Bps`` the same with ECMP's expected (evenly
+        split) loads, ``routing.collision_loss`` = 1 - their ratio (at least 0);
+        ``routing.tiers``: per-tier expected and sampled loads (B/s at ``lambda``);
+        ``routing.loaded_links``; ``bottleneck_links``: the saturated link directions;
+        ``link_load`` (and ``routing.expected_link_load``): B/s on every directed arc at
+        ``lambda``. ``to_dict()`` gives the ``topo bandwidth --routing ... --json`` keys
+        (GB/s).
 
     Raises
     ------
@@ -102,7 +108,7 @@ def routed_flow(
     >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     >>> from topo.traffic import uniform_alltoall
     >>> r = routed_flow(G, uniform_alltoall(G), "dmodk")
-    >>> round(r.alltoall_busbw_GBps, 2)   # contention-free: 50 GB/s x (n - 1) / (n - g)
+    >>> round(r.alltoall_busbw_Bps / 1e9, 2)   # contention-free: 50 GB/s x (n - 1) / (n - g)
     51.67
 
     References
@@ -123,7 +129,7 @@ def routed_alltoall(
     seed: int | np.random.Generator | None = 0,
     flows_per_pair: int = 1,
     pxn: bool = True,
-) -> RoutedReport:
+) -> BandwidthResult:
     """The uniform all-to-all as real routing carries it: ECMP hashing or D-mod-k, with PXN.
 
     The same as ``routed_flow(G, topo.traffic.uniform_alltoall(G), routing, ...)``
@@ -136,8 +142,8 @@ def routed_alltoall(
 
     Returns
     -------
-    RoutedReport
-        As for :func:`routed_flow`: the pair rate ``lambda`` (GB/s), busbw ``lambda (n - 1)``,
+    BandwidthResult
+        As for :func:`routed_flow`: the pair rate ``lambda`` (B/s), busbw ``lambda (n - 1)``,
         the expected rate, tier loads, the most loaded links and the load of every arc.
 
     Raises
@@ -150,7 +156,7 @@ def routed_alltoall(
     >>> from topo.builders import build
     >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     >>> r = routed_alltoall(G, "dmodk")
-    >>> round(r.alltoall_busbw_GBps, 2)   # contention-free: 50 GB/s x (n - 1) / (n - g)
+    >>> round(r.alltoall_busbw_Bps / 1e9, 2)   # contention-free: 50 GB/s x (n - 1) / (n - g)
     51.67
 
     References
@@ -168,7 +174,7 @@ def _routed(
     flows_per_pair: int,
     pxn: bool,
     expected: bool,
-) -> RoutedReport:
+) -> BandwidthResult:
     """The one body of :func:`routed_flow` and :func:`routed_alltoall` (``demand`` None: the
     fabric's own uniform all-to-all)."""
     t0 = time.perf_counter()
