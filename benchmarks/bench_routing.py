@@ -39,8 +39,9 @@ t1 = time.perf_counter()
 r = routed_alltoall(G, routing, seed=seed, flows_per_pair=flows, pxn=pxn)
 t2 = time.perf_counter()
 print(json.dumps(dict(
-    case=case.split("/")[-1], routing=routing, pxn=r.pxn, terminals=r.gpus, flows=r.flows,
-    busbw_GBps=r.alltoall_busbw_GBps, expected_busbw_GBps=r.expected_alltoall_busbw_GBps,
+    case=case.split("/")[-1], routing=routing, pxn=r.routing.pxn, terminals=r.gpus,
+    flows=r.routing.flows, busbw_GBps=r.alltoall_busbw_Bps / 1e9,
+    expected_busbw_GBps=r.routing.expected_pair_rate_Bps * (r.gpus - 1) / 1e9,
     bottleneck=sorted(r.bottleneck_tiers), load_s=t1 - t0, route_s=t2 - t1,
     peak_MB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 )))

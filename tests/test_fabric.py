@@ -54,25 +54,20 @@ def test_natural_key_compares_digit_runs_as_numbers() -> None:
 
 
 def test_natural_key_parts() -> None:
-    # "p1/leaf10" splits into 'p', '1', '/leaf', '10', '' (re.split keeps the digit runs).
-    assert natural_key("p1/leaf10") == (
-        (1, 0, "p"),
-        (0, 1, ""),
-        (1, 0, "/leaf"),
-        (0, 10, ""),
-        (1, 0, ""),
-    )
-    assert natural_key(7) == ((0, 7, ""),)
+    # "p1/leaf10" splits into 'p', '1', '/leaf', '10', '' (re.split keeps the digit runs):
+    # text and numbers alternate, after a tag that puts integer names first.
+    assert natural_key("p1/leaf10") == (1, "p", 1, "/leaf", 10, "")
+    assert natural_key(7) == (0, 7)
     assert natural_key(np.int64(7)) == natural_key(7)
     # A bool is not a number here: it is shown as its name.
-    assert natural_key(True) == ((1, 0, "True"),)
+    assert natural_key(True) == (1, "True")
     # Leading zeros compare by value: node01 and node1 tie.
     assert natural_key("node01") == natural_key("node1")
 
 
 def test_natural_key_orders_mixed_names_without_type_error() -> None:
-    # ints: ((0, n, ''),) come first; "2a" starts with an empty text part (1, 0, '') which
-    # sorts before "node2"'s (1, 0, 'node').
+    # ints: (0, n) come first; "2a" starts with an empty text part '' which
+    # sorts before "node2"'s 'node'.
     assert sorted([10, "node2", 2, "2a"], key=natural_key) == [2, 10, "2a", "node2"]
 
 

@@ -219,8 +219,9 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     """Sort key that orders vertex names as people do: ``leaf2`` before ``leaf10``.
 
     The name (any hashable, shown with ``str``) is split into runs of digits and non-digits;
-    digit runs compare as integers. Every part is tagged with its type, so names mixing digits
-    and letters in different places still compare (no ``TypeError``).
+    digit runs compare as integers. Text and digit runs alternate from the start, so names
+    mixing digits and letters in different places still compare (no ``TypeError``); integer
+    names (Python or numpy) sort before every string, by value.
 
     Parameters
     ----------
@@ -238,10 +239,14 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     ['leaf2', 'leaf10', 'p1/leaf0']
     """
     if isinstance(v, int) and not isinstance(v, bool):
-        return ((0, v, ""),)
+        return (0, v)
     if getattr(getattr(v, "dtype", None), "kind", "") in ("i", "u"):  # numpy integers
-        return ((0, int(v), ""),)  # type: ignore[call-overload]
-    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in _DIGITS.split(str(v)))
+        return (0, int(v))  # type: ignore[call-overload]
+    # split() with a capturing group alternates text and digit runs (text first, possibly
+    # empty), so two keys hold the same type at every position: no per-part tags needed.
+    parts: list[Any] = _DIGITS.split(str(v))
+    parts[1::2] = map(int, parts[1::2])
+    return (1, *parts)
 
 
 def terminal_kind(G: nx.Graph) -> str:

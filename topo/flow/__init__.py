@@ -1,4 +1,4 @@
-"""Flow solvers: the maximum concurrent flow of a demand (LP, HiGHS through pulp) with exact
+"""Flow solvers: the maximum concurrent flow of a demand (LP, HiGHS) with exact
 reductions and certified bounds, the all-to-all as real routing carries it, and failures.
 
 Layers, bottom up (each imports only those below it): :mod:`~topo.flow.lp` (the LP) and

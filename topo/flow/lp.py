@@ -1,4 +1,4 @@
-"""Maximum concurrent multicommodity flow as a linear program (pulp + HiGHS).
+"""Maximum concurrent multicommodity flow as a linear program (HiGHS).
 
 The model, in the edge (arc) formulation with commodities aggregated by source
 (Shahrokhi and Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990;
@@ -16,6 +16,8 @@ where commodity ``k`` has one source ``s_k`` and demands ``d_k(t)`` at its sinks
 which every demand can be routed at once. Aggregating all pairs with the same source into one
 commodity is exact: any flow of commodity ``k`` decomposes into paths from ``s_k`` to its sinks
 carrying the demanded amounts.
+
+The model is built as arrays and passed to HiGHS in one call (:mod:`topo.flow.highs_model`).
 """
 
 from __future__ import annotations
@@ -26,18 +28,18 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
-import pulp
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
+from topo.flow.highs_model import FlowModel, flow_model
 
 DEFAULT_MAX_VARIABLES = 2_000_000
-"""Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: about 4 GiB
-of pulp objects and, for multicommodity LPs, many minutes of HiGHS. Larger problems raise
+"""Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: for
+multicommodity LPs, many minutes of HiGHS (and several GiB inside it). Larger problems raise
 :class:`SolverError` at once instead of exhausting memory or patience."""
 
 MAX_CAPACITY_SPREAD = 1e9
@@ -81,7 +83,7 @@ class MCFSolution:
     variables, constraints : int
         Size of the LP.
     build_seconds, solve_seconds : float
-        Wall time to build the pulp model and for HiGHS to solve it.
+        Wall time to build the model and for HiGHS to solve it.
     """
 
     theta: float
@@ -126,7 +128,7 @@ def max_concurrent_flow(
     time_limit_s: float | None = None,
     max_variables: int = DEFAULT_MAX_VARIABLES,
 ) -> MCFSolution:
-    """Solve the maximum concurrent flow LP with HiGHS through pulp.
+    """Solve the maximum concurrent flow LP with HiGHS.
 
     Parameters
     ----------
@@ -199,39 +201,36 @@ def max_concurrent_flow(
             solve_seconds=0.0,
         )
 
-    prob = pulp.LpProblem("max_concurrent_flow", pulp.LpMaximize)
-    with warnings.catch_warnings():
-        # pulp 3.x warns that pulp 4 renames the modelling API; topo pins pulp < 4.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        theta = pulp.LpVariable("theta", lowBound=0)
-        flow = _flow_variables(n_arcs, len(commodities), commodity_arcs)
-    prob += theta
-    rows = 0
-    rows += _add_conservation_rows(prob, arcs, commodities, flow, theta, dem_max)
     if capacity_rows is None:
         capacity_rows = [((a,), float(cap[a])) for a in range(n_arcs)]
     weights = [1.0] * len(commodities) if commodity_weight is None else list(commodity_weight)
     if len(weights) != len(commodities):
         raise ValueError("commodity_weight must have one entry per commodity")
-    cap_rows = _add_capacity_rows(prob, capacity_rows, cap_scale, flow, weights, n_arcs)
-    rows += sum(r is not None for r in cap_rows)
+    model = flow_model(
+        arcs,
+        [(c.source, c.demands) for c in commodities],
+        commodity_arcs,
+        capacity_rows,
+        weights,
+        dem_max,
+        cap_scale,
+    )
     build_s = time.perf_counter() - t0
-
-    solve_s = _solve(prob, n_vars, time_limit_s)
-    arc_flow, keep = _flows(flow, n_arcs, cap_scale, keep_commodity_flows)
+    x, row_dual, solve_s = _solve(model, n_vars, time_limit_s)
+    arc_flow, keep = _flows(model, x, n_arcs, len(commodities), cap_scale, keep_commodity_flows)
     duals = np.zeros(n_arcs)
-    for (arc_ids, _), r in zip(capacity_rows, cap_rows, strict=True):
+    for (arc_ids, _), r in zip(capacity_rows, model.capacity_row, strict=True):
         if r is not None:
-            duals[list(arc_ids)] = abs(r.pi or 0.0)
+            duals[list(arc_ids)] = abs(row_dual[r])
     if duals.size and duals.max() > 0:
         duals = duals / duals.max()
     return MCFSolution(
-        theta=float(theta.varValue or 0.0) * cap_scale / dem_max,
+        theta=float(x[model.theta_column]) * cap_scale / dem_max,
         arc_flow=arc_flow,
         arc_dual=duals,
         commodity_flow=keep,
         variables=n_vars + 1,
-        constraints=rows,
+        constraints=model.lp.num_row_,
         build_seconds=build_s,
         solve_seconds=solve_s,
     )
@@ -265,49 +264,63 @@ def _check(
     return n_vars
 
 
-def _solve(prob: pulp.LpProblem, n_vars: int, time_limit_s: float | None) -> float:
-    """Run HiGHS on ``prob``; return its wall time (s). Non-optimal is an error."""
+def _solve(
+    model: FlowModel, n_vars: int, time_limit_s: float | None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Run HiGHS on ``model``; return the column values, the row duals and its wall time (s).
+    Non-optimal is an error."""
     t1 = time.perf_counter()
-    # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
-    # still returns a basic optimal solution with exact duals.
-    options = {"solver": "ipm"} if n_vars > 20_000 else {}
     with quiet_stdout(), _interruptible():
-        solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, mip=False, **options)
-        prob.solve(solver)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", float(time_limit_s))
+        # Interior point scales far better than simplex on these LPs; crossover (HiGHS'
+        # default) still returns a basic optimal solution with exact duals.
+        if n_vars > 20_000:
+            h.setOptionValue("solver", "ipm")
+        h.passModel(model.lp)
+        h.run()
     solve_s = time.perf_counter() - t1
-    if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
-        if time_limit_s is not None and solve_s >= 0.9 * time_limit_s:
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        if time_limit_s is not None and (
+            status == highspy.HighsModelStatus.kTimeLimit or solve_s >= 0.9 * time_limit_s
+        ):
             raise LPTimeLimit(
                 f"HiGHS reached the time limit of {time_limit_s:g} s on an LP of {n_vars:,} "
                 "variables"
             )
         raise SolverError(
-            f"HiGHS did not reach an optimal solution: status {pulp.LpStatus[prob.status]}"
+            f"HiGHS did not reach an optimal solution: status {h.modelStatusToString(status)}"
             + (f" (time limit {time_limit_s} s)" if time_limit_s else "")
         )
-    return solve_s
+    sol = h.getSolution()
+    return np.asarray(sol.col_value), np.asarray(sol.row_dual), solve_s
 
 
 def _flows(
-    flow: list[dict[int, pulp.LpVariable]],
+    model: FlowModel,
+    x: np.ndarray,
     n_arcs: int,
+    n_comm: int,
     cap_scale: float,
     keep_commodity_flows: bool,
 ) -> tuple[np.ndarray, list[dict[int, float]] | None]:
-    """Total flow per arc and, if asked for, each commodity's (capacity units)."""
-    arc_flow = np.zeros(n_arcs)
-    keep: list[dict[int, float]] | None = [] if keep_commodity_flows else None
-    for fk in flow:
-        dk: dict[int, float] = {}
-        for a, var in fk.items():
-            x = var.varValue or 0.0
-            if x > 0:
-                arc_flow[a] += x
-                if keep is not None:
-                    dk[a] = x * cap_scale
-        if keep is not None:
-            keep.append(dk)
-    return arc_flow * cap_scale, keep
+    """Total flow per arc and, if asked for, each commodity's (capacity units). Values at or
+    below 0 (round-off) count as no flow."""
+    f = x[model.var_column]
+    f = np.where(f > 0, f, 0.0)
+    arc_flow = np.bincount(model.var_arc, weights=f, minlength=n_arcs) * cap_scale
+    if not keep_commodity_flows:
+        return arc_flow, None
+    keep: list[dict[int, float]] = [{} for _ in range(n_comm)]
+    for k, a, v in zip(
+        model.var_commodity.tolist(), model.var_arc.tolist(), f.tolist(), strict=True
+    ):
+        if v > 0:
+            keep[k][a] = v * cap_scale
+    return arc_flow, keep
 
 
 @contextlib.contextmanager
@@ -351,75 +364,3 @@ def quiet_stdout() -> Iterator[None]:
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)
-
-
-def _flow_variables(
-    n_arcs: int, n_comm: int, commodity_arcs: Sequence[Sequence[int]] | None
-) -> list[dict[int, pulp.LpVariable]]:
-    """f[k][a] >= 0 for each commodity k and each arc a it may use."""
-    flow: list[dict[int, pulp.LpVariable]] = []
-    for k in range(n_comm):
-        usable = range(n_arcs) if commodity_arcs is None else commodity_arcs[k]
-        flow.append({a: pulp.LpVariable(f"f{k}_{a}", lowBound=0) for a in usable})
-    return flow
-
-
-def _add_conservation_rows(
-    prob: pulp.LpProblem,
-    arcs: Sequence[tuple[Hashable, Hashable]],
-    commodities: Sequence[Commodity],
-    flow: list[dict[int, pulp.LpVariable]],
-    theta: pulp.LpVariable,
-    dem_max: float,
-) -> int:
-    """out(v) - in(v) = theta * b_k(v) for every commodity k and vertex v it touches."""
-    rows = 0
-    for k, (com, fk) in enumerate(zip(commodities, flow, strict=True)):
-        terms: dict[Hashable, list[tuple[pulp.LpVariable, float]]] = {}
-        for a, var in fk.items():
-            u, v = arcs[a]
-            terms.setdefault(u, []).append((var, 1.0))
-            terms.setdefault(v, []).append((var, -1.0))
-        supply = sum(com.demands.values()) / dem_max
-        b: dict[Hashable, float] = {com.source: supply}
-        for t, d in com.demands.items():
-            if t == com.source:
-                raise ValueError(f"commodity {k}: a demand from {t!r} to itself")
-            b[t] = b.get(t, 0.0) - d / dem_max
-        for v in b:
-            terms.setdefault(v, [])
-        for i, (v, tv) in enumerate(terms.items()):
-            expr = pulp.LpAffineExpression(tv)
-            bv = b.get(v, 0.0)
-            if bv:
-                expr.addterm(theta, -bv)
-            prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintEQ, f"cons_{k}_{i}", 0.0))
-            rows += 1
-    return rows
-
-
-def _add_capacity_rows(
-    prob: pulp.LpProblem,
-    capacity_rows: Sequence[tuple[Sequence[int], float]],
-    cap_scale: float,
-    flow: list[dict[int, pulp.LpVariable]],
-    weights: list[float],
-    n_arcs: int,
-) -> list[pulp.LpConstraint | None]:
-    """sum over the row's arcs and all commodities of w[k] f[k][a] <= bound, for every row."""
-    per_arc: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in range(n_arcs)]
-    for fk, w in zip(flow, weights, strict=True):
-        for a, var in fk.items():
-            per_arc[a].append((var, w))
-    rows: list[pulp.LpConstraint | None] = []
-    for i, (arc_ids, bound) in enumerate(capacity_rows):
-        terms = [t for a in arc_ids for t in per_arc[a]]
-        if not terms:
-            rows.append(None)
-            continue
-        row = pulp.LpConstraint(
-            pulp.LpAffineExpression(terms), pulp.LpConstraintLE, f"cap_{i}", bound / cap_scale
-        )
-        prob.addConstraint(row)
-        rows.append(row)
-    return rows
