@@ -271,7 +271,7 @@ def _solve(
     Non-optimal is an error."""
     t1 = time.perf_counter()
     with quiet_stdout(), _interruptible():
-        h = highspy.Highs()
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
         if time_limit_s is not None:
             h.setOptionValue("time_limit", float(time_limit_s))
