@@ -213,6 +213,7 @@ def vertex_label(G: nx.Graph, v: Any) -> str:
 
 
 _DIGITS = re.compile(r"(\d+)")
+_split_digits = _DIGITS.split
 
 
 def natural_key(v: Hashable) -> tuple[Any, ...]:
@@ -238,13 +239,15 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     >>> sorted(["leaf10", "leaf2", "p1/leaf0"], key=natural_key)
     ['leaf2', 'leaf10', 'p1/leaf0']
     """
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (0, v)
-    if getattr(getattr(v, "dtype", None), "kind", "") in ("i", "u"):  # numpy integers
-        return (0, int(v))  # type: ignore[call-overload]
+    if type(v) is not str:  # names are strings; only other types pay for the checks
+        if isinstance(v, int) and not isinstance(v, bool):
+            return (0, v)
+        if getattr(getattr(v, "dtype", None), "kind", "") in ("i", "u"):  # numpy integers
+            return (0, int(v))  # type: ignore[call-overload]
+        v = str(v)
     # split() with a capturing group alternates text and digit runs (text first, possibly
     # empty), so two keys hold the same type at every position: no per-part tags needed.
-    parts: list[Any] = _DIGITS.split(str(v))
+    parts: list[Any] = _split_digits(v)
     parts[1::2] = map(int, parts[1::2])
     return (1, *parts)
 

@@ -141,9 +141,10 @@ def _check_16k(G: nx.Graph, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_16k_gpu_mpft_is_aggregated_and_small(tmp_path: Path) -> None:
-    # 2,048 nodes of 8 GPUs, 8 planes of 64 leaves and 32 spines (64-port switches).
-    G = two_layer("mpft", nodes=2048, gpus_per_node=8, leaves=64, spines=32)
-    assert G.number_of_nodes() == 35584
+    # 2,048 nodes of 8 GPUs, 8 planes of 64 leaves and 32 spines (64-port switches), NVLink
+    # 400 GB/s: 16,384 GPUs + 16,384 NICs + 2,048 NVSwitches + 8 x 96 switches.
+    G = build("mpft", nvlink_GBps=400)
+    assert G.number_of_nodes() == 16384 * 2 + 2048 + 8 * 96
     _check_16k(G, tmp_path)
 
 

@@ -108,17 +108,19 @@ def _server_host(
     bound: set[str] = set()
     inside = set(members)
     edges = []
+    adj = G._adj  # the raw adjacency dicts: this loop visits every edge of every server
     for v in members:
         inner = 0.0
         cables = []
-        for u, e in G.adj[v].items():
+        for u, e in adj[v].items():
             c = float(e["capacity"])
-            if kind[u] in SWITCH_KINDS:
-                cables.append((u, c))
-                continue
-            inner += c
             if u in inside:
+                inner += c
                 edges.append((v, u, c))
+            elif kind[u] in SWITCH_KINDS:
+                cables.append((u, c))
+            else:
+                inner += c
         # What a NIC passes is bounded by its cable and by its links into the server
         # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
         for s, cable in cables:
