@@ -17,6 +17,7 @@ from topo.export import (
     block_sizes,
     export,
     fabric_hosts,
+    hostlist_ranged,
     slurm_blocks,
     slurm_tree,
 )
@@ -192,7 +193,7 @@ def _check_against_slurmctld(tmp_path, G, hosts):
     tree = slurm_tree(G, hosts)
     with (
         munged(tmp_path / "munge") as sock,
-        slurmctld(tmp_path / "ctld", sock, f"node[0-{len(hosts) - 1}]", conf) as ctld,
+        slurmctld(tmp_path / "ctld", sock, hostlist_ranged(hosts), conf) as ctld,
     ):
         shown = parse_show_topology(ctld.scontrol("show", "topology"))
         log = ctld.log.read_text()
@@ -221,6 +222,13 @@ def test_slurmctld_reads_mpft(tmp_path):
 
 def test_slurmctld_reads_ft3(tmp_path):
     G = build("ft3", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    _check_against_slurmctld(tmp_path, G, fabric_hosts(G))
+
+
+def test_slurmctld_reads_an_imported_fabric(tmp_path):
+    """The real GB200 dump: its host names (trays, UFM hosts, unnamed HCAs as H-<guid>) and
+    switch names from 'MF0;<name>:<model>/U1', read by slurmctld as exported."""
+    G = read_ibnetdiscover(real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out"))
     _check_against_slurmctld(tmp_path, G, fabric_hosts(G))
 
 
