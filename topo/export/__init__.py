@@ -99,9 +99,26 @@ class Export:
 
 
 def fabric_hosts(G: nx.Graph, hosts: str | None = None) -> list[str]:
-    """One host name per server of ``G`` (in ``topo.fabric.servers`` order): ``hosts`` as
-    :func:`host_names` reads it; without it an imported fabric keeps the dump's host names and
-    a built one gets ``node{node}``."""
+    """One host name per server of ``G``, in ``topo.fabric.servers`` order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    hosts : str, optional
+        A pattern with ``{node}`` or a file of names, as :func:`host_names` reads it; None: an
+        imported fabric keeps the dump's host names, a built one gets ``node{node}``.
+
+    Returns
+    -------
+    list of str
+        The names, checked (valid, none repeated).
+
+    Raises
+    ------
+    SpecError
+        As :func:`host_names`.
+    """
     ids = list(servers(G))
     default = [str(n) for n in ids] if G.graph.get("family") == "ibnetdiscover" else None
     return host_names(ids, hosts, default)
@@ -158,7 +175,18 @@ FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
 
 
 def check_format(fmt: str) -> None:
-    """Raise :class:`~topo.errors.SpecError` unless ``fmt`` is one of :data:`FORMATS`."""
+    """Check a format name before any work is done.
+
+    Parameters
+    ----------
+    fmt : str
+        A format name.
+
+    Raises
+    ------
+    SpecError
+        Unless ``fmt`` is one of :data:`FORMATS` (``.param`` ``format``).
+    """
     if fmt not in FORMATS:
         raise SpecError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}", param="format")
 

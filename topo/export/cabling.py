@@ -178,7 +178,18 @@ def cabling_plan(G: nx.Graph, hosts: Sequence[str]) -> list[Cable]:
 
 
 def write_cabling_csv(cables: Sequence[Cable]) -> str:
-    """The plan as CSV text: the :data:`CABLING_COLUMNS` header, one row per cable."""
+    """The plan as CSV text.
+
+    Parameters
+    ----------
+    cables : sequence of Cable
+        From :func:`cabling_plan`.
+
+    Returns
+    -------
+    str
+        The :data:`CABLING_COLUMNS` header, then one row per cable (``\\n`` line ends).
+    """
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CABLING_COLUMNS)

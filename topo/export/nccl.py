@@ -150,7 +150,20 @@ def nccl_nics(
 
 
 def cross_nic(G: nx.Graph) -> int:
-    """``NCCL_CROSS_NIC`` as the design implies it (0, 1 or 2; the rules of the module)."""
+    """``NCCL_CROSS_NIC`` as the design implies it (NCCL's env.rst for the values).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    int
+        0 with several planes or with rails (keep each ring or tree on its rail or plane); 2
+        for an imported fabric whose hosts span leaves (NCCL's default, as the dump does not
+        say which leaves are rails); else 1 (every NIC of a server reaches the same switches).
+    """
     if len(switch_components(G)) > 1 or any(
         int(d.get("rail", -1)) >= 0 for _, d in G.nodes(data=True) if d["kind"] in SWITCH_KINDS
     ):
@@ -213,8 +226,24 @@ def write_nccl_env(
 ) -> str:
     """An environment file (``export NAME=value`` lines) for one server, or for all.
 
-    With ``node`` None, servers whose environment is the same share one block, headed by a
-    comment naming them; with ``node``, that server's block alone.
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    hosts : sequence of str
+        One host name per server (comments naming who each block is for).
+    node : int, optional
+        One server's position (0-based); None: every server, those with the same environment
+        sharing one block headed by their hostlist.
+    hca_format : str
+        Device names, field ``{index}``.
+    topo_file : str, optional
+        A path for ``NCCL_TOPO_FILE``.
+
+    Returns
+    -------
+    str
+        The file's text (``# <hostlist>`` then ``export NCCL_...=...`` lines per block).
     """
     ctx = _context(G)
     positions = range(len(hosts)) if node is None else [node]

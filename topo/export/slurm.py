@@ -94,9 +94,25 @@ class SlurmBlocks:
 
 
 def slurm_name(name: str) -> str:
-    """A switch or block name Slurm's hostlist parser keeps whole: an ibnetdiscover chassis
-    name ``MF0;<name>:<model>/U1`` becomes ``<name>``; ``/`` and any other character outside
-    letters, digits, ``.``, ``_`` and ``-`` become ``-``; at most 64 characters."""
+    """A switch or block name Slurm's hostlist parser keeps whole.
+
+    Parameters
+    ----------
+    name : str
+        A switch vertex name (``pod0/leaf1``, ``MF0;A09-P1-IBLEAF-04-04:MQM9701/U1``).
+
+    Returns
+    -------
+    str
+        An ibnetdiscover chassis name ``MF0;<name>:<model>/U1`` becomes ``<name>``; ``/`` and
+        any other run of characters outside letters, digits, ``.``, ``_`` and ``-`` becomes
+        ``-``; at most 64 characters (Slurm's limit for a switch name).
+
+    Examples
+    --------
+    >>> slurm_name("pod0/leaf1"), slurm_name("MF0;A09-P1-IBLEAF-04-04:MQM9701/U1")
+    ('pod0-leaf1', 'A09-P1-IBLEAF-04-04')
+    """
     m = _CHASSIS.match(name)
     text = m.group(1) if m else name
     return _BAD.sub("-", text).strip("-")[:64] or "switch"
@@ -329,7 +345,21 @@ def slurm_blocks(G: nx.Graph, hosts: Sequence[str]) -> SlurmBlocks:
 
 
 def write_topology_conf(switches: Sequence[SlurmSwitch], header: str = "") -> str:
-    """``topology.conf`` for ``TopologyPlugin=topology/tree``: one ``SwitchName=`` line each."""
+    """``topology.conf`` for ``TopologyPlugin=topology/tree``: one ``SwitchName=`` line each.
+
+    Parameters
+    ----------
+    switches : sequence of SlurmSwitch
+        From :func:`slurm_tree`, in the order to write them.
+    header : str
+        Comment lines to put first (each prefixed ``# ``).
+
+    Returns
+    -------
+    str
+        The file's text: ``SwitchName=<name> Nodes=<hostlist>`` for a leaf switch,
+        ``SwitchName=<name> Switches=<hostlist>`` above (``topology.conf(5)``).
+    """
     lines = [f"# {ln}" for ln in header.splitlines()]
     for s in switches:
         child = (
@@ -342,8 +372,21 @@ def write_topology_conf(switches: Sequence[SlurmSwitch], header: str = "") -> st
 
 
 def write_block_conf(blocks: SlurmBlocks, header: str = "") -> str:
-    """``topology.conf`` for ``TopologyPlugin=topology/block``: ``BlockName=`` lines, then
-    ``BlockSizes=``."""
+    """``topology.conf`` for ``TopologyPlugin=topology/block``.
+
+    Parameters
+    ----------
+    blocks : SlurmBlocks
+        From :func:`slurm_blocks`.
+    header : str
+        Comment lines to put first.
+
+    Returns
+    -------
+    str
+        ``BlockName=<name> Nodes=<hostlist>`` lines, then ``BlockSizes=B,...``
+        (``topology.conf(5)``).
+    """
     lines = [f"# {ln}" for ln in header.splitlines()]
     lines += [f"BlockName={name} Nodes={hostlist_ranged(nodes)}" for name, nodes in blocks.blocks]
     lines.append("BlockSizes=" + ",".join(map(str, blocks.sizes)))
@@ -356,8 +399,25 @@ def write_topology_yaml(
     blocks: SlurmBlocks,
     header: str = "",
 ) -> str:
-    """Slurm's ``topology.yaml``: a ``<name>-tree`` entry (the cluster default, when the
-    fabric has a tree) and a ``<name>-block`` entry, as ``topology.yaml(5)`` lays them out."""
+    """Slurm's ``topology.yaml`` (Slurm 25.05 and later; ``topology.yaml(5)``).
+
+    Parameters
+    ----------
+    name : str
+        The fabric's name; the topologies are ``<name>-tree`` and ``<name>-block``.
+    switches : sequence of SlurmSwitch or None
+        The tree (:func:`slurm_tree`), or None for a fabric without one.
+    blocks : SlurmBlocks
+        The block form (:func:`slurm_blocks`).
+    header : str
+        Comment lines to put first.
+
+    Returns
+    -------
+    str
+        A YAML list: the tree entry (``cluster_default: true``) when there is a tree, then the
+        block entry (the default when there is no tree).
+    """
     lines = [f"# {ln}" for ln in header.splitlines()] + ["---"]
     if switches is not None:
         lines += [f"- topology: {name}-tree", "  cluster_default: true", "  tree:", "    switches:"]
