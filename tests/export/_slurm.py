@@ -109,9 +109,10 @@ class Slurmctld:
         return out.stdout
 
 
-def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int) -> str:
+def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int, extra: str) -> str:
     return "\n".join(
         [
+            *([extra] if extra else []),
             "ClusterName=topo",
             "SlurmctldHost=localhost",
             f"SlurmctldPort={port}",
@@ -136,12 +137,15 @@ def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int) -> str:
 
 
 @contextmanager
-def slurmctld(folder: Path, sock: Path, nodes: str, topology: str) -> Iterator[Slurmctld]:
-    """slurmctld -D with ``NodeName=<nodes> State=FUTURE`` and the given topology.conf."""
+def slurmctld(
+    folder: Path, sock: Path, nodes: str, topology: str, extra: str = ""
+) -> Iterator[Slurmctld]:
+    """slurmctld -D with ``NodeName=<nodes> State=FUTURE``, the given topology.conf and any
+    ``extra`` slurm.conf line (e.g. ``TopologyParam=dragonfly``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "state").mkdir(exist_ok=True)
     conf = folder / "slurm.conf"
-    conf.write_text(_slurm_conf(folder, sock, nodes, _free_port()))
+    conf.write_text(_slurm_conf(folder, sock, nodes, _free_port(), extra))
     (folder / "topology.conf").write_text(topology)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     proc = subprocess.Popen(

@@ -187,13 +187,13 @@ def test_imported_multi_rail_fabric_groups_by_rack():
     assert len(leaves) == 8  # 8 racks
 
 
-def _check_against_slurmctld(tmp_path, G, hosts):
+def _check_against_slurmctld(tmp_path, G, hosts, extra=""):
     require_slurm()
     conf = export(G, "slurm").text
     tree = slurm_tree(G, hosts)
     with (
         munged(tmp_path / "munge") as sock,
-        slurmctld(tmp_path / "ctld", sock, hostlist_ranged(hosts), conf) as ctld,
+        slurmctld(tmp_path / "ctld", sock, hostlist_ranged(hosts), conf, extra) as ctld,
     ):
         shown = parse_show_topology(ctld.scontrol("show", "topology"))
         log = ctld.log.read_text()
@@ -223,6 +223,19 @@ def test_slurmctld_reads_mpft(tmp_path):
 def test_slurmctld_reads_ft3(tmp_path):
     G = build("ft3", switch_ports=4, gpus_per_node=1, nics_per_node=1)
     _check_against_slurmctld(tmp_path, G, fabric_hosts(G))
+
+
+def test_slurmctld_reads_dragonfly(tmp_path):
+    G = build(
+        "dragonfly",
+        routers_per_group=4,
+        endpoints_per_router=2,
+        global_ports=2,
+        groups=9,
+        gpus_per_node=1,
+        nics_per_node=1,
+    )
+    _check_against_slurmctld(tmp_path, G, fabric_hosts(G), "TopologyParam=dragonfly")
 
 
 def test_slurmctld_reads_an_imported_fabric(tmp_path):
