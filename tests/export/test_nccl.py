@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -89,13 +90,26 @@ def test_export_writes_topo_xml(tmp_path):
     assert "<!-- node3:" in out.files[xml_path]
 
 
-def test_imported_hosts_keep_ca_ports():
-    """ibsim's 2sw2path4hca2port: Hca1 has ports 1 and 2 on the two switches."""
+def test_imported_two_port_ca_is_one_device():
+    """ibsim's 2sw2path4hca2port: Hca1 is one CA whose ports 1 and 2 go to the two switches;
+    its descriptions name no device, so the default pattern names it."""
     G = read_ibnetdiscover(real_file("ibnetdiscover", "ibsim_net.2sw2path4hca2port"))
-    hosts = fabric_hosts(G)
-    i = hosts.index("Hca1")
+    i = fabric_hosts(G).index("Hca1")
     _, hcas = parse_ib_hca(nccl_env(G, node=i)["NCCL_IB_HCA"])
-    assert [(h, p) for h, p, _, _ in hcas] == [("mlx5_0", 1), ("mlx5_1", 2)]
+    assert [(h, p) for h, p, _, _ in hcas] == [("mlx5_0", 1), ("mlx5_0", 2)]
+
+
+def test_imported_hosts_keep_their_device_names():
+    """The GB200 dump names each CA '<host> mlx5_N': those names, read from the file here."""
+    path = real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out")
+    host = "a08-p1-dgx-04-c17"
+    devices = sorted(set(re.findall(rf'"{host} (mlx5_\d+)"', path.read_text())))
+    assert len(devices) == 4
+    G = read_ibnetdiscover(path)
+    env = nccl_env(G, node=fabric_hosts(G).index(host))
+    assert parse_ib_hca(env["NCCL_IB_HCA"])[1] == [(d, 1, -1, 0) for d in devices]
+    assert env["NCCL_CROSS_NIC"] == "2"  # hosts span leaves whose rails the dump does not name
+    assert "=mlx5_0:1::0" in nccl_env(G, node=0, hca_format="mlx5_{index}")["NCCL_IB_HCA"]
 
 
 def test_bad_node_and_hca_format():

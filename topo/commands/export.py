@@ -47,9 +47,13 @@ def export_(
         typer.Option("--node", help="nccl: this server only (0-based position).", min=0),
     ] = None,
     hca_format: Annotated[
-        str,
-        typer.Option("--hca-format", help="nccl: HCA device names, with {index}."),
-    ] = "mlx5_{index}",
+        str | None,
+        typer.Option(
+            "--hca-format",
+            help="nccl: HCA device names, with {index} (default mlx5_{index}; an imported "
+            "fabric keeps the device names of its dump, e.g. mlx5_4, where it has them).",
+        ),
+    ] = None,
     topo_xml: Annotated[
         Path | None,
         typer.Option(

@@ -76,8 +76,9 @@ class ExportOptions:
         ``tree``, ``block`` or ``yaml`` (:data:`SLURM_FORMATS`).
     node : int, optional
         The server (0-based position) for ``nccl``; None: every server.
-    hca_format : str
-        NCCL device names, field ``{index}``.
+    hca_format : str, optional
+        NCCL device names, field ``{index}``; None: an imported fabric's device names where
+        its dump gives them, else ``mlx5_{index}``.
     topo_xml : str, optional
         ``nccl``: also write the ``NCCL_TOPO_FILE`` skeleton here (of ``node``, or the first
         server) and point ``NCCL_TOPO_FILE`` at it.
@@ -86,7 +87,7 @@ class ExportOptions:
     hosts: str | None = None
     slurm_format: str = "tree"
     node: int | None = None
-    hca_format: str = "mlx5_{index}"
+    hca_format: str | None = None
     topo_xml: str | None = None
 
 

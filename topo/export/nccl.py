@@ -24,6 +24,7 @@ fat tree, Dragonfly, Slim Fly, an imported fabric whose hosts each hang off one 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
@@ -34,7 +35,20 @@ from topo.errors import SpecError
 from topo.export.hostlist import hostlist_ranged
 from topo.fabric import SWITCH_KINDS, natural_key, servers, switch_components
 
-__all__ = ["NcclNic", "cross_nic", "nccl_env", "nccl_nics", "write_nccl_env", "write_topo_xml"]
+__all__ = [
+    "DEFAULT_HCA_FORMAT",
+    "NcclNic",
+    "cross_nic",
+    "nccl_env",
+    "nccl_nics",
+    "write_nccl_env",
+    "write_topo_xml",
+]
+
+
+DEFAULT_HCA_FORMAT = "mlx5_{index}"
+"""Device names of a built server: ``mlx5_0``, ``mlx5_1``, ... (Linux's names for ConnectX
+HCAs, in PCI order)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,7 @@ def _server(ctx: _Context, node: int | None) -> tuple[Hashable, list[str]]:
 def nccl_nics(
     G: nx.Graph,
     node: int | None = None,
-    hca_format: str = "mlx5_{index}",
+    hca_format: str | None = None,
     context: _Context | None = None,
 ) -> list[NcclNic]:
     """The NICs of one server with their NCCL rail and plane ids (the rules of the module).
@@ -106,8 +120,10 @@ def nccl_nics(
         A fabric.
     node : int, optional
         The server's position in ``topo.fabric.servers(G)`` (0-based); None: the first.
-    hca_format : str
-        Device names, with the field ``{index}`` (the NIC's position in the server, 0-based).
+    hca_format : str, optional
+        Device names, with the field ``{index}`` (the device's position in the server,
+        0-based). None: an imported fabric's device names where its dump gives them
+        (``<host> mlx5_4``), else :data:`DEFAULT_HCA_FORMAT`.
     context : optional
         Whole-fabric facts computed once (internal; None: computed here).
 
@@ -124,11 +140,11 @@ def nccl_nics(
     ctx = context if context is not None else _context(G)
     _, members = _server(ctx, node)
     plane_of = ctx.plane_of
-    nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
-    imported = G.graph.get("family") == "ibnetdiscover"
     multi_plane = len(set(plane_of.values())) > 1
+    devices = _devices(G, [v for v in members if G.nodes[v]["kind"] == "nic"])
+    keep = hca_format is None and all(name is not None for _, _, name, _ in devices)
     out = []
-    for position, nic in enumerate(sorted(nics, key=lambda v: natural_key(G.nodes[v]["index"]))):
+    for nic, index, name, port in devices:
         ups = [(w, d) for w, d in G.adj[nic].items() if G.nodes[w]["kind"] in SWITCH_KINDS]
         if not ups:
             continue
@@ -136,17 +152,44 @@ def nccl_nics(
         plane = plane_of[leaf]
         rail_attr = int(G.nodes[leaf].get("rail", -1))
         rail = rail_attr if rail_attr >= 0 else (plane if multi_plane else None)
-        try:
-            hca = hca_format.format(index=position)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise SpecError(
-                f"hca_format {hca_format!r}: not a pattern with the one field {{index}} ({exc})",
-                param="hca_format",
-            ) from None
-        port = int(G.nodes[nic]["index"]) if imported else 1
+        hca = str(name) if keep else _hca(hca_format or DEFAULT_HCA_FORMAT, index)
         speed = round(float(edge["capacity"]) / int(edge["links"]) * 8 / 1e6)
         out.append(NcclNic(hca, port, rail, plane, speed))
     return out
+
+
+_DEVICE = re.compile(r"^\S+\s+([A-Za-z]\w*_\d+)$")  # ibnetdiscover's "<host> mlx5_4"
+
+
+def _devices(G: nx.Graph, nics: list[str]) -> list[tuple[str, int, str | None, int]]:
+    """(NIC, device index, device name or None, port) in device, then port order.
+
+    A built NIC is one single-port device (port 1). An imported NIC is a CA port: the ports
+    of one CA (its GUID, else its vertex name without ``/p<port>``) are one device, named as
+    the dump's node description names it (``<host> mlx5_4``) where it does.
+    """
+    if G.graph.get("family") != "ibnetdiscover":
+        ordered = sorted(nics, key=lambda v: natural_key(G.nodes[v]["index"]))
+        return [(v, i, None, 1) for i, v in enumerate(ordered)]
+    info = []
+    for v in nics:
+        d = G.nodes[v]
+        m = _DEVICE.match(str(d.get("description") or ""))
+        ca = d.get("guid") or str(v).rsplit("/p", 1)[0]
+        info.append((m.group(1) if m else None, str(ca), int(d["index"]), v))
+    info.sort(key=lambda t: (natural_key(t[0] or t[1]), t[2]))
+    cas = list(dict.fromkeys(t[1] for t in info))
+    return [(v, cas.index(ca), name, port) for name, ca, port, v in info]
+
+
+def _hca(hca_format: str, index: int) -> str:
+    try:
+        return hca_format.format(index=index)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise SpecError(
+            f"hca_format {hca_format!r}: not a pattern with the one field {{index}} ({exc})",
+            param="hca_format",
+        ) from None
 
 
 def cross_nic(G: nx.Graph) -> int:
@@ -179,7 +222,7 @@ def cross_nic(G: nx.Graph) -> int:
 def nccl_env(
     G: nx.Graph,
     node: int | None = None,
-    hca_format: str = "mlx5_{index}",
+    hca_format: str | None = None,
     topo_file: str | None = None,
     context: _Context | None = None,
 ) -> dict[str, str]:
@@ -191,8 +234,8 @@ def nccl_env(
         A fabric.
     node : int, optional
         The server's position (0-based); None: the first.
-    hca_format : str
-        Device names, field ``{index}``.
+    hca_format : str, optional
+        Device names, field ``{index}`` (None: as :func:`nccl_nics`).
     topo_file : str, optional
         A path for ``NCCL_TOPO_FILE`` (the skeleton of :func:`write_topo_xml`).
     context : optional
@@ -221,7 +264,7 @@ def write_nccl_env(
     G: nx.Graph,
     hosts: Sequence[str],
     node: int | None = None,
-    hca_format: str = "mlx5_{index}",
+    hca_format: str | None = None,
     topo_file: str | None = None,
 ) -> str:
     """An environment file (``export NAME=value`` lines) for one server, or for all.
@@ -235,8 +278,8 @@ def write_nccl_env(
     node : int, optional
         One server's position (0-based); None: every server, those with the same environment
         sharing one block headed by their hostlist.
-    hca_format : str
-        Device names, field ``{index}``.
+    hca_format : str, optional
+        Device names, field ``{index}`` (None: as :func:`nccl_nics`).
     topo_file : str, optional
         A path for ``NCCL_TOPO_FILE``.
 
