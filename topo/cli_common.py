@@ -90,7 +90,10 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
         infos = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionInfo)]
         if not infos:
             continue
-        decls = [d for info in infos for decl in info.param_decls or () for d in decl.split("/")]
+        # Under Annotated, typer takes a first string that starts with "-" as a declaration.
+        first = [i.default for i in infos if isinstance(i.default, str) and i.default[:1] == "-"]
+        raw = [*first, *(decl for info in infos for decl in info.param_decls or ())]
+        decls = [d for decl in raw for d in decl.split("/")]
         long = next((d for d in decls if d.startswith("--")), "--" + name.replace("_", "-"))
         flags[name] = long
     return flags

@@ -1,0 +1,74 @@
+"""``topo export``: each format from the command line; bad input is one line, a non-zero exit,
+and no file."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from topo.builders import build
+from topo.cli import app
+from topo.fabric import save
+
+
+@pytest.fixture(scope="module")
+def fabrics(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fabrics")
+    paths = {}
+    for name, G in {
+        "mpft": build("mpft", switch_ports=8),
+        "slimfly": build("slimfly", q=5, gpus_per_node=1, nics_per_node=1),
+    }.items():
+        paths[name] = folder / f"{name}.json"
+        save(G, paths[name])
+    return paths
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    "args, first_line",
+    [
+        (["slurm"], "SwitchName=mpft-256 Switches=leaf[0-7]"),
+        (["slurm", "--format", "block"], "BlockName=leaf0 Nodes=node[0-3]"),
+        (["slurm", "--format", "yaml"], "---"),
+        (["nccl", "--node", "1"], "# node1"),
+        (["cabling"], "A-Node Name,A-Type,A-Port,Z-Node Name,Z-Type,Z-Port,Cable,Length"),
+    ],
+)
+def test_each_format_writes_its_file(fabrics, tmp_path, args, first_line):
+    out = tmp_path / "out.txt"
+    fmt, *opts = args
+    r = run("export", fmt, fabrics["mpft"], "-o", out, *opts)
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in out.read_text().splitlines() if not ln.startswith("# mpft")]
+    assert lines[0] == first_line
+
+
+def test_hosts_pattern_and_stdout(fabrics):
+    r = run("export", "slurm", fabrics["mpft"], "--hosts", "gpu{node:02d}")
+    assert r.exit_code == 0
+    assert "SwitchName=leaf7 Nodes=gpu[28-31]" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bogus", "mpft"], "topo: error: format must be one of slurm, nccl, cabling, got 'bogus'"),
+        (["slurm", "mpft", "--hosts", "gpu"], "topo: error: --hosts 'gpu': the host name 'gpu'"),
+        (["slurm", "mpft", "--hosts", "a b{node}"], "invalid host name 'a b0'"),
+        (["slurm", "mpft", "--format", "ring"], "topo: error: --format must be one of tree"),
+        (["slurm", "slimfly"], "Slurm's tree cannot express this slimfly fabric"),
+        (["nccl", "mpft", "--node", "32"], "--node must be a server position from 0 to 31"),
+    ],
+)
+def test_bad_input_one_line_no_file(fabrics, tmp_path, args, message):
+    out = tmp_path / "out.txt"
+    fmt, fabric, *opts = args
+    r = run("export", fmt, fabrics[fabric], "-o", out, *opts)
+    assert r.exit_code == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
+    assert "Traceback" not in r.output
+    assert not out.exists()

@@ -1,0 +1,84 @@
+"""``topo export FORMAT FABRIC``: the fabric for the cluster's software (Slurm, NCCL, a cabling
+plan)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topo import fabric as fabric_mod
+from topo.cli_common import InputFabric, err, user_errors
+from topo.export import FORMATS, SLURM_FORMATS, ExportOptions, check_format, export
+
+
+@user_errors
+def export_(
+    fmt: Annotated[
+        str,
+        typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}."),
+    ],
+    fabric: InputFabric,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="File to write (default: stdout).", dir_okay=False),
+    ] = None,
+    slurm_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help=f"slurm: {' | '.join(SLURM_FORMATS)} (topology.conf for the tree or block "
+            "plugin, or topology.yaml).",
+        ),
+    ] = "tree",
+    hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--hosts",
+            help="Host names: a pattern with {node} (the server's position; default "
+            "node{node}) or a file with one name per server, in order. Imported fabrics keep "
+            "the dump's host names by default.",
+        ),
+    ] = None,
+    node: Annotated[
+        int | None,
+        typer.Option("--node", help="nccl: this server only (0-based position).", min=0),
+    ] = None,
+    hca_format: Annotated[
+        str | None,
+        typer.Option(
+            "--hca-format",
+            help="nccl: HCA device names, with {index} (default mlx5_{index}; an imported "
+            "fabric keeps the device names of its dump, e.g. mlx5_4, where it has them).",
+        ),
+    ] = None,
+    topo_xml: Annotated[
+        Path | None,
+        typer.Option(
+            "--topo-xml",
+            help="nccl: also write an NCCL_TOPO_FILE skeleton (rail and plane of each <net>) "
+            "for --node (default: the first server) and set NCCL_TOPO_FILE to it.",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Export the fabric for Slurm, NCCL or the installers (docs/export.md)."""
+    options = ExportOptions(
+        hosts=hosts,
+        slurm_format=slurm_format,
+        node=node,
+        hca_format=hca_format,
+        topo_xml=str(topo_xml) if topo_xml is not None else None,
+    )
+    check_format(fmt)  # before reading the fabric: an unknown format is the first fault
+    result = export(fabric_mod.load(fabric), fmt, options)
+    for path, text in result.files.items():
+        fabric_mod.write_atomic(path, text)
+        err.print(f"wrote {path}")
+    if output is None:
+        sys.stdout.write(result.text)
+    else:
+        fabric_mod.write_atomic(output, result.text)
+        err.print(f"wrote {output}")

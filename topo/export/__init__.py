@@ -1,0 +1,226 @@
+"""Hand a design to the cluster's software: Slurm's topology, NCCL's environment, a cabling plan.
+
+:func:`export` turns a fabric into the text of one format of :data:`FORMATS` (each entry a
+function ``(G, ExportOptions) -> Export``); ``topo export FORMAT FABRIC -o FILE`` writes it.
+Adding a format is one entry in :data:`FORMATS`. The models behind each format (the grouping
+Slurm sees, NCCL's rail and plane ids, the port plan) are in docs/export.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from topo.errors import SpecError
+from topo.export.cabling import CABLING_COLUMNS, Cable, cabling_plan, write_cabling_csv
+from topo.export.hostlist import HOST_NAME, host_names, hostlist_ranged
+from topo.export.nccl import NcclNic, nccl_env, nccl_nics, write_nccl_env, write_topo_xml
+from topo.export.slurm import (
+    SlurmBlocks,
+    SlurmSwitch,
+    block_sizes,
+    slurm_blocks,
+    slurm_tree,
+    write_block_conf,
+    write_topology_conf,
+    write_topology_yaml,
+)
+from topo.fabric import servers
+
+__all__ = [
+    "CABLING_COLUMNS",
+    "FORMATS",
+    "HOST_NAME",
+    "SLURM_FORMATS",
+    "Cable",
+    "Export",
+    "ExportOptions",
+    "NcclNic",
+    "SlurmBlocks",
+    "SlurmSwitch",
+    "block_sizes",
+    "cabling_plan",
+    "check_format",
+    "export",
+    "fabric_hosts",
+    "host_names",
+    "hostlist_ranged",
+    "nccl_env",
+    "nccl_nics",
+    "slurm_blocks",
+    "slurm_tree",
+    "write_block_conf",
+    "write_cabling_csv",
+    "write_nccl_env",
+    "write_topo_xml",
+    "write_topology_conf",
+    "write_topology_yaml",
+]
+
+SLURM_FORMATS = ("tree", "block", "yaml")
+"""``topo export slurm --format``: topology.conf for the tree or block plugin, topology.yaml."""
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What the formats may be asked (each reads the options it knows).
+
+    Attributes
+    ----------
+    hosts : str, optional
+        Host names: a pattern with ``{node}`` or a file of names (:func:`host_names`); None:
+        an imported fabric's host names, else ``node{node}``.
+    slurm_format : str
+        ``tree``, ``block`` or ``yaml`` (:data:`SLURM_FORMATS`).
+    node : int, optional
+        The server (0-based position) for ``nccl``; None: every server.
+    hca_format : str, optional
+        NCCL device names, field ``{index}``; None: an imported fabric's device names where
+        its dump gives them, else ``mlx5_{index}``.
+    topo_xml : str, optional
+        ``nccl``: also write the ``NCCL_TOPO_FILE`` skeleton here (of ``node``, or the first
+        server) and point ``NCCL_TOPO_FILE`` at it.
+    """
+
+    hosts: str | None = None
+    slurm_format: str = "tree"
+    node: int | None = None
+    hca_format: str | None = None
+    topo_xml: str | None = None
+
+
+@dataclass(frozen=True)
+class Export:
+    """An export's text, and any further files (path -> text) it comes with."""
+
+    text: str
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def fabric_hosts(G: nx.Graph, hosts: str | None = None) -> list[str]:
+    """One host name per server of ``G``, in ``topo.fabric.servers`` order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    hosts : str, optional
+        A pattern with ``{node}`` or a file of names, as :func:`host_names` reads it; None: an
+        imported fabric keeps the dump's host names, a built one gets ``node{node}``.
+
+    Returns
+    -------
+    list of str
+        The names, checked (valid, none repeated).
+
+    Raises
+    ------
+    SpecError
+        As :func:`host_names`.
+    """
+    ids = list(servers(G))
+    default = [str(n) for n in ids] if G.graph.get("family") == "ibnetdiscover" else None
+    return host_names(ids, hosts, default)
+
+
+def _header(G: nx.Graph, what: str) -> str:
+    return f"{G.graph.get('name', 'fabric')}: {what}, written by topo export"
+
+
+def _slurm(G: nx.Graph, opts: ExportOptions) -> Export:
+    if opts.slurm_format not in SLURM_FORMATS:
+        raise SpecError(
+            f"slurm_format must be one of {', '.join(SLURM_FORMATS)}, got {opts.slurm_format!r}",
+            param="slurm_format",
+        )
+    hosts = fabric_hosts(G, opts.hosts)
+    if opts.slurm_format == "tree":
+        header = _header(G, "TopologyPlugin=topology/tree")
+        if G.graph.get("family") == "dragonfly":
+            header += "\nwith TopologyParam=dragonfly"
+        return Export(write_topology_conf(slurm_tree(G, hosts), header))
+    blocks = slurm_blocks(G, hosts)
+    if opts.slurm_format == "block":
+        return Export(write_block_conf(blocks, _header(G, "TopologyPlugin=topology/block")))
+    try:
+        tree: tuple[SlurmSwitch, ...] | None = slurm_tree(G, hosts)
+    except SpecError:
+        tree = None  # no tree (a Slim Fly): the block entry alone, as the default
+    name = str(G.graph.get("name", "fabric"))
+    return Export(write_topology_yaml(name, tree, blocks, _header(G, "topology.yaml")))
+
+
+def _nccl(G: nx.Graph, opts: ExportOptions) -> Export:
+    hosts = fabric_hosts(G, opts.hosts)
+    text = write_nccl_env(G, hosts, opts.node, opts.hca_format, opts.topo_xml)
+    files = {}
+    if opts.topo_xml is not None:
+        node = opts.node or 0
+        files[opts.topo_xml] = write_topo_xml(nccl_nics(G, node, opts.hca_format), hosts[node])
+    return Export(text, files)
+
+
+def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
+    return Export(write_cabling_csv(cabling_plan(G, fabric_hosts(G, opts.hosts))))
+
+
+FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
+    "slurm": _slurm,
+    "nccl": _nccl,
+    "cabling": _cabling,
+}
+"""Format name -> exporter. A writer ``f(G) -> str`` joins as
+``"name": lambda G, opts: Export(f(G))``."""
+
+
+def check_format(fmt: str) -> None:
+    """Check a format name before any work is done.
+
+    Parameters
+    ----------
+    fmt : str
+        A format name.
+
+    Raises
+    ------
+    SpecError
+        Unless ``fmt`` is one of :data:`FORMATS` (``.param`` ``format``).
+    """
+    if fmt not in FORMATS:
+        raise SpecError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}", param="format")
+
+
+def export(G: nx.Graph, fmt: str, options: ExportOptions | None = None) -> Export:
+    """A fabric in one of the :data:`FORMATS`.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (built, or imported from a dump).
+    fmt : str
+        ``slurm``, ``nccl``, ``cabling`` (the keys of :data:`FORMATS`).
+    options : ExportOptions, optional
+        Host names, Slurm form, NCCL server and device names.
+
+    Returns
+    -------
+    Export
+        The text (and, for ``nccl`` with ``topo_xml``, the XML file's text).
+
+    Raises
+    ------
+    SpecError
+        If ``fmt`` is unknown, a host pattern gives invalid or repeated names, or the format
+        cannot express the fabric (Slurm's tree of a Slim Fly).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> print(export(G, "slurm").text.splitlines()[1])
+    SwitchName=ft2-32 Switches=leaf[0-7]
+    """
+    check_format(fmt)
+    return FORMATS[fmt](G, options or ExportOptions())
