@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "collective": 4,
     "moe": 4,
     "cost": 4,
+    "validate": 4,
     "plot": 5,
     "cli_common": 6,
     "commands": 7,
