@@ -17,10 +17,13 @@ import pytest
 from topo.builders import build
 from topo.fabric import summarize
 from topo.flow import alltoall_bandwidth
-from topo.formats import import_ibnetdiscover, write_ibnetdiscover
+from topo.flow.routing.lft import routed_lft
+from topo.formats import import_ibnetdiscover, read_ibnetdiscover, write_ibnetdiscover
+from topo.formats.lft import read_lft
 from topo.validate import validate
 
 from ._ibsim import need_tools, simulator
+from ._lfttrace import trace_busbw
 
 
 def guid_of(text: str, name: str) -> str:
@@ -143,3 +146,51 @@ def test_defects_injected_are_the_defects_found(tools: None, tmp_path: Path) -> 
     G.add_edge("node0/nic0", "leaf2", capacity=50e9, links=1, kind="endpoint")
     G.add_edge("node4/nic0", "leaf0", capacity=50e9, links=1, kind="endpoint")
     assert r.as_built_busbw_Bps == pytest.approx(alltoall_bandwidth(G).alltoall_busbw_Bps, rel=1e-7)
+
+
+def run_opensm(sim, engine: str, out: Path) -> Path:
+    """OpenSM once (``-o``) with routing engine ``engine``; its LFT dump."""
+    out.mkdir()
+    sim.run(
+        "opensm",
+        "-o",
+        "-R",
+        engine,
+        "--dump_files_dir",
+        str(out),
+        "-D",
+        "0x43",
+        "-f",
+        str(out / "opensm.log"),
+    )
+    return out / "opensm-lfts.dump"
+
+
+@pytest.mark.parametrize("engine", ["ftree", "minhop", "updn"])
+@pytest.mark.parametrize(
+    "family, options",
+    [
+        ("ft2", {"switch_ports": 4, "gpus": 8}),  # 4 leaves, 2 spines
+        ("ft3", {"switch_ports": 4}),  # 16 hosts, 4 pods
+    ],
+)
+def test_opensm_routes(tools: None, tmp_path: Path, engine: str, family: str, options) -> None:
+    need_tools("opensm")
+    design = build(family, gpus_per_node=1, nics_per_node=1, **options)
+    net = tmp_path / "fabric.net"
+    net.write_text(write_ibnetdiscover(design))
+    with simulator(net) as sim:
+        lfts = run_opensm(sim, engine, tmp_path / "osm")
+        dump = tmp_path / "fabric.topo"
+        dump.write_text(sim.ibnetdiscover())
+        fts = tmp_path / "dump_fts.txt"
+        fts.write_text(sim.run("dump_fts"))
+    G = read_ibnetdiscover(dump)
+    expected, _ = trace_busbw(dump.read_text(), lfts.read_text())
+    r = routed_lft(G, read_lft(lfts, dump, G))
+    assert r.alltoall_busbw_GBps * 1e9 == pytest.approx(expected, rel=1e-12)
+    # dump_fts reads the same tables back from the switches
+    again = routed_lft(G, read_lft(fts, dump, G))
+    assert again.alltoall_busbw_GBps == pytest.approx(r.alltoall_busbw_GBps, rel=1e-12)
+    if engine == "ftree":  # contention-free on a full fat tree: the NIC bound, 50 GB/s
+        assert r.alltoall_busbw_GBps == pytest.approx(50.0)
