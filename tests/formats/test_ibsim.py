@@ -194,3 +194,34 @@ def test_opensm_routes(tools: None, tmp_path: Path, engine: str, family: str, op
     assert again.alltoall_busbw_GBps == pytest.approx(r.alltoall_busbw_GBps, rel=1e-12)
     if engine == "ftree":  # contention-free on a full fat tree: the NIC bound, 50 GB/s
         assert r.alltoall_busbw_GBps == pytest.approx(50.0)
+
+
+@pytest.mark.slow
+def test_mpft_16384_gpus_round_trip(tools: None, tmp_path: Path) -> None:
+    # DeepSeek-V3's MPFT: 8 planes of 64-port switches, 2,048 servers of 8 GPUs (ISCA 2025,
+    # Table 3: 16,384 endpoints, 768 switches, 16,384 links); 17,152 devices in one ibsim.
+    design = build("mpft", gpus=16384)
+    text = write_ibnetdiscover(design)
+    net = tmp_path / "mpft.net"
+    net.write_text(text)
+    dumps = []
+    with simulator(net, "-N", "20000", "-S", "1024", "-P", "80000") as sim:
+        for p in range(8):
+            dumps.append(tmp_path / f"plane{p}.topo")
+            dumps[-1].write_text(sim.ibnetdiscover(sim_host=guid_of(text, f"p{p}/leaf0")))
+    G = import_ibnetdiscover(dumps, gpus_per_host=8)
+    s = summarize(G)
+    assert (s.gpus, s.nodes, s.endpoints, s.switches, s.links, s.planes) == (
+        16384,
+        2048,
+        16384,
+        768,
+        16384,
+        8,
+    )
+    assert alltoall_bandwidth(G).alltoall_busbw_Bps == pytest.approx(
+        alltoall_bandwidth(design).alltoall_busbw_Bps, rel=1e-9
+    )
+    report = validate(design, import_ibnetdiscover(dumps), cost=False)
+    assert report.ok and report.switches_by_name == 768
+    assert report.as_built_busbw_Bps == pytest.approx(report.design_busbw_Bps, rel=1e-9)
