@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "moe": 4,
     "cost": 4,
     "export": 4,
+    "validate": 4,
     "plot": 5,
     "cli_common": 6,
     "commands": 7,

@@ -24,6 +24,7 @@ from topo.commands import (
     moe,
     plot,
     resilience,
+    validate,
 )
 
 __all__ = ["app", "main"]
@@ -70,6 +71,7 @@ app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)
 app.command("resilience")(resilience.resilience)
 app.command("export")(export.export_)
+app.command("validate")(validate.validate)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 

@@ -141,6 +141,7 @@ class Routing(str, Enum):
     optimal = "optimal"
     ecmp = "ecmp"
     dmodk = "dmodk"
+    lft = "lft"
 
 
 RoutingOpt = Annotated[
@@ -148,7 +149,8 @@ RoutingOpt = Annotated[
     typer.Option(
         "--routing",
         help="optimal: max concurrent flow (LP); ecmp: per-flow hashing over equal-cost paths; "
-        "dmodk: InfiniBand destination-mod-k (OpenSM ftree).",
+        "dmodk: InfiniBand destination-mod-k (OpenSM ftree); lft: the subnet manager's own "
+        "forwarding tables (--lft, topo bandwidth only).",
     ),
 ]
 SeedOpt = Annotated[

@@ -51,7 +51,10 @@ Graph attributes (``G.graph``, exactly these; :data:`GRAPH_KEYS` by family):
   ``aggregation_nodes``, ``link_speeds`` (cables per speed), and the counts of what was left
   out or doubtful: ``loopback_cables``, ``unconnected_cas``, ``ca_to_ca_cables``,
   ``routers``, ``mismatched_cables``, ``unreachable_switches``, ``skipped_lines`` (see
-  :func:`topo.formats.read_ibnetdiscover`).
+  :func:`topo.formats.read_ibnetdiscover`). Imported with hosts
+  (:func:`topo.formats.add_hosts`), it adds ``gpus_per_node``, ``nvlink_GBps``, ``pcie_GBps``
+  and ``host_regex``, and GPUs and NVSwitches as a built server has, their ``nvlink`` and
+  ``pcie`` edges carrying ``speed`` ``"nvlink"`` and ``"pcie"``.
 
 :func:`check_schema` (run by :func:`load`) checks the attributes the rest of topo relies on;
 the others are documented here and kept as they are.

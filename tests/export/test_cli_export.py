@@ -3,6 +3,8 @@ and no file."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -56,7 +58,10 @@ def test_hosts_pattern_and_stdout(fabrics):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["bogus", "mpft"], "topo: error: format must be one of slurm, nccl, cabling, got 'bogus'"),
+        (
+            ["bogus", "mpft"],
+            "topo: error: format must be one of slurm, nccl, cabling, ibnetdiscover, got 'bogus'",
+        ),
         (["slurm", "mpft", "--hosts", "gpu"], "topo: error: --hosts 'gpu': the host name 'gpu'"),
         (["slurm", "mpft", "--hosts", "a b{node}"], "invalid host name 'a b0'"),
         (["slurm", "mpft", "--format", "ring"], "topo: error: --format must be one of tree"),
@@ -72,3 +77,35 @@ def test_bad_input_one_line_no_file(fabrics, tmp_path, args, message):
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
     assert "Traceback" not in r.output
     assert not out.exists()
+
+
+def test_ibnetdiscover_export_imports_back_to_the_same_all_to_all(fabrics, tmp_path):
+    # The 256-GPU MPFT of 8-port switches: 8 planes, 32 servers of 8 GPUs. Exported, then
+    # imported with 8 GPUs per host and the design's NVLink (200 GB/s) and PCIe (64 GB/s), it
+    # is the same fabric: the same exact all-to-all (50 GB/s per NIC: busbw 50 x 255 / 248
+    # GB/s, NIC-bound).
+    net = tmp_path / "mpft.net"
+    assert run("export", "ibnetdiscover", fabrics["mpft"], "-o", net).exit_code == 0
+    records = [ln.split()[0] for ln in net.read_text().splitlines() if ln[:1].isalpha()]
+    assert records.count("Switch") == 8 * (8 + 4)  # 8 leaves and 4 spines per plane
+    assert records.count("Ca") == 256  # a CA per NIC
+    back = tmp_path / "back.json"
+    r = run(
+        "import",
+        "ibnetdiscover",
+        net,
+        "--gpus-per-host",
+        8,
+        "--nvlink-GBps",
+        450,
+        "--pcie-GBps",
+        64,
+        "-o",
+        back,
+    )
+    assert r.exit_code == 0, r.output
+    designed = json.loads(run("bandwidth", fabrics["mpft"], "--json").stdout)
+    imported = json.loads(run("bandwidth", back, "--json").stdout)
+    assert imported["gpus"] == designed["gpus"] == 256
+    assert imported["alltoall_busbw_GBps"] == pytest.approx(designed["alltoall_busbw_GBps"])
+    assert designed["alltoall_busbw_GBps"] == pytest.approx(50 * 255 / 248)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import networkx as nx
 import typer
 from rich.table import Table
 
@@ -28,6 +30,7 @@ from topo.cli_common import (
     print_json,
     user_errors,
 )
+from topo.errors import TopoError
 from topo.units import Bps_to_GBps as GB
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
@@ -76,14 +79,92 @@ def bandwidth(
     show: Annotated[
         int, typer.Option("--show", help="Bottleneck links to list in the table.", min=0)
     ] = 8,
+    lft: Annotated[
+        Path | None,
+        typer.Option(
+            "--lft",
+            help="With --routing lft: OpenSM's opensm-lfts.dump (or dump_fts/ibroute output); "
+            "FABRIC is then the ibnetdiscover dump (or a fabric imported from it).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
+    if routing == Routing.lft or lft is not None:
+        _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
+    else:
+        G = fabric_mod.load(fabric)
+        result = _damaged(
+            G,
+            routing,
+            method,
+            seed,
+            flows_per_pair,
+            pxn,
+            fail_links,
+            fail_switches,
+            fail,
+            max_variables,
+            time_limit,
+            html is not None,
+        )
+    _render(result, routing, html, as_json, show)
+
+
+def _lft_bandwidth(
+    fabric: Path,
+    lft: Path | None,
+    routing: Routing,
+    pxn: bool,
+    failures: tuple[int, int, list[str] | None],
+) -> tuple[nx.Graph, DamagedBandwidth]:
+    """``--routing lft``: the fabric (a dump, or a fabric imported from one) and its tables."""
+    from topo.flow.resilience import DamagedBandwidth
+    from topo.flow.result import FailureSet
+    from topo.flow.routing.lft import routed_lft
+    from topo.formats import read_ibnetdiscover
+    from topo.formats.lft import read_lft
+
+    if routing != Routing.lft or lft is None:
+        raise TopoError("--lft FILE and --routing lft go together")
+    if failures[0] or failures[1] or failures[2]:
+        raise TopoError("--routing lft routes the fabric as its tables are: no --fail here")
+    text = fabric_mod.read_text(fabric)
+    if text.lstrip().startswith("{"):
+        G = fabric_mod.load(fabric)
+        dump = Path(str(G.graph.get("source", "")))
+        if G.graph.get("family") != "ibnetdiscover" or not dump.is_file():
+            raise TopoError(
+                f"--routing lft needs the ibnetdiscover dump of {fabric}: give the dump itself "
+                "as FABRIC"
+            )
+    else:
+        G, dump = read_ibnetdiscover(fabric), fabric
+    none = FailureSet()
+    report = replace(routed_lft(G, read_lft(lft, dump, G), pxn=pxn), failures=none)
+    return G, DamagedBandwidth(report=report, failures=none, routing="lft", graph=G)
+
+
+def _damaged(
+    G: nx.Graph,
+    routing: Routing,
+    method: Method,
+    seed: int,
+    flows_per_pair: int,
+    pxn: bool,
+    fail_links: int,
+    fail_switches: int,
+    fail: list[str] | None,
+    max_variables: int | None,
+    time_limit: float | None,
+    link_loads: bool,
+) -> DamagedBandwidth:
     from topo.flow.lp import DEFAULT_MAX_VARIABLES
     from topo.flow.resilience import damaged_bandwidth
 
-    G = fabric_mod.load(fabric)
-    result = damaged_bandwidth(
+    return damaged_bandwidth(
         G,
         links=fail_links,
         switches=fail_switches,
@@ -94,9 +175,14 @@ def bandwidth(
         pxn=pxn,
         method=method.value,
         max_variables=max_variables or DEFAULT_MAX_VARIABLES,
-        link_loads=html is not None,
+        link_loads=link_loads,
         time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
     )
+
+
+def _render(
+    result: DamagedBandwidth, routing: Routing, html: Path | None, as_json: bool, show: int
+) -> None:
     if html is not None:
         from topo.plot import plot_link_load, write_html
 
@@ -233,6 +319,7 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     kind = {
         "ecmp": f"ECMP, {how.flows_per_pair} flow(s) per pair, seed {how.seed}",
         "dmodk": "D-mod-k (destination-based up-port)",
+        "lft": "the subnet manager's forwarding tables (LFTs)",
     }[how.name]
     rows = [
         (f"{who}s", f"{r.gpus:,}"),

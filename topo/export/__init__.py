@@ -28,6 +28,7 @@ from topo.export.slurm import (
     write_topology_yaml,
 )
 from topo.fabric import servers
+from topo.formats.netfile import write_ibnetdiscover
 
 __all__ = [
     "CABLING_COLUMNS",
@@ -170,6 +171,7 @@ FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
     "slurm": _slurm,
     "nccl": _nccl,
     "cabling": _cabling,
+    "ibnetdiscover": lambda G, opts: Export(write_ibnetdiscover(G)),
 }
 """Format name -> exporter. A writer ``f(G) -> str`` joins as
 ``"name": lambda G, opts: Export(f(G))``."""

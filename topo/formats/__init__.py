@@ -3,19 +3,29 @@
 - :func:`read_ibnetdiscover` reads the topology output of ``ibnetdiscover`` (and ibsim net
   files) into a fabric graph (schema in :mod:`topo.fabric`); :func:`read_name_map` reads the
   GUID -> name map it may be given;
+- :func:`import_ibnetdiscover` reads one dump or several (one per plane, :func:`merge_dumps`)
+  and, given GPUs per host, groups the CAs into servers (:func:`add_hosts`);
+- :func:`write_ibnetdiscover` writes a fabric in ibnetdiscover topology format (an ibsim net
+  file);
 - :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``);
 - :func:`read_nccl_tests` reads nccl-tests logs into :class:`NcclTest` records of
   :class:`NcclTestRow` rows.
 """
 
+from topo.formats.hosts import add_hosts, import_ibnetdiscover, merge_dumps
 from topo.formats.ibnetdiscover import link_rate_Bps, read_ibnetdiscover, read_name_map
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
+from topo.formats.netfile import write_ibnetdiscover
 
 __all__ = [
     "NcclTest",
     "NcclTestRow",
+    "add_hosts",
+    "import_ibnetdiscover",
+    "merge_dumps",
     "link_rate_Bps",
     "read_ibnetdiscover",
     "read_name_map",
     "read_nccl_tests",
+    "write_ibnetdiscover",
 ]

@@ -1,0 +1,162 @@
+"""Tests of topo.validate: defects injected into a design are found, named and costed.
+
+Each test damages a copy of the design by hand (the fabric as built, in the design's own
+names), writes it in ibnetdiscover format, and holds ``validate`` to the damage: the defects it
+lists are the ones injected, and its as-built all-to-all is the exact all-to-all of the damaged
+copy solved directly (an independent construction of the same fabric).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from typer.testing import CliRunner
+
+from topo.builders import build
+from topo.cli import app
+from topo.fabric import save
+from topo.flow import alltoall_bandwidth
+from topo.formats import read_ibnetdiscover, write_ibnetdiscover
+from topo.validate import match_fabric, validate
+
+
+@pytest.fixture(scope="module")
+def design() -> nx.Graph:
+    return build("mpft", switch_ports=8, gpus=256)
+
+
+def as_built(tmp_path: Path, G: nx.Graph, name: str = "asbuilt.net") -> nx.Graph:
+    path = tmp_path / name
+    path.write_text(write_ibnetdiscover(G))
+    return read_ibnetdiscover(path)
+
+
+def kinds(report) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    return sorted((d.kind, d.design_ends, d.as_built_ends) for d in report.defects)
+
+
+def test_a_fabric_built_as_designed_has_no_defect(tmp_path: Path, design: nx.Graph) -> None:
+    r = validate(design, as_built(tmp_path, design))
+    assert r.ok and r.defects == ()
+    assert r.as_built_busbw_Bps == pytest.approx(r.design_busbw_Bps, rel=1e-9)
+    assert r.switches_by_name == 96 and r.switches_by_structure == 0
+
+
+def test_each_kind_is_found_with_both_ends_named(tmp_path: Path, design: nx.Graph) -> None:
+    G = design.copy()
+    # two NIC cables of node5 swapped between planes 2 and 3
+    G.remove_edges_from([("node5/nic2", "p2/leaf1"), ("node5/nic3", "p3/leaf1")])
+    G.add_edge("node5/nic2", "p3/leaf1", capacity=50e9, links=1, kind="endpoint")
+    G.add_edge("node5/nic3", "p2/leaf1", capacity=50e9, links=1, kind="endpoint")
+    G.remove_edge("node9/nic0", "p0/leaf2")  # a dead host cable
+    G.edges["p1/leaf0", "p1/spine0"]["capacity"] = 25e9  # trained at 200 Gb/s
+    G.remove_node("p4/spine1")  # a dead switch
+    G.add_edge("p6/leaf0", "p6/leaf1", capacity=50e9, links=1, kind="fabric")  # extra
+    for v in [v for v in G if G.nodes[v].get("node") == 30 and G.nodes[v]["kind"] == "nic"]:
+        G.remove_edges_from(list(G.edges(v)))  # a host whose every cable is dead
+    r = validate(design, as_built(tmp_path, G))
+    assert kinds(r) == sorted(
+        [
+            ("miswired", ("node5/nic2", "p2/leaf1"), ("node5/mlx5_2/p1", "p3/leaf1")),
+            ("miswired", ("node5/nic3", "p3/leaf1"), ("node5/mlx5_3/p1", "p2/leaf1")),
+            ("missing", ("node9/nic0", "p0/leaf2"), ("p0/leaf2",)),
+            ("speed", ("p1/leaf0", "p1/spine0"), ("p1/leaf0", "p1/spine0")),
+            ("missing_switch", ("p4/spine1",), ()),
+            ("extra", ("p6/leaf0", "p6/leaf1"), ("p6/leaf0", "p6/leaf1")),
+            ("missing_host", ("node30",), ()),
+        ]
+    )
+    speed = next(d for d in r.defects if d.kind == "speed")
+    assert (speed.design_rate_Bps, speed.as_built_rate_Bps) == (50e9, 25e9)
+    # The as-built all-to-all is that of the damaged copy itself, among the connected hosts.
+    damaged = G.copy()
+    damaged.remove_nodes_from([v for v, d in G.nodes(data=True) if d.get("node") == 30])
+    assert r.disconnected == ("30",)
+    assert r.as_built_busbw_Bps == pytest.approx(
+        alltoall_bandwidth(damaged).alltoall_busbw_Bps, rel=1e-7
+    )
+
+
+def test_the_cost_of_a_defect_alone(tmp_path: Path, design: nx.Graph) -> None:
+    G = design.copy()
+    G.remove_edge("node9/nic0", "p0/leaf2")
+    r = validate(design, as_built(tmp_path, G))
+    (d,) = r.defects
+    # alone, it is the whole damage: the damaged copy solved directly
+    expected = alltoall_bandwidth(G).alltoall_busbw_Bps
+    assert d.alone_busbw_Bps == pytest.approx(expected, rel=1e-7)
+    assert r.as_built_busbw_Bps == pytest.approx(expected, rel=1e-7)
+    assert expected < r.design_busbw_Bps
+    out = d.to_dict(r.design_busbw_Bps)
+    assert out["cost_GBps"] == pytest.approx((r.design_busbw_Bps - expected) / 1e9)
+
+
+def test_a_missing_bundle_member(tmp_path: Path) -> None:
+    # FT2 of 8-port switches, 16 hosts: 4 leaves of 4 down ports, 2 spines, 2 cables each.
+    design = build("ft2", switch_ports=8, gpus=16, gpus_per_node=1, nics_per_node=1)
+    assert design.edges["leaf0", "spine0"]["links"] == 2
+    G = design.copy()
+    G.edges["leaf0", "spine0"].update(links=1, capacity=50e9)
+    r = validate(design, as_built(tmp_path, G))
+    assert kinds(r) == [("missing", ("leaf0", "spine0"), ("leaf0", "spine0"))]
+    assert r.defects[0].links == 1
+    assert r.as_built_busbw_Bps == pytest.approx(alltoall_bandwidth(G).alltoall_busbw_Bps, rel=1e-7)
+
+
+def test_switches_named_otherwise_are_matched_by_structure(
+    tmp_path: Path, design: nx.Graph
+) -> None:
+    # The dump's switches carry vendor names: leaves are found by their hosts, spines by
+    # their leaves; a leaf-spine cable moved to another spine is then miswired.
+    rename = {
+        v: f"MF0;sw{i:03d}:MQM9700/U1"
+        for i, v in enumerate(
+            sorted(v for v, k in design.nodes(data="kind") if "leaf" in k or "spine" in k)
+        )
+    }
+    G = design.copy()
+    G.remove_edge("p3/leaf2", "p3/spine1")
+    G.add_edge("p3/leaf2", "p3/leaf5", capacity=50e9, links=1, kind="fabric")
+    G = nx.relabel_nodes(G, rename)
+    r = validate(design, as_built(tmp_path, G))
+    assert r.switches_by_name == 0 and r.switches_by_structure == 96
+    m = match_fabric(design, as_built(tmp_path, G, "again.net"))
+    assert m.to_dump["p3/leaf2"] == rename["p3/leaf2"]
+    assert m.to_dump["p0/leaf7"] == rename["p0/leaf7"]
+    assert kinds(r) == [
+        (
+            "miswired",
+            ("p3/leaf2", "p3/spine1"),
+            (rename["p3/leaf2"], rename["p3/leaf5"]),
+        )
+    ]
+
+
+def test_cli_exit_status_json_and_html(tmp_path: Path, design: nx.Graph) -> None:
+    path = tmp_path / "design.json"
+    save(design, path)
+    good, bad = tmp_path / "good.net", tmp_path / "bad.net"
+    good.write_text(write_ibnetdiscover(design))
+    G = design.copy()
+    G.remove_edge("node9/nic0", "p0/leaf2")
+    bad.write_text(write_ibnetdiscover(G))
+    runner = CliRunner()
+    r = runner.invoke(app, ["validate", str(path), str(good)])
+    assert r.exit_code == 0, r.output
+    html = tmp_path / "defects.html"
+    r = runner.invoke(app, ["validate", str(path), str(bad), "--json", "--html", str(html)])
+    assert r.exit_code == 3, r.output
+    d = json.loads(r.stdout[r.stdout.index("{") :])
+    assert d["defect_counts"] == {"missing": 1}
+    assert d["defects"][0]["kind"] == "missing"
+    assert d["design_busbw_GBps"] > d["as_built_busbw_GBps"] > 0
+    assert d["defects"][0]["cost_GBps"] == pytest.approx(
+        d["design_busbw_GBps"] - d["as_built_busbw_GBps"]
+    )
+    page = html.read_text()
+    assert "node9/nic0 - p0/leaf2" in page
+    r = runner.invoke(app, ["validate", str(path), str(bad), "--gpus-per-host", "4"])
+    assert r.exit_code == 1 and "the design's servers have 8 GPUs" in r.output

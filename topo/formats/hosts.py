@@ -1,0 +1,314 @@
+"""Servers on an imported fabric: CAs grouped into hosts, each given GPUs, NVLink and PCIe.
+
+An ``ibnetdiscover`` dump knows no servers: a CA is a device with a node description, which
+real hosts set to ``"<hostname> <CA name>"`` (``"gpu-node017 mlx5_3"``; rdma-core writes the
+hostname there, ``/sys/class/infiniband/<dev>/node_desc``). :func:`add_hosts` groups the NICs
+of an imported fabric into servers by that host part (or by a regular expression), and gives
+each server the GPUs, NVSwitch, NVLink and PCIe of a built server (the same shape
+:mod:`topo.builders` gives: GPU ``i`` of ``G`` reaches NIC ``i * m // G`` of the host's ``m``
+NICs in natural order). A multi-plane fabric, one plane per NIC of a server, then becomes one
+fabric, as the design is. :func:`merge_dumps` joins the fabrics of several dumps (one per
+plane) into one before that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import networkx as nx
+
+from topo.errors import FormatError, SpecError
+from topo.fabric import SWITCH_KINDS, natural_key
+from topo.formats.ibnetdiscover import read_ibnetdiscover
+from topo.units import GBps_to_Bps
+
+HOST_GRAPH_KEYS = frozenset({"gpus_per_node", "nvlink_GBps", "pcie_GBps", "host_regex"})
+"""The graph attributes :func:`add_hosts` adds to an imported fabric."""
+
+
+def host_of(description: str, host_regex: str | re.Pattern[str]) -> str | None:
+    """The host part of a CA's node description, by ``host_regex``.
+
+    Parameters
+    ----------
+    description : str
+        The CA's node description (``"gpu-node017 mlx5_3"``).
+    host_regex : str or re.Pattern
+        Searched in the description; the host is the group named ``host`` if there is one,
+        else group 1, else the whole match.
+
+    Returns
+    -------
+    str or None
+        The host, or None when the expression does not match.
+
+    Examples
+    --------
+    >>> host_of("gpu-node017 mlx5_3", r"^(\\S+)\\s")
+    'gpu-node017'
+    >>> host_of("rack2-n4-hca1", r"(?P<host>rack\\d+-n\\d+)")
+    'rack2-n4'
+    """
+    pattern = re.compile(host_regex) if isinstance(host_regex, str) else host_regex
+    m = pattern.search(description)
+    if m is None:
+        return None
+    if "host" in pattern.groupindex:
+        return m["host"]
+    return m[1] if pattern.groups else m[0]
+
+
+def add_hosts(
+    G: nx.Graph,
+    gpus_per_host: int,
+    *,
+    nvlink_GBps: float,
+    pcie_GBps: float,
+    host_regex: str | None = None,
+) -> nx.Graph:
+    """An imported fabric with its NICs grouped into servers of ``gpus_per_host`` GPUs each.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric read by :func:`topo.formats.read_ibnetdiscover` (or :func:`merge_dumps`),
+        without GPUs.
+    gpus_per_host : int
+        GPUs per server, 1 to 1024.
+    nvlink_GBps, pcie_GBps : float
+        NVLink rate of each GPU and PCIe rate of each GPU-NIC link, GB/s per direction.
+    host_regex : str, optional
+        Takes the host from each NIC's ``description`` (see :func:`host_of`); default: the
+        NIC's ``node``, the host part the reader found (``"<host> <CA>"``; ``H-<guid>`` when
+        the description has none, which makes that CA a server of its own).
+
+    Returns
+    -------
+    networkx.Graph
+        A copy of ``G`` with, per host ``h`` (its NICs ``m`` in natural order): GPUs
+        ``h/gpu{i}`` (``kind`` ``gpu``, ``node`` ``h``, ``index`` ``i``), one NVSwitch
+        ``h/nvswitch``, ``nvlink`` edges GPU-NVSwitch of ``nvlink_GBps`` and ``pcie`` edges
+        GPU ``i`` - NIC ``i * m // gpus_per_host`` of ``pcie_GBps``, each with ``links`` 1 and
+        ``speed`` ``"nvlink"`` or ``"pcie"``. The NICs' ``node`` becomes the host.
+        ``G.graph`` adds ``gpus_per_node``, ``nvlink_GBps``, ``pcie_GBps`` and
+        ``host_regex`` (:data:`HOST_GRAPH_KEYS`).
+
+    Raises
+    ------
+    SpecError
+        If ``gpus_per_host`` is not 1 to 1024, a rate is not positive, the fabric already
+        has GPUs, or ``host_regex`` is not a valid expression or names a host already used as
+        a vertex name.
+    FormatError
+        If ``host_regex`` does not match a NIC's description (naming the NIC).
+    """
+    _check_host_args(G, gpus_per_host, nvlink_GBps, pcie_GBps)
+    pattern = _compile(host_regex) if host_regex is not None else None
+    H = G.copy()
+    hosts: dict[str, list[str]] = defaultdict(list)
+    for v, d in G.nodes(data=True):
+        if d["kind"] != "nic":
+            continue
+        host = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
+        if host is None:
+            raise FormatError(
+                str(G.graph.get("source", "<fabric>")),
+                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
+                f"{d['description']!r}",
+            )
+        hosts[host].append(v)
+        H.nodes[v]["node"] = host
+    for host in sorted(hosts, key=natural_key):
+        _add_server(
+            H,
+            host,
+            sorted(hosts[host], key=natural_key),
+            gpus_per_host,
+            GBps_to_Bps(nvlink_GBps),
+            GBps_to_Bps(pcie_GBps),
+        )
+    H.graph.update(
+        gpus_per_node=gpus_per_host,
+        nvlink_GBps=float(nvlink_GBps),
+        pcie_GBps=float(pcie_GBps),
+        host_regex=host_regex,
+    )
+    return H
+
+
+def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: float) -> None:
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 1024:
+        raise SpecError(
+            f"--gpus-per-host must be a whole number from 1 to 1024, got {gpus!r}",
+            param="gpus_per_host",
+        )
+    for name, value in (("nvlink_GBps", nvlink_GBps), ("pcie_GBps", pcie_GBps)):
+        if not (isinstance(value, (int, float)) and 1e-3 <= value <= 1e6):
+            raise SpecError(
+                f"--{name.replace('_GBps', '-GBps')} must be a number of GB/s from 0.001 to "
+                f"1e6, got {value!r}",
+                param=name,
+            )
+    if any(k == "gpu" for _, k in G.nodes(data="kind")):
+        raise SpecError("the fabric already has GPUs: hosts are added once", param="gpus_per_host")
+
+
+def _compile(host_regex: str) -> re.Pattern[str]:
+    try:
+        return re.compile(host_regex)
+    except re.error as exc:
+        raise SpecError(
+            f"--host-regex {host_regex!r} is not a regular expression: {exc}", param="host_regex"
+        ) from None
+
+
+def _add_server(
+    H: nx.Graph, host: str, nics: list[str], gpus: int, nvlink_Bps: float, pcie_Bps: float
+) -> None:
+    """GPUs, NVSwitch, NVLink and PCIe of server ``host`` whose NICs are ``nics``."""
+    nvswitch = f"{host}/nvswitch"
+    names = [nvswitch, *(f"{host}/gpu{i}" for i in range(gpus))]
+    taken = [n for n in names if n in H]
+    if taken:
+        raise SpecError(
+            f"host {host!r}: its server's vertex {taken[0]!r} is already a vertex of the fabric",
+            param="host_regex",
+        )
+    H.add_node(nvswitch, kind="nvswitch", node=host)
+    m = len(nics)
+    for i in range(gpus):
+        gpu = f"{host}/gpu{i}"
+        H.add_node(gpu, kind="gpu", node=host, index=i)
+        H.add_edge(gpu, nvswitch, kind="nvlink", capacity=nvlink_Bps, links=1, speed="nvlink")
+        H.add_edge(gpu, nics[i * m // gpus], kind="pcie", capacity=pcie_Bps, links=1, speed="pcie")
+
+
+_SUMMED = (
+    "aggregation_nodes",
+    "loopback_cables",
+    "unconnected_cas",
+    "ca_to_ca_cables",
+    "routers",
+    "mismatched_cables",
+    "unreachable_switches",
+    "skipped_lines",
+)
+
+
+def merge_dumps(graphs: Sequence[nx.Graph]) -> nx.Graph:
+    """One fabric from the fabrics of several dumps (one ``ibnetdiscover`` run per plane).
+
+    Parameters
+    ----------
+    graphs : sequence of networkx.Graph
+        Fabrics read by :func:`topo.formats.read_ibnetdiscover`, one per dump.
+
+    Returns
+    -------
+    networkx.Graph
+        Their union. A switch whose name another dump also uses (two planes whose switches
+        carry the same description) is renamed ``<dump stem>/<name>``. ``G.graph`` is the first
+        dump's, with ``planes``, ``link_speeds`` and the counts of what was left out summed and
+        ``source`` the sources joined by ``", "``.
+
+    Raises
+    ------
+    FormatError
+        If a device (a switch or CA GUID, or a host port name) appears in two dumps: the same
+        plane discovered twice.
+    """
+    if len(graphs) == 1:
+        return graphs[0]
+    names = Counter(v for g in graphs for v, k in g.nodes(data="kind") if k in SWITCH_KINDS)
+    merged = nx.Graph()
+    merged.graph.update(graphs[0].graph)
+    seen: dict[str, tuple[int, str]] = {}  # guid or NIC name -> (dump index, its source)
+    speeds: Counter[str] = Counter()
+    for i, g in enumerate(graphs):
+        _check_disjoint(g, (i, str(g.graph.get("source", g.graph.get("name")))), seen)
+        rename = {
+            v: f"{g.graph['name']}/{v}"
+            for v, k in g.nodes(data="kind")
+            if k in SWITCH_KINDS and names[v] > 1
+        }
+        merged.update(nx.relabel_nodes(g, rename) if rename else g)
+        speeds.update(g.graph.get("link_speeds", {}))
+    merged.graph.update(
+        planes=sum(int(g.graph.get("planes", 1)) for g in graphs),
+        link_speeds=dict(sorted(speeds.items())),
+        source=", ".join(str(g.graph.get("source")) for g in graphs),
+        **{k: sum(int(g.graph.get(k, 0)) for g in graphs) for k in _SUMMED},
+    )
+    return merged
+
+
+def _check_disjoint(g: nx.Graph, dump: tuple[int, str], seen: dict[str, tuple[int, str]]) -> None:
+    for v, d in g.nodes(data=True):
+        keys = [f"guid {d['guid']}"] if d.get("guid") else []
+        if d["kind"] == "nic":
+            keys.append(f"host port {v}")
+        for key in keys:
+            if key in seen and seen[key][0] != dump[0]:
+                raise FormatError(
+                    dump[1],
+                    f"{key} is also in {seen[key][1]}: each dump must be a different plane "
+                    "(the same subnet discovered twice?)",
+                )
+            seen[key] = dump
+
+
+def import_ibnetdiscover(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    name_map: str | Path | None = None,
+    gpus_per_host: int | None = None,
+    host_regex: str | None = None,
+    nvlink_GBps: float = 200.0,
+    pcie_GBps: float = 64.0,
+) -> nx.Graph:
+    """Read one or more ``ibnetdiscover`` dumps into one fabric, with servers if asked.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        The dumps: one file (all planes concatenated, or a single subnet) or one per plane.
+    name_map : path, optional
+        GUID -> name map, as :func:`topo.formats.read_ibnetdiscover` takes it.
+    gpus_per_host : int, optional
+        Group the NICs into servers of this many GPUs (:func:`add_hosts`); None keeps every
+        NIC a terminal of its own.
+    host_regex : str, optional
+        The host part of a CA's description (:func:`host_of`); only with ``gpus_per_host``.
+    nvlink_GBps, pcie_GBps : float
+        NVLink per GPU and PCIe per GPU-NIC link, GB/s per direction; the defaults are those
+        of :class:`topo.spec.ServerSpec` (H800-class server, see there).
+
+    Returns
+    -------
+    networkx.Graph
+        :func:`merge_dumps` of the dumps, then :func:`add_hosts` when ``gpus_per_host`` is
+        given.
+
+    Raises
+    ------
+    FormatError
+        As :func:`topo.formats.read_ibnetdiscover` and :func:`merge_dumps` do.
+    SpecError
+        If ``host_regex`` is given without ``gpus_per_host``, or as :func:`add_hosts` raises.
+    """
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not files:
+        raise SpecError("no dump given: expected one ibnetdiscover file or more", param="dumps")
+    if host_regex is not None and gpus_per_host is None:
+        raise SpecError(
+            "--host-regex groups CAs into servers: give --gpus-per-host too", param="host_regex"
+        )
+    G = merge_dumps([read_ibnetdiscover(p, name_map=name_map) for p in files])
+    if gpus_per_host is None:
+        return G
+    return add_hosts(
+        G, gpus_per_host, nvlink_GBps=nvlink_GBps, pcie_GBps=pcie_GBps, host_regex=host_regex
+    )

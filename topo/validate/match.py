@@ -1,0 +1,180 @@
+"""Match a fabric as built (an imported dump) to its design: hosts, NICs, then switches.
+
+The design names every device; a dump names switches by their node descriptions and CAs by
+``<host> <CA name>``. :func:`match_fabric` pairs them in three steps (docs/validate.md):
+
+1. **Servers**: a design server ``n`` is the dump host of the same name (``node<n>`` for the
+   builders' integer ids); the hosts and servers left over pair in natural order of their
+   names.
+2. **NICs**: NIC ``j`` of a server is the host's CA whose name ends in the number ``j``
+   (``mlx5_3`` is NIC 3) when every CA of the host carries a distinct number; otherwise the
+   host's CA ports in natural order.
+3. **Switches**: by name where the dump's name is a design switch's; the others by structure,
+   tier by tier: a dump switch votes for the design leaf its hosts' NICs are cabled to in the
+   design (leaves by their hosts), then for the design switch its matched neighbours are
+   cabled to in the design (spines by their leaves, cores by their spines), each vote weighted
+   by the cables; dump switches in natural order of their names each take their
+   best-supported free design switch (ties: the first in natural order), one to one.
+
+What is left unmatched is a missing device (design side) or an extra one (dump side).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from topo.fabric import SWITCH_KINDS, natural_key, servers
+
+_TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
+
+
+@dataclass(frozen=True)
+class Match:
+    """Which device of the dump is which device of the design.
+
+    Attributes
+    ----------
+    to_dump : dict of str to str
+        Design vertex (NIC or switch) -> dump vertex.
+    hosts : dict
+        Design server id -> dump host name.
+    by_name, by_structure : int
+        Switches matched by their names, and by their cabling.
+    """
+
+    to_dump: dict[str, str]
+    hosts: dict[Hashable, str]
+    by_name: int = 0
+    by_structure: int = 0
+    to_design: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "to_design", {b: a for a, b in self.to_dump.items()})
+
+
+def host_label(node: Hashable) -> str:
+    """How a design server is named as a host: ``node<n>`` for an integer id, else the id.
+
+    Examples
+    --------
+    >>> host_label(3), host_label("gpu-a17")
+    ('node3', 'gpu-a17')
+    """
+    return f"node{node}" if isinstance(node, int) else str(node)
+
+
+def match_fabric(design: nx.Graph, dump: nx.Graph) -> Match:
+    """Pair the devices of ``dump`` (as built) with those of ``design``.
+
+    Parameters
+    ----------
+    design : networkx.Graph
+        The designed fabric (built, with servers).
+    dump : networkx.Graph
+        The fabric as discovered (:func:`topo.formats.import_ibnetdiscover`, with or without
+        hosts): its NICs carry their host in ``node``.
+
+    Returns
+    -------
+    Match
+        The pairs; see the module docstring for the rules.
+    """
+    hosts = _match_hosts(design, dump)
+    to_dump = _match_nics(design, dump, hosts)
+    by_name = _match_switches_by_name(design, dump, to_dump)
+    before = len(to_dump)
+    _match_switches_by_structure(design, dump, to_dump)
+    return Match(to_dump=to_dump, hosts=hosts, by_name=by_name, by_structure=len(to_dump) - before)
+
+
+def _dump_hosts(dump: nx.Graph) -> dict[str, list[str]]:
+    by: dict[str, list[str]] = defaultdict(list)
+    for v, d in dump.nodes(data=True):
+        if d["kind"] == "nic":
+            by[str(d["node"])].append(v)
+    return by
+
+
+def _match_hosts(design: nx.Graph, dump: nx.Graph) -> dict[Hashable, str]:
+    wanted = {n: host_label(n) for n, vs in servers(design).items()}
+    have = set(_dump_hosts(dump))
+    hosts = {n: h for n, h in wanted.items() if h in have}
+    left_design = [n for n in wanted if n not in hosts]
+    left_dump = sorted(have - set(hosts.values()), key=natural_key)
+    hosts.update(zip(left_design, left_dump, strict=False))
+    return hosts
+
+
+def _match_nics(design: nx.Graph, dump: nx.Graph, hosts: dict[Hashable, str]) -> dict[str, str]:
+    """Design NIC -> dump NIC, host by host."""
+    by_host = _dump_hosts(dump)
+    to_dump: dict[str, str] = {}
+    for n, vs in servers(design).items():
+        if n not in hosts:
+            continue
+        nics = sorted(
+            (v for v in vs if design.nodes[v]["kind"] == "nic"),
+            key=lambda v: design.nodes[v]["index"],
+        )
+        theirs = sorted(by_host[hosts[n]], key=natural_key)
+        numbers = [_ca_number(dump, v) for v in theirs]
+        if None not in numbers and len(set(numbers)) == len(numbers):
+            index = {design.nodes[v]["index"]: v for v in nics}
+            to_dump.update(
+                (index[k], v) for k, v in zip(numbers, theirs, strict=True) if k in index
+            )
+        else:
+            to_dump.update(zip(nics, theirs, strict=False))
+    return to_dump
+
+
+def _ca_number(dump: nx.Graph, v: str) -> int | None:
+    """The number the CA's name ends in (``node3/mlx5_2/p1`` -> 2), port 1 only."""
+    parts = str(v).split("/")
+    if len(parts) < 3 or parts[-1] != "p1":
+        return None
+    m = _TRAILING_NUMBER.search(parts[-2])
+    return int(m[1]) if m else None
+
+
+def _switches(G: nx.Graph) -> list[str]:
+    return [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+
+
+def _match_switches_by_name(design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]) -> int:
+    ours = set(_switches(design))
+    hits = [v for v in _switches(dump) if v in ours]
+    to_dump.update((v, v) for v in hits)
+    return len(hits)
+
+
+def _match_switches_by_structure(design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]) -> None:
+    """Vote, take the best-supported pairs one to one, repeat while anything new matches."""
+    while True:
+        to_design = {b: a for a, b in to_dump.items()}
+        free_design = {v for v in _switches(design) if v not in to_dump}
+        votes: Counter[tuple[str, str]] = Counter()
+        for s in _switches(dump):
+            if s in to_design:
+                continue
+            for t, d in dump.adj[s].items():
+                ours = to_design.get(t)
+                if ours is None:
+                    continue
+                for x, e in design.adj[ours].items():
+                    if x in free_design:
+                        votes[(s, x)] += min(int(d["links"]), int(e["links"]))
+        if not votes:
+            return
+        # Dump switches in natural order, each taking its best-supported free design switch
+        # (ties: the first in natural order), so equivalent switches pair in name order.
+        for s in sorted({s for s, _ in votes}, key=natural_key):
+            free = [(n, x) for (t, x), n in votes.items() if t == s and x not in to_dump]
+            if free:
+                best = max(n for n, _ in free)
+                to_dump[min((x for n, x in free if n == best), key=natural_key)] = s

@@ -1,0 +1,160 @@
+"""``topo validate``: the defects of a fabric as built and what each costs.
+
+:func:`validate` matches the dump to the design (:mod:`topo.validate.match`), lists the defects
+(:mod:`topo.validate.defects`) and solves the exact all-to-all (the maximum concurrent flow of
+:func:`topo.flow.alltoall_bandwidth`) of the design, of the fabric as built (the design's
+servers, the dump's cables) and of the design with each defect alone. Servers a defect cuts off
+(a missing host, a dead leaf) leave the all-to-all, which is then among the others; their names
+are reported. See docs/validate.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import networkx as nx
+
+from topo.flow import alltoall_bandwidth
+from topo.flow.failures import disconnected_terminals, without_servers
+from topo.units import Bps_to_GBps
+from topo.validate.defects import (
+    DEFECT_KINDS,
+    Defect,
+    as_built_fabric,
+    cost_Bps,
+    find_defects,
+    with_defects,
+)
+from topo.validate.match import match_fabric
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The defects of a fabric as built against its design, and their cost.
+
+    Attributes
+    ----------
+    design, dump : str
+        Names of the design and of the dump(s).
+    defects : tuple of Defect
+        Every defect, each with the all-to-all of the design with it alone.
+    design_busbw_Bps, as_built_busbw_Bps : float
+        The exact all-to-all bus bandwidth per GPU (B/s) of the design and of the fabric as
+        built.
+    disconnected : tuple of str
+        Servers cut off as built (out of ``as_built_busbw_Bps``).
+    switches_by_name, switches_by_structure : int
+        How the switches were matched.
+    """
+
+    design: str
+    dump: str
+    defects: tuple[Defect, ...]
+    design_busbw_Bps: float
+    as_built_busbw_Bps: float
+    disconnected: tuple[str, ...] = ()
+    switches_by_name: int = 0
+    switches_by_structure: int = 0
+    design_graph: nx.Graph | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the fabric is built as designed."""
+        return not self.defects
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (GB/s, Gb/s per cable): ``design``, ``dump``, ``defects`` (each
+        :meth:`Defect.to_dict` with ``cost_GBps``), ``defect_counts`` (by kind),
+        ``design_busbw_GBps``, ``as_built_busbw_GBps``, ``cost_GBps``, ``disconnected``,
+        ``switches_matched_by_name``, ``switches_matched_by_structure``."""
+        counts = Counter(d.kind for d in self.defects)
+        return {
+            "design": self.design,
+            "dump": self.dump,
+            "defects": [d.to_dict(self.design_busbw_Bps) for d in self.defects],
+            "defect_counts": {k: counts[k] for k in DEFECT_KINDS if counts[k]},
+            "design_busbw_GBps": Bps_to_GBps(self.design_busbw_Bps),
+            "as_built_busbw_GBps": Bps_to_GBps(self.as_built_busbw_Bps),
+            "cost_GBps": Bps_to_GBps(cost_Bps(self.design_busbw_Bps, self.as_built_busbw_Bps)),
+            "disconnected": list(self.disconnected),
+            "switches_matched_by_name": self.switches_by_name,
+            "switches_matched_by_structure": self.switches_by_structure,
+        }
+
+
+def connected_busbw(G: nx.Graph) -> tuple[float, tuple[str, ...]]:
+    """The exact all-to-all bus bandwidth per GPU (B/s) among the servers still connected.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric, possibly damaged.
+
+    Returns
+    -------
+    (float, tuple of str)
+        ``alltoall_busbw_Bps`` of :func:`topo.flow.alltoall_bandwidth` on ``G`` without the
+        servers cut off (0 when fewer than two GPUs remain connected), and those servers.
+    """
+    _, cut = disconnected_terminals(G)
+    H = without_servers(G, cut) if cut else G
+    gpus = sum(1 for _, k in H.nodes(data="kind") if k == "gpu")
+    if gpus < 2:
+        return 0.0, tuple(map(str, cut))
+    return alltoall_bandwidth(H).alltoall_busbw_Bps, tuple(map(str, cut))
+
+
+def validate(
+    design: nx.Graph,
+    dump: nx.Graph,
+    *,
+    cost: bool = True,
+    design_name: str | None = None,
+    dump_name: str | None = None,
+) -> ValidationReport:
+    """Compare a fabric as built (an imported dump) with its design.
+
+    Parameters
+    ----------
+    design : networkx.Graph
+        The designed fabric (built, with servers).
+    dump : networkx.Graph
+        The fabric as discovered (:func:`topo.formats.import_ibnetdiscover`).
+    cost : bool
+        Solve the all-to-all of the design with each defect alone (one LP per defect).
+    design_name, dump_name : str, optional
+        Names for the report (default: the graphs' ``name`` and ``source``).
+
+    Returns
+    -------
+    ValidationReport
+        The defects and the all-to-all bus bandwidth of the design, as built and (``cost``)
+        with each defect alone, in B/s.
+
+    Raises
+    ------
+    InfeasibleError, LPTooLarge, SolverError
+        As :func:`topo.flow.alltoall_bandwidth` raises them.
+    """
+    match = match_fabric(design, dump)
+    defects = find_defects(design, dump, match)
+    design_bw, _ = connected_busbw(design)
+    built_bw, cut = connected_busbw(as_built_fabric(design, dump, match))
+    if cost:
+        defects = [
+            replace(d, alone_busbw_Bps=connected_busbw(with_defects(design, [d], dump))[0])
+            for d in defects
+        ]
+    return ValidationReport(
+        design=design_name or str(design.graph.get("name", "design")),
+        dump=dump_name or str(dump.graph.get("source", dump.graph.get("name", "dump"))),
+        defects=tuple(defects),
+        design_busbw_Bps=design_bw,
+        as_built_busbw_Bps=built_bw,
+        disconnected=cut,
+        switches_by_name=match.by_name,
+        switches_by_structure=match.by_structure,
+        design_graph=design,
+    )
