@@ -249,9 +249,9 @@ def _check(data: dict[str, Any], path: Path) -> None:
         raise FormatError(
             path, f"model.channels must be an integer >= 1, got {model['channels']!r}"
         )
+    _check_positive(data, path)
     _check_numbers(data["latency"], path, "latency.", zero_ok=True)
     _check_numbers(data["bandwidth"], path, "bandwidth.", zero_ok=True)
-    _check_positive(data, path)
     eff = data["efficiency"]
     for name, value in (
         ("efficiency.nic", eff["nic"]),
@@ -338,7 +338,8 @@ def load_constants(
     FormatError
         Unknown release, unreadable or invalid TOML, a key the default file does not have, a
         value of another type or shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency
-        outside (0, 1].
+        outside (0, 1], a latency or bandwidth that is NaN, infinite or negative, or zero
+        where NCCL never has zero (:data:`POSITIVE`).
 
     Examples
     --------

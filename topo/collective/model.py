@@ -219,6 +219,7 @@ def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
             lat += (nsteps - n_inter) * intra + n_inter * inter
             if op == "all_reduce" and p == "Simple" and N > 1 and S / (c.channels * n) >= 64:
                 lat *= c.latency("ring_plateau_factor")
+        lat += nsteps * c.latency("extra_step_us")
         out.append(_cand("ring", p, lat, algbw, S, why))
     return out
 
@@ -272,6 +273,7 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
         intra = c.hw_latency_us(_hw_intra(R), "tree", p)
         inter = c.hw_latency_us("net", "tree", p)
         lat = c.base_latency_us("tree", p) + 2 * ((G - 1) * intra + log2i(N) * inter)
+        lat += 2 * ((G - 1) + log2i(N)) * c.latency("extra_step_us")
         out.append(_cand("tree", p, lat, algbw, S, why))
     return out
 
@@ -287,7 +289,7 @@ def _nvls(op: str, S: float, R: _Rates) -> list[Candidate]:
         algbw = eff * G / (G + 1)
     else:  # all_gather / reduce_scatter on one server: busbw = NVLink x nvlsEfficiency
         algbw = eff * n / (n - 1)
-    lat = c.hw_latency_us("nvlink", "nvls", "Simple")
+    lat = c.hw_latency_us("nvlink", "nvls", "Simple") + c.latency("extra_step_us")
     return [_cand("nvls", "Simple", lat, algbw, S, "nvlink")]
 
 
@@ -307,6 +309,7 @@ def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
         c.base_latency_us("nvls_tree", "Simple")
         + c.hw_latency_us("nvlink", "nvls_tree", "Simple")
         + 2 * log2i(N) * c.hw_latency_us("net", "nvls_tree", "Simple")
+        + (1 + 2 * log2i(N)) * c.latency("extra_step_us")
     )
     return [_cand("nvls_tree", "Simple", lat, algbw, S, why)]
 
@@ -320,6 +323,7 @@ def _pat(S: float, R: _Rates) -> list[Candidate]:
         c.base_latency_us("pat", "Simple")
         + log2i(R.N) * inter / c.latency("pat_log_divisor")
         + R.n * c.latency("pat_per_rank_us")
+        + R.n * c.latency("extra_step_us")
     )
     return [_cand("pat", "Simple", lat, algbw, S, bound)]
 
@@ -330,7 +334,8 @@ def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
     lat = c.base_latency_us("ring", p) + c.hw_latency_us(hw, "ring", p)
     if R.N > 1:
         lat += peers * c.latency("net_overhead_us")
-    return lat
+    # one step per round of at most NCCL_MAX_DEV_WORK_P2P_PER_BATCH peers
+    return lat + _div_up(peers, c.factor("p2p_per_batch")) * c.latency("extra_step_us")
 
 
 def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
