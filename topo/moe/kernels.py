@@ -23,8 +23,10 @@ expert) selections x bytes / time.
 
 Rates (each cited): NVLink as DeepEP gets it, 0.8 of the GPU's NVLink per direction ([DeepEP]
 README: "H800 (~160 GB/s NVLink maximum bandwidth)" of 200 GB/s; [ISCA25] §4.3 "about 160
-GB/s achieved"); RDMA 1.0 of the NIC ([DeepEP] README: CX7 400 Gb/s "~50 GB/s maximum
-bandwidth"). No SM limit is modelled (see docs/moe.md).
+GB/s achieved"); RDMA 1.0 of the NIC for the normal kernels' chunks ([DeepEP] README: CX7
+400 Gb/s "~50 GB/s maximum bandwidth") and 0.8 for the low-latency kernels' per-token messages
+([ISCA25] §4.1: "40 GB/s effective for small messages"); NCCL's own 48/50 and 20.6/25 for the
+NCCL all-to-all. No SM limit and no latency term are modelled (see docs/moe.md).
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ NVLINK_SHARE = 160.0 / 200.0
 """NVLink DeepEP reaches per direction over the link's rate: [DeepEP] README (~160 GB/s on
 H800, whose NVLink is 200 GB/s per direction, [ISCA25] §4.1) and [ISCA25] §4.3."""
 RDMA_SHARE = 50.0 / 50.0
-"""RDMA DeepEP reaches over the NIC's rate: [DeepEP] README (CX7 400G, ~50 GB/s maximum)."""
+"""RDMA DeepEP's normal kernels reach over the NIC's rate (they send in chunks): [DeepEP]
+README (CX7 400G, ~50 GB/s maximum)."""
+RDMA_SMALL_SHARE = 40.0 / 50.0
+"""RDMA of small messages over the NIC's rate, for the low-latency kernels' one message per
+(token, expert) of a few KiB: [ISCA25] §4.1 ("40 GB/s effective for small messages" of a
+400G NIC's 50 GB/s)."""
 NCCL_NIC_SHARE = 48.0 / 50.0
 """NCCL's per-NIC rate over a 400G NIC's (src/graph/search.cc sm90SpeedArrayInter[0])."""
 NCCL_NVLINK_SHARE = 20.6 / 25.0
@@ -219,6 +226,8 @@ def kernel_times(
     )
     if kernel == "nccl":
         rdma, nvl = nic_Bps * NCCL_NIC_SHARE, nvl_Bps * NCCL_NVLINK_SHARE
+    elif kernel == "deepep-ll":
+        rdma, nvl = nic_Bps * RDMA_SMALL_SHARE, 0.0
     else:
         rdma, nvl = nic_Bps * RDMA_SHARE, nvl_Bps * NVLINK_SHARE
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
