@@ -184,15 +184,24 @@ def _synthetic(G: nx.Graph, node_network: float, step_us: float) -> list[NcclTes
 
 
 def test_calibration_recovers_known_values(server):
-    """node_network 0.9 and 4 us per step lie on the search grid: the fit finds them and each
-    op held out is predicted exactly."""
+    """node_network 0.9 and 4 us per step lie on the search grid: the fit on every op finds
+    them. Held out, all_gather and all_reduce are predicted exactly; alltoall is not, and the
+    check says so: the rings are bound by their 16 channels (329.6 GB/s per server, under the
+    0.9 x 400 = 360 ceiling) and NVLS-tree's inside-server rate binds all_reduce, so the other
+    two ops cannot see the ceiling and the fit keeps
+    node_network = 1; alltoall is then predicted at 8 x 48 = 384 GB/s per server against 360:
+    384 / 360 - 1 = 6.7% too high at the largest size."""
     tests = _synthetic(server, 0.9, 4.0)
     cal = calibrate(server, tests, load_constants())
     assert cal.node_network == pytest.approx(0.9, abs=1e-9)
     assert cal.step_latency_us == pytest.approx(4.0, abs=1e-9)
     assert cal.rms_log_error < 1e-9
-    assert [h.op for h in cal.held_out] == ["all_gather", "all_reduce", "alltoall"]
-    assert all(h.max_abs_error < 1e-9 for h in cal.held_out)
+    held = {h.op: h for h in cal.held_out}
+    assert list(held) == ["all_gather", "all_reduce", "alltoall"]
+    assert held["all_gather"].max_abs_error < 1e-9 and held["all_reduce"].max_abs_error < 1e-9
+    assert held["alltoall"].node_network == pytest.approx(1.0)
+    # (the latency, the same in both, takes 0.1% off that at 4 GiB)
+    assert held["alltoall"].max_abs_error == pytest.approx(384 / 360 - 1, rel=5e-3)
     text = cluster_toml(cal, "x.log")
     assert "node_network = 0.9000" in text and "extra_step_us = 4.0000" in text
 

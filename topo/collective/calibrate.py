@@ -144,11 +144,12 @@ def _log_errors(cases: list[_Case], c: NcclConstants) -> list[float]:
 
 
 def _fit(cases: list[_Case], c: NcclConstants) -> tuple[float, float, float]:
-    """Least squares of the log errors over a 6 x 6 grid, refined twice around the best."""
+    """Least squares of the log errors over a 6 x 6 grid, refined twice around the best; on
+    ties the highest ``node_network`` (the least ceiling) and the lowest latency win."""
     (a_lo, a_hi), (b_lo, b_hi) = NODE_NETWORK_RANGE, STEP_LATENCY_RANGE_US
     best = (math.inf, 1.0, 0.0)
     for _ in range(3):
-        for a in np.linspace(a_lo, a_hi, 6):
+        for a in np.linspace(a_hi, a_lo, 6):
             for b in np.linspace(b_lo, b_hi, 6):
                 e = _log_errors(cases, with_calibration(c, a, b))
                 cost = float(np.mean(np.square(e)))
