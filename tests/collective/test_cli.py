@@ -180,9 +180,9 @@ def test_compare_refuses_a_size_other_than_the_logs(h100):
 
 
 def test_sendrecv_on_a_healthy_log_is_not_called_a_fault(h100):
-    # The model's sendrecv is the link rate, which NCCL's send/recv does not approach: the
-    # healthy ten-node log must not be flagged FAR BELOW for it.
+    # NCCL's send/recv runs few channels per peer across servers (1 at 80 ranks: 14 GB/s); the
+    # model follows it, so the healthy ten-node log (15.2 GB/s) agrees and is not FAR BELOW.
     log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
     d = json.loads(ok(h100, "--compare", log, "--op", "sendrecv", "--json").stdout)[0]
     assert d["far_below"] is False
-    assert d["verdict"].startswith("below the model") and "few channels per peer" in d["verdict"]
+    assert d["verdict"].startswith("agrees with the model")

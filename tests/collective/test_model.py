@@ -28,13 +28,17 @@ NCCL_NVLINK = 18 * 20.6e9  # NCCL's SM90_NVLINK_BW per link (topo.h)
 
 
 @pytest.fixture(scope="module")
-def c():
-    return load_constants()
+def c(tmp_path_factory):
+    """The constants with a server ceiling as a cluster file of ``--calibrate`` would set it
+    (node_network = 0.825: a server drives 82.5% of its NICs' summed rate at once)."""
+    f = tmp_path_factory.mktemp("c") / "cluster.toml"
+    f.write_text("[efficiency]\nnode_network = 0.825\n")
+    return load_constants(f)
 
 
 @pytest.fixture(scope="module")
 def c_net(tmp_path_factory):
-    """The constants without the fitted server ceiling (node_network = 1): NCCL's rates only."""
+    """The constants without a server ceiling (node_network = 1, the default): NCCL's rates."""
     f = tmp_path_factory.mktemp("c") / "c.toml"
     f.write_text("[efficiency]\nnode_network = 1.0\n")
     return load_constants(f)
@@ -150,15 +154,16 @@ def test_single_node_ring_limits_and_switch_point(h100, c):
 
 
 def test_multi_node_ring_bandwidth_and_latency(h100, c):
-    """16 ranks on 2 servers: the ring's bus rate is the server ceiling (0.825 x 8 x 50 GB/s =
-    330 GB/s, under 8 x 48 = 384 GB/s of NCCL's NIC rate), and its Simple latency is NCCL's
-    base + (steps - inter steps) max(NVLink hop, 3 x net overhead) + inter steps x net hop."""
+    """16 ranks on 2 servers: the ring's bus rate is its 16 channels of one NVLink each
+    (16 x 20.6 = 329.6 GB/s, under the server ceiling 0.825 x 8 x 50 = 330 GB/s and 8 x 48 =
+    384 GB/s of NCCL's NIC rate), and its Simple latency is NCCL's base + (steps - inter steps)
+    max(NVLink hop, 3 x net overhead) + inter steps x net hop."""
     r = fabric_rates(h100)
     assert (r.nodes, r.gpus) == (2, 16)
     got = {(k.algorithm, k.protocol): k for k in candidates("all_gather", 1 << 30, r, c)}
     simple = got[("ring", "Simple")]
-    assert simple.algbw_Bps == pytest.approx(0.825 * 400e9 * 16 / 15)
-    assert simple.bound == "server ceiling"
+    assert simple.algbw_Bps == pytest.approx(16 * 20.6e9 * 16 / 15)
+    assert simple.bound == "16 channels"
     assert simple.latency_s == pytest.approx((8.4 + (15 - 1) * 3.4 + 1 * 14.0) * 1e-6)
     ar = {(k.algorithm, k.protocol): k for k in candidates("all_reduce", 1 << 30, r, c)}
     # all_reduce: 2(n-1) steps, 2(N-1) across servers, x1.4 ring plateau (tuning.cc)
@@ -179,7 +184,7 @@ def test_alltoall_is_bounded_by_the_per_gpu_share(c_net, c):
     k = choose("alltoall", 1 << 40, r, c_net)
     busbw = (1 << 40) / k.time_s * busbw_factor("alltoall", 4)
     assert busbw == pytest.approx(48e9, rel=1e-4)
-    # with the fitted server ceiling, a one-NIC server drives 0.825 x 50 GB/s
+    # with a server ceiling of 0.825, a one-NIC server drives 0.825 x 50 GB/s
     k = choose("alltoall", 1 << 40, r, c)
     busbw = (1 << 40) / k.time_s * busbw_factor("alltoall", 4)
     assert busbw == pytest.approx(0.825 * 50e9, rel=1e-4)
@@ -320,10 +325,10 @@ def test_a_failed_nic_cable_slows_the_ring(c):
 
 def test_two_server_all_gather_switch_points(h100, c):
     """16 ranks on 2 servers (Intel hosts): the ring's bus rate is min(8 x 48, 0.825 x 400,
-    370.8 x 8/7) = 330 GB/s; NCCL's protocol refinements and latencies (tuning.cc), worked
-    here, give three lines whose lower envelope the tuner must follow."""
+    370.8 x 8/7, 16 channels x 20.6) = 329.6 GB/s; NCCL's protocol refinements and latencies
+    (tuning.cc), worked here, give three lines whose lower envelope the tuner must follow."""
     r = fabric_rates(h100)
-    n, bus = 16, 330e9
+    n, bus = 16, 16 * 20.6e9
     hand = {
         # base + (steps - inter) x max(hop_nvl, net overhead [x3 Simple]) + inter x hop_net
         "LL": (6.6 + 14 * max(0.6, 1.0) + 1 * 2.7, min(39.0e9, 0.5 * bus)),
@@ -378,7 +383,7 @@ def test_refused_lps_fall_back_to_the_nic_hose_bound(monkeypatch, c, c_net):
     assert (r.ring.node_bytes, r.tree.node_bytes, r.alltoall.node_bytes) == (1.0, 2.0, 12.0)
     size = float(1 << 33)
     # NICs in use at NCCL's 0.96: 2 x 50 x 0.96 = 96 GB/s per server; all_gather ring of 8
-    # ranks: algbw = bus x n / (n - 1). With the fitted server ceiling (0.825 x 100 GB/s) that
+    # ranks: algbw = bus x n / (n - 1). With a server ceiling of 0.825 (x 100 GB/s) that
     # binds instead.
     ring = {(k.algorithm, k.protocol): k for k in candidates("all_gather", size, r, c_net)}
     assert ring[("ring", "Simple")].bound == "net NICs (no LP)"

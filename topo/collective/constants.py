@@ -9,6 +9,7 @@ same shape and holds only the keys it changes; unknown keys are refused.
 from __future__ import annotations
 
 import copy
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from topo.errors import FormatError
+from topo.errors import FormatError, TopoError
 from topo.fabric import read_text
 
 if sys.version_info >= (3, 11):
@@ -67,6 +68,25 @@ class NcclConstants:
         """NCCL channels assumed for the per-channel caps."""
         return int(self.data["model"]["channels"])
 
+    def p2p_channels(self, nodes: int) -> int:
+        """NCCL's ``p2pnChannels`` on one server or across servers (a power of two)."""
+        key = "one_node" if nodes == 1 else "multi_node"
+        return pow2_up(int(self.data["model"]["p2p_channels"][key]))
+
+    def with_arch(self, arch: str) -> NcclConstants:
+        """The same constants for another GPU generation (``--arch``).
+
+        Raises
+        ------
+        TopoError
+            ``arch`` not one of :data:`ARCHES`.
+        """
+        if arch not in ARCHES:
+            raise TopoError(f"--arch must be one of {', '.join(ARCHES)}, got {arch!r}")
+        data = copy.deepcopy(self.data)
+        data["model"]["arch"] = arch
+        return NcclConstants(data, self.origin)
+
     # ---------------------------------------------------------------- latency
     def base_latency_us(self, algorithm: str, protocol: str) -> float:
         """NCCL's ``baseLatencies[algorithm][protocol]`` (µs)."""
@@ -99,6 +119,10 @@ class NcclConstants:
     def nvls_efficiency(self) -> float:
         """NCCL's ``nvlsEfficiency`` for this arch (0: no NVLink SHARP)."""
         return float(self.data["bandwidth"]["nvls_efficiency"][self.arch])
+
+    def nvlink_link_GBps(self) -> float:
+        """NCCL's ``ncclTopoNVLinkBw`` for this arch: one NVLink's rate (GB/s)."""
+        return float(self.data["bandwidth"]["nvlink_link_GBps"][self.arch])
 
     def factor(self, key: str) -> float:
         """A scalar of the ``[bandwidth]`` table (protocol and algorithm factors)."""
@@ -148,6 +172,17 @@ def log2i(x: int) -> int:
     (0, 3, 3, -1)
     """
     return x.bit_length() - 1 if x > 0 else -1
+
+
+def pow2_up(x: int) -> int:
+    """NCCL's ``pow2Up``: the least power of two >= ``x`` (1 for ``x <= 1``).
+
+    Examples
+    --------
+    >>> pow2_up(1), pow2_up(5), pow2_up(16)
+    (1, 8, 16)
+    """
+    return 1 if x <= 1 else 1 << (x - 1).bit_length()
 
 
 def default_constants_path(release: str = DEFAULT_RELEASE) -> Path:
@@ -214,6 +249,9 @@ def _check(data: dict[str, Any], path: Path) -> None:
         raise FormatError(
             path, f"model.channels must be an integer >= 1, got {model['channels']!r}"
         )
+    _check_positive(data, path)
+    _check_numbers(data["latency"], path, "latency.", zero_ok=True)
+    _check_numbers(data["bandwidth"], path, "bandwidth.", zero_ok=True)
     eff = data["efficiency"]
     for name, value in (
         ("efficiency.nic", eff["nic"]),
@@ -222,6 +260,61 @@ def _check(data: dict[str, Any], path: Path) -> None:
     ):
         if not 0 < value <= 1:
             raise FormatError(path, f"{name} must be in (0, 1], got {value!r}")
+
+
+def _check_numbers(table: dict[str, Any], path: Path, where: str, zero_ok: bool) -> None:
+    """Every number under ``table`` finite and >= 0 (> 0 unless ``zero_ok``)."""
+    for key, value in table.items():
+        name = f"{where}{key}"
+        if isinstance(value, dict):
+            _check_numbers(value, path, name + ".", zero_ok)
+            continue
+        for x in _flat(value):
+            if isinstance(x, str):
+                continue
+            if not math.isfinite(x) or x < 0 or (x == 0 and not zero_ok):
+                limit = ">= 0" if zero_ok else "> 0"
+                raise FormatError(path, f"{name} must be a finite number {limit}, got {x!r}")
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
+POSITIVE = (
+    ("latency", "base", "ring"),
+    ("latency", "base", "tree"),
+    ("latency", "net", "ring"),
+    ("latency", "net", "tree"),
+    ("latency", "nvlink", "ring"),
+    ("latency", "nvlink", "tree"),
+    ("bandwidth", "ll_max"),
+    ("bandwidth", "per_channel_ring_ll128"),
+    ("bandwidth", "per_channel_tree"),
+    ("bandwidth", "per_channel_tree_ll128"),
+    ("bandwidth", "nvlink_link_GBps"),
+    ("bandwidth", "p2p_per_channel_net_GBps"),
+    ("bandwidth", "p2p_nvl_chunk_bytes"),
+    ("bandwidth", "p2p_net_chunk_bytes"),
+    ("bandwidth", "p2p_per_batch"),
+    ("model", "p2p_channels"),
+)
+"""Latencies and caps NCCL never sets to zero: a zero there is a typo (a zero latency makes every
+size free of latency; a zero cap divides by zero)."""
+
+
+def _check_positive(data: dict[str, Any], path: Path) -> None:
+    for keys in POSITIVE:
+        value: Any = data
+        for k in keys:
+            value = value[k]
+        name = ".".join(keys)
+        if isinstance(value, dict):
+            _check_numbers(value, path, name + ".", zero_ok=False)
+        else:
+            _check_numbers({keys[-1]: value}, path, ".".join(keys[:-1]) + ".", zero_ok=False)
 
 
 def load_constants(
@@ -245,7 +338,8 @@ def load_constants(
     FormatError
         Unknown release, unreadable or invalid TOML, a key the default file does not have, a
         value of another type or shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency
-        outside (0, 1].
+        outside (0, 1], a latency or bandwidth that is NaN, infinite or negative, or zero
+        where NCCL never has zero (:data:`POSITIVE`).
 
     Examples
     --------

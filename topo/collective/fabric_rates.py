@@ -109,6 +109,59 @@ class FabricRates:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+GPU_ARCHES = (
+    ("GB300", "blackwell"),
+    ("GB200", "blackwell"),
+    ("B300", "blackwell"),
+    ("B200", "blackwell"),
+    ("B100", "blackwell"),
+    ("GH200", "hopper"),
+    ("H800", "hopper"),
+    ("H200", "hopper"),
+    ("H100", "hopper"),
+    ("H20", "hopper"),
+    ("A800", "ampere"),
+    ("A100", "ampere"),
+    ("A30", "ampere"),
+    ("V100", "volta"),
+)
+"""GPU model name prefixes and NCCL's generation for each (compute capability 7.0 volta, 8.0
+ampere, 9.0 hopper, 10.0 blackwell)."""
+
+
+def gpu_arch(G: nx.Graph) -> str | None:
+    """The GPU generation a fabric records, if any.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric; the GPU model is read from ``G.graph["gpu_model"]`` or a GPU vertex's
+        ``model`` attribute (e.g. ``"NVIDIA H100 80GB HBM3"``).
+
+    Returns
+    -------
+    str or None
+        ``volta``, ``ampere``, ``hopper`` or ``blackwell``; None when no model is recorded or
+        it is not one :data:`GPU_ARCHES` knows.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.Graph(gpu_model="NVIDIA B200"); gpu_arch(G), gpu_arch(nx.Graph())
+    ('blackwell', None)
+    """
+    names = [G.graph.get("gpu_model")]
+    names += [d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"][:1]
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        words = name.upper().replace("-", " ").split()
+        for prefix, arch in GPU_ARCHES:
+            if any(w.startswith(prefix) for w in words):
+                return arch
+    return None
+
+
 def _inventory(G: nx.Graph) -> dict[Hashable, dict[str, list[Any]]]:
     """Servers with GPUs, in natural order: their GPUs, NICs and NVSwitches (natural order)."""
     inv: dict[Hashable, dict[str, list[Any]]] = {}

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.collective.constants import PROTOCOLS, NcclConstants, log2i
+from topo.collective.constants import PROTOCOLS, NcclConstants, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
 from topo.units import GBps_to_Bps
@@ -171,7 +171,12 @@ class _Rates:
         if self.G > 1:
             nv = self.nvl * self.G / (self.G - 1)
             if nv < bw:
-                return nv, "nvlink"
+                bw, bound = nv, "nvlink"
+        # one thread block per channel copies at most one NVLink's rate (the model's
+        # assumption, as for send/recv); a server's rings carry `channels` of them
+        cap = self.c.channels * GBps_to_Bps(self.c.nvlink_link_GBps())
+        if cap < bw:
+            bw, bound = cap, f"{self.c.channels} channels"
         return bw, bound
 
 
@@ -214,6 +219,7 @@ def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
             lat += (nsteps - n_inter) * intra + n_inter * inter
             if op == "all_reduce" and p == "Simple" and N > 1 and S / (c.channels * n) >= 64:
                 lat *= c.latency("ring_plateau_factor")
+        lat += nsteps * c.latency("extra_step_us")
         out.append(_cand("ring", p, lat, algbw, S, why))
     return out
 
@@ -226,7 +232,13 @@ def _cand(algo: str, proto: str, lat_us: float, algbw: float, S: float, bound: s
 def _tree_net(R: _Rates) -> tuple[float, str]:
     """all_reduce bytes per second the tree pattern moves across servers (no NCCL factors)."""
     assert R.r.tree is not None
-    return R.pattern(R.r.tree)
+    bw, bound = R.pattern(R.r.tree)
+    # the server's channels carry its tree traffic: at most `channels` thread blocks' worth
+    # (one NVLink each, as for the ring) of the pattern's busiest server bytes per unit
+    cap = R.c.channels * GBps_to_Bps(R.c.nvlink_link_GBps()) / R.r.tree.node_bytes
+    if cap < bw:
+        return cap, f"{R.c.channels} channels"
+    return bw, bound
 
 
 def _tree(S: float, R: _Rates) -> list[Candidate]:
@@ -261,6 +273,7 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
         intra = c.hw_latency_us(_hw_intra(R), "tree", p)
         inter = c.hw_latency_us("net", "tree", p)
         lat = c.base_latency_us("tree", p) + 2 * ((G - 1) * intra + log2i(N) * inter)
+        lat += 2 * ((G - 1) + log2i(N)) * c.latency("extra_step_us")
         out.append(_cand("tree", p, lat, algbw, S, why))
     return out
 
@@ -276,7 +289,7 @@ def _nvls(op: str, S: float, R: _Rates) -> list[Candidate]:
         algbw = eff * G / (G + 1)
     else:  # all_gather / reduce_scatter on one server: busbw = NVLink x nvlsEfficiency
         algbw = eff * n / (n - 1)
-    lat = c.hw_latency_us("nvlink", "nvls", "Simple")
+    lat = c.hw_latency_us("nvlink", "nvls", "Simple") + c.latency("extra_step_us")
     return [_cand("nvls", "Simple", lat, algbw, S, "nvlink")]
 
 
@@ -296,6 +309,7 @@ def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
         c.base_latency_us("nvls_tree", "Simple")
         + c.hw_latency_us("nvlink", "nvls_tree", "Simple")
         + 2 * log2i(N) * c.hw_latency_us("net", "nvls_tree", "Simple")
+        + (1 + 2 * log2i(N)) * c.latency("extra_step_us")
     )
     return [_cand("nvls_tree", "Simple", lat, algbw, S, why)]
 
@@ -309,6 +323,7 @@ def _pat(S: float, R: _Rates) -> list[Candidate]:
         c.base_latency_us("pat", "Simple")
         + log2i(R.N) * inter / c.latency("pat_log_divisor")
         + R.n * c.latency("pat_per_rank_us")
+        + R.n * c.latency("extra_step_us")
     )
     return [_cand("pat", "Simple", lat, algbw, S, bound)]
 
@@ -319,7 +334,8 @@ def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
     lat = c.base_latency_us("ring", p) + c.hw_latency_us(hw, "ring", p)
     if R.N > 1:
         lat += peers * c.latency("net_overhead_us")
-    return lat
+    # one step per round of at most NCCL_MAX_DEV_WORK_P2P_PER_BATCH peers
+    return lat + _div_up(peers, c.factor("p2p_per_batch")) * c.latency("extra_step_us")
 
 
 def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
@@ -351,13 +367,70 @@ def _alltoall(S: float, R: _Rates) -> list[Candidate]:
     return out
 
 
-def _sendrecv(S: float, R: _Rates) -> list[Candidate]:
-    rates: list[tuple[float, str]] = []
-    if R.G > 1:
-        rates.append((R.nvl, "nvlink"))
+def _div_up(a: float, b: float) -> int:
+    return int(-(-a // b))
+
+
+def p2p_channels_per_peer(R: _Rates) -> int:
+    """NCCL's ``p2pnChannelsPerPeer`` (src/graph/paths.cc, 2.29): over NVLink 2 channels per
+    NVLink's worth of the path, over the network max(NICs, ceil(NIC GB/s / 14)); the least over
+    the peers, a power of two, halved across servers until every peer fits in one round."""
+    c = R.c
+    link = GBps_to_Bps(c.nvlink_link_GBps())
+    nvl = 2 * max(1, int(R.nvl / link)) if R.G > 1 else 10**6
+    per_peer = nvl
     if R.N > 1:
-        nic = R.r.gpu_nic_Bps * R.c.nic_efficiency
+        nic_GBps = R.r.gpu_nic_Bps / 1e9
+        nics = max(1, round(R.r.nics_per_node / max(1, R.G)))
+        per_peer = min(per_peer, max(nics, _div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps"))))
+    per_peer = pow2_up(per_peer)
+    total = c.p2p_channels(R.N)
+    if R.N > 1:
+        rounds = _div_up(R.n, c.factor("p2p_per_batch"))
+        while per_peer * rounds > total and per_peer > 1:
+            per_peer //= 2
+    return min(total, per_peer)
+
+
+def p2p_op_channels(R: _Rates, nbytes: float) -> int:
+    """Channels NCCL splits one send (or recv) of ``nbytes`` over (src/enqueue.cc addP2pToPlan,
+    2.29): at least ``nChannelsMin`` parts of >= chunk/2 (network) or chunk/8 (NVLink), doubled
+    while a part exceeds one chunk (network) or 32 chunks (NVLink), up to the per-peer count."""
+    c = R.c
+    cmax = p2p_channels_per_peer(R)
+    cmin = cmax
+    while cmin * R.n > c.p2p_channels(R.N) and cmin > 1:
+        cmin //= 2
+    if R.N > 1:
+        step = c.factor("p2p_net_chunk_bytes")
+        min_part, max_part = step / 2, step
+    else:
+        step = c.factor("p2p_nvl_chunk_bytes")
+        min_part, max_part = step / 8, step * 32
+    k = min(cmin, _div_up(nbytes, min_part))
+    part = max(min_part, _div_up(nbytes, k))
+    while part > max_part and k <= cmax // 2:
+        k *= 2
+        part = _div_up(nbytes, k)
+    return max(1, k)
+
+
+def _sendrecv(S: float, R: _Rates) -> list[Candidate]:
+    """nccl-tests' sendrecv: every rank sends S to the next and receives from the previous; the
+    slowest pair (across servers when N > 1) sets the time. A pair moves at most its channels'
+    worth (:func:`p2p_op_channels`; per channel one NVLink, or NCCL's 14 GB/s over the network)."""
+    c = R.c
+    k = p2p_op_channels(R, S)
+    rates: list[tuple[float, str]] = []
+    if R.G > 1 and R.N == 1:
+        rates.append((R.nvl, "nvlink"))
+        rates.append((k * GBps_to_Bps(c.nvlink_link_GBps()), f"{k} p2p channels"))
+    if R.N > 1:
+        nic = R.r.gpu_nic_Bps * c.nic_efficiency
         rates.append((nic, "own NIC"))
+        rates.append((k * GBps_to_Bps(c.factor("p2p_per_channel_net_GBps")), f"{k} p2p channels"))
+        if R.G > 1:
+            rates.append((R.nvl, "nvlink"))
     bw, bound = min(rates)
     out = []
     for p, f in _p2p_protocols(R, S):

@@ -63,6 +63,9 @@ class Row:
         Its latency term (µs).
     bound : str
         What limits its bandwidth.
+    busbw_note : str
+        Why busbw exceeds the rate of the links it crosses, when it does (NVLS in-switch
+        reduction, a tree across servers); empty otherwise (:func:`busbw_note`).
     """
 
     size_bytes: int
@@ -77,6 +80,7 @@ class Row:
     protocol: str
     latency_us: float
     bound: str
+    busbw_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,60 @@ def _count(op: str, size: int, n: int, elt: int) -> int:
     return size // elt
 
 
+def link_rate_Bps(r: FabricRates) -> float:
+    """The link rate a ring's busbw cannot exceed on a sub-cluster (raw capacities, B/s).
+
+    One server: the NVLink of one GPU per direction. Across servers: the smaller of the
+    server's NICs in use (a ring crosses each server boundary once per channel) and NVLink x
+    G/(G-1) (the ring's hops inside a server). nccl-tests' busbw is defined so that a ring
+    reaches at most this (``doc/PERFORMANCE.md``); other algorithms move fewer bytes per link.
+    """
+    if r.nodes == 1:
+        return r.nvlink_Bps
+    net = r.nics_per_node * r.nic_Bps
+    if r.gpus_per_node > 1 and r.nvlink_Bps > 0:
+        return min(net, r.nvlink_Bps * r.gpus_per_node / (r.gpus_per_node - 1))
+    return net
+
+
+_WHY = {
+    "nvls": "NVLS: the NVSwitch reduces (NVLink SHARP), so each GPU sends and receives its data "
+    "about once, not the 2(n-1)/n times busbw counts",
+    "nvls_tree": "NVLS-tree: the NVSwitch reduces inside each server and a tree joins the "
+    "servers, so a link carries fewer bytes than busbw's 2(n-1)/n",
+    "tree": "tree: each byte crosses the network once each way per tree, not the 2(n-1)/n "
+    "times busbw counts",
+}
+
+
+def busbw_note(busbw_Bps: float, algorithm: str, r: FabricRates) -> str:
+    """Why a predicted busbw exceeds the link rate (:func:`link_rate_Bps`), or ``""``.
+
+    Parameters
+    ----------
+    busbw_Bps : float
+        Predicted busbw (B/s).
+    algorithm : str
+        The tuner's algorithm (``nvls``, ``nvls_tree``, ``tree``, ...).
+    r : FabricRates
+        The sub-cluster.
+
+    Returns
+    -------
+    str
+        A sentence naming the link rate exceeded and the algorithm's reason; empty when busbw
+        is within the link rate or the algorithm has no such reason.
+    """
+    link = link_rate_Bps(r)
+    if link <= 0 or busbw_Bps <= link * (1 + 1e-9) or algorithm not in _WHY:
+        return ""
+    what = "NVLink" if r.nodes == 1 else "link"
+    return (
+        f"busbw {Bps_to_GBps(busbw_Bps):.0f} GB/s exceeds the {what} rate "
+        f"{Bps_to_GBps(link):.0f} GB/s and is not a fault: {_WHY[algorithm]}"
+    )
+
+
 def predict_row(
     op: str, size_bytes: int, count: int, dtype: str, rates: FabricRates, c: NcclConstants
 ) -> Row:
@@ -162,6 +220,7 @@ def predict_row(
         protocol=best.protocol,
         latency_us=s_to_us(best.latency_s),
         bound=best.bound,
+        busbw_note=busbw_note(algbw * busbw_factor(op, rates.gpus), best.algorithm, rates),
     )
 
 
@@ -266,6 +325,7 @@ class CompareRow:
     algorithm: str
     protocol: str
     bound: str
+    busbw_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -476,6 +536,7 @@ def compare_log(
             algorithm=p.algorithm,
             protocol=p.protocol,
             bound=p.bound,
+            busbw_note=p.busbw_note,
         )
         for m, p in zip(test.rows, predicted, strict=True)
     ]

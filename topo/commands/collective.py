@@ -34,6 +34,12 @@ class Op(str, Enum):
     sendrecv = "sendrecv"
 
 
+class Arch(str, Enum):
+    ampere = "ampere"
+    hopper = "hopper"
+    blackwell = "blackwell"
+
+
 def parse_size(text: str, option: str) -> int:
     """A byte count as nccl-tests reads it: an integer with an optional K, M, G or T suffix
     (powers of 1024), e.g. ``8``, ``32M``, ``8G``.
@@ -102,7 +108,8 @@ def collective(
         Path | None,
         typer.Option(
             "--compare",
-            help="A real nccl-tests log: measured against predicted busbw, size by size.",
+            help="A real nccl-tests log (text, or a -J JSON report): measured against "
+            "predicted busbw, size by size.",
             exists=True,
             dir_okay=False,
         ),
@@ -118,6 +125,30 @@ def collective(
             help="TOML overriding the NCCL constants (same shape as topo/data/nccl-2.29.toml).",
             exists=True,
             dir_okay=False,
+        ),
+    ] = None,
+    arch: Annotated[
+        Arch | None,
+        typer.Option(
+            "--arch",
+            help="GPU generation for NCCL's per-arch tables (default: the fabric's GPU model "
+            "where it records one, else the constants file's, hopper).",
+        ),
+    ] = None,
+    calibrate: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibrate",
+            help="A real nccl-tests log: fit what the model leaves unknown (docs/collective.md) "
+            "and report leave-one-op-out error; with -o, write the cluster file.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="With --calibrate: the cluster TOML to write.", dir_okay=False
         ),
     ] = None,
     html: Annotated[
@@ -136,7 +167,14 @@ def collective(
 
     if fit and compare is None:
         raise TopoError("--fit needs --compare LOG (it fits the measured times)")
+    if output is not None and calibrate is None:
+        raise TopoError("-o needs --calibrate LOG (it writes the calibrated cluster file)")
+    if calibrate is not None and compare is not None:
+        raise TopoError("give --compare LOG or --calibrate LOG, not both")
     c = load_constants(constants)
+    if calibrate is not None:
+        _calibrate(fabric, calibrate, output, c, arch, as_json)
+        return
     if fabric is None and compare is None:
         raise TopoError(
             "give a FABRIC.json (topo build ... -o FILE), or --compare LOG to hold a log "
@@ -145,6 +183,7 @@ def collective(
     if compare is not None:
         tests = _log_tests(compare, op, gpus, gpus_per_node)
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
+        c = _arch_constants(c, arch, G)
         comparisons = [
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
             for t in tests
@@ -157,8 +196,9 @@ def collective(
                 _compare_table(cmp, compare)
     else:
         assert fabric is not None
+        G = fabric_mod.load(fabric)
         report = collective_table(
-            fabric_mod.load(fabric),
+            G,
             (op or Op.all_reduce).value,
             gpus=gpus,
             gpus_per_node=gpus_per_node,
@@ -166,7 +206,7 @@ def collective(
             max_bytes=parse_size(max_bytes, "--max-bytes"),
             step_factor=step_factor,
             dtype=datatype,
-            constants=c,
+            constants=_arch_constants(c, arch, G),
         )
         _write_html(html, lambda: plot_busbw(report=report))
         if as_json:
@@ -177,14 +217,73 @@ def collective(
         err.print(f"wrote {html}")
 
 
+def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
+    """The constants for ``--arch``, else for the fabric's GPU model, else as loaded."""
+    from topo.collective.fabric_rates import gpu_arch
+
+    chosen = arch.value if arch is not None else gpu_arch(G)
+    return c.with_arch(chosen) if chosen else c
+
+
+def _calibrate(
+    fabric: Path | None,
+    log: Path,
+    output: Path | None,
+    c: Any,
+    arch: Arch | None,
+    as_json: bool,
+) -> None:
+    """``--calibrate LOG [-o cluster.toml]``: fit the unknowns, report leave-one-op-out error."""
+    from topo import fabric as fabric_mod
+    from topo.collective.calibrate import calibrate, cluster_toml
+    from topo.fabric import write_atomic
+
+    tests = _log_tests(log, None, None, None)
+    G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
+    c = _arch_constants(c, arch, G)
+    result = calibrate(G, tests, c)
+    if output is not None:
+        write_atomic(output, cluster_toml(result, log))
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _calibration_table(result, log)
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+def _calibration_table(result: Any, log: Path) -> None:
+    out.print(
+        f"calibrated on {log.name}: node_network = {result.node_network:.3f}, "
+        f"step_latency_us = {result.step_latency_us:.2f} (fitted on every op of the log)"
+    )
+    table = Table(
+        title="leave-one-op-out: fitted on the other ops, predicted on this one",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for name in ("op", "node_network", "step latency (us)", "rows", "median |err|", "max |err|"):
+        table.add_column(name, justify="right")
+    for h in result.held_out:
+        table.add_row(
+            h.op,
+            f"{h.node_network:.3f}",
+            f"{h.step_latency_us:.2f}",
+            str(h.rows),
+            f"{h.median_abs_error * 100:.1f}%",
+            f"{h.max_abs_error * 100:.1f}%",
+        )
+    out.print(table)
+
+
 def _log_tests(
     log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
 ) -> list[NcclTest]:
     """The tests of an nccl-tests log to compare (of ``op`` if given), checked against the
     --gpus and --gpus-per-node given."""
-    from topo.formats.nccl_tests import read_nccl_tests
+    from topo.formats.nccl_tests_json import read_nccl_tests_any
 
-    tests = read_nccl_tests(log)
+    tests = read_nccl_tests_any(log)
     if op is not None:
         found = ", ".join(t.op for t in tests)
         tests = [t for t in tests if t.op == op.value]
@@ -293,6 +392,9 @@ def _table(rep: CollectiveReport) -> None:
         table.add_column(name, justify="right")
     table.add_column("algorithm/protocol")
     table.add_column("bound")
+    notes = any(r.busbw_note for r in rep.rows)
+    if notes:
+        table.add_column("note")
     for r in rep.rows:
         table.add_row(
             str(r.size_bytes),
@@ -305,6 +407,7 @@ def _table(rep: CollectiveReport) -> None:
             f"{r.busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
             r.bound,
+            *([r.busbw_note] if notes else []),
         )
     out.print(table)
 

@@ -23,6 +23,12 @@ class Dtype(str, Enum):
     fp32 = "fp32"
 
 
+class Kernel(str, Enum):
+    deepep_normal = "deepep-normal"
+    deepep_ll = "deepep-ll"
+    nccl = "nccl"
+
+
 class Shared(str, Enum):
     remote = "remote"
     local = "local"
@@ -122,6 +128,15 @@ def moe(
             "--html", help="Write the heat map and phase-time bars as HTML.", dir_okay=False
         ),
     ] = None,
+    kernel: Annotated[
+        Kernel | None,
+        typer.Option(
+            "--kernel",
+            help="Also model an EP kernel: DeepEP normal (RDMA to the same-index GPU, then "
+            "NVLink), DeepEP low-latency (pure RDMA) or an NCCL all-to-all; --json adds "
+            "'kernel' (docs/moe.md).",
+        ),
+    ] = None,
     paper_example: Annotated[
         bool,
         typer.Option("--paper-example", help="Print the DeepSeek-V3 report's worked example."),
@@ -171,12 +186,33 @@ def moe(
         from topo.plot import plot_moe, write_html
 
         write_html(plot_moe(report), html)
-    if as_json:
-        print_json(report.to_dict())
-    else:
-        _tables(report)
+    _output(report, kernel, as_json)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _output(report: MoEReport, kernel: Kernel | None, as_json: bool) -> None:
+    """Print the report (JSON or tables), with the kernel's figures when ``--kernel`` is given."""
+    kr = None
+    if kernel is not None:
+        from topo.moe.kernels import kernel_report
+
+        kr = kernel_report(report, kernel.value)
+    if as_json:
+        d = report.to_dict()
+        if kr is not None:
+            d["kernel"] = kr.to_dict()
+        print_json(d)
+        return
+    _tables(report)
+    if kr is not None:
+        out.print(
+            f"kernel {kr.kernel}: dispatch {kr.dispatch_us:.2f} µs "
+            f"({kr.dispatch_GBps:.1f} GB/s {kr.bandwidth_kind}, {kr.dispatch_bottleneck}-"
+            f"bound), combine {kr.combine_us:.2f} µs ({kr.combine_GBps:.1f} GB/s "
+            f"{kr.bandwidth_kind}, {kr.combine_bottleneck}-bound); DeepEP's logical "
+            "bandwidth (own traffic included)"
+        )
 
 
 def _tables(r: MoEReport) -> None:

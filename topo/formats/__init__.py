@@ -9,12 +9,14 @@
   file);
 - :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``);
 - :func:`read_nccl_tests` reads nccl-tests logs into :class:`NcclTest` records of
-  :class:`NcclTestRow` rows.
+  :class:`NcclTestRow` rows; :func:`read_nccl_tests_json` reads nccl-tests' JSON reports
+  (``-J``, format version 3) into the same records, :func:`read_nccl_tests_any` either.
 """
 
 from topo.formats.hosts import add_hosts, import_ibnetdiscover, merge_dumps
 from topo.formats.ibnetdiscover import link_rate_Bps, read_ibnetdiscover, read_name_map
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
+from topo.formats.nccl_tests_json import read_nccl_tests_any, read_nccl_tests_json
 from topo.formats.netfile import write_ibnetdiscover
 
 __all__ = [
@@ -27,5 +29,7 @@ __all__ = [
     "read_ibnetdiscover",
     "read_name_map",
     "read_nccl_tests",
+    "read_nccl_tests_any",
+    "read_nccl_tests_json",
     "write_ibnetdiscover",
 ]

@@ -270,6 +270,8 @@ class MoEReport:
     node_limit_binds: bool
     scenarios: list[ScenarioResult]
     layout: EPLayout = field(repr=False, compare=False)
+    routings: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    """Each token's routed experts, per node limit computed (0 = unlimited)."""
 
     @property
     def headline(self) -> ScenarioResult:
@@ -697,6 +699,7 @@ def moe_report(
         node_limit_binds=binding and routing is None,
         scenarios=scenarios,
         layout=layout,
+        routings=routings,
     )
 
 

@@ -1,0 +1,118 @@
+"""The model against every row of the shared nccl-tests logs from 32 MiB on (issue 12).
+
+No constant of the model comes from these logs. Each (log, op) is held row by row: every row
+from ``AGREES_FROM`` on is within 15% of the measured out-of-place busbw; the rows below it are
+the model's known misses (docs/collective.md, "Where the model misses": mid-size latency at
+80 ranks and on one server, send/recv across servers at 1-2 GPUs per node). The issue's
+acceptance (>= 90% of the rows within 15%, none off by more than 1.3x) is not reached; the test
+of it is a strict xfail, so it fails the day the model reaches it unnoticed.
+
+The two-node pair of the other cluster (cluster00) is far below any healthy model and is held
+by test_real_logs.py, not here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from formats._real import real_file
+
+from topo.builders import build
+from topo.collective import compare_log, load_constants
+from topo.formats.nccl_tests import read_nccl_tests
+from topo.spec import load_spec
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
+MIB = 1 << 20
+FIRST = 0.99 * 32 * MIB  # the -b 32M row (all_gather & co. round it down to n x 16 B)
+
+LOGS = {
+    "nccl_N10_G1.log": "xxrjun_cluster01_multinode_N10",
+    "nccl_N10_G2.log": "xxrjun_cluster01_multinode_N10",
+    "nccl_N10_G4.log": "xxrjun_cluster01_multinode_N10",
+    "nccl_N10_G8.log": "xxrjun_cluster01_multinode_N10",
+    "nccl_N1_G4_cnode3-002.log": "xxrjun_cluster01_singlenode",
+    "nccl_N1_G8_cnode3-002.log": "xxrjun_cluster01_singlenode",
+}
+
+AGREES_FROM: dict[tuple[str, str], float | None] = {
+    ("nccl_N10_G1.log", "all_reduce"): 32,
+    ("nccl_N10_G1.log", "all_gather"): 32,
+    ("nccl_N10_G1.log", "reduce_scatter"): 32,
+    ("nccl_N10_G1.log", "alltoall"): 64,
+    ("nccl_N10_G1.log", "sendrecv"): None,
+    ("nccl_N10_G2.log", "all_reduce"): 32,
+    ("nccl_N10_G2.log", "all_gather"): 32,
+    ("nccl_N10_G2.log", "reduce_scatter"): 32,
+    ("nccl_N10_G2.log", "alltoall"): 64,
+    ("nccl_N10_G2.log", "sendrecv"): None,
+    ("nccl_N10_G4.log", "all_reduce"): 128,
+    ("nccl_N10_G4.log", "all_gather"): 64,
+    ("nccl_N10_G4.log", "reduce_scatter"): 64,
+    ("nccl_N10_G4.log", "alltoall"): 256,
+    ("nccl_N10_G4.log", "sendrecv"): 32,
+    ("nccl_N10_G8.log", "all_reduce"): 256,
+    ("nccl_N10_G8.log", "all_gather"): 1024,
+    ("nccl_N10_G8.log", "reduce_scatter"): 1024,
+    ("nccl_N10_G8.log", "alltoall"): 128,
+    ("nccl_N10_G8.log", "sendrecv"): 32,
+    ("nccl_N1_G4_cnode3-002.log", "all_reduce"): 32,
+    ("nccl_N1_G4_cnode3-002.log", "all_gather"): 512,
+    ("nccl_N1_G4_cnode3-002.log", "reduce_scatter"): 1024,
+    ("nccl_N1_G4_cnode3-002.log", "alltoall"): 1024,
+    ("nccl_N1_G4_cnode3-002.log", "sendrecv"): 32,
+    ("nccl_N1_G8_cnode3-002.log", "all_reduce"): 128,
+    ("nccl_N1_G8_cnode3-002.log", "all_gather"): 32,
+    ("nccl_N1_G8_cnode3-002.log", "reduce_scatter"): 32,
+    ("nccl_N1_G8_cnode3-002.log", "alltoall"): 1024,
+    ("nccl_N1_G8_cnode3-002.log", "sendrecv"): 32,
+}
+"""Per (log, op): the size (MiB) from which every row agrees within 15%; None: no row does."""
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return build(load_spec(EXAMPLE).replace(name=None))
+
+
+def _ratios(G, name: str, op: str) -> list[tuple[int, float]]:
+    log = real_file("nccl_tests_logs", LOGS[name], name)
+    (test,) = [t for t in read_nccl_tests(log) if t.op == op]
+    cmp = compare_log(G, test, constants=load_constants())
+    return [
+        (r.size_bytes, r.predicted_busbw_GBps / r.measured_busbw_GBps)
+        for r in cmp.rows
+        if r.size_bytes >= FIRST
+    ]
+
+
+@pytest.mark.parametrize("name, op", sorted(k for k, v in AGREES_FROM.items() if v is not None))
+def test_rows_agree_from_their_size_on(h100, name, op):
+    start = AGREES_FROM[(name, op)]
+    assert start is not None
+    rows = _ratios(h100, name, op)
+    held = [(s, q) for s, q in rows if s >= 0.99 * start * MIB]
+    assert held, f"{name} {op}: no row from {start} MiB"
+    for size, q in held:
+        assert 0.85 <= q <= 1.15, f"{name} {op} {size} B: predicted / measured busbw {q:.3f}"
+    # every row below the start misses (else AGREES_FROM would start earlier)
+    below = [q for s, q in rows if s < 0.99 * start * MIB]
+    if below:
+        assert not 0.85 <= below[-1] <= 1.15, f"{name} {op}: the row before {start} MiB agrees"
+
+
+@pytest.mark.parametrize("name", ["nccl_N10_G1.log", "nccl_N10_G2.log"])
+def test_sendrecv_at_one_or_two_gpus_per_node_is_a_known_miss(h100, name):
+    """NCCL 2.29 gives each peer 4 network channels here (4 x 14 GB/s, over the 48 GB/s of the
+    NIC); the logs show about 25 GB/s. The model is 1.8-2x too high on every row."""
+    for size, q in _ratios(h100, name, "sendrecv"):
+        assert 1.7 < q < 2.1, f"{name} sendrecv {size} B: {q:.3f}"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 acceptance not reached: see docs/collective.md")
+def test_issue_12_acceptance(h100):
+    qs = [q for name, op in AGREES_FROM for _, q in _ratios(h100, name, op)]
+    within = sum(0.85 <= q <= 1.15 for q in qs) / len(qs)
+    worst = max(max(q, 1 / q) for q in qs)
+    assert within >= 0.90 and worst <= 1.3, f"{within:.1%} within 15%, worst {worst:.2f}x"
