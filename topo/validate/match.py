@@ -13,8 +13,11 @@ The design names every device; a dump names switches by their node descriptions 
    tier by tier: a dump switch votes for the design leaf its hosts' NICs are cabled to in the
    design (leaves by their hosts), then for the design switch its matched neighbours are
    cabled to in the design (spines by their leaves, cores by their spines), each vote weighted
-   by the cables; dump switches in natural order of their names each take their
-   best-supported free design switch (ties: the first in natural order), one to one.
+   by the cables. A dump switch whose best-supported free design switch is unique takes it;
+   when none is, one tie is broken (the highest tier first, then natural order of the dump's
+   names, each taking the first of its tied design switches) and the votes are counted
+   again. Breaking ties top down keeps equivalent switches consistent: in a three-layer tree,
+   a core pinned fixes which spine of every pod is which before any of those is guessed.
 
 What is left unmatched is a missing device (design side) or an extra one (dump side).
 """
@@ -154,27 +157,48 @@ def _match_switches_by_name(design: nx.Graph, dump: nx.Graph, to_dump: dict[str,
 
 
 def _match_switches_by_structure(design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]) -> None:
-    """Vote, take the best-supported pairs one to one, repeat while anything new matches."""
+    """Vote; take every dump switch whose best design switch is unique; when none is, break one
+    tie (the highest tier first, then natural order of the dump's names); repeat."""
     while True:
-        to_design = {b: a for a, b in to_dump.items()}
-        free_design = {v for v in _switches(design) if v not in to_dump}
-        votes: Counter[tuple[str, str]] = Counter()
-        for s in _switches(dump):
-            if s in to_design:
-                continue
-            for t, d in dump.adj[s].items():
-                ours = to_design.get(t)
-                if ours is None:
-                    continue
-                for x, e in design.adj[ours].items():
-                    if x in free_design:
-                        votes[(s, x)] += min(int(d["links"]), int(e["links"]))
-        if not votes:
+        best = _best_candidates(design, dump, to_dump)
+        if not best:
             return
-        # Dump switches in natural order, each taking its best-supported free design switch
-        # (ties: the first in natural order), so equivalent switches pair in name order.
-        for s in sorted({s for s, _ in votes}, key=natural_key):
-            free = [(n, x) for (t, x), n in votes.items() if t == s and x not in to_dump]
-            if free:
-                best = max(n for n, _ in free)
-                to_dump[min((x for n, x in free if n == best), key=natural_key)] = s
+        unique = sorted(
+            ((n, s, xs[0]) for s, (n, xs) in best.items() if len(xs) == 1),
+            key=lambda t: (-t[0], natural_key(t[1])),
+        )
+        taken = False
+        for _, s, x in unique:
+            if x not in to_dump:
+                to_dump[x] = s
+                taken = True
+        if taken:
+            continue
+        tier = {s: int(dump.nodes[s].get("tier", 0)) for s in best}
+        s = min(best, key=lambda s: (-tier[s], natural_key(s)))
+        to_dump[best[s][1][0]] = s
+
+
+def _best_candidates(
+    design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]
+) -> dict[str, tuple[int, list[str]]]:
+    """Unmatched dump switch -> (its best vote, the free design switches with it, in natural
+    order); a vote per cable from a matched neighbour to a design switch cabled to its match."""
+    to_design = {b: a for a, b in to_dump.items()}
+    free = {v for v in _switches(design) if v not in to_dump}
+    best: dict[str, tuple[int, list[str]]] = {}
+    for s in _switches(dump):
+        if s in to_design:
+            continue
+        votes: Counter[str] = Counter()
+        for t, d in dump.adj[s].items():
+            ours = to_design.get(t)
+            if ours is None:
+                continue
+            for x, e in design.adj[ours].items():
+                if x in free:
+                    votes[x] += min(int(d["links"]), int(e["links"]))
+        if votes:
+            top = max(votes.values())
+            best[s] = (top, sorted((x for x, n in votes.items() if n == top), key=natural_key))
+    return best
