@@ -184,3 +184,15 @@ def test_cli_exit_status_json_and_html(tmp_path: Path, design: nx.Graph) -> None
     assert "node9/nic0 - p0/leaf2" in page
     r = runner.invoke(app, ["validate", str(path), str(bad), "--gpus-per-host", "4"])
     assert r.exit_code == 1 and "the design's servers have 8 GPUs" in r.output
+
+
+def test_hosts_named_otherwise_pair_in_natural_order(tmp_path: Path, design: nx.Graph) -> None:
+    G = design.copy()
+    for _, d in G.nodes(data=True):
+        if d["kind"] == "nic":
+            d["node"] = f"gpu-{d['node']:04d}"  # real hostnames: "gpu-0017 mlx5_3"
+    G.remove_edge("node17/nic3", "p3/leaf4")
+    r = validate(design, as_built(tmp_path, G), cost=False)
+    assert kinds(r) == [("missing", ("node17/nic3", "p3/leaf4"), ("p3/leaf4",))]
+    m = match_fabric(design, as_built(tmp_path, G, "again.net"))
+    assert m.hosts[17] == "gpu-0017" and m.to_dump["node17/nic2"] == "gpu-0017/mlx5_2/p1"
