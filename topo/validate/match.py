@@ -158,47 +158,64 @@ def _match_switches_by_name(design: nx.Graph, dump: nx.Graph, to_dump: dict[str,
 
 def _match_switches_by_structure(design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]) -> None:
     """Vote; take every dump switch whose best design switch is unique; when none is, break one
-    tie (the highest tier first, then natural order of the dump's names); repeat."""
-    while True:
-        best = _best_candidates(design, dump, to_dump)
-        if not best:
-            return
+    tie (the highest tier first, then natural order of the dump's names); repeat. Votes are
+    counted again only for the switches an assignment can change: the neighbours of the dump
+    switch just matched, and those that had the design switch just taken among their best."""
+    to_design = {b: a for a, b in to_dump.items()}
+    best: dict[str, tuple[int, list[str]]] = {}
+    for s in _switches(dump):
+        if s not in to_design:
+            _count(design, dump, to_dump, to_design, s, best)
+    while best:
         unique = sorted(
             ((n, s, xs[0]) for s, (n, xs) in best.items() if len(xs) == 1),
             key=lambda t: (-t[0], natural_key(t[1])),
         )
-        taken = False
+        pairs: dict[str, str] = {}
         for _, s, x in unique:
-            if x not in to_dump:
-                to_dump[x] = s
-                taken = True
-        if taken:
-            continue
-        tier = {s: int(dump.nodes[s].get("tier", 0)) for s in best}
-        s = min(best, key=lambda s: (-tier[s], natural_key(s)))
-        to_dump[best[s][1][0]] = s
+            if x not in pairs.values():
+                pairs[s] = x
+        if not pairs:
+            s = min(best, key=lambda s: (-int(dump.nodes[s].get("tier", 0)), natural_key(s)))
+            pairs[s] = best[s][1][0]
+        taken = set(pairs.values())
+        affected = {
+            t for s in pairs for t in dump.adj[s] if t in best or _is_free(dump, t, to_design)
+        }
+        affected |= {t for t, (_, xs) in best.items() if taken & set(xs)}
+        for s, x in pairs.items():
+            to_dump[x] = s
+            to_design[s] = x
+            best.pop(s, None)
+        for t in affected - set(pairs):
+            _count(design, dump, to_dump, to_design, t, best)
 
 
-def _best_candidates(
-    design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]
-) -> dict[str, tuple[int, list[str]]]:
-    """Unmatched dump switch -> (its best vote, the free design switches with it, in natural
-    order); a vote per cable from a matched neighbour to a design switch cabled to its match."""
-    to_design = {b: a for a, b in to_dump.items()}
-    free = {v for v in _switches(design) if v not in to_dump}
-    best: dict[str, tuple[int, list[str]]] = {}
-    for s in _switches(dump):
-        if s in to_design:
+def _is_free(dump: nx.Graph, t: str, to_design: dict[str, str]) -> bool:
+    return dump.nodes[t]["kind"] in SWITCH_KINDS and t not in to_design
+
+
+def _count(
+    design: nx.Graph,
+    dump: nx.Graph,
+    to_dump: dict[str, str],
+    to_design: dict[str, str],
+    s: str,
+    best: dict[str, tuple[int, list[str]]],
+) -> None:
+    """Set ``best[s]`` to (its best vote, the free design switches with it, natural order), or
+    drop it when nothing votes; a vote per cable from a matched neighbour to a free design
+    switch cabled to its match."""
+    votes: Counter[str] = Counter()
+    for t, d in dump.adj[s].items():
+        ours = to_design.get(t)
+        if ours is None:
             continue
-        votes: Counter[str] = Counter()
-        for t, d in dump.adj[s].items():
-            ours = to_design.get(t)
-            if ours is None:
-                continue
-            for x, e in design.adj[ours].items():
-                if x in free:
-                    votes[x] += min(int(d["links"]), int(e["links"]))
-        if votes:
-            top = max(votes.values())
-            best[s] = (top, sorted((x for x, n in votes.items() if n == top), key=natural_key))
-    return best
+        for x, e in design.adj[ours].items():
+            if x not in to_dump and design.nodes[x]["kind"] in SWITCH_KINDS:
+                votes[x] += min(int(d["links"]), int(e["links"]))
+    if not votes:
+        best.pop(s, None)
+        return
+    top = max(votes.values())
+    best[s] = (top, sorted((x for x, n in votes.items() if n == top), key=natural_key))
