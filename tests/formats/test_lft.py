@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from topo.builders import build
 from topo.cli import app
 from topo.errors import FormatError, InfeasibleError
+from topo.flow.routing import routed_alltoall
 from topo.flow.routing.lft import routed_lft
-from topo.formats import read_ibnetdiscover, write_ibnetdiscover
+from topo.formats import import_ibnetdiscover, read_ibnetdiscover, write_ibnetdiscover
 from topo.formats.lft import read_lft
 
 from ._lfttrace import parse_dump, trace_busbw
@@ -140,3 +141,31 @@ def test_bad_tables(tmp_path: Path, ft2) -> None:
     loop.write_text(lft_text(text, lambda sw, ports, h, desc: min(ports)))
     with pytest.raises(InfeasibleError, match="forwards LID .* which does not lead towards it"):
         routed_lft(G, read_lft(loop, dump, G))
+
+
+def test_gpus_and_pxn_through_the_tables(tmp_path: Path) -> None:
+    # FT2 of 8-port switches, 16 servers of 2 GPUs and 2 NICs; every leaf spreads the
+    # destinations over its 4 spines by NIC number mod 4. Contention-free: every GPU is held
+    # only by its NIC, 50 GB/s x (n - 1) / (n - g) with n = 32 GPUs, g = 2 per server
+    # (the inter-server share of its traffic), as D-mod-k gives on this fabric.
+    design = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    text = write_ibnetdiscover(design)
+    dump = tmp_path / "ft2.topo"
+    dump.write_text(text)
+
+    def mod4(sw, ports, h, desc):
+        if sw.startswith("leaf"):
+            host, ca = desc[h[0]].split()
+            k = 2 * int(host.removeprefix("node")) + int(ca.removeprefix("mlx5_"))
+            return next(p for p, d in ports.items() if d == f"spine{k % 4}")
+        return next(p for p, d in ports.items() if d == leaf_of(h, desc, text))
+
+    lft = tmp_path / "lfts.txt"
+    lft.write_text(lft_text(text, mod4))
+    G = import_ibnetdiscover(dump, gpus_per_host=2)
+    r = routed_lft(G, read_lft(lft, dump, G))
+    assert r.terminal == "gpu" and r.gpus == 32 and r.pxn
+    assert r.alltoall_busbw_GBps == pytest.approx(50 * 31 / 30)
+    assert r.alltoall_busbw_GBps == pytest.approx(
+        routed_alltoall(design, "dmodk").alltoall_busbw_GBps
+    )

@@ -9,6 +9,7 @@ copy solved directly (an independent construction of the same fabric).
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import networkx as nx
@@ -133,6 +134,29 @@ def test_switches_named_otherwise_are_matched_by_structure(
             (rename["p3/leaf2"], rename["p3/leaf5"]),
         )
     ]
+    # whatever the names: the design spine reported is the one matched to the physical
+    # switch that lost the cable
+    (d,) = r.defects
+    assert m.to_dump[d.design_ends[1]] == rename["p3/spine1"]
+
+
+def test_a_three_layer_tree_renamed_at_random(tmp_path: Path) -> None:
+    # Pod spines are told apart by the cores only: matching must pin cores before guessing
+    # which spine of every pod is which. One spine-core cable cut: exactly one defect, on the
+    # two physical switches of that cable.
+    design = build("ft3", switch_ports=8, gpus_per_node=1, nics_per_node=1)
+    switches = sorted(v for v, k in design.nodes(data="kind") if k in ("leaf", "spine", "core"))
+    names = [f"SW-{i:04d}" for i in range(len(switches))]
+    random.Random(3).shuffle(names)
+    rename = dict(zip(switches, names, strict=True))
+    G = design.copy()
+    G.remove_edge("pod0/spine0", "core0")
+    G = nx.relabel_nodes(G, rename)
+    r = validate(design, as_built(tmp_path, G), cost=False)
+    assert r.switches_by_name == 0 and r.switches_by_structure == 80
+    (d,) = r.defects
+    assert d.kind == "missing" and d.links == 1
+    assert set(d.as_built_ends) == {rename["pod0/spine0"], rename["core0"]}
 
 
 def test_cli_exit_status_json_and_html(tmp_path: Path, design: nx.Graph) -> None:
@@ -160,3 +184,15 @@ def test_cli_exit_status_json_and_html(tmp_path: Path, design: nx.Graph) -> None
     assert "node9/nic0 - p0/leaf2" in page
     r = runner.invoke(app, ["validate", str(path), str(bad), "--gpus-per-host", "4"])
     assert r.exit_code == 1 and "the design's servers have 8 GPUs" in r.output
+
+
+def test_hosts_named_otherwise_pair_in_natural_order(tmp_path: Path, design: nx.Graph) -> None:
+    G = design.copy()
+    for _, d in G.nodes(data=True):
+        if d["kind"] == "nic":
+            d["node"] = f"gpu-{d['node']:04d}"  # real hostnames: "gpu-0017 mlx5_3"
+    G.remove_edge("node17/nic3", "p3/leaf4")
+    r = validate(design, as_built(tmp_path, G), cost=False)
+    assert kinds(r) == [("missing", ("node17/nic3", "p3/leaf4"), ("p3/leaf4",))]
+    m = match_fabric(design, as_built(tmp_path, G, "again.net"))
+    assert m.hosts[17] == "gpu-0017" and m.to_dump["node17/nic2"] == "gpu-0017/mlx5_2/p1"

@@ -13,8 +13,11 @@ The design names every device; a dump names switches by their node descriptions 
    tier by tier: a dump switch votes for the design leaf its hosts' NICs are cabled to in the
    design (leaves by their hosts), then for the design switch its matched neighbours are
    cabled to in the design (spines by their leaves, cores by their spines), each vote weighted
-   by the cables; dump switches in natural order of their names each take their
-   best-supported free design switch (ties: the first in natural order), one to one.
+   by the cables. A dump switch whose best-supported free design switch is unique takes it;
+   when none is, one tie is broken (the highest tier first, then natural order of the dump's
+   names, each taking the first of its tied design switches) and the votes are counted
+   again. Breaking ties top down keeps equivalent switches consistent: in a three-layer tree,
+   a core pinned fixes which spine of every pod is which before any of those is guessed.
 
 What is left unmatched is a missing device (design side) or an extra one (dump side).
 """
@@ -154,27 +157,65 @@ def _match_switches_by_name(design: nx.Graph, dump: nx.Graph, to_dump: dict[str,
 
 
 def _match_switches_by_structure(design: nx.Graph, dump: nx.Graph, to_dump: dict[str, str]) -> None:
-    """Vote, take the best-supported pairs one to one, repeat while anything new matches."""
-    while True:
-        to_design = {b: a for a, b in to_dump.items()}
-        free_design = {v for v in _switches(design) if v not in to_dump}
-        votes: Counter[tuple[str, str]] = Counter()
-        for s in _switches(dump):
-            if s in to_design:
-                continue
-            for t, d in dump.adj[s].items():
-                ours = to_design.get(t)
-                if ours is None:
-                    continue
-                for x, e in design.adj[ours].items():
-                    if x in free_design:
-                        votes[(s, x)] += min(int(d["links"]), int(e["links"]))
-        if not votes:
-            return
-        # Dump switches in natural order, each taking its best-supported free design switch
-        # (ties: the first in natural order), so equivalent switches pair in name order.
-        for s in sorted({s for s, _ in votes}, key=natural_key):
-            free = [(n, x) for (t, x), n in votes.items() if t == s and x not in to_dump]
-            if free:
-                best = max(n for n, _ in free)
-                to_dump[min((x for n, x in free if n == best), key=natural_key)] = s
+    """Vote; take every dump switch whose best design switch is unique; when none is, break one
+    tie (the highest tier first, then natural order of the dump's names); repeat. Votes are
+    counted again only for the switches an assignment can change: the neighbours of the dump
+    switch just matched, and those that had the design switch just taken among their best."""
+    to_design = {b: a for a, b in to_dump.items()}
+    best: dict[str, tuple[int, list[str]]] = {}
+    for s in _switches(dump):
+        if s not in to_design:
+            _count(design, dump, to_dump, to_design, s, best)
+    while best:
+        unique = sorted(
+            ((n, s, xs[0]) for s, (n, xs) in best.items() if len(xs) == 1),
+            key=lambda t: (-t[0], natural_key(t[1])),
+        )
+        pairs: dict[str, str] = {}
+        for _, s, x in unique:
+            if x not in pairs.values():
+                pairs[s] = x
+        if not pairs:
+            s = min(best, key=lambda s: (-int(dump.nodes[s].get("tier", 0)), natural_key(s)))
+            pairs[s] = best[s][1][0]
+        taken = set(pairs.values())
+        affected = {
+            t for s in pairs for t in dump.adj[s] if t in best or _is_free(dump, t, to_design)
+        }
+        affected |= {t for t, (_, xs) in best.items() if taken & set(xs)}
+        for s, x in pairs.items():
+            to_dump[x] = s
+            to_design[s] = x
+            best.pop(s, None)
+        for t in affected - set(pairs):
+            _count(design, dump, to_dump, to_design, t, best)
+
+
+def _is_free(dump: nx.Graph, t: str, to_design: dict[str, str]) -> bool:
+    return dump.nodes[t]["kind"] in SWITCH_KINDS and t not in to_design
+
+
+def _count(
+    design: nx.Graph,
+    dump: nx.Graph,
+    to_dump: dict[str, str],
+    to_design: dict[str, str],
+    s: str,
+    best: dict[str, tuple[int, list[str]]],
+) -> None:
+    """Set ``best[s]`` to (its best vote, the free design switches with it, natural order), or
+    drop it when nothing votes; a vote per cable from a matched neighbour to a free design
+    switch cabled to its match."""
+    votes: Counter[str] = Counter()
+    for t, d in dump.adj[s].items():
+        ours = to_design.get(t)
+        if ours is None:
+            continue
+        for x, e in design.adj[ours].items():
+            if x not in to_dump and design.nodes[x]["kind"] in SWITCH_KINDS:
+                votes[x] += min(int(d["links"]), int(e["links"]))
+    if not votes:
+        best.pop(s, None)
+        return
+    top = max(votes.values())
+    best[s] = (top, sorted((x for x, n in votes.items() if n == top), key=natural_key))

@@ -137,6 +137,30 @@ def validate(
     ------
     InfeasibleError, LPTooLarge, SolverError
         As :func:`topo.flow.alltoall_bandwidth` raises them.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from topo.builders import build
+    >>> from topo.formats import read_ibnetdiscover, write_ibnetdiscover
+    >>> design = build("ft2", switch_ports=4, gpus=8, gpus_per_node=2, nics_per_node=2)
+    >>> built = design.copy()
+    >>> built.remove_edge("node1/nic0", "leaf1")            # a dead host cable
+    >>> dump = pathlib.Path(tempfile.mkdtemp()) / "fabric.topo"
+    >>> _ = dump.write_text(write_ibnetdiscover(built))
+    >>> r = validate(design, read_ibnetdiscover(dump))
+    >>> [(d.kind, d.design_ends) for d in r.defects]
+    [('missing', ('leaf1', 'node1/nic0'))]
+
+    Designed, 50 GB/s x (n - 1) / (n - g) = 50 x 7/6; as built, server 1's last NIC carries
+    both its GPUs' traffic: half that.
+
+    >>> round(r.design_busbw_Bps / 1e9, 2), round(r.as_built_busbw_Bps / 1e9, 2)
+    (58.33, 29.17)
+
+    References
+    ----------
+    docs/validate.md (the matching, the defects, the cost of a defect).
     """
     match = match_fabric(design, dump)
     defects = find_defects(design, dump, match)
