@@ -164,8 +164,8 @@ def test_gpus_and_pxn_through_the_tables(tmp_path: Path) -> None:
     lft.write_text(lft_text(text, mod4))
     G = import_ibnetdiscover(dump, gpus_per_host=2)
     r = routed_lft(G, read_lft(lft, dump, G))
-    assert r.terminal == "gpu" and r.gpus == 32 and r.pxn
-    assert r.alltoall_busbw_GBps == pytest.approx(50 * 31 / 30)
-    assert r.alltoall_busbw_GBps == pytest.approx(
-        routed_alltoall(design, "dmodk").alltoall_busbw_GBps
+    assert r.terminal == "gpu" and r.gpus == 32 and r.routing.pxn
+    assert r.alltoall_busbw_Bps == pytest.approx(50e9 * 31 / 30)
+    assert r.alltoall_busbw_Bps == pytest.approx(
+        routed_alltoall(design, "dmodk").alltoall_busbw_Bps
     )
