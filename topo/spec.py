@@ -55,6 +55,7 @@ __all__ = [
     "MAX_GPUS_PER_NODE",
     "MAX_SWITCH_PORTS",
     "RATE_RANGE",
+    "TIERS_RANGE",
     "SPEC_KEYS",
     "ServerSpec",
     "SwitchSpec",
@@ -73,11 +74,17 @@ FAMILY_OPTIONS: dict[str, frozenset[str]] = {
         {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"}
     ),
     "slimfly": frozenset({"q", "endpoints_per_router"}),
+    "mrft": frozenset({"tiers"}),
+    "mpft": frozenset({"tiers"}),
 }
 """The family-specific fields of :class:`FabricSpec` (keyword arguments of ``build``)."""
 
 NONBLOCKING_ONLY = frozenset({"ft3", "dragonfly", "slimfly"})
 """Families built non-blocking only (``oversubscription`` must be 1)."""
+
+TIERS_RANGE = (2, 3)
+"""Switch tiers an MRFT or MPFT may be built with (``tiers``): two (leaf, spine) or three (leaf,
+pod spine, core; NVIDIA's rail-optimised DGX SuperPOD beyond 8 scalable units)."""
 
 ARRANGEMENTS = ("consecutive", "palmtree")
 """Named global-link arrangements of a Dragonfly (:func:`topo.builders.dragonfly.dragonfly`)."""
@@ -298,6 +305,8 @@ class FabricSpec:
         Dragonfly global-link arrangement (:data:`ARRANGEMENTS`); None: ``consecutive``.
     q : int or None
         Slim Fly MMS parameter, a prime power; None: the largest that fits.
+    tiers : int or None
+        MRFT and MPFT: switch tiers, 2 or 3 (:data:`TIERS_RANGE`); None: 2.
     name, description : str or None
         A name for the graph (default ``<family>-<gpus>``) and a note, from spec files.
 
@@ -328,6 +337,7 @@ class FabricSpec:
     groups: int | None = None
     arrangement: str | None = None
     q: int | None = None
+    tiers: int | None = None
     name: str | None = None
     description: str | None = None
 
@@ -361,6 +371,10 @@ class FabricSpec:
         for key in ("groups", "q"):
             if getattr(self, key) is not None:
                 _set(self, **{key: as_int(key, getattr(self, key))})
+        if self.tiers is not None and as_int("tiers", self.tiers) not in TIERS_RANGE:
+            raise SpecError(
+                f"tiers must be 2 or 3 for {self.family}, got {self.tiers!r}", param="tiers"
+            )
         if self.arrangement is not None and self.arrangement not in ARRANGEMENTS:
             raise SpecError(
                 f"unknown arrangement {self.arrangement!r}; choose one of "
@@ -500,6 +514,7 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "groups": (int,),
     "arrangement": (str,),
     "q": (int,),
+    "tiers": (int,),
 }
 """Keys a spec file may hold, with the TOML types each accepts."""
 

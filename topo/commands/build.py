@@ -92,6 +92,13 @@ def build(
         int | None,
         typer.Option("--q", help="Slim Fly: MMS parameter, a prime power (64 ports: 27).", min=3),
     ] = None,
+    tiers: Annotated[
+        int | None,
+        typer.Option(
+            "--tiers",
+            help="MRFT, MPFT: switch tiers, 2 or 3 (3: pods and cores, as NVIDIA's SuperPODs).",
+        ),
+    ] = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -114,6 +121,7 @@ def build(
         groups=groups,
         arrangement=arrangement.value if arrangement is not None else None,
         q=q,
+        tiers=tiers,
     )
     if spec is None:
         if family is None:
