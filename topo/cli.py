@@ -14,7 +14,17 @@ from typing import Annotated
 
 import typer
 
-from topo.commands import bandwidth, build, collective, cost, import_, moe, plot, resilience
+from topo.commands import (
+    bandwidth,
+    build,
+    catalog,
+    collective,
+    cost,
+    import_,
+    moe,
+    plot,
+    resilience,
+)
 
 __all__ = ["app", "main"]
 
@@ -59,6 +69,7 @@ app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)
 app.command("resilience")(resilience.resilience)
+app.command("catalog")(catalog.catalog)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 

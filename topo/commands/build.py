@@ -46,6 +46,22 @@ def build(
             dir_okay=False,
         ),
     ] = None,
+    switch: Annotated[
+        str | None,
+        typer.Option(
+            "--switch",
+            help="A switch of the catalog (topo catalog switch): qm9700, q3400, sn5600, ...; "
+            "--switch-ports and --link-gbps win over it.",
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A GPU server of the catalog (topo catalog node): h800, h100, b200, "
+            "gb200-nvl72, ...; the per-node options win over it.",
+        ),
+    ] = None,
     switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
     link_gbps: Annotated[
         float, typer.Option("--link-gbps", help="Link rate, Gb/s (400 = 4x NDR).")
@@ -123,6 +139,10 @@ def build(
         q=q,
         tiers=tiers,
     )
+    named = _catalog_options(switch, node, link_gbps)
+    for key, value in named.items():
+        if not _from_command_line(ctx, key):
+            args[key] = value
     if spec is None:
         if family is None:
             raise TopoError(
@@ -130,7 +150,7 @@ def build(
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:
-        given = {k: v for k, v in args.items() if _from_command_line(ctx, k)}
+        given = {k: v for k, v in args.items() if _from_command_line(ctx, k) or k in named}
         fabric_spec = load_spec(spec, **given)
         if family is not None and family.value != fabric_spec.family:
             raise TopoError(
@@ -141,6 +161,34 @@ def build(
         except SpecError as exc:
             raise exc.prefixed(f"{spec}: ") from None
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
+
+
+def _catalog_options(switch: str | None, node: str | None, link_gbps: float) -> dict[str, Any]:
+    """The build options of a named switch and server (topo/data/catalog.toml).
+
+    A server's NICs set the link rate when slower than the switch's ports (a 400G ConnectX-7
+    on an 800G port runs at 400G; topo has one rate for every cable of a fabric)."""
+    if switch is None and node is None:
+        return {}
+    from topo.catalog import load_catalog
+
+    cat = load_catalog()
+    named: dict[str, Any] = {}
+    gbps = link_gbps
+    if switch is not None:
+        sw = cat.switch(switch)
+        named.update(switch_ports=sw.ports, link_gbps=sw.link_gbps)
+        gbps = sw.link_gbps
+    if node is not None:
+        server = cat.node(node)
+        named.update(
+            gpus_per_node=server.gpus,
+            nics_per_node=server.nics,
+            nvlink_GBps=server.nvlink_GBps,
+            pcie_GBps=server.pcie_GBps,
+            link_gbps=min(gbps, cat.nic_gbps(node)),
+        )
+    return named
 
 
 def _from_command_line(ctx: typer.Context, name: str) -> bool:
