@@ -53,6 +53,7 @@ __all__ = [
     "FAMILY_OPTIONS",
     "FabricSpec",
     "MAX_GPUS_PER_NODE",
+    "MAX_NIC_PORTS",
     "MAX_SWITCH_PORTS",
     "RATE_RANGE",
     "TIERS_RANGE",
@@ -96,6 +97,10 @@ ordinary links."""
 
 MAX_GPUS_PER_NODE = 1024
 """Largest server accepted, in GPUs."""
+
+MAX_NIC_PORTS = 16
+"""Most ports per NIC accepted: a fabric of ``P``-port NICs is ``P`` copies of its plane fabric,
+so the bound keeps graphs sane; today's NICs have 1 or 2 (ConnectX-7, ConnectX-8)."""
 
 MAX_SWITCH_PORTS = 1024
 """Largest radix accepted (today's largest switches have 256 or 512 logical ports); bigger
@@ -307,6 +312,10 @@ class FabricSpec:
         Slim Fly MMS parameter, a prime power; None: the largest that fits.
     tiers : int or None
         MRFT and MPFT: switch tiers, 2 or 3 (:data:`TIERS_RANGE`); None: 2.
+    nic_ports : int or None
+        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``): ports per NIC, 1 to
+        :data:`MAX_NIC_PORTS`; port ``p`` of every NIC is cabled into port plane ``p``, a copy
+        of the family's fabric (``link_gbps`` is the rate of one port). None: 1.
     name, description : str or None
         A name for the graph (default ``<family>-<gpus>``) and a note, from spec files.
 
@@ -338,6 +347,7 @@ class FabricSpec:
     arrangement: str | None = None
     q: int | None = None
     tiers: int | None = None
+    nic_ports: int | None = None
     name: str | None = None
     description: str | None = None
 
@@ -371,6 +381,8 @@ class FabricSpec:
         for key in ("groups", "q"):
             if getattr(self, key) is not None:
                 _set(self, **{key: as_int(key, getattr(self, key))})
+        if self.nic_ports is not None:
+            _check_nic_ports(self.family, as_int("nic_ports", self.nic_ports))
         if self.tiers is not None and as_int("tiers", self.tiers) not in TIERS_RANGE:
             raise SpecError(
                 f"tiers must be 2 or 3 for {self.family}, got {self.tiers!r}", param="tiers"
@@ -472,10 +484,25 @@ _SERVER_KEYS = (
 )
 _FAMILY_KEYS = frozenset(k for keys in FAMILY_OPTIONS.values() for k in keys)
 _COMMON_KEYS = frozenset(
-    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description"}
+    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description", "nic_ports"}
     | {k for k, _ in _SERVER_KEYS}
 )
-_FABRIC_FIELDS = frozenset({"gpus", "oversubscription", "name", "description"} | _FAMILY_KEYS)
+_FABRIC_FIELDS = frozenset(
+    {"gpus", "oversubscription", "name", "description", "nic_ports"} | _FAMILY_KEYS
+)
+
+
+def _check_nic_ports(family: str, ports: int) -> None:
+    """SpecError for a port count out of range or given to a family without NICs on planes."""
+    if family not in ("ft2", "ft3", "mrft", "mpft"):
+        raise SpecError(
+            f"nic_ports applies to the fat trees (ft2, ft3, mrft, mpft), not {family}",
+            param="nic_ports",
+        )
+    if not 1 <= ports <= MAX_NIC_PORTS:
+        raise SpecError(
+            f"nic_ports must be from 1 to {MAX_NIC_PORTS}, got {ports}", param="nic_ports"
+        )
 
 
 def _check_family(family: Any, options: dict[str, Any]) -> None:
@@ -515,6 +542,7 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "arrangement": (str,),
     "q": (int,),
     "tiers": (int,),
+    "nic_ports": (int,),
 }
 """Keys a spec file may hold, with the TOML types each accepts."""
 

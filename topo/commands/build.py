@@ -115,6 +115,13 @@ def build(
             help="MRFT, MPFT: switch tiers, 2 or 3 (3: pods and cores, as NVIDIA's SuperPODs).",
         ),
     ] = None,
+    nic_ports: Annotated[
+        int | None,
+        typer.Option(
+            "--nic-ports",
+            help="Ports per NIC; port p of every NIC on plane p (--link-gbps is per port).",
+        ),
+    ] = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -138,6 +145,7 @@ def build(
         arrangement=arrangement.value if arrangement is not None else None,
         q=q,
         tiers=tiers,
+        nic_ports=nic_ports,
     )
     named = _catalog_options(switch, node, link_gbps)
     for key, value in named.items():
