@@ -156,3 +156,30 @@ def test_tiers_refused_outside_2_or_3_and_for_other_families():
 def test_mrft_three_layers_refuses_past_k_pods():
     with pytest.raises(SpecError, match="8 pods of 32 leaves"):
         build("mrft", tiers=3, gpus=65536 + 8)
+
+
+@pytest.mark.parametrize(
+    "family, gpus, k",
+    [
+        ("mrft", 4096, 64),
+        ("mrft", 2000, 64),
+        ("mrft", 8192 * 8, 64),
+        ("mpft", 131072, 64),
+        ("mpft", 24, 8),
+        ("mpft", 8 * 1000, 16),
+        ("mrft", 8 * 100, 16),
+    ],
+)
+def test_pod_counts_agree_with_the_built_graph(family, gpus, k):
+    from topo.builders.pods import pod_counts
+
+    spec = FabricSpec(family, SwitchSpec(k), gpus=gpus, tiers=3)
+    nodes = gpus // 8
+    groups, planes = (8, 1) if family == "mrft" else (1, 8)
+    leaves, spines, cores, cables = pod_counts(nodes, groups, spec)
+    s = summarize(build(spec))
+    got = {"leaf": planes * leaves, "spine": planes * spines}
+    if cores:
+        got["core"] = planes * cores
+    assert s.switches_by_tier == got
+    assert s.links == planes * cables

@@ -27,7 +27,7 @@ import networkx as nx
 from topo.builders._common import add_switches, join, smallest_divisor
 from topo.spec import FabricSpec
 
-__all__ = ["add_pods", "max_pod_leaves", "pod_sizes"]
+__all__ = ["add_pods", "max_pod_leaves", "pod_counts", "pod_sizes"]
 
 
 def pod_sizes(leaves: int, spec: FabricSpec) -> tuple[int, int, int, int]:
@@ -51,6 +51,36 @@ def pod_sizes(leaves: int, spec: FabricSpec) -> tuple[int, int, int, int]:
     u = spec.up_ports
     spines = smallest_divisor(u, -(-per_pod * u // half))
     return per_pod, -(-leaves // per_pod), spines, u // spines
+
+
+def pod_counts(endpoints: int, groups: int, spec: FabricSpec) -> tuple[int, int, int, int]:
+    """Leaves, spines, cores and switch-to-switch cables of :func:`add_pods`, counted.
+
+    Parameters
+    ----------
+    endpoints : int
+        Endpoints per rail or plane.
+    groups : int
+        Rails sharing one core layer (MRFT: ``nics_per_node``; one MPFT plane: 1).
+    spec : FabricSpec
+        The switch and the leaf split.
+
+    Returns
+    -------
+    tuple of int
+        ``(leaves, spines, cores, cables)``: every leaf's ``u`` uplinks and, with more than one
+        pod, every spine's ``k/2`` uplinks are cabled.
+    """
+    n_leaves = -(-endpoints // spec.down_ports)
+    _, pods, n_spines, _ = pod_sizes(n_leaves, spec)
+    all_pods = groups * pods
+    leaves, spines = groups * n_leaves, all_pods * n_spines
+    cables = leaves * spec.up_ports
+    if all_pods == 1:
+        return leaves, spines, 0, cables
+    half = spec.switch.ports // 2
+    group = smallest_divisor(half, -(-all_pods * half // spec.switch.ports))
+    return leaves, spines, n_spines * group, cables + spines * half
 
 
 def max_pod_leaves(spec: FabricSpec) -> int:

@@ -152,7 +152,7 @@ def plan(
     families: Annotated[
         str,
         typer.Option("--families", help="Families to design, comma-separated."),
-    ] = "ft2,mpft,ft3,slimfly,dragonfly",
+    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3",
     prices: PricesOption = None,
     max_gpus: Annotated[
         bool, typer.Option("--max-gpus", help="Print each family's ceiling instead.")
