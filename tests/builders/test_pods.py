@@ -183,3 +183,17 @@ def test_pod_counts_agree_with_the_built_graph(family, gpus, k):
         got["core"] = planes * cores
     assert s.switches_by_tier == got
     assert s.links == planes * cables
+
+
+@pytest.mark.slow
+def test_full_three_layer_mpft_all_to_all_is_exact_at_the_nic_rate():
+    # 524,288 GPUs, 65,536 servers of 8 GPUs and 8 NICs of 50 GB/s on 8 non-blocking planes:
+    # each server sends 8 * (n - 8) * lambda through 8 * 50 GB/s -> lambda = 50/(n - 8) GB/s,
+    # busbw = lambda * (n - 1).
+    from topo.flow import alltoall_bandwidth
+
+    G = build("mpft", tiers=3)
+    n = 524_288
+    r = alltoall_bandwidth(G)
+    assert r.exact
+    assert r.alltoall_busbw_Bps == pytest.approx(50e9 * (n - 1) / (n - 8), rel=1e-6)

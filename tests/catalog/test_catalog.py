@@ -160,3 +160,29 @@ def test_unknown_model_and_too_many_nics_refused_with_the_numbers():
     r = run("build", "mrft", "--switch", "qm9700", "--node", "gb200-nvl72")
     assert r.exit_code == 1
     assert "64 leaves, fewer than its 72 rails" in r.output
+
+
+def test_collective_takes_the_arch_of_a_catalog_server(tmp_path):
+    # topo collective --node NAME selects NCCL's per-arch rows by the server's GPU generation:
+    # the effective NVLink rate is the link rate times efficiency.nvlink[arch] of the
+    # constants file (read here from the file itself).
+    from topo.collective.constants import default_constants_path
+    from topo.spec import tomllib
+
+    eff = tomllib.loads(default_constants_path().read_text())["efficiency"]["nvlink"]
+    fabric = tmp_path / "b200.json"
+    r = run(
+        "build", "ft2", "--switch", "qm9700", "--node", "b200", "--gpus", "64", "-o", str(fabric)
+    )
+    assert r.exit_code == 0, r.output
+    for node, arch in (("b200", "blackwell"), ("h100", "hopper")):
+        r = run(
+            "collective", str(fabric), "--op", "all_reduce", "--gpus", "64", "--node", node,
+            "--min-bytes", "1G", "--max-bytes", "1G", "--json",
+        )  # fmt: skip
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.output)
+        rates = (doc[0] if isinstance(doc, list) else doc)["rates"]
+        assert rates["nvlink_effective_GBps"] == pytest.approx(900 * eff[arch])
+    r = run("collective", str(fabric), "--op", "all_reduce", "--node", "h900")
+    assert r.exit_code == 1 and "b200" in r.output

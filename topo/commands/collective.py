@@ -18,7 +18,7 @@ from topo.errors import TopoError
 if TYPE_CHECKING:
     import networkx as nx
 
-    from topo.collective import CollectiveReport, Comparison
+    from topo.collective import CollectiveReport, Comparison, NcclConstants
     from topo.formats.nccl_tests import NcclTest
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -120,6 +120,14 @@ def collective(
             dir_okay=False,
         ),
     ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A server of the catalog (topo catalog node): its GPU architecture selects "
+            "NCCL's per-arch constants (b200, gb200-nvl72: blackwell; h100: hopper).",
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -136,7 +144,7 @@ def collective(
 
     if fit and compare is None:
         raise TopoError("--fit needs --compare LOG (it fits the measured times)")
-    c = load_constants(constants)
+    c = _with_node_arch(load_constants(constants), node)
     if fabric is None and compare is None:
         raise TopoError(
             "give a FABRIC.json (topo build ... -o FILE), or --compare LOG to hold a log "
@@ -337,3 +345,16 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
             f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
+
+
+def _with_node_arch(c: NcclConstants, node: str | None) -> NcclConstants:
+    """The constants with ``model.arch`` of catalog server ``node`` (unchanged without one)."""
+    if node is None:
+        return c
+    from dataclasses import replace
+
+    from topo.catalog import load_catalog
+
+    arch = str(load_catalog().get("node", node).get("arch"))
+    data = {**c.data, "model": {**c.data["model"], "arch": arch}}
+    return replace(c, data=data, origin=f"{c.origin} + arch {arch} of {node}")

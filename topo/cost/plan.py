@@ -55,7 +55,7 @@ import pulp
 from topo.builders import build, max_gpus
 from topo.builders.pods import pod_counts
 from topo.builders.slimfly import is_prime_power, slimfly_sizes
-from topo.cost.bom import bill_of_materials, cables_from_counts, cost_from_counts
+from topo.cost.bom import CostReport, bill_of_materials, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
 from topo.fabric import summarize
@@ -743,16 +743,7 @@ def _plan_family(
     sol = m.read()
     design = _design(family, inp, sol, n_gpus)
     cost = _val(m.prob.objective)
-    bom = cost_from_counts(
-        family=family,
-        name=f"{family}-{n_gpus}",
-        endpoints=endpoints,
-        switches={(inp.k, inp.link_gbps): sol["switches"]},
-        cables=cables_from_counts(
-            sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
-        ),
-        prices=prices,
-    )
+    bom = _priced(family, inp, n_gpus, endpoints, sol, prices)
     if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
         raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
     checked = None
@@ -775,6 +766,28 @@ def _plan_family(
         checked=checked,
         solve_seconds=secs,
         bom=[asdict(x) for x in bom.lines],
+    )
+
+
+def _priced(
+    family: str,
+    inp: _Inputs,
+    n_gpus: int,
+    endpoints: int,
+    sol: dict[str, Any],
+    prices: PriceBook,
+) -> CostReport:
+    """The bill of materials of a design counted by a program or a rule (``sol``: switches,
+    links, local_links)."""
+    return cost_from_counts(
+        family=family,
+        name=f"{family}-{n_gpus}",
+        endpoints=endpoints,
+        switches={(inp.k, inp.link_gbps): sol["switches"]},
+        cables=cables_from_counts(
+            sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
+        ),
+        prices=prices,
     )
 
 
@@ -856,16 +869,9 @@ def _plan_rail3(family: str, inp: _Inputs, n_gpus: int, prices: PriceBook, check
     groups = 1 if family == "mpft3" else inp.nics_per_node
     leaves, spines, cores, links = (planes * x for x in pod_counts(nodes, groups, spec))
     endpoints = nodes * inp.nics_per_node
-    bom = cost_from_counts(
-        family=family,
-        name=f"{family}-{n_gpus}",
-        endpoints=endpoints,
-        switches={(inp.k, inp.link_gbps): leaves + spines + cores},
-        cables=cables_from_counts(links, 0, endpoints, inp.link_gbps, prices),
-        prices=prices,
-    )
+    sol = {"switches": leaves + spines + cores, "links": links, "local_links": 0}
+    bom = _priced(family, inp, n_gpus, endpoints, sol, prices)
     design = _rail3_design(spec)
-    sol = {"switches": leaves + spines + cores, "links": links}
     checked = None
     if check and n_gpus <= MAX_CHECK_GPUS:
         checked = _check(design, sol, bom.cost_usd, prices)
