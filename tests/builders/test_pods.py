@@ -197,3 +197,14 @@ def test_full_three_layer_mpft_all_to_all_is_exact_at_the_nic_rate():
     r = alltoall_bandwidth(G)
     assert r.exact
     assert r.alltoall_busbw_Bps == pytest.approx(50e9 * (n - 1) / (n - 8), rel=1e-6)
+
+
+def test_dgx_b200_superpod_example_spec():
+    from pathlib import Path
+
+    from topo.spec import load_spec
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "dgx-b200-superpod-16su.toml"
+    s = summarize(build(load_spec(path)))
+    assert s.switches_by_tier == {"leaf": 128, "spine": 128, "core": 64}
+    assert s.links == 2 * 4096
