@@ -186,3 +186,41 @@ def test_collective_takes_the_arch_of_a_catalog_server(tmp_path):
         assert rates["nvlink_effective_GBps"] == pytest.approx(900 * eff[arch])
     r = run("collective", str(fabric), "--op", "all_reduce", "--node", "h900")
     assert r.exit_code == 1 and "b200" in r.output
+
+
+def test_topo_cost_uses_a_catalog_price(tmp_path):
+    from topo.cost import load_prices
+    from topo.cost.catalog_prices import with_catalog
+
+    # The shipped catalog has no price: the book is unchanged.
+    book = load_prices()
+    assert with_catalog(book, load_catalog()) is book
+    # A catalog with a quoted price for the 144-port 800G switch prices an 800G fabric:
+    # ft2 of 144 ports, 8 x 800G-NIC servers, 576 GPUs = 576 endpoints on 8 leaves of 72 down
+    # ports; spines: the smallest divisor of 72 with 144 S >= 8 * 72, S = 4 (18 cables per
+    # pair): 12 switches, 576 switch-switch cables. Cables at 800G are not in the default
+    # book, so give them too (a user's book).
+    cat = tmp_path / "c.toml"
+    cat.write_text(
+        '[switch.q3400]\nmodel = "q"\nports = 144\ngbps = 800\nprice_usd = 100000\n'
+        'source = "a quote"\n'
+    )
+    prices = tmp_path / "p.toml"
+    prices.write_text(
+        '[[switch]]\nports = 64\ngbps = 400\nprice_usd = 1\nsource = "x"\n'
+        '[[cable]]\nclass = "optical"\ngbps = 800\nprice_usd = 2000\nsource = "x"\n'
+        '[[cable]]\nclass = "endpoint"\ngbps = 800\nprice_usd = 900\nsource = "x"\n'
+    )
+    fabric = tmp_path / "f.json"
+    r = run(
+        "build", "ft2", "--switch", "q3400", "--node", "b300", "--gpus", "576", "-o", str(fabric)
+    )
+    assert r.exit_code == 0, r.output
+    r = run("cost", str(fabric), "--prices", str(prices), "--catalog", str(cat), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["switches"], d["links"]) == (12, 576)
+    assert d["cost_usd"] == 12 * 100_000 + 576 * 2_000 + 576 * 900
+    # without the catalog's price there is no 800G switch to price
+    r = run("cost", str(fabric), "--prices", str(prices))
+    assert r.exit_code == 1 and "no switch of 800 Gb/s" in r.output

@@ -73,6 +73,16 @@ def cost(
         ),
     ] = None,
     prices: PricesOption = None,
+    catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            help="A hardware catalog whose priced switches override the price book "
+            "(default: topo/data/catalog.toml, which carries no price).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     html: Annotated[
         Path | None,
@@ -86,10 +96,12 @@ def cost(
 ) -> None:
     """Bill of materials and cost of a fabric, or the DeepSeek-V3 report's fabric comparison."""
     from topo import fabric as fabric_mod
+    from topo.catalog import load_catalog
     from topo.cost import COMPARE_FAMILIES, bill_of_materials, load_prices
     from topo.cost import compare as compare_fn
+    from topo.cost.catalog_prices import with_catalog
 
-    book = load_prices(prices)
+    book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
     if compare is None:
