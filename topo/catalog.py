@@ -29,7 +29,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["CATALOG_KINDS", "Catalog", "Entry", "default_catalog_path", "load_catalog"]
+__all__ = [
+    "CATALOG_KINDS",
+    "Catalog",
+    "Entry",
+    "default_catalog_path",
+    "load_catalog",
+    "named_options",
+]
 
 CATALOG_KINDS = ("switch", "node", "nic", "optic")
 """The sections of a catalog file, in the order ``topo catalog`` lists them."""
@@ -191,3 +198,52 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     order = {k: i for i, k in enumerate(CATALOG_KINDS)}
     entries.sort(key=lambda e: order[e.kind])
     return Catalog(tuple(entries), str(p))
+
+
+def named_options(
+    switch: str | None, node: str | None, link_gbps: float, catalog: Catalog | None = None
+) -> dict[str, Any]:
+    """The build options (flat keywords of :func:`topo.builders.build`) of a named switch and
+    server.
+
+    Parameters
+    ----------
+    switch, node : str or None
+        Catalog names (``q3400``, ``b200``); None leaves those options out.
+    link_gbps : float
+        The link rate without a named switch, Gb/s.
+    catalog : Catalog or None
+        None reads the shipped catalog.
+
+    Returns
+    -------
+    dict
+        ``switch_ports`` and ``link_gbps`` of the switch; ``gpus_per_node``,
+        ``nics_per_node``, ``nvlink_GBps``, ``pcie_GBps`` of the server. A server's NICs set
+        ``link_gbps`` when slower than the switch's ports (a 400G ConnectX-7 on an 800G port
+        runs at 400G; topo has one rate for every cable of a fabric).
+
+    Raises
+    ------
+    SpecError
+        An unknown name (the known ones listed).
+    """
+    if switch is None and node is None:
+        return {}
+    cat = catalog or load_catalog()
+    named: dict[str, Any] = {}
+    gbps = link_gbps
+    if switch is not None:
+        sw = cat.switch(switch)
+        named.update(switch_ports=sw.ports, link_gbps=sw.link_gbps)
+        gbps = sw.link_gbps
+    if node is not None:
+        server = cat.node(node)
+        named.update(
+            gpus_per_node=server.gpus,
+            nics_per_node=server.nics,
+            nvlink_GBps=server.nvlink_GBps,
+            pcie_GBps=server.pcie_GBps,
+            link_gbps=min(gbps, cat.nic_gbps(node)),
+        )
+    return named

@@ -224,3 +224,20 @@ def test_topo_cost_uses_a_catalog_price(tmp_path):
     # without the catalog's price there is no 800G switch to price
     r = run("cost", str(fabric), "--prices", str(prices))
     assert r.exit_code == 1 and "no switch of 800 Gb/s" in r.output
+
+
+def test_plan_with_named_parts():
+    # q3400 ports with b200's 400G NICs: 144-port switches at 400G. mpft3 of 20,000 GPUs:
+    # 2,500 endpoints per plane on 144-port switches: ceil(2500/72) = 35 leaves, one pod of
+    # 35 leaves, spines: smallest divisor of 72 with 72 s >= 35 * 72 -> 36 (2 cables per
+    # pair); one pod, no core: 71 switches and 35 * 72 cables per plane.
+    r = run(
+        "plan", "--gpus", "20000", "--switch", "q3400", "--node", "b200",
+        "--families", "mpft3", "--json", "--no-check",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)
+    assert (row["switches"], row["links"]) == (8 * 71, 8 * 35 * 72)
+    assert row["design"]["switch_ports"] == 144 and row["design"]["link_gbps"] == 400
+    r = run("plan", "--gpus", "64", "--switch", "q3400", "--switch-ports", "64", "--json")
+    assert r.exit_code == 1 and "800 Gb/s" in r.output  # the explicit radix wins, 800G stays

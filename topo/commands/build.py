@@ -127,6 +127,7 @@ def build(
 ) -> None:
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
+    from topo.catalog import named_options
     from topo.spec import FabricSpec, load_spec
 
     args: dict[str, Any] = dict(
@@ -147,7 +148,7 @@ def build(
         tiers=tiers,
         nic_ports=nic_ports,
     )
-    named = _catalog_options(switch, node, link_gbps)
+    named = named_options(switch, node, link_gbps) if switch or node else {}
     for key, value in named.items():
         if not _from_command_line(ctx, key):
             args[key] = value
@@ -169,34 +170,6 @@ def build(
         except SpecError as exc:
             raise exc.prefixed(f"{spec}: ") from None
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
-
-
-def _catalog_options(switch: str | None, node: str | None, link_gbps: float) -> dict[str, Any]:
-    """The build options of a named switch and server (topo/data/catalog.toml).
-
-    A server's NICs set the link rate when slower than the switch's ports (a 400G ConnectX-7
-    on an 800G port runs at 400G; topo has one rate for every cable of a fabric)."""
-    if switch is None and node is None:
-        return {}
-    from topo.catalog import load_catalog
-
-    cat = load_catalog()
-    named: dict[str, Any] = {}
-    gbps = link_gbps
-    if switch is not None:
-        sw = cat.switch(switch)
-        named.update(switch_ports=sw.ports, link_gbps=sw.link_gbps)
-        gbps = sw.link_gbps
-    if node is not None:
-        server = cat.node(node)
-        named.update(
-            gpus_per_node=server.gpus,
-            nics_per_node=server.nics,
-            nvlink_GBps=server.nvlink_GBps,
-            pcie_GBps=server.pcie_GBps,
-            link_gbps=min(gbps, cat.nic_gbps(node)),
-        )
-    return named
 
 
 def _from_command_line(ctx: typer.Context, name: str) -> bool:

@@ -143,8 +143,25 @@ def cost(
 
 @user_errors
 def plan(
+    ctx: typer.Context,
     gpus: Annotated[
         int | None, typer.Option("--gpus", help="GPUs to connect (whole servers).", min=1)
+    ] = None,
+    switch: Annotated[
+        str | None,
+        typer.Option(
+            "--switch",
+            help="A switch of the catalog (topo catalog switch); --switch-ports and "
+            "--link-gbps win over it.",
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A GPU server of the catalog (topo catalog node); --gpus-per-node and "
+            "--nics-per-node win over it.",
+        ),
     ] = None,
     switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
     link_gbps: Annotated[
@@ -184,9 +201,22 @@ def plan(
 
     book = load_prices(prices)
     names = _families(families, PLAN_FAMILIES, "--families")
+    given: dict[str, Any] = dict(
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+    )
+    if switch or node:
+        from topo.catalog import named_options
+
+        for key, value in named_options(switch, node, link_gbps).items():
+            source = ctx.get_parameter_source(key)
+            if key in given and (source is None or source.name != "COMMANDLINE"):
+                given[key] = value
     common: dict[str, Any] = dict(
-        switch=SwitchSpec(switch_ports, link_gbps),
-        server=ServerSpec(gpus_per_node, nics_per_node),
+        switch=SwitchSpec(given["switch_ports"], given["link_gbps"]),
+        server=ServerSpec(given["gpus_per_node"], given["nics_per_node"]),
         max_oversubscription=max_oversubscription,
         families=names,
         prices=book,
@@ -198,8 +228,8 @@ def plan(
             print_json([c.to_dict() for c in ceilings])
             return
         table = Table(
-            title=f"ceilings: {switch_ports}-port {link_gbps:g}G switches, "
-            f"{gpus_per_node} GPUs + {nics_per_node} NICs per server",
+            title=f"ceilings: {given['switch_ports']}-port {given['link_gbps']:g}G switches, "
+            f"{given['gpus_per_node']} GPUs + {given['nics_per_node']} NICs per server",
             title_justify="left",
         )
         for col in ("family", "max GPUs", "endpoints", "design", "binding"):
@@ -216,7 +246,7 @@ def plan(
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
-    _plan_table(rows, switch_ports, link_gbps)
+    _plan_table(rows, given["switch_ports"], given["link_gbps"])
 
 
 # --------------------------------------------------------------------------- rendering
