@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "formats": 2,
     "traffic": 2,
     "builders": 3,
+    "catalog": 3,
     "flow": 3,
     "collective": 4,
     "moe": 4,

@@ -17,6 +17,7 @@ import typer
 from topo.commands import (
     bandwidth,
     build,
+    catalog,
     collective,
     cost,
     export,
@@ -72,6 +73,7 @@ app.command("moe")(moe.moe)
 app.command("resilience")(resilience.resilience)
 app.command("export")(export.export_)
 app.command("validate")(validate.validate)
+app.command("catalog")(catalog.catalog)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 

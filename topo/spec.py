@@ -53,8 +53,10 @@ __all__ = [
     "FAMILY_OPTIONS",
     "FabricSpec",
     "MAX_GPUS_PER_NODE",
+    "MAX_NIC_PORTS",
     "MAX_SWITCH_PORTS",
     "RATE_RANGE",
+    "TIERS_RANGE",
     "SPEC_KEYS",
     "ServerSpec",
     "SwitchSpec",
@@ -73,11 +75,17 @@ FAMILY_OPTIONS: dict[str, frozenset[str]] = {
         {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"}
     ),
     "slimfly": frozenset({"q", "endpoints_per_router"}),
+    "mrft": frozenset({"tiers"}),
+    "mpft": frozenset({"tiers"}),
 }
 """The family-specific fields of :class:`FabricSpec` (keyword arguments of ``build``)."""
 
 NONBLOCKING_ONLY = frozenset({"ft3", "dragonfly", "slimfly"})
 """Families built non-blocking only (``oversubscription`` must be 1)."""
+
+TIERS_RANGE = (2, 3)
+"""Switch tiers an MRFT or MPFT may be built with (``tiers``): two (leaf, spine) or three (leaf,
+pod spine, core; NVIDIA's rail-optimised DGX SuperPOD beyond 8 scalable units)."""
 
 ARRANGEMENTS = ("consecutive", "palmtree")
 """Named global-link arrangements of a Dragonfly (:func:`topo.builders.dragonfly.dragonfly`)."""
@@ -89,6 +97,10 @@ ordinary links."""
 
 MAX_GPUS_PER_NODE = 1024
 """Largest server accepted, in GPUs."""
+
+MAX_NIC_PORTS = 16
+"""Most ports per NIC accepted: a fabric of ``P``-port NICs is ``P`` copies of its plane fabric,
+so the bound keeps graphs sane; today's NICs have 1 or 2 (ConnectX-7, ConnectX-8)."""
 
 MAX_SWITCH_PORTS = 1024
 """Largest radix accepted (today's largest switches have 256 or 512 logical ports); bigger
@@ -298,6 +310,12 @@ class FabricSpec:
         Dragonfly global-link arrangement (:data:`ARRANGEMENTS`); None: ``consecutive``.
     q : int or None
         Slim Fly MMS parameter, a prime power; None: the largest that fits.
+    tiers : int or None
+        MRFT and MPFT: switch tiers, 2 or 3 (:data:`TIERS_RANGE`); None: 2.
+    nic_ports : int or None
+        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``): ports per NIC, 1 to
+        :data:`MAX_NIC_PORTS`; port ``p`` of every NIC is cabled into port plane ``p``, a copy
+        of the family's fabric (``link_gbps`` is the rate of one port). None: 1.
     name, description : str or None
         A name for the graph (default ``<family>-<gpus>``) and a note, from spec files.
 
@@ -328,6 +346,8 @@ class FabricSpec:
     groups: int | None = None
     arrangement: str | None = None
     q: int | None = None
+    tiers: int | None = None
+    nic_ports: int | None = None
     name: str | None = None
     description: str | None = None
 
@@ -361,6 +381,12 @@ class FabricSpec:
         for key in ("groups", "q"):
             if getattr(self, key) is not None:
                 _set(self, **{key: as_int(key, getattr(self, key))})
+        if self.nic_ports is not None:
+            _check_nic_ports(self.family, as_int("nic_ports", self.nic_ports))
+        if self.tiers is not None and as_int("tiers", self.tiers) not in TIERS_RANGE:
+            raise SpecError(
+                f"tiers must be 2 or 3 for {self.family}, got {self.tiers!r}", param="tiers"
+            )
         if self.arrangement is not None and self.arrangement not in ARRANGEMENTS:
             raise SpecError(
                 f"unknown arrangement {self.arrangement!r}; choose one of "
@@ -458,10 +484,25 @@ _SERVER_KEYS = (
 )
 _FAMILY_KEYS = frozenset(k for keys in FAMILY_OPTIONS.values() for k in keys)
 _COMMON_KEYS = frozenset(
-    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description"}
+    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description", "nic_ports"}
     | {k for k, _ in _SERVER_KEYS}
 )
-_FABRIC_FIELDS = frozenset({"gpus", "oversubscription", "name", "description"} | _FAMILY_KEYS)
+_FABRIC_FIELDS = frozenset(
+    {"gpus", "oversubscription", "name", "description", "nic_ports"} | _FAMILY_KEYS
+)
+
+
+def _check_nic_ports(family: str, ports: int) -> None:
+    """SpecError for a port count out of range or given to a family without NICs on planes."""
+    if family not in ("ft2", "ft3", "mrft", "mpft"):
+        raise SpecError(
+            f"nic_ports applies to the fat trees (ft2, ft3, mrft, mpft), not {family}",
+            param="nic_ports",
+        )
+    if not 1 <= ports <= MAX_NIC_PORTS:
+        raise SpecError(
+            f"nic_ports must be from 1 to {MAX_NIC_PORTS}, got {ports}", param="nic_ports"
+        )
 
 
 def _check_family(family: Any, options: dict[str, Any]) -> None:
@@ -500,6 +541,8 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "groups": (int,),
     "arrangement": (str,),
     "q": (int,),
+    "tiers": (int,),
+    "nic_ports": (int,),
 }
 """Keys a spec file may hold, with the TOML types each accepts."""
 

@@ -237,3 +237,39 @@ def test_time_limit_is_reported(monkeypatch):
     (row,) = plan(64, families=("ft2",), time_limit_s=0.5, check=False)
     assert not row.feasible and row.status == "time limit"
     assert "time limit (0.5 s)" in row.binding
+
+
+def test_plan_three_tier_mpft_counts_by_hand():
+    # 100,000 GPUs, 8 planes of 12,500 endpoints on 64-port switches: 391 leaves of 32 down
+    # ports, 13 pods of <= 32 leaves with 32 spines each, 13 pods -> 32 core groups of c = 8
+    # (the smallest divisor of 32 with 64c >= 13*32): 391 + 416 + 256 = 1,063 switches per
+    # plane; cables 32 per leaf + 32 per spine = 25,824 per plane.
+    (row,) = plan(100_000, families=("mpft3",), check=False)
+    assert row.feasible and row.tiers == 3 and row.planes == 8
+    assert row.switches == 8 * 1063
+    assert row.links == 8 * 25_824
+    assert row.cost_usd == pytest.approx(8 * 1063 * 44_500 + 8 * 25_824 * 1_680 + 100_000 * 600)
+    assert row.design == {
+        "family": "mpft",
+        "switch_ports": 64,
+        "link_gbps": 400.0,
+        "gpus_per_node": 8,
+        "nics_per_node": 8,
+        "gpus": 100_000,
+        "tiers": 3,
+    }
+
+
+def test_plan_three_tier_mrft_is_the_dgx_b200_superpod_and_is_built():
+    # DGX B200 SuperPOD, 16 SUs: 128 leaves, 128 spines, 64 cores; 4,096 cables per tier.
+    (row,) = plan(4096, families=("mrft3",))
+    assert row.switches == 128 + 128 + 64
+    assert row.links == 2 * 4096
+    assert row.checked is True
+
+
+def test_three_tier_ceilings_are_the_closed_forms():
+    got = {c.family: c.max_gpus for c in max_gpus_plan(families=("mpft3", "mrft3"))}
+    assert got == {"mpft3": 8 * 64**3 // 4, "mrft3": 64**3 // 4}
+    (row,) = plan(524_289, families=("mpft3",), check=False)
+    assert not row.feasible and "524,288 GPUs" in row.binding

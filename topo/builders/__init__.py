@@ -22,6 +22,7 @@ from topo.builders import clos, dragonfly, rails, slimfly
 from topo.builders._common import MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
+from topo.builders.ports import with_nic_ports
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
 from topo.builders.slimfly import slim_fly
 from topo.errors import SpecError
@@ -97,8 +98,9 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
         ``gpus_per_node`` (8), ``nics_per_node`` (8; divides ``gpus_per_node``; rails in MRFT,
         planes in MPFT), ``nvlink_GBps`` (GPU to NVSwitch, GB/s per direction, 200),
         ``pcie_GBps`` (GPU to NIC, GB/s per direction, 64), ``oversubscription`` (leaf
-        down/up bandwidth, 1 = non-blocking; must be 1 for ``ft3``), ``name``, and the
-        family options.
+        down/up bandwidth, 1 = non-blocking; must be 1 for ``ft3``), ``nic_ports`` (ports per
+        NIC, each on its own port plane, :mod:`topo.builders.ports`), ``name``, and the
+        family options (``tiers`` 2 or 3 for ``mrft`` and ``mpft``).
 
     Returns
     -------
@@ -145,6 +147,8 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
         oversubscription=spec.oversubscription,
         **spec.options,
     )
+    if spec.nic_ports is not None:
+        G = with_nic_ports(G, spec.nic_ports)
     if spec.name is not None:
         G.graph["name"] = spec.name
     return G

@@ -28,6 +28,7 @@ from topo.builders._common import (
     over_text,
 )
 from topo.builders.clos import add_two_layer, spines_for
+from topo.builders.pods import add_pods, max_pod_leaves
 from topo.spec import FabricSpec, ServerSpec, SwitchSpec
 
 __all__ = ["multi_rail_fat_tree", "multi_plane_fat_tree"]
@@ -50,6 +51,8 @@ def mrft_limit(spec: FabricSpec) -> tuple[int, str]:
     """
     rails, k = spec.server.nics, spec.switch.ports
     per_rail = k // rails
+    if spec.tiers == 3:
+        return _mrft3_limit(spec, per_rail)
     if per_rail == 0:
         return 0, (
             f"a multi-rail fat tree of {k}-port switches reaches at most {k} leaves, fewer "
@@ -63,6 +66,20 @@ def mrft_limit(spec: FabricSpec) -> tuple[int, str]:
         f"at most {per_rail} {'leaf' if per_rail == 1 else 'leaves'} of {down} down ports "
         f"per rail ({per_rail * rails} of "
         f"the {k} leaves its spines reach), {nodes} nodes of {spec.server.gpus} GPUs: "
+        f"{gpus} GPUs"
+    )
+    return gpus, text
+
+
+def _mrft3_limit(spec: FabricSpec, pods: int) -> tuple[int, str]:
+    """The ceiling of a three-layer MRFT: ``k // rails`` pods of ``k/2`` leaves per rail."""
+    k, half, down = spec.switch.ports, spec.switch.ports // 2, spec.down_ports
+    nodes = pods * half * down
+    gpus = nodes * spec.server.gpus
+    text = (
+        f"a three-layer multi-rail fat tree of {k}-port switches{over_text(spec)} with "
+        f"{spec.server.nics} rails holds at most {pods} pods of {half} leaves of {down} down "
+        f"ports per rail (the cores reach {k} pods), {nodes} nodes of {spec.server.gpus} GPUs: "
         f"{gpus} GPUs"
     )
     return gpus, text
@@ -83,6 +100,15 @@ def mpft_limit(spec: FabricSpec) -> tuple[int, str]:
         The most GPUs (whole servers; 0 if not one server fits), and the clause
         stating the ceiling (which the errors of the builder quote).
     """
+    if spec.tiers == 3:
+        per_plane = max_pod_leaves(spec) * spec.down_ports
+        gpus = per_plane * spec.server.gpus
+        text = (
+            f"a three-layer plane of {spec.switch.ports}-port switches{over_text(spec)} holds "
+            f"at most {per_plane} endpoints (k pods of k/2 leaves); {spec.server.nics} planes "
+            f"hold at most {gpus} GPUs"
+        )
+        return gpus, text
     per_plane = spec.switch.ports * spec.down_ports
     gpus = per_plane * spec.server.gpus
     text = (
@@ -98,6 +124,7 @@ def multi_rail_fat_tree(
     *,
     gpus: int | None = None,
     oversubscription: float = 1.0,
+    tiers: int | None = None,
 ) -> nx.Graph:
     """Build a multi-rail fat tree (MRFT) of GPU servers: family ``mrft``.
 
@@ -168,7 +195,9 @@ def multi_rail_fat_tree(
     for AI Architectures", ISCA 2025, §5.1 (MRFT; MPFT as its subset; 2,048-GPU training on
     both, Table 4) and Table 3 (the two-layer counts of 64-port switches).
     """
-    spec = fabric_spec("mrft", switch, server, gpus=gpus, oversubscription=oversubscription)
+    spec = fabric_spec(
+        "mrft", switch, server, gpus=gpus, oversubscription=oversubscription, tiers=tiers
+    )
     top, limit = mrft_limit(spec)
     # With more rails than switch ports the clause blames nics_per_node.
     n_gpus = check_gpus(spec, top, limit, names=("nics_per_node",) if top == 0 else ())
@@ -176,6 +205,15 @@ def multi_rail_fat_tree(
     rails = spec.server.nics
     G = new_graph(spec, n_gpus, top)
     add_servers(G, nodes, spec)
+    d = spec.down_ports
+    if spec.tiers == 3:
+        rail_leaves = add_pods(G, [(f"rail{r}/", r) for r in range(rails)], nodes, spec)
+        add_endpoints(
+            G,
+            ((nic(n, j), rail_leaves[j][n // d]) for n in range(nodes) for j in range(rails)),
+            spec,
+        )
+        return G
     if rails == 1 and nodes <= spec.switch.ports:
         add_switches(G, ["rail0/leaf0"], "leaf", spec, rail=0)
         add_endpoints(G, ((nic(n, 0), "rail0/leaf0") for n in range(nodes)), spec)
@@ -190,7 +228,6 @@ def multi_rail_fat_tree(
     spines = [f"spine{j}" for j in range(n_spines)]
     add_switches(G, spines, "spine", spec)
     join(G, all_leaves, spines, cables, spec)
-    d = spec.down_ports
     add_endpoints(
         G, ((nic(n, j), f"rail{j}/leaf{n // d}") for n in range(nodes) for j in range(rails)), spec
     )
@@ -203,6 +240,7 @@ def multi_plane_fat_tree(
     *,
     gpus: int | None = None,
     oversubscription: float = 1.0,
+    tiers: int | None = None,
 ) -> nx.Graph:
     """Build a multi-plane fat tree (MPFT, DeepSeek-V3's fabric) of GPU servers: family ``mpft``.
 
@@ -273,7 +311,9 @@ def multi_plane_fat_tree(
     its own plane, up to 16,384 GPUs with two layers) and Table 3 (MPFT of 64-port switches:
     16,384 endpoints, 768 switches, 16,384 links).
     """
-    spec = fabric_spec("mpft", switch, server, gpus=gpus, oversubscription=oversubscription)
+    spec = fabric_spec(
+        "mpft", switch, server, gpus=gpus, oversubscription=oversubscription, tiers=tiers
+    )
     top, limit = mpft_limit(spec)
     n_gpus = check_gpus(spec, top, limit)
     nodes = n_gpus // spec.server.gpus
@@ -281,6 +321,12 @@ def multi_plane_fat_tree(
     G = new_graph(spec, n_gpus, top, planes=planes)
     add_servers(G, nodes, spec)
     for p in range(planes):
+        if spec.tiers == 3:
+            (leaves,) = add_pods(G, [(f"p{p}/", -1)], nodes, spec, core_prefix=f"p{p}/", plane=p)
+            add_endpoints(
+                G, ((nic(n, p), leaves[n // spec.down_ports]) for n in range(nodes)), spec
+            )
+            continue
         leaves = add_two_layer(G, nodes, spec, prefix=f"p{p}/", plane=p)
         per_leaf = spec.down_ports if len(leaves) > 1 else spec.switch.ports
         add_endpoints(G, ((nic(n, p), leaves[n // per_leaf]) for n in range(nodes)), spec)

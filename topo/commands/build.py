@@ -46,6 +46,22 @@ def build(
             dir_okay=False,
         ),
     ] = None,
+    switch: Annotated[
+        str | None,
+        typer.Option(
+            "--switch",
+            help="A switch of the catalog (topo catalog switch): qm9700, q3400, sn5600, ...; "
+            "--switch-ports and --link-gbps win over it.",
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A GPU server of the catalog (topo catalog node): h800, h100, b200, "
+            "gb200-nvl72, ...; the per-node options win over it.",
+        ),
+    ] = None,
     switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
     link_gbps: Annotated[
         float, typer.Option("--link-gbps", help="Link rate, Gb/s (400 = 4x NDR).")
@@ -92,11 +108,26 @@ def build(
         int | None,
         typer.Option("--q", help="Slim Fly: MMS parameter, a prime power (64 ports: 27).", min=3),
     ] = None,
+    tiers: Annotated[
+        int | None,
+        typer.Option(
+            "--tiers",
+            help="MRFT, MPFT: switch tiers, 2 or 3 (3: pods and cores, as NVIDIA's SuperPODs).",
+        ),
+    ] = None,
+    nic_ports: Annotated[
+        int | None,
+        typer.Option(
+            "--nic-ports",
+            help="Ports per NIC; port p of every NIC on plane p (--link-gbps is per port).",
+        ),
+    ] = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
+    from topo.catalog import named_options
     from topo.spec import FabricSpec, load_spec
 
     args: dict[str, Any] = dict(
@@ -114,7 +145,13 @@ def build(
         groups=groups,
         arrangement=arrangement.value if arrangement is not None else None,
         q=q,
+        tiers=tiers,
+        nic_ports=nic_ports,
     )
+    named = named_options(switch, node, link_gbps) if switch or node else {}
+    for key, value in named.items():
+        if not _from_command_line(ctx, key):
+            args[key] = value
     if spec is None:
         if family is None:
             raise TopoError(
@@ -122,7 +159,7 @@ def build(
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:
-        given = {k: v for k, v in args.items() if _from_command_line(ctx, k)}
+        given = {k: v for k, v in args.items() if _from_command_line(ctx, k) or k in named}
         fabric_spec = load_spec(spec, **given)
         if family is not None and family.value != fabric_spec.family:
             raise TopoError(

@@ -151,6 +151,14 @@ def collective(
             "-o", "--output", help="With --calibrate: the cluster TOML to write.", dir_okay=False
         ),
     ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A server of the catalog (topo catalog node): its GPU architecture selects "
+            "NCCL's per-arch constants (b200, gb200-nvl72: blackwell; h100: hopper).",
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -172,6 +180,8 @@ def collective(
     if calibrate is not None and compare is not None:
         raise TopoError("give --compare LOG or --calibrate LOG, not both")
     c = load_constants(constants)
+    if node is not None and arch is None:
+        arch = _node_arch(node)
     if calibrate is not None:
         _calibrate(fabric, calibrate, output, c, arch, as_json)
         return
@@ -440,3 +450,10 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
             f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
+
+
+def _node_arch(node: str) -> Arch:
+    """The GPU architecture of catalog server ``node`` (``--node``), as ``--arch`` takes it."""
+    from topo.catalog import load_catalog
+
+    return Arch(str(load_catalog().get("node", node).get("arch")))

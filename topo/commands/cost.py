@@ -73,6 +73,16 @@ def cost(
         ),
     ] = None,
     prices: PricesOption = None,
+    catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            help="A hardware catalog whose priced switches override the price book "
+            "(default: topo/data/catalog.toml, which carries no price).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     html: Annotated[
         Path | None,
@@ -86,10 +96,12 @@ def cost(
 ) -> None:
     """Bill of materials and cost of a fabric, or the DeepSeek-V3 report's fabric comparison."""
     from topo import fabric as fabric_mod
+    from topo.catalog import load_catalog
     from topo.cost import COMPARE_FAMILIES, bill_of_materials, load_prices
     from topo.cost import compare as compare_fn
+    from topo.cost.catalog_prices import with_catalog
 
-    book = load_prices(prices)
+    book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
     if compare is None:
@@ -131,8 +143,25 @@ def cost(
 
 @user_errors
 def plan(
+    ctx: typer.Context,
     gpus: Annotated[
         int | None, typer.Option("--gpus", help="GPUs to connect (whole servers).", min=1)
+    ] = None,
+    switch: Annotated[
+        str | None,
+        typer.Option(
+            "--switch",
+            help="A switch of the catalog (topo catalog switch); --switch-ports and "
+            "--link-gbps win over it.",
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="A GPU server of the catalog (topo catalog node); --gpus-per-node and "
+            "--nics-per-node win over it.",
+        ),
     ] = None,
     switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
     link_gbps: Annotated[
@@ -152,7 +181,7 @@ def plan(
     families: Annotated[
         str,
         typer.Option("--families", help="Families to design, comma-separated."),
-    ] = "ft2,mpft,ft3,slimfly,dragonfly",
+    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3",
     prices: PricesOption = None,
     max_gpus: Annotated[
         bool, typer.Option("--max-gpus", help="Print each family's ceiling instead.")
@@ -172,9 +201,22 @@ def plan(
 
     book = load_prices(prices)
     names = _families(families, PLAN_FAMILIES, "--families")
+    given: dict[str, Any] = dict(
+        switch_ports=switch_ports,
+        link_gbps=link_gbps,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+    )
+    if switch or node:
+        from topo.catalog import named_options
+
+        for key, value in named_options(switch, node, link_gbps).items():
+            source = ctx.get_parameter_source(key)
+            if key in given and (source is None or source.name != "COMMANDLINE"):
+                given[key] = value
     common: dict[str, Any] = dict(
-        switch=SwitchSpec(switch_ports, link_gbps),
-        server=ServerSpec(gpus_per_node, nics_per_node),
+        switch=SwitchSpec(given["switch_ports"], given["link_gbps"]),
+        server=ServerSpec(given["gpus_per_node"], given["nics_per_node"]),
         max_oversubscription=max_oversubscription,
         families=names,
         prices=book,
@@ -186,8 +228,8 @@ def plan(
             print_json([c.to_dict() for c in ceilings])
             return
         table = Table(
-            title=f"ceilings: {switch_ports}-port {link_gbps:g}G switches, "
-            f"{gpus_per_node} GPUs + {nics_per_node} NICs per server",
+            title=f"ceilings: {given['switch_ports']}-port {given['link_gbps']:g}G switches, "
+            f"{given['gpus_per_node']} GPUs + {given['nics_per_node']} NICs per server",
             title_justify="left",
         )
         for col in ("family", "max GPUs", "endpoints", "design", "binding"):
@@ -204,7 +246,7 @@ def plan(
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
-    _plan_table(rows, switch_ports, link_gbps)
+    _plan_table(rows, given["switch_ports"], given["link_gbps"])
 
 
 # --------------------------------------------------------------------------- rendering

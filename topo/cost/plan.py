@@ -53,16 +53,27 @@ from typing import Any
 import pulp
 
 from topo.builders import build, max_gpus
+from topo.builders.pods import pod_counts
 from topo.builders.slimfly import is_prime_power, slimfly_sizes
-from topo.cost.bom import bill_of_materials, cables_from_counts, cost_from_counts
+from topo.cost.bom import CostReport, bill_of_materials, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
 from topo.fabric import summarize
 from topo.flow.lp import quiet_stdout
-from topo.spec import ServerSpec, SwitchSpec, as_int
+from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
-PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
-"""Families :func:`plan` designs."""
+PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly", "mpft3", "mrft3")
+"""Families :func:`plan` designs: ``mpft3`` and ``mrft3`` are MPFT and MRFT built with three
+tiers (``tiers=3``; :mod:`topo.builders.pods`), whose counts the design rule fixes. The
+library's default (:data:`DEFAULT_PLAN_FAMILIES`) is the first five; ``topo plan`` asks for
+all seven."""
+
+DEFAULT_PLAN_FAMILIES = PLAN_FAMILIES[:5]
+"""The families :func:`plan` and :func:`max_gpus_plan` design when not told."""
+
+RAIL3_FAMILIES = ("mpft3", "mrft3")
+"""The three-tier rail-optimised designs of :func:`plan`: no program, the counts of
+:func:`topo.builders.pods.pod_counts` for the GPUs asked (non-blocking)."""
 
 MAX_CHECK_GPUS = 70_000
 """Largest plan that ``check=True`` builds to count and price (about 2 s and 1 GB)."""
@@ -575,7 +586,7 @@ def max_gpus_plan(
     server: ServerSpec | None = None,
     *,
     max_oversubscription: float = 1.0,
-    families: Sequence[str] = PLAN_FAMILIES,
+    families: Sequence[str] = DEFAULT_PLAN_FAMILIES,
     prices: PriceBook | None = None,
     time_limit_s: float | None = 60.0,
 ) -> list[Ceiling]:
@@ -608,6 +619,9 @@ def max_gpus_plan(
     inp = _inputs(switch, server, max_oversubscription, prices)
     out = []
     for family in families:
+        if family in RAIL3_FAMILIES:
+            out.append(_rail3_ceiling(family, inp))
+            continue
         try:
             m = _model(family, inp, None)
         except _NoDesign as exc:
@@ -642,7 +656,7 @@ def plan(
     server: ServerSpec | None = None,
     *,
     max_oversubscription: float = 1.0,
-    families: Sequence[str] = PLAN_FAMILIES,
+    families: Sequence[str] = DEFAULT_PLAN_FAMILIES,
     prices: PriceBook | None = None,
     time_limit_s: float | None = 60.0,
     check: bool = True,
@@ -713,6 +727,8 @@ def _plan_family(
     check: bool,
 ) -> PlanRow:
     """The cheapest design of one family for ``n_gpus`` GPUs (whole servers), or why none."""
+    if family in RAIL3_FAMILIES:
+        return _plan_rail3(family, inp, n_gpus, prices, check)
     endpoints = n_gpus // inp.gpus_per_node * inp.nics_per_node
     t0 = time.perf_counter()
     try:
@@ -727,16 +743,7 @@ def _plan_family(
     sol = m.read()
     design = _design(family, inp, sol, n_gpus)
     cost = _val(m.prob.objective)
-    bom = cost_from_counts(
-        family=family,
-        name=f"{family}-{n_gpus}",
-        endpoints=endpoints,
-        switches={(inp.k, inp.link_gbps): sol["switches"]},
-        cables=cables_from_counts(
-            sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
-        ),
-        prices=prices,
-    )
+    bom = _priced(family, inp, n_gpus, endpoints, sol, prices)
     if abs(bom.cost_usd - cost) > 1e-6 * max(1.0, cost):  # pragma: no cover - a bug
         raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
     checked = None
@@ -759,6 +766,28 @@ def _plan_family(
         checked=checked,
         solve_seconds=secs,
         bom=[asdict(x) for x in bom.lines],
+    )
+
+
+def _priced(
+    family: str,
+    inp: _Inputs,
+    n_gpus: int,
+    endpoints: int,
+    sol: dict[str, Any],
+    prices: PriceBook,
+) -> CostReport:
+    """The bill of materials of a design counted by a program or a rule (``sol``: switches,
+    links, local_links)."""
+    return cost_from_counts(
+        family=family,
+        name=f"{family}-{n_gpus}",
+        endpoints=endpoints,
+        switches={(inp.k, inp.link_gbps): sol["switches"]},
+        cables=cables_from_counts(
+            sol["links"], sol["local_links"], endpoints, inp.link_gbps, prices
+        ),
+        prices=prices,
     )
 
 
@@ -800,3 +829,67 @@ def _check(design: dict[str, Any], sol: dict[str, Any], cost: float, prices: Pri
             f"{cost:.2f} $; the built fabric has {s.switches}, {s.links}, {got.cost_usd:.2f} $"
         )
     return True
+
+
+def _rail3_spec(family: str, inp: _Inputs, gpus: int | None) -> FabricSpec:
+    """The builder's spec of a three-tier MPFT or MRFT (``mpft3``, ``mrft3``)."""
+    return FabricSpec(family[:-1], inp.switch, inp.server, gpus=gpus, tiers=3)
+
+
+def _rail3_design(spec: FabricSpec) -> dict[str, Any]:
+    keep = ("family", "switch_ports", "link_gbps", "gpus_per_node", "nics_per_node", "gpus")
+    return {k: v for k, v in spec.to_options().items() if k in keep} | {"tiers": 3}
+
+
+def _rail3_ceiling(family: str, inp: _Inputs) -> Ceiling:
+    """The ceiling of a three-tier MPFT or MRFT: the closed form (k pods per plane or over the
+    rails)."""
+    spec = _rail3_spec(family, inp, None)
+    top = max_gpus(spec)
+    return Ceiling(
+        family=family,
+        max_gpus=top,
+        endpoints=top // inp.gpus_per_node * inp.nics_per_node,
+        design=_rail3_design(spec),
+        binding="core reach (k pods per core layer), pods of k/2 leaves",
+        closed_form=top,
+    )
+
+
+def _plan_rail3(family: str, inp: _Inputs, n_gpus: int, prices: PriceBook, check: bool) -> PlanRow:
+    """A three-tier MPFT or MRFT for ``n_gpus`` GPUs: counts by the design rule, priced."""
+    t0 = time.perf_counter()
+    top = max_gpus(_rail3_spec(family, inp, None))
+    planes = inp.nics_per_node if family == "mpft3" else 1
+    if n_gpus > top:
+        why = f"three tiers of {inp.k}-port switches hold {top:,} GPUs in this design"
+        return PlanRow.infeasible(family, n_gpus, why, "infeasible", planes)
+    spec = _rail3_spec(family, inp, n_gpus)
+    nodes = n_gpus // inp.gpus_per_node
+    groups = 1 if family == "mpft3" else inp.nics_per_node
+    leaves, spines, cores, links = (planes * x for x in pod_counts(nodes, groups, spec))
+    endpoints = nodes * inp.nics_per_node
+    sol = {"switches": leaves + spines + cores, "links": links, "local_links": 0}
+    bom = _priced(family, inp, n_gpus, endpoints, sol, prices)
+    design = _rail3_design(spec)
+    checked = None
+    if check and n_gpus <= MAX_CHECK_GPUS:
+        checked = _check(design, sol, bom.cost_usd, prices)
+    return PlanRow(
+        family=family,
+        feasible=True,
+        cost_usd=bom.cost_usd,
+        cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
+        tiers=3,
+        planes=planes,
+        switches=sol["switches"],
+        links=links,
+        endpoints=endpoints,
+        gpus=n_gpus,
+        binding="none: the design rule fixes the counts (pods of k/2 leaves, non-blocking)",
+        design=design,
+        status="optimal",
+        checked=checked,
+        solve_seconds=time.perf_counter() - t0,
+        bom=[asdict(x) for x in bom.lines],
+    )
