@@ -160,3 +160,16 @@ def test_resilience_needs_failures(ft2: Path) -> None:
     r = run("resilience", ft2, "--trials", 2)
     assert r.exit_code == 1
     assert "give --fail-links N and/or --fail-switches M" in r.stderr
+
+
+def test_no_pxn_is_refused_where_it_changes_nothing(mpft: Path) -> None:
+    # The optimal all-to-all routes through any NIC of a server over NVLink: --no-pxn would
+    # be ignored there, so it is refused (it applies to the as-routed models only).
+    for verb in ("bandwidth", "resilience"):
+        r = run(verb, mpft, "--no-pxn")
+        assert r.exit_code == 1
+        assert r.stderr.strip() == (
+            "topo: error: --no-pxn applies to --routing ecmp, dmodk or lft: the optimal "
+            "all-to-all (maximum concurrent flow) may route through any NIC of a server, "
+            "over NVLink"
+        )

@@ -170,10 +170,26 @@ PxnOpt = Annotated[
     bool,
     typer.Option(
         "--pxn/--no-pxn",
-        help="NCCL PXN: cross-rail/plane traffic first crosses NVLink to the NIC on the "
-        "peer's rail or plane (on by default, as in NCCL); off: it leaves by its own NIC.",
+        help="As routed (--routing ecmp|dmodk|lft): NCCL PXN, cross-rail/plane traffic first "
+        "crosses NVLink to the NIC on the peer's rail or plane (on by default, as in NCCL); "
+        "off: it leaves by its own NIC.",
     ),
 ]
+
+
+def check_pxn(routing: str, pxn: bool) -> None:
+    """Refuse ``--no-pxn`` where it would change nothing: the optimal all-to-all.
+
+    Raises
+    ------
+    TopoError
+        ``--no-pxn`` with ``--routing optimal``.
+    """
+    if not pxn and routing == "optimal":
+        raise TopoError(
+            "--no-pxn applies to --routing ecmp, dmodk or lft: the optimal all-to-all "
+            "(maximum concurrent flow) may route through any NIC of a server, over NVLink"
+        )
 FailLinksOpt = Annotated[
     int, typer.Option("--fail-links", help="Random cables to fail (seeded by --seed).", min=0)
 ]

@@ -25,6 +25,7 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    check_pxn,
     err,
     out,
     print_json,
@@ -92,6 +93,7 @@ def bandwidth(
 ) -> None:
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
+    check_pxn(routing.value, pxn)
     if routing == Routing.lft or lft is not None:
         _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
     else:

@@ -27,6 +27,7 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    check_pxn,
     err,
     out,
     print_json,
@@ -69,6 +70,7 @@ def resilience(
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
     """
+    check_pxn(routing.value, pxn)
     options: dict[str, Any] = dict(
         trials=trials,
         links=fail_links,

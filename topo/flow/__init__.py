@@ -28,7 +28,7 @@ from topo.flow.result import (
     LPStats,
     RoutingDetail,
 )
-from topo.flow.routing import RoutedReport, routed_alltoall
+from topo.flow.routing import RoutedReport, routed_alltoall, routed_flow
 
 __all__ = [
     "BandwidthReport",
@@ -51,5 +51,6 @@ __all__ = [
     "max_concurrent_flow",
     "resilience",
     "routed_alltoall",
+    "routed_flow",
     "server_demand_time",
 ]
