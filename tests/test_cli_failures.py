@@ -160,3 +160,25 @@ def test_resilience_needs_failures(ft2: Path) -> None:
     r = run("resilience", ft2, "--trials", 2)
     assert r.exit_code == 1
     assert "give --fail-links N and/or --fail-switches M" in r.stderr
+
+
+def test_resilience_never_shows_a_bound_as_a_value(tmp_path: Path) -> None:
+    # An LP limit of 10 variables leaves some trials with bounds only: their values are null
+    # in --json, a statistic they leave uncertain is null with its certified range, and the
+    # table shows that range as low..high with a note, never a lower bound as the value.
+    mrft = tmp_path / "mrft.json"
+    build = ["build", "mrft", "--switch-ports", 8, "--gpus-per-node", 4, "--nics-per-node", 4]
+    assert run(*build, "-o", mrft).exit_code == 0
+    args = ["resilience", mrft, "--trials", 4, "--fail-links", 3, "--seed", 1]
+    d = json.loads(run(*args, "--max-variables", 10, "--json").stdout)[0]
+    assert d["exact_trials"] < 4 and None in d["busbw_GBps"]
+    unknown = [k for k in ("min", "p5", "median", "mean", "max") if d[f"{k}_GBps"] is None]
+    assert unknown
+    for k in unknown:
+        lo, hi = d["range_GBps"][k]
+        assert lo < hi
+    table = run(*args, "--max-variables", 10).stdout
+    k = unknown[0]
+    lo, hi = d["range_GBps"][k]
+    assert f"{lo:.2f}..{hi:.2f}" in table
+    assert "that statistic is unknown" in table

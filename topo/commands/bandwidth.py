@@ -177,6 +177,8 @@ def _bandwidth_table(r: BandwidthReport, show: int) -> None:
 def _method(r: BandwidthReport) -> str:
     """The method row: the exact LP's size, or the certified bounds (busbw, GB/s) and their gap."""
     b = r.bounds
+    if r.method == "certified":
+        return "exact: a routing meets a cut bound (no LP)"
     if r.exact or b is None:
         return f"{r.method} LP, exact; {r.lp.variables:,} variables"
     return (
