@@ -97,9 +97,38 @@ def test_a_failed_spine_is_refused_the_lp_moves_load_between_planes():
     assert alltoall_bandwidth(H).pair_rate_Bps == pytest.approx(ub, rel=1e-6)
 
 
-def test_three_tiers_and_direct_networks_have_no_split_routing():
+def test_three_tier_clos_is_certified_and_matches_the_general_lp():
+    # 8-port FT3, 64 servers of 2 GPUs (128), non-blocking: every NIC full, lambda = 2 x 50
+    # GB/s / (2 x 126), routed between pods over the cores. With one of node3's two NIC
+    # cables dead it sends through the other: lambda = 50 / (2 x 126) GB/s.
+    G = build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    r = certified(G)
+    assert r is not None and r.pair_rate_Bps == pytest.approx(2 * NIC / (2 * 126), rel=1e-9)
+    H, _ = fail(G, named=["node3/nic0--pod0/leaf1"])
+    r = certified(H)
+    assert r is not None and r.pair_rate_Bps == pytest.approx(NIC / (2 * 126), rel=1e-9)
+    # 32 GPUs (16 servers in 2 pods): the same against the general LP.
+    small = build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2, gpus=32)
+    H, _ = fail(small, named=["node3/nic0--pod0/leaf1"])
+    r = certified(H)
+    general = alltoall_bandwidth(H, method="general")
+    assert r is not None and general.pair_rate_Bps == pytest.approx(NIC / (2 * 30), rel=1e-6)
+    assert r.pair_rate_Bps == pytest.approx(general.pair_rate_Bps, rel=1e-7)
+
+
+def test_a_dead_core_is_refused_the_lp_keeps_the_intact_rate():
+    # A dead core leaves its aggregation switches 3 uplinks for 4 leaves: the routing (which
+    # splits at the leaf by its own cables) overloads them; the LP shifts load to the other
+    # aggregation switches of the pod and keeps the intact rate.
+    G = build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    H, _ = fail(G, named=["core0"])
+    assert certified(H) is None
+    assert alltoall_bandwidth(H).pair_rate_Bps == pytest.approx(2 * NIC / (2 * 126), rel=1e-6)
+
+
+def test_partial_pods_and_direct_networks_have_no_split_routing():
     for G in (
-        build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2, gpus=32),
+        build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2, gpus=40),
         build("slimfly", q=5),
     ):
         hs, _ = hosts(G)

@@ -139,7 +139,7 @@ class SplitRouting:
 
 
 def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
-    """The plane-split, two-hop routing (module notes) of the uniform all-to-all, or None.
+    """The plane-split, up/down routing (module notes) of the uniform all-to-all, or None.
 
     Parameters
     ----------
@@ -151,26 +151,27 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     Returns
     -------
     SplitRouting or None
-        None when the fabric is not two tiers in every plane (a leaf-leaf or spine-spine link,
-        hosts on a spine), two leaves of a plane with traffic share no spine, a pair of
-        servers shares no plane, or the arrays would exceed :data:`MAX_CELLS`.
+        None when a plane is not a two- or three-tier Clos (:func:`_structure`), a pair of
+        servers shares no plane, two leaves with traffic share no path of the routing, or
+        the arrays would exceed :data:`MAX_CELLS`.
     """
-    tiers = _two_tier(G, hs)
-    if tiers is None:
+    found = _structure(G, hs)
+    if found is None:
         return None
-    leaves, plane_of = tiers
+    leaves, plane_of, depth = found
     classes = twin_classes(hs, Scope(switches=set(plane_of)))
-    planes = 1 + max(plane_of.values())
-    if len(classes) ** 2 * planes > MAX_CELLS:
+    planes = len(depth)
+    if len(classes) ** 2 * planes > MAX_CELLS or len(leaves) ** 2 > MAX_CELLS:
         return None
     li = {s: i for i, s in enumerate(leaves)}
     m = np.zeros((len(classes), len(leaves)))
     for ci, cls in enumerate(classes):
         for s, c in cls[0].attach.items():
             m[ci, li[s]] = len(cls) * c
-    onehot = np.zeros((len(leaves), planes))
-    onehot[np.arange(len(leaves)), [plane_of[s] for s in leaves]] = 1.0
-    cap = m @ onehot  # class x plane: the class's cable capacity in each plane (B/s)
+    leaf_plane = np.array([plane_of[s] for s in leaves], dtype=int)
+    cap = np.zeros((len(classes), planes))  # each class's cable capacity per plane (B/s)
+    for p in range(planes):
+        cap[:, p] = m[:, leaf_plane == p].sum(axis=1)
     x = plane_split(_pair_demand(classes), cap)
     if x is None:
         return None
@@ -179,17 +180,15 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         host_util[:, :, 0] = np.where(cap > 0, x.sum(axis=1) / cap, 0.0)
         host_util[:, :, 1] = np.where(cap > 0, x.sum(axis=0) / cap, 0.0)
     switch_load: dict[tuple[str, str], float] = {}
-    worst = float(host_util.max())
     for p in range(planes):
-        in_p = np.array([i for i, s in enumerate(leaves) if plane_of[s] == p], dtype=int)
-        share = np.zeros((len(classes), len(in_p)))
-        ok = cap[:, p] > 0
-        share[ok] = m[np.ix_(ok, in_p)] / cap[ok, p][:, None]
-        traffic = share.T @ x[:, :, p] @ share  # leaf x leaf in plane p, per unit pair rate
-        util = _two_hop(G, [leaves[i] for i in in_p], traffic, switch_load)
-        if util is None:
+        in_p = np.nonzero(leaf_plane == p)[0]
+        rows, cols = np.nonzero(m[:, in_p])
+        vals = m[rows, in_p[cols]] / cap[rows, p]
+        traffic = _leaf_traffic(x[:, :, p], rows, cols, vals, len(in_p))
+        route = _two_hop if depth[p] == 2 else _three_tier
+        if not route(G, [leaves[i] for i in in_p], traffic, switch_load):
             return None
-        worst = max(worst, util)
+    worst = max(float(host_util.max()), _worst(G, switch_load))
     if worst <= 0:
         return None
     return SplitRouting(
@@ -199,18 +198,6 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         plane_of=plane_of,
         switch_load=switch_load,
     )
-
-
-def _two_tier(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int]] | None:
-    """The leaves (switches hosts attach to) and each switch's plane, if every plane is two
-    tiers (leaves linked only to spines, spines only to leaves); else None."""
-    plane_of = {s: i for i, comp in enumerate(switch_components(G)) for s in comp}
-    leafset = {s for h in hs for s in h.attach}
-    for s in plane_of:
-        for t in G.adj[s]:
-            if t in plane_of and (s in leafset) == (t in leafset):
-                return None
-    return sorted(leafset, key=natural_key), plane_of
 
 
 def _pair_demand(classes: list[list[Host]]) -> np.ndarray:
@@ -271,43 +258,230 @@ def _rel_err(now: np.ndarray, target: np.ndarray) -> float:
     return float(np.abs(now[ok] / target[ok] - 1).max()) if ok.any() else 0.0
 
 
+def _leaf_traffic(
+    xp: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int
+) -> np.ndarray:
+    """``S^T xp S`` for the sparse class-to-leaf shares ``S[rows, cols] = vals``: the
+    leaf-to-leaf traffic of one plane (per unit pair rate)."""
+    xs = np.zeros((xp.shape[0], n))
+    np.add.at(xs.T, cols, (xp[:, rows] * vals).T)
+    T = np.zeros((n, n))
+    np.add.at(T, cols, xs[rows] * vals[:, None])
+    return T
+
+
+def _worst(G: nx.Graph, switch_load: dict[tuple[str, str], float]) -> float:
+    """The largest load over capacity of the switch link directions."""
+    adj = G.adj
+    return max((x / float(adj[u][v]["capacity"]) for (u, v), x in switch_load.items()), default=0)
+
+
+def _add(switch_load: dict[tuple[str, str], float], u: str, v: str, x: float) -> None:
+    switch_load[(u, v)] = switch_load.get((u, v), 0.0) + x
+
+
+def _structure(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int], list[int]] | None:
+    """The leaves (switches hosts attach to), each switch's plane, and each plane's number of
+    tiers, when every plane is a Clos of two or three tiers; else None.
+
+    Two tiers: leaves linked only to other switches (spines), spines only to leaves. Three:
+    every link joins adjacent tiers (the ``tier`` attribute), the leaves are the lowest tier,
+    the plane has exactly three.
+    """
+    comps = switch_components(G)
+    plane_of = {s: i for i, comp in enumerate(comps) for s in comp}
+    leafset = {s for h in hs for s in h.attach}
+    depth = []
+    for comp in comps:
+        if all((s in leafset) != (t in leafset) for s in comp for t in G.adj[s] if t in plane_of):
+            depth.append(2)
+            continue
+        tier = {s: int(G.nodes[s].get("tier", -1)) for s in comp}
+        low = min(tier.values())
+        ok = set(tier.values()) == {low, low + 1, low + 2} and all(
+            (s in leafset) == (tier[s] == low) for s in comp
+        )
+        if not ok or any(
+            abs(tier[s] - tier[t]) != 1 for s in comp for t in G.adj[s] if t in plane_of
+        ):
+            return None
+        depth.append(3)
+    return sorted(leafset, key=natural_key), plane_of, depth
+
+
 def _two_hop(
     G: nx.Graph,
     leaves: list[str],
     traffic: np.ndarray,
     switch_load: dict[tuple[str, str], float],
-) -> float | None:
-    """Route one plane's leaf-to-leaf ``traffic`` over the spines common to both leaves, in
-    proportion to the smaller cable; add the loads to ``switch_load``; return the largest
-    load over capacity, or None if two leaves with traffic share no spine."""
+) -> bool:
+    """Route the leaf-to-leaf ``traffic`` over the switches above the leaves common to both,
+    in proportion to the smaller cable; add the loads to ``switch_load``. False if two leaves
+    with traffic share none (or the arrays would exceed :data:`MAX_CELLS`)."""
+    T = traffic.copy()
+    np.fill_diagonal(T, 0.0)
+    if not T.any():
+        return True
     spines = sorted({t for s in leaves for t in G.adj[s] if G.nodes[t]["kind"] in SWITCH_KINDS})
     if not spines or len(leaves) ** 2 * len(spines) > MAX_CELLS:
-        return None if len(leaves) > 1 and np.any(traffic - np.diag(np.diag(traffic)) > 0) else 0.0
+        return False
     ki = {t: k for k, t in enumerate(spines)}
     C = np.zeros((len(leaves), len(spines)))
     for a, s in enumerate(leaves):
         for t, e in G.adj[s].items():
             if t in ki:
                 C[a, ki[t]] = float(e["capacity"])
-    T = traffic.copy()
-    np.fill_diagonal(T, 0.0)
     v = np.minimum(C[:, None, :], C[None, :, :])
     norm = v.sum(axis=2)
     if np.any((T > 0) & (norm <= 0)):
-        return None
+        return False
     w = T / np.where(norm > 0, norm, 1.0)
     up = np.einsum("ab,abk->ak", w, v)
     down = np.einsum("ab,abk->kb", w, v)
     for a, k in zip(*np.nonzero(up), strict=True):
-        switch_load[(leaves[a], spines[k])] = float(up[a, k])
+        _add(switch_load, leaves[a], spines[k], float(up[a, k]))
     for k, b in zip(*np.nonzero(down), strict=True):
-        switch_load[(spines[k], leaves[b])] = float(down[k, b])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        worst = max(
-            float(np.max(np.where(C > 0, up / C, 0.0), initial=0.0)),
-            float(np.max(np.where(C.T > 0, down / C.T, 0.0), initial=0.0)),
-        )
-    return worst
+        _add(switch_load, spines[k], leaves[b], float(down[k, b]))
+    return True
+
+
+@dataclass(frozen=True)
+class _Clos3:
+    """A three-tier plane: its leaves, aggregation switches and cores, their pods, and the
+    cables between tiers as index arrays (tail, head, capacity B/s)."""
+
+    leaves: list[str]
+    aggs: list[str]
+    cores: list[str]
+    pods: list[np.ndarray]
+    pod_leaf: np.ndarray
+    pod_agg: np.ndarray
+    la: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ac: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _clos3(G: nx.Graph, leaves: list[str]) -> _Clos3 | None:
+    """The three-tier plane above ``leaves``, if every pod's leaves and aggregation switches
+    are fully cabled and every core reaches every pod; else None."""
+    li = {s: i for i, s in enumerate(leaves)}
+    aggs = sorted({t for s in leaves for t in G.adj[s] if G.nodes[t]["kind"] in SWITCH_KINDS})
+    ai = {k: i for i, k in enumerate(aggs)}
+    cores = sorted(
+        {t for k in aggs for t in G.adj[k] if G.nodes[t]["kind"] in SWITCH_KINDS and t not in li},
+        key=natural_key,
+    )
+    ci = {c: i for i, c in enumerate(cores)}
+    blocks = blocks_below_top(G, [*leaves, *aggs, *cores])
+    pod_of = {s: q for q, b in enumerate(blocks) for s in b}
+    pod_leaf = np.array([pod_of[s] for s in leaves])
+    pod_agg = np.array([pod_of[k] for k in aggs])
+    la = [
+        (li[s], ai[k], float(e["capacity"])) for s in leaves for k, e in G.adj[s].items() if k in ai
+    ]
+    ac = [
+        (ai[k], ci[c], float(e["capacity"])) for k in aggs for c, e in G.adj[k].items() if c in ci
+    ]
+    if not la or not ac:
+        return None
+    la_arr = tuple(np.array(col) for col in zip(*la, strict=True))
+    ac_arr = tuple(np.array(col) for col in zip(*ac, strict=True))
+    n_pods = len(blocks)
+    per_pod = np.bincount(pod_leaf[la_arr[0].astype(int)], minlength=n_pods)
+    want = np.bincount(pod_leaf, minlength=n_pods) * np.bincount(pod_agg, minlength=n_pods)
+    reach = np.zeros((len(cores), n_pods), dtype=bool)
+    reach[ac_arr[1].astype(int), pod_agg[ac_arr[0].astype(int)]] = True
+    if np.any(per_pod != want) or not reach.all():
+        return None
+    if set(ac_arr[0].astype(int)) != set(range(len(aggs))):
+        return None  # an aggregation switch without a core
+    return _Clos3(
+        leaves=leaves,
+        aggs=aggs,
+        cores=cores,
+        pods=[np.nonzero(pod_leaf == q)[0] for q in range(n_pods)],
+        pod_leaf=pod_leaf,
+        pod_agg=pod_agg,
+        la=la_arr,  # type: ignore[arg-type]
+        ac=ac_arr,  # type: ignore[arg-type]
+    )
+
+
+def _three_tier(
+    G: nx.Graph,
+    leaves: list[str],
+    traffic: np.ndarray,
+    switch_load: dict[tuple[str, str], float],
+) -> bool:
+    """Route one three-tier plane's leaf-to-leaf ``traffic``: inside a pod over its
+    aggregation switches (:func:`_two_hop`); between pods up from the leaf over its cables in
+    proportion to capacity, up from the aggregation switch over its cores likewise, down from
+    the core to the destination pod's aggregation switches likewise, then to the leaf. Adds
+    the loads to ``switch_load``; False if the plane is not fully cabled as that needs."""
+    net = _clos3(G, leaves)
+    if net is None:
+        return False
+    for pod in net.pods:
+        if not _two_hop(G, [leaves[i] for i in pod], traffic[np.ix_(pod, pod)], switch_load):
+            return False
+    T = np.where(net.pod_leaf[:, None] == net.pod_leaf[None, :], 0.0, traffic)
+    n_pods = len(net.pods)
+    X = np.stack([T[:, pod].sum(axis=1) for pod in net.pods], axis=1)  # leaf -> other pods
+    a_l, k_l, c_l = (net.la[0].astype(int), net.la[1].astype(int), net.la[2])
+    k_a, c_a, cap_a = (net.ac[0].astype(int), net.ac[1].astype(int), net.ac[2])
+    w = c_l / np.bincount(a_l, weights=c_l)[a_l]
+    v = cap_a / np.bincount(k_a, weights=cap_a, minlength=len(net.aggs))[k_a]
+    key = c_a * n_pods + net.pod_agg[k_a]
+    u = cap_a / np.bincount(key, weights=cap_a)[key]
+    Y = np.zeros((len(net.aggs), n_pods))
+    np.add.at(Y, k_l, w[:, None] * X[a_l])
+    Z = np.zeros((len(net.cores), n_pods))
+    np.add.at(Z, c_a, v[:, None] * Y[k_a])
+    up_leaf = w * X.sum(axis=1)[a_l]
+    up_agg = v * Y.sum(axis=1)[k_a]
+    down_core = u * Z[c_a, net.pod_agg[k_a]]
+    for e in range(len(a_l)):
+        _add(switch_load, leaves[a_l[e]], net.aggs[k_l[e]], float(up_leaf[e]))
+    for e in range(len(k_a)):
+        _add(switch_load, net.aggs[k_a[e]], net.cores[c_a[e]], float(up_agg[e]))
+        _add(switch_load, net.cores[c_a[e]], net.aggs[k_a[e]], float(down_core[e]))
+    _three_tier_down(net, T, w, v, u, switch_load)
+    return True
+
+
+def _three_tier_down(
+    net: _Clos3,
+    T: np.ndarray,
+    w: np.ndarray,
+    v: np.ndarray,
+    u: np.ndarray,
+    switch_load: dict[tuple[str, str], float],
+) -> None:
+    """The last hop between pods: aggregation switch to leaf. For each destination pod,
+    ``R[k, k']`` is the fraction of what aggregation switch ``k`` sends up to that pod that
+    arrives at its aggregation switch ``k'`` (over every core), and ``TW[b, k]`` what leaf
+    ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
+    traffic is not in ``T``: it went the two-hop way); the hop ``k' -> b`` carries
+    ``(TW R)[b, k']``. Cables are sorted by their lower end, so sums over
+    each switch's cables are :func:`numpy.add.reduceat` over contiguous runs."""
+    a_l, k_l = net.la[0].astype(int), net.la[1].astype(int)
+    k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
+    by_agg = np.argsort(k_l, kind="stable")
+    leaf_starts = np.searchsorted(k_l[by_agg], np.arange(len(net.aggs)))
+    core_starts = np.searchsorted(k_a, np.arange(len(net.aggs)))
+    for q, pod in enumerate(net.pods):
+        aggs_q = np.nonzero(net.pod_agg == q)[0]
+        local = np.full(len(net.aggs), -1)
+        local[aggs_q] = np.arange(len(aggs_q))
+        into = np.nonzero(local[k_a] >= 0)[0]
+        U = np.zeros((len(net.cores), len(aggs_q)))
+        U[c_a[into], local[k_a[into]]] = u[into]
+        R = np.add.reduceat(v[:, None] * U[c_a], core_starts, axis=0)
+        TW = np.add.reduceat(T[:, pod][a_l[by_agg]] * w[by_agg][:, None], leaf_starts, axis=0)
+        # destination leaf x aggregation switch of the pod (einsum: these products are small,
+        # and a threaded BLAS spends more on its threads than on them)
+        down = np.einsum("kb,kq->bq", TW, R)
+        for b, k in zip(*np.nonzero(down), strict=True):
+            _add(switch_load, net.aggs[aggs_q[k]], net.leaves[pod[b]], float(down[b, k]))
 
 
 def host_loads(r: SplitRouting, ci: int, rate: float) -> list[Load]:

@@ -26,12 +26,24 @@ from topo.flow.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.uniform_report import build_report, lp_stats, sort_links
 from topo.units import Bps_to_GBps
 
-__all__ = ["CERTIFY_ABOVE", "build_report", "exact_alltoall", "lp_stats", "sort_links"]
+__all__ = [
+    "CERTIFY_ABOVE",
+    "CERTIFY_FIRST",
+    "build_report",
+    "exact_alltoall",
+    "lp_stats",
+    "sort_links",
+]
 
 CERTIFY_ABOVE = 20_000
 """Reduced LPs estimated above this many flow variables are first tried without an LP: a
 routing that meets a cut bound (:mod:`topo.flow.certify`) is exact and takes a second where the
 LP takes tens (a damaged 16,384-GPU MPFT, NVL72-shaped servers straddling leaves)."""
+
+CERTIFY_FIRST = 10_000_000
+"""Fabrics with more host-switch pairs than this (the 65,536-GPU FT3: 8,192 servers and 5,120
+switches) try the routing before building the reduced network at all, whose construction and
+symmetry search alone take seconds there."""
 
 
 def exact_alltoall(
@@ -121,6 +133,10 @@ def reduced_report(
         HiGHS fails, or the server check fails and the general LP is too large.
     """
     n_terms = sum(h.weight for h in hosts)
+    if len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST:
+        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        if done is not None:
+            return done
     red = reduce(G, hosts)
     gens = symmetry(G, red)
     if _estimate(red, gens) > CERTIFY_ABOVE:
