@@ -182,3 +182,14 @@ def test_resilience_never_shows_a_bound_as_a_value(tmp_path: Path) -> None:
     lo, hi = d["range_GBps"][k]
     assert f"{lo:.2f}..{hi:.2f}" in table
     assert "that statistic is unknown" in table
+
+
+def test_bounds_far_apart_say_the_value_is_unknown(tmp_path: Path) -> None:
+    # A Slim Fly (q = 5) with an LP limit of 10 variables: only the cut and a spanning-tree
+    # routing bound it, far more than 2% apart, and the table says the value is unknown.
+    sf = tmp_path / "sf.json"
+    assert run("build", "slimfly", "--q", 5, "-o", sf).exit_code == 0
+    d = json.loads(run("bandwidth", sf, "--max-variables", 10, "--json").stdout)
+    assert d["exact"] is False and d["gap"] > 0.02
+    table = run("bandwidth", sf, "--max-variables", 10).stdout
+    assert "value UNKNOWN" in table
