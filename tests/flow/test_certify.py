@@ -158,3 +158,18 @@ def test_star_theta_is_a_lower_bound_on_the_server_lp():
     assert fast is not None and 1.0 <= fast <= server_theta(G, h, loads, lam) * (1 + 1e-9)
     starved = [(s, 4 * u, 4 * d) for s, u, d in loads]  # four times the cable: cannot fit
     assert star_theta(G, h, starved, lam) == pytest.approx(0.25)
+
+
+def test_link_loads_carry_the_all_to_all_within_capacity():
+    # The certified routing's loads: no link over its capacity, and the NIC cables up carry
+    # exactly what the servers send to other servers, lambda g (n - g) each.
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4, gpus=64)
+    H, _ = fail(G, links=3, seed=1)
+    hs, terminal = hosts(H)
+    r = certified_alltoall(H, hs, terminal, time.perf_counter(), [], want_loads=True)
+    assert r is not None and r.link_load
+    for (u, v), x in r.link_load.items():
+        assert x <= H.adj[u][v]["capacity"] * (1 + 1e-9)
+    n = sum(h.weight for h in hs)
+    up = sum(x for (u, v), x in r.link_load.items() if H.nodes[u]["kind"] == "nic")
+    assert up == pytest.approx(r.pair_rate_Bps * sum(h.weight * (n - h.weight) for h in hs))
