@@ -170,6 +170,10 @@ def test_link_loads_carry_the_all_to_all_within_capacity():
     assert r is not None and r.link_load
     for (u, v), x in r.link_load.items():
         assert x <= H.adj[u][v]["capacity"] * (1 + 1e-9)
+    switch_arcs = {
+        d for a, b in H.edges() if "leaf" in a + b and "nic" not in a + b for d in ((a, b), (b, a))
+    }
+    assert switch_arcs <= set(r.link_load)  # every switch link direction, idle ones too
     n = sum(h.weight for h in hs)
     up = sum(x for (u, v), x in r.link_load.items() if H.nodes[u]["kind"] == "nic")
     assert up == pytest.approx(r.pair_rate_Bps * sum(h.weight * (n - h.weight) for h in hs))

@@ -598,5 +598,11 @@ def certified_alltoall(
     )
     if not want_loads:
         return report
-    loads = {(str(u), str(v)): x for u, v, _, x in _links(G, r, lam, saturated_only=False)}
+    loads = {
+        (u, v): 0.0
+        for a, b in G.edges()
+        if a in r.plane_of and b in r.plane_of
+        for u, v in ((a, b), (b, a))
+    }  # every switch link direction, idle ones too, as the LP's loads
+    loads.update({(u, v): x for u, v, _, x in _links(G, r, lam, saturated_only=False)})
     return replace(report, link_load=loads, solve_seconds=time.perf_counter() - t0)
