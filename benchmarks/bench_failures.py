@@ -51,6 +51,7 @@ r = resilience(G, trials={trials}, links={links}, seed=0)
 print(json.dumps(dict(
     case=f"{family} {gpus:,}: {links} cables x {trials} trials", intact=r.intact_busbw_GBps,
     min=r.min_GBps, p5=r.p5_GBps, median=r.median_GBps, exact=r.exact_trials, trials=r.trials,
+    ranges=r.range_GBps,
     seconds=r.seconds, peak_MB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 )))
 """
@@ -130,9 +131,13 @@ def main() -> None:
                     root=str(ROOT), family=family, gpus=2048, links=links, trials=args.trials
                 )
             )
+            cells = [
+                f"{r[k]:>7.2f}" if r[k] is not None else "{:.1f}..{:.1f}".format(*r["ranges"][k])
+                for k in ("min", "p5", "median")
+            ]  # a statistic left uncertain by bounded trials is its certified range
             print(
-                f"{r['case']:<40} {r['intact']:>7.2f} {r['min']:>7.2f} {r['p5']:>7.2f} "
-                f"{r['median']:>7.2f} {r['exact']:>3}/{r['trials']:<2} {r['seconds']:>7.1f} "
+                f"{r['case']:<40} {r['intact']:>7.2f} {' '.join(cells)} "
+                f"{r['exact']:>3}/{r['trials']:<2} {r['seconds']:>7.1f} "
                 f"{r['peak_MB']:>8.0f}",
                 flush=True,
             )

@@ -173,3 +173,36 @@ def test_no_pxn_is_refused_where_it_changes_nothing(mpft: Path) -> None:
             "all-to-all (maximum concurrent flow) may route through any NIC of a server, "
             "over NVLink"
         )
+
+
+def test_resilience_never_shows_a_bound_as_a_value(tmp_path: Path) -> None:
+    # An LP limit of 10 variables leaves some trials with bounds only: their values are null
+    # in --json, a statistic they leave uncertain is null with its certified range, and the
+    # table shows that range as low..high with a note, never a lower bound as the value.
+    mrft = tmp_path / "mrft.json"
+    build = ["build", "mrft", "--switch-ports", 8, "--gpus-per-node", 4, "--nics-per-node", 4]
+    assert run(*build, "-o", mrft).exit_code == 0
+    args = ["resilience", mrft, "--trials", 4, "--fail-links", 3, "--seed", 1]
+    d = json.loads(run(*args, "--max-variables", 10, "--json").stdout)[0]
+    assert d["exact_trials"] < 4 and None in d["busbw_GBps"]
+    unknown = [k for k in ("min", "p5", "median", "mean", "max") if d[f"{k}_GBps"] is None]
+    assert unknown
+    for k in unknown:
+        lo, hi = d["range_GBps"][k]
+        assert lo < hi
+    table = run(*args, "--max-variables", 10).stdout
+    k = unknown[0]
+    lo, hi = d["range_GBps"][k]
+    assert f"{lo:.2f}..{hi:.2f}" in table
+    assert "that statistic is unknown" in table
+
+
+def test_bounds_far_apart_say_the_value_is_unknown(tmp_path: Path) -> None:
+    # A Slim Fly (q = 5) with an LP limit of 10 variables: only the cut and a spanning-tree
+    # routing bound it, far more than 2% apart, and the table says the value is unknown.
+    sf = tmp_path / "sf.json"
+    assert run("build", "slimfly", "--q", 5, "-o", sf).exit_code == 0
+    d = json.loads(run("bandwidth", sf, "--max-variables", 10, "--json").stdout)
+    assert d["exact"] is False and d["gap"] > 0.02
+    table = run("bandwidth", sf, "--max-variables", 10).stdout
+    assert "value UNKNOWN" in table

@@ -190,6 +190,8 @@ def check_pxn(routing: str, pxn: bool) -> None:
             "--no-pxn applies to --routing ecmp, dmodk or lft: the optimal all-to-all "
             "(maximum concurrent flow) may route through any NIC of a server, over NVLink"
         )
+
+
 FailLinksOpt = Annotated[
     int, typer.Option("--fail-links", help="Random cables to fail (seeded by --seed).", min=0)
 ]

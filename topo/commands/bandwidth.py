@@ -259,13 +259,17 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
 def _method(r: BandwidthResult) -> str:
     """The method row: the exact LP's size, or the certified bounds (busbw, GB/s) and their gap."""
     b = r.bounds
+    if r.method == "certified":
+        return "exact: a routing meets a cut bound (no LP)"
     if r.exact or b is None:
         return f"{r.method} LP, exact; {r.lp.variables:,} variables"
-    return (
+    bounds = (
         f"certified bounds: busbw {GB(b.lower_Bps * (r.gpus - 1)):.2f} to "
-        f"{GB(b.upper_Bps * (r.gpus - 1)):.2f} GB/s (gap "
-        f"{100 * b.gap:.1f}%); the rates above are the lower bound"
+        f"{GB(b.upper_Bps * (r.gpus - 1)):.2f} GB/s (gap {100 * b.gap:.1f}%)"
     )
+    if b.gap > 0.02:  # issue 13: bounds further apart than 2% do not give the value
+        return f"value UNKNOWN: {bounds}; the rates above are only the lower bound"
+    return f"{bounds}; the rates above are the lower bound"
 
 
 def _bottleneck_links(r: BandwidthResult, show: int) -> None:

@@ -125,6 +125,15 @@ def _run(fabrics: list[Path], options: dict[str, Any]) -> list[ResilienceReport]
     return reports
 
 
+def _cell(value: float | None, rng: list[float] | None) -> str:
+    """A statistic's cell: its value, or its certified range when it is unknown."""
+    if value is not None:
+        return f"{value:.2f}"
+    if rng is None:
+        return "unknown"
+    return f"{rng[0]:.2f}..{rng[1]:.2f}"
+
+
 def _table(
     reports: list[ResilienceReport],
     routing: Routing,
@@ -153,11 +162,14 @@ def _table(
         table.add_row(
             r.fabric or r.family,
             f"{r.intact_busbw_GBps:.2f}",
-            f"{r.min_GBps:.2f}",
-            f"{r.p5_GBps:.2f}",
-            f"{r.median_GBps:.2f}",
-            f"{r.mean_GBps:.2f}",
-            f"{r.max_GBps:.2f}",
+            *(
+                _cell(v, r.range_GBps.get(k))
+                for k, v in zip(
+                    ("min", "p5", "median", "mean", "max"),
+                    (r.min_GBps, r.p5_GBps, r.median_GBps, r.mean_GBps, r.max_GBps),
+                    strict=True,
+                )
+            ),
             f"{r.exact_trials}/{r.trials}" if r.routing == "optimal" else "-",
             cut,
         )
@@ -169,8 +181,14 @@ def _table(
         )
     if routing is Routing.optimal and any(r.exact_trials < r.trials for r in reports):
         out.print(
-            "  exact: trials solved exactly; the others (LP over --max-variables) count their "
-            "certified lower bound (--json has each trial's upper bound)"
+            "  exact: trials solved exactly; the others (LP over --max-variables or past "
+            "--time-limit) have only certified bounds, so their values are unknown"
+        )
+    if any(v is None for r in reports for v in (r.min_GBps, r.p5_GBps, r.median_GBps)):
+        out.print(
+            "  low..high: that statistic is unknown; it lies in this range, the statistic of "
+            "the trials' certified lower bounds and of their upper bounds (--json has each "
+            "trial's bounds)"
         )
     if any(r.trials_with_disconnected for r in reports):
         out.print(

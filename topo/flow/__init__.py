@@ -5,6 +5,8 @@ Layers, bottom up (each imports only those below it): :mod:`~topo.flow.lp` (the 
 :mod:`~topo.flow.result` (the result type); :mod:`~topo.flow.hosts` (server contraction);
 :mod:`~topo.flow.planes`; :mod:`~topo.flow.network` (the reduced network);
 :mod:`~topo.flow.symmetry`, :mod:`~topo.flow.server_check`, :mod:`~topo.flow.general`;
+:mod:`~topo.flow.uniform_report` (the all-to-all's result at a rate);
+:mod:`~topo.flow.certify` (exact by a routing that meets a cut, no LP);
 :mod:`~topo.flow.exact` (the exact all-to-all); :mod:`~topo.flow.bounds`;
 :mod:`~topo.flow.matrix` (explicit matrices); :mod:`~topo.flow.concurrent` (the entry point);
 :mod:`~topo.flow.alltoall` and :mod:`~topo.flow.demand` (its callers);

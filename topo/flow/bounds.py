@@ -30,7 +30,8 @@ from collections.abc import Hashable
 import networkx as nx
 
 from topo.errors import TopoError
-from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, switch_components
+from topo.fabric import SWITCH_KINDS, natural_key, switch_components
+from topo.flow.certify import cut_bound, split_routing
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
@@ -47,39 +48,19 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
         Fewer than two terminals.
     """
     hs, terminal = hosts(G)
-    n = terminal_count(hs)
-    if n < 2:
+    if terminal_count(hs) < 2:
         raise TopoError("all-to-all needs at least two terminals")
-    best, what = math.inf, ""
-    for h in hs:
-        dem = h.weight * (n - h.weight)
-        cap = sum(h.attach.values())
-        if dem and cap / dem < best:
-            who = f"server {h.id}" if terminal == "gpu" else f"endpoint {h.id}"
-            best, what = cap / dem, f"the NIC cables of {who}"
-    by_switch: dict[str, list[Host]] = {}
-    for h in hs:
-        for s in h.attach:
-            by_switch.setdefault(s, []).append(h)
-    blocks: list[set[str]] = [{s} for s in by_switch]
-    blocks += [set(b) for b in blocks_below_top(G) if len(b) > 1]
-    for block in blocks:
-        members = {id(h): h for s in block for h in by_switch.get(s, [])}
-        W = sum(h.weight for h in members.values())
-        if W == 0 or W == n:
-            continue
-        cap = 0.0
-        for s in block:
-            for t, e in G.adj[s].items():
-                if G.nodes[t]["kind"] in SWITCH_KINDS and t not in block:
-                    cap += float(e["capacity"])
-        for h in members.values():
-            cap += sum(c for s, c in h.attach.items() if s not in block)
-        bound = cap / (W * (n - W))
-        if bound < best:
-            name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
-            best, what = bound, f"{name} with its {len(members)} attached host(s)"
-    return best, what
+    return cut_bound(G, hs, terminal)
+
+
+def split_lower_bound(G: nx.Graph) -> tuple[float, str]:
+    """A feasible all-to-all rate (B/s) from the plane-split, two-hop routing of
+    :func:`topo.flow.certify.split_routing`; (0, why) if the fabric has none."""
+    hs, _ = hosts(G)
+    r = split_routing(G, hs)
+    if r is None:
+        return 0.0, "no split-routing lower bound (not two tiers in every plane)"
+    return r.rate_Bps, "each class pair split over its planes, two hops inside a plane"
 
 
 def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
@@ -258,6 +239,7 @@ def bounds_report(
     ub, cut = cut_upper_bound(G)
     lb, how = max(
         routing_lower_bound(G),
+        split_lower_bound(G),
         plane_lower_bound(G, max_variables, time_limit_s),
         tree_lower_bound(G),
     )

@@ -8,22 +8,42 @@ The reductions and the proofs that they are exact are in :mod:`topo.flow.alltoal
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
-from topo.fabric import SWITCH_KINDS, natural_key
+from topo.fabric import SWITCH_KINDS
+from topo.flow.certify import certified_alltoall
 from topo.flow.general import general_lp
 from topo.flow.hosts import Host
 from topo.flow.lp import MCFSolution, max_concurrent_flow
 from topo.flow.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
-from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
+from topo.flow.result import BandwidthResult
 from topo.flow.server_check import server_check
-from topo.flow.symmetry import class_orbits, solve_symmetric, symmetry
+from topo.flow.symmetry import Perm, class_orbits, solve_symmetric, symmetry
+from topo.flow.uniform_report import build_report, lp_stats, sort_links
 from topo.units import Bps_to_GBps
+
+__all__ = [
+    "CERTIFY_ABOVE",
+    "CERTIFY_FIRST",
+    "build_report",
+    "exact_alltoall",
+    "lp_stats",
+    "sort_links",
+]
+
+CERTIFY_ABOVE = 20_000
+"""Reduced LPs estimated above this many flow variables are first tried without an LP: a
+routing that meets a cut bound (:mod:`topo.flow.certify`) is exact and takes a second where the
+LP takes tens (a damaged 16,384-GPU MPFT, NVL72-shaped servers straddling leaves)."""
+
+CERTIFY_FIRST = 10_000_000
+"""Fabrics with more host-switch pairs than this (the 65,536-GPU FT3: 8,192 servers and 5,120
+switches) try the routing before building the reduced network at all, whose construction and
+symmetry search alone take seconds there."""
 
 
 def exact_alltoall(
@@ -113,9 +133,18 @@ def reduced_report(
         HiGHS fails, or the server check fails and the general LP is too large.
     """
     n_terms = sum(h.weight for h in hosts)
+    if len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST:
+        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        if done is not None:
+            return done
     red = reduce(G, hosts)
+    gens = symmetry(G, red)
+    if _estimate(red, gens) > CERTIFY_ABOVE:
+        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        if done is not None:
+            return done
     _note_reductions(G, red, hosts, terminal, reductions)
-    sol = _solve_reduced(G, red, max_variables, time_limit_s, reductions)
+    sol = _solve_reduced(red, gens, max_variables, time_limit_s, reductions)
     lam = sol.theta
     if terminal == "gpu":
         ok, worst = server_check(G, red, sol, lam)
@@ -174,15 +203,21 @@ def _note_reductions(
     )
 
 
+def _estimate(red: Reduced, gens: list[Perm] | None) -> int:
+    """Flow variables of the reduced LP (symmetrised: about one commodity per class orbit)."""
+    if gens is None:
+        return red.lp_variables()
+    return len(class_orbits(red, gens)) * len(red.arcs)
+
+
 def _solve_reduced(
-    G: nx.Graph,
     red: Reduced,
+    gens: list[Perm] | None,
     max_variables: int,
     time_limit_s: float | None,
     reductions: list[str],
 ) -> MCFSolution:
     """The reduced LP: symmetrised when a verified symmetry merges classes, else as is."""
-    gens = symmetry(G, red)
     if gens is not None:
         sol = solve_symmetric(red, gens, max_variables, time_limit_s)
         reductions.append(
@@ -244,102 +279,3 @@ def general_report(
         (u, v): float(sol.arc_flow[a]) for a, (u, v) in enumerate(arcs) if is_sw[u] or is_sw[v]
     }
     return replace(report, link_load=loads)
-
-
-def build_report(
-    G: nx.Graph,
-    hosts: list[Host],
-    terminal: str,
-    lam: float,
-    links: list[BottleneckLink],
-    *,
-    n: int,
-    method: str,
-    exact: bool,
-    reductions: list[str],
-    sol: MCFSolution,
-    t0: float,
-    planes: int = 1,
-    bounds: Bounds | None = None,
-) -> BandwidthResult:
-    """The result of the uniform all-to-all at pair rate ``lam`` (B/s) among ``n`` terminals.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The fabric.
-    hosts : list of Host
-        Its hosts.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
-    lam : float
-        The pair rate (B/s).
-    links : list of BottleneckLink
-        The binding link directions.
-    n : int
-        Terminals.
-    method, exact, reductions
-        How the rate was obtained.
-    sol : MCFSolution
-        The LP solved (its size and times).
-    t0 : float
-        ``time.perf_counter()`` at the start of the call.
-    planes : int
-        Planes folded into one.
-    bounds : Bounds, optional
-        Certified bounds, when the rate is not exact.
-
-    Returns
-    -------
-    BandwidthResult
-        Of the all-to-all of 1 byte per ordered pair (``theta = lam``; the caller sets the
-        demand's own scale).
-    """
-    # Inter-server traffic: each terminal sends lam to every terminal outside its server.
-    gpu = terminal == "gpu"
-    inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
-    nics = sum(len(v) for h in hosts for v in h.nics.values())
-    nic_caps = [
-        float(G.adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
-    ]
-    return BandwidthResult(
-        fabric=str(G.graph.get("name", "")),
-        family=str(G.graph.get("family", "unknown")),
-        terminal=terminal,
-        demand="alltoall",
-        uniform=True,
-        gpus=n,
-        nodes=len(hosts) if gpu else len({G.nodes[h.id]["node"] for h in hosts}),
-        theta=lam,
-        total_bytes=float(n * (n - 1)),
-        pair_rate_Bps=lam,
-        internode_per_gpu_Bps=inter_total / n,
-        internode_per_nic_Bps=inter_total / nics if nics else 0.0,
-        nic_line_rate_Bps=float(np.median(nic_caps)) if nic_caps else 0.0,
-        intranode_per_gpu_Bps=sum(h.weight * (h.weight - 1) * lam for h in hosts) / n
-        if gpu
-        else 0.0,
-        bottleneck_links=sort_links(links),
-        method=method,
-        exact=exact,
-        reductions=tuple(reductions),
-        planes=planes,
-        lp=lp_stats(sol),
-        solve_seconds=time.perf_counter() - t0,
-        bounds=bounds,
-    )
-
-
-def sort_links(links: list[BottleneckLink]) -> tuple[BottleneckLink, ...]:
-    """Bottleneck links in report order: by tier, then source in natural order."""
-    return tuple(sorted(links, key=lambda b: (b.tier, natural_key(b.source))))
-
-
-def lp_stats(sol: MCFSolution) -> LPStats:
-    """The size and times of the LP behind ``sol``."""
-    return LPStats(
-        variables=sol.variables,
-        constraints=sol.constraints,
-        build_seconds=sol.build_seconds,
-        solve_seconds=sol.solve_seconds,
-    )

@@ -155,17 +155,35 @@ def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
     return sum(1 for _, d in G.nodes(data=True) if d["kind"] == "gpu" and d["node"] in drop)
 
 
+STATISTICS = ("min", "p5", "median", "mean", "max")
+"""The summary statistics of a resilience run, in column order."""
+
+KNOWN_TOL = 1e-9
+"""A statistic whose certified range is narrower than this fraction of its upper end is known
+(its value is the range's lower end)."""
+
+
 @dataclass(frozen=True)
 class ResilienceReport:
     """The distribution of the all-to-all busbw over random failure sets.
 
     Rates in GB/s (nccl-tests' alltoall busbw, ``lambda (n - 1)``, among the GPUs still
     connected in each trial). ``p5`` is the 5th percentile (numpy's linear interpolation).
-    A trial whose exact LP exceeds the variable limit counts its certified lower bound
-    (``exact_trials`` says how many were exact; ``upper_bound_busbw_GBps`` holds each
-    trial's upper bound, equal to its value when exact). ``max_variables`` is the LP limit
-    each trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair
-    had no route (counted as 0).
+
+    A trial whose exact LP was not solved (over the variable limit or past the time limit)
+    has only certified bounds: its ``busbw_GBps`` entry is None (unknown) unless they meet
+    (within :data:`KNOWN_TOL`), and its bounds are
+    in ``lower_bound_busbw_GBps`` and ``upper_bound_busbw_GBps`` (both equal to the value
+    for a trial that is known). A statistic is never computed from bounds as if they were
+    values: ``min_GBps`` ... ``max_GBps`` are None when it is not known, and
+    ``range_GBps[stat]`` always holds ``[low, high]``, the statistic of the trials' lower
+    bounds and of their upper bounds. Each statistic is non-decreasing in every trial's
+    value (order statistics, their linear interpolation, the mean), so the true one lies in
+    that range; when the range is narrower than :data:`KNOWN_TOL` the statistic is known.
+
+    ``exact_trials`` counts the trials solved exactly; ``max_variables`` is the LP limit each
+    trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair had
+    no route (counted as 0).
     """
 
     fabric: str
@@ -176,12 +194,12 @@ class ResilienceReport:
     fail_switches: int
     seed: int
     intact_busbw_GBps: float
-    busbw_GBps: list[float]
-    min_GBps: float
-    p5_GBps: float
-    median_GBps: float
-    mean_GBps: float
-    max_GBps: float
+    busbw_GBps: list[float | None]
+    min_GBps: float | None
+    p5_GBps: float | None
+    median_GBps: float | None
+    mean_GBps: float | None
+    max_GBps: float | None
     trials_with_disconnected: int
     max_disconnected_gpus: int
     exact_trials: int
@@ -189,17 +207,55 @@ class ResilienceReport:
     upper_bound_busbw_GBps: list[float]
     max_variables: int
     trials_unroutable: int
+    lower_bound_busbw_GBps: list[float] = field(default_factory=list)
+    range_GBps: dict[str, list[float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, as is (JSON-ready; rates in GB/s)."""
+        """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
         return dict(self.__dict__)
+
+
+def statistics(
+    lower: list[float], upper: list[float]
+) -> tuple[dict[str, float | None], dict[str, list[float]]]:
+    """The summary statistics of trials known only within ``[lower, upper]`` each.
+
+    Parameters
+    ----------
+    lower, upper : list of float
+        Each trial's certified lower and upper bound (GB/s; equal for a trial known exactly).
+
+    Returns
+    -------
+    (dict, dict)
+        For each of :data:`STATISTICS`: its value (GB/s), or None when the trials' bounds
+        leave it uncertain by more than :data:`KNOWN_TOL`; and its certified range
+        ``[low, high]`` (GB/s).
+    """
+    lo, hi = np.array(lower), np.array(upper)
+
+    def stat(v: np.ndarray) -> list[float]:
+        return [
+            float(v.min()),
+            float(np.percentile(v, 5)),
+            float(np.median(v)),
+            float(v.mean()),
+            float(v.max()),
+        ]
+
+    ranges = {k: [a, b] for k, a, b in zip(STATISTICS, stat(lo), stat(hi), strict=True)}
+    values: dict[str, float | None] = {
+        k: (a if b - a <= KNOWN_TOL * max(abs(b), 1.0) else None) for k, (a, b) in ranges.items()
+    }
+    return values, ranges
 
 
 @dataclass
 class _Tally:
     """What the trials of :func:`resilience` found so far."""
 
-    values: list[float] = field(default_factory=list)
+    values: list[float | None] = field(default_factory=list)
+    lowers: list[float] = field(default_factory=list)
     uppers: list[float] = field(default_factory=list)
     unroutable: int = 0
     cut_trials: int = 0
@@ -208,14 +264,18 @@ class _Tally:
 
     def add(self, r: DamagedBandwidth) -> None:
         """One trial's result."""
-        self.values.append(busbw_GBps(r.report))
+        value = busbw_GBps(r.report)
+        self.lowers.append(value)
         if getattr(r.report, "exact", True):
             self.exact += 1
-            self.uppers.append(self.values[-1])
+            self.values.append(value)
+            self.uppers.append(value)
         else:
             assert isinstance(r.report, BandwidthResult) and r.report.bounds is not None
-            upper = r.report.bounds.upper_Bps * (r.report.gpus - 1)
-            self.uppers.append(Bps_to_GBps(upper))
+            upper = Bps_to_GBps(r.report.bounds.upper_Bps * (r.report.gpus - 1))
+            met = upper - value <= KNOWN_TOL * max(upper, 1.0)
+            self.values.append(value if met else None)
+            self.uppers.append(upper)
         if r.failures.disconnected:
             self.cut_trials += 1
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
@@ -224,6 +284,7 @@ class _Tally:
         """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
         pair without an up/down route (as routed)."""
         self.values.append(0.0)
+        self.lowers.append(0.0)
         self.uppers.append(0.0)
         if routing == "optimal":
             self.cut_trials += 1
@@ -303,7 +364,7 @@ def resilience(
             tally.add_infeasible(routing)
         if progress is not None:
             progress(i + 1)
-    v = np.array(tally.values)
+    values, ranges = statistics(tally.lowers, tally.uppers)
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
         family=str(G.graph.get("family", "unknown")),
@@ -314,11 +375,11 @@ def resilience(
         seed=seed,
         intact_busbw_GBps=busbw_GBps(intact),
         busbw_GBps=tally.values,
-        min_GBps=float(v.min()),
-        p5_GBps=float(np.percentile(v, 5)),
-        median_GBps=float(np.median(v)),
-        mean_GBps=float(v.mean()),
-        max_GBps=float(v.max()),
+        min_GBps=values["min"],
+        p5_GBps=values["p5"],
+        median_GBps=values["median"],
+        mean_GBps=values["mean"],
+        max_GBps=values["max"],
         trials_with_disconnected=tally.cut_trials,
         max_disconnected_gpus=tally.worst_cut,
         exact_trials=tally.exact,
@@ -326,13 +387,17 @@ def resilience(
         upper_bound_busbw_GBps=tally.uppers,
         max_variables=max_variables,
         trials_unroutable=tally.unroutable,
+        lower_bound_busbw_GBps=tally.lowers,
+        range_GBps=ranges,
     )
 
 
 __all__ = [
     "ROUTINGS",
+    "STATISTICS",
     "DamagedBandwidth",
     "ResilienceReport",
     "damaged_bandwidth",
     "resilience",
+    "statistics",
 ]

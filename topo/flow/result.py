@@ -356,7 +356,8 @@ class BandwidthResult:
     bottleneck_links : tuple of BottleneckLink
         The link directions whose capacity binds, ordered by tier and source.
     method : str
-        ``reduced``, ``general`` or ``bounds`` (optimal), or the routing's name.
+        ``reduced``, ``general``, ``certified`` (a routing that meets a cut bound, no LP) or
+        ``bounds`` (optimal), or the routing's name.
     exact : bool
         False when the rate is a certified lower bound (:attr:`bounds`).
     reductions : tuple of str

@@ -1,0 +1,108 @@
+"""The limits of issue 13, each as the whole command a user runs (start-up, loading, solving).
+
+Builds the fabrics once into a temporary directory, then runs each ``topo`` command in its own
+process and reports its wall time, its CPU time (user + system of the child: comparable when
+other jobs share the machine) and its peak memory, with what it found (exact or bounds, and
+the busbw). Run from the project root with the project installed::
+
+    python benchmarks/bench_limits.py            # every case (several minutes)
+    python benchmarks/bench_limits.py --quick    # without the 20-trial resilience run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BUILDS = {
+    "mpft.json": ["mpft", "--switch-ports", "64", "--link-gbps", "400"],
+    "mrft.json": ["mrft", "--switch-ports", "64", "--gpus", "1024"],
+    "nvl72.json": ["ft2", "--gpus", "1152", "--gpus-per-node", "72", "--nics-per-node", "72"],
+    "ft3.json": ["ft3"],
+    "slimfly27.json": ["slimfly", "--q", "27"],
+    "dragonfly64.json": ["dragonfly", "--groups", "64"],
+}
+
+CASES = [
+    ("MPFT 16,384: 8 cables", ["bandwidth", "mpft.json", "--fail-links", "8", "--seed", "0"], 30),
+    ("MPFT 16,384: 64 cables", ["bandwidth", "mpft.json", "--fail-links", "64", "--seed", "0"], 30),
+    (
+        "MPFT 16,384: 328 cables",
+        ["bandwidth", "mpft.json", "--fail-links", "328", "--seed", "0"],
+        30,
+    ),
+    ("NVL72-shaped: 16 racks", ["bandwidth", "nvl72.json"], 3),
+    ("FT3 65,536", ["bandwidth", "ft3.json"], 5),
+    ("FT3 65,536: ECMP", ["bandwidth", "ft3.json", "--routing", "ecmp", "--seed", "1"], 8),
+    ("Slim Fly q=27", ["bandwidth", "slimfly27.json"], None),
+    ("Dragonfly 64 groups", ["bandwidth", "dragonfly64.json"], None),
+]
+
+RESILIENCE = (
+    "README resilience: 20 trials x 8 cables",
+    ["resilience", "mpft.json", "mrft.json", "--trials", "20", "--fail-links", "8"],
+    None,
+)
+
+
+def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
+    """Run ``topo ARGS --json``: (wall s, CPU s, peak MB, stdout), CPU and memory of that
+    process alone (``os.wait4``)."""
+    with tempfile.TemporaryFile("w+") as buf:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            ["topo", *args, "--json"], cwd=cwd, stdout=buf, stderr=subprocess.DEVNULL
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise SystemExit(f"topo {' '.join(args)} failed ({proc.returncode})")
+        buf.seek(0)
+        out = buf.read()
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+
+
+def found(out: str) -> str:
+    """What the command reported: exact busbw, or its bounds."""
+    d = json.loads(out)
+    if isinstance(d, list):
+        return "; ".join(
+            f"{x['fabric']}: median {x['median_GBps']:.2f}, exact {x['exact_trials']}/{x['trials']}"
+            for x in d
+        )
+    if d.get("routing") not in (None, "optimal"):
+        return f"as routed, busbw {d['alltoall_busbw_GBps']:.3f}"
+    if d.get("exact", True):
+        return f"exact ({d['method']}), busbw {d['alltoall_busbw_GBps']:.3f}"
+    return (
+        f"bounds {d['lower_bound_busbw_GBps']:.2f}..{d['upper_bound_busbw_GBps']:.2f} "
+        f"(gap {100 * d['gap']:.1f}%)"
+    )
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        for name, args in BUILDS.items():
+            subprocess.run(
+                ["topo", "build", *args, "-o", name], cwd=cwd, check=True, capture_output=True
+            )
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"{'case':<42} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'peak MB':>8}  found")
+        print("-" * 110)
+        for label, args, limit in CASES + ([] if quick else [RESILIENCE]):
+            wall, cpu, peak, out = run(args, cwd)
+            lim = f"{limit}" if limit else "-"
+            print(f"{label:<42} {lim:>7} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f}  {found(out)}")
+        print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Resilience statistics: a bound is never a trial's value; a statistic of trials known only
+within bounds is a certified range, and the exact run's statistics lie in it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topo.builders import build
+from topo.flow.resilience import STATISTICS, resilience, statistics
+
+
+def test_statistics_by_hand():
+    # Trials 1 and 2 known; trial 3 only within [3, 5].
+    values, ranges = statistics([1.0, 2.0, 3.0], [1.0, 2.0, 5.0])
+    assert values["min"] == 1.0 and values["median"] == 2.0
+    assert values["max"] is None and ranges["max"] == [3.0, 5.0]
+    assert values["mean"] is None and ranges["mean"] == pytest.approx([2.0, 8.0 / 3.0])
+    # p5 interpolates between the two smallest: 1 + 0.1 x (2 - 1), the same at both ends.
+    assert values["p5"] == pytest.approx(1.1)
+
+
+def test_all_known_gives_numpy_statistics():
+    v = [4.0, 1.0, 3.0, 2.0]
+    values, _ = statistics(v, v)
+    assert [values[k] for k in STATISTICS] == pytest.approx(
+        [1.0, float(np.percentile(v, 5)), 2.5, 2.5, 4.0]
+    )
+
+
+def test_bounded_trials_are_unknown_and_bracket_the_exact_run():
+    # With an LP limit of 10 variables no trial's LP is solved: each has certified bounds.
+    G = build("mrft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    exact = resilience(G, trials=4, links=3, seed=1)
+    bounded = resilience(G, trials=4, links=3, seed=1, max_variables=10)
+    assert exact.exact_trials == 4 and None not in exact.busbw_GBps
+    assert bounded.exact_trials < 4
+    for v, lo, hi, b in zip(
+        exact.busbw_GBps,
+        bounded.lower_bound_busbw_GBps,
+        bounded.upper_bound_busbw_GBps,
+        bounded.busbw_GBps,
+        strict=True,
+    ):
+        assert lo <= v * (1 + 1e-6) and v <= hi * (1 + 1e-6)
+        assert b is None or b == pytest.approx(v, rel=1e-6)
+    assert None in bounded.busbw_GBps
+    for k in STATISTICS:
+        known = getattr(exact, f"{k}_GBps")
+        lo, hi = bounded.range_GBps[k]
+        assert lo <= known * (1 + 1e-6) and known <= hi * (1 + 1e-6)
+        got = getattr(bounded, f"{k}_GBps")
+        assert got is None or got == pytest.approx(known, rel=1e-6)
+    assert (
+        bounded.median_GBps is None
+        or bounded.range_GBps["median"][1] - bounded.range_GBps["median"][0]
+        <= 1e-9 * bounded.range_GBps["median"][1]
+    )
