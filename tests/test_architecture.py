@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "moe": 4,
     "cost": 4,
     "plot": 5,
+    "engine": 5,
     "cli_common": 6,
     "commands": 7,
     "cli": 8,
