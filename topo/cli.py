@@ -14,7 +14,18 @@ from typing import Annotated
 
 import typer
 
-from topo.commands import bandwidth, build, collective, cost, import_, moe, plot, resilience
+from topo.commands import (
+    bandwidth,
+    build,
+    codesign,
+    collective,
+    cost,
+    import_,
+    moe,
+    plot,
+    resilience,
+    sweep,
+)
 
 __all__ = ["app", "main"]
 
@@ -59,6 +70,8 @@ app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)
 app.command("resilience")(resilience.resilience)
+app.command("sweep")(sweep.sweep)
+app.command("codesign")(codesign.codesign)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 

@@ -74,7 +74,8 @@ def external_scheduler() -> Iterator[str]:
     )
     procs = [
         subprocess.Popen(
-            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port)]
+            + ["--dashboard-address", "127.0.0.1:0"],
             env=env,
             **quiet,  # type: ignore[call-overload]
         )

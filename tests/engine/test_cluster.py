@@ -13,7 +13,15 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.cli import app
-from topo.engine import Engine, SerialEngine, TaskOutcome, make_engine, trial_map
+from topo.engine import (
+    Engine,
+    SerialEngine,
+    TaskOutcome,
+    make_engine,
+    slurm_arguments,
+    task_seeds,
+    trial_map,
+)
 from topo.errors import TopoError
 from topo.fabric import save
 from topo.flow.resilience import damaged_bandwidth, resilience
@@ -127,3 +135,23 @@ def test_bad_engine_options_are_one_line_errors() -> None:
 
 def test_serial_engine_outcomes_in_order() -> None:
     assert list(SerialEngine().map(square, [3, 4])) == [TaskOutcome(0, 9), TaskOutcome(1, 16)]
+
+
+def test_slurm_jobs_hold_one_worker_each() -> None:
+    assert slurm_arguments(queue="gpu", memory="8GiB") == {
+        "queue": "gpu",
+        "walltime": "01:00:00",
+        "cores": 1,
+        "memory": "8GiB",
+        "processes": 1,
+    }
+
+
+def test_task_seeds_are_numpy_seedsequence_children() -> None:
+    import numpy as np
+
+    children = np.random.SeedSequence(11).spawn(4)
+    assert task_seeds(11, 4) == [int(c.generate_state(1)[0]) for c in children]
+    assert len(set(task_seeds(11, 100))) == 100
+    with pytest.raises(TopoError, match="seed and task count must be >= 0"):
+        task_seeds(-1, 2)

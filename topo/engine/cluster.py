@@ -120,7 +120,7 @@ class Engine:
         Address of a running Dask scheduler (``tcp://HOST:PORT``); its workers are used as
         they are, and nothing is started or stopped but the client.
     cluster : {"local", "slurm"}
-        ``local``: a :class:`distributed.LocalCluster` on 127.0.0.1 (no dashboard);
+        ``local``: a :class:`distributed.LocalCluster` on 127.0.0.1 (its HTTP port free);
         ``slurm``: ``dask_jobqueue.SLURMCluster`` with ``slurm`` as its keyword arguments,
         scaled to ``workers`` jobs of one worker each.
     memory_limit : str
@@ -192,7 +192,8 @@ class Engine:
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            # the scheduler's HTTP server binds a free port (Dask's default 8787 may be taken)
+            dashboard_address="127.0.0.1:0",
             memory_limit=self.memory_limit,
             silence_logs=50,
         )
