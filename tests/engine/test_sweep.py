@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from topo.cli import app
-from topo.engine import Engine, SerialEngine, task_seeds
+from topo.engine import Engine, SerialEngine, TaskOutcome, task_seeds
 from topo.engine.spec import load_sweep
 from topo.engine.sweep import run_sweep
 from topo.engine.table import journal_path, read_table
@@ -181,3 +181,24 @@ def test_every_sweep_example_loads(path: Path) -> None:
         n *= len(values)
     assert len(points) == (min(spec.sample, n) if spec.sample else n) > 0
     assert {p["family"] for p in points} <= {"ft2", "ft3", "mrft", "mpft"}
+
+
+class DyingPointEngine(SerialEngine):
+    """In-process engine whose task 1 comes back as Dask reports a task whose workers both
+    died (the real death is in tests/engine/test_cluster.py)."""
+
+    def map(self, fn, tasks, *shared, progress=None):  # type: ignore[no-untyped-def]
+        for o in super().map(fn, tasks, *shared, progress=progress):
+            yield TaskOutcome(1, error="KilledWorker: died twice") if o.index == 1 else o
+
+
+def test_a_dead_point_is_reported_and_the_sweep_goes_on(spec: Path, tmp_path: Path) -> None:
+    parsed = load_sweep(spec)
+    out = tmp_path / "out.csv"
+    first = run_sweep(parsed, out, DyingPointEngine())
+    assert first.failed == 1 and first.rows[1]["error"] == "KilledWorker: died twice"
+    assert first.rows[1]["family"] == "ft2" and first.rows[1].get("cost_usd") is None
+    assert all(r["error"] == "" for i, r in enumerate(first.rows) if i != 1)
+    # every other row is the one a clean run gives
+    full = run_sweep(parsed, tmp_path / "full.csv", SerialEngine())
+    assert [r for i, r in enumerate(first.rows) if i != 1] == full.rows[:1] + full.rows[2:]
