@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "export": 4,
     "validate": 4,
     "plot": 5,
+    "engine": 5,
     "cli_common": 6,
     "commands": 7,
     "cli": 8,

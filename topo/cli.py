@@ -18,6 +18,7 @@ from topo.commands import (
     bandwidth,
     build,
     catalog,
+    codesign,
     collective,
     cost,
     export,
@@ -25,6 +26,7 @@ from topo.commands import (
     moe,
     plot,
     resilience,
+    sweep,
     validate,
 )
 
@@ -74,6 +76,8 @@ app.command("resilience")(resilience.resilience)
 app.command("export")(export.export_)
 app.command("validate")(validate.validate)
 app.command("catalog")(catalog.catalog)
+app.command("sweep")(sweep.sweep)
+app.command("codesign")(codesign.codesign)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 

@@ -33,9 +33,16 @@ from topo.cli_common import (
     print_json,
     user_errors,
 )
+from topo.commands.engine_options import (
+    ClusterOpt,
+    MemoryLimitOpt,
+    SchedulerOpt,
+    WorkersOpt,
+    open_engine,
+)
 
 if TYPE_CHECKING:  # the solver loads when the command runs
-    from topo.flow.resilience import ResilienceReport
+    from topo.flow.resilience import ResilienceReport, TrialMap
 
 
 @user_errors
@@ -64,11 +71,16 @@ def resilience(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a list of one JSON object per fabric.")
     ] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    cluster: ClusterOpt = None,
+    memory_limit: MemoryLimitOpt = "4GiB",
 ) -> None:
     """All-to-all busbw under random failures: min, p5, median over --trials failure sets.
 
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
+    With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
     check_pxn(routing.value, pxn)
     options: dict[str, Any] = dict(
@@ -82,14 +94,22 @@ def resilience(
         max_variables=max_variables,
         time_limit_s=time_limit,
     )
-    reports = _run(fabrics, options)
+    if workers is None and scheduler is None and cluster is None:
+        reports = _run(fabrics, options)
+    else:
+        with open_engine(workers, scheduler, cluster, memory_limit) as engine:
+            from topo.engine import trial_map
+
+            reports = _run(fabrics, options, trial_map(engine))
     if as_json:
         print_json([r.to_dict() for r in reports])
         return
     _table(reports, routing, fail_links, fail_switches, trials, seed)
 
 
-def _run(fabrics: list[Path], options: dict[str, Any]) -> list[ResilienceReport]:
+def _run(
+    fabrics: list[Path], options: dict[str, Any], trial_map: TrialMap | None = None
+) -> list[ResilienceReport]:
     """One report per fabric, a progress bar per fabric on stderr."""
     from topo.flow.resilience import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
     from topo.flow.resilience import resilience as run
@@ -120,6 +140,7 @@ def _run(fabrics: list[Path], options: dict[str, Any]) -> list[ResilienceReport]
                         "time_limit_s": options["time_limit_s"] or TRIAL_TIME_LIMIT_S,
                     },
                     progress=advance,
+                    trial_map=trial_map,
                 )
             )
     return reports

@@ -163,6 +163,62 @@ KNOWN_TOL = 1e-9
 (its value is the range's lower end)."""
 
 
+def resilience_trial(G: nx.Graph, **task: Any) -> DamagedBandwidth | None:
+    """One trial of :func:`resilience`: :func:`damaged_bandwidth` ``(G, **task)``, or None when
+    it cannot complete (:class:`~topo.errors.InfeasibleError`: fewer than two GPUs connected).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The intact fabric.
+    **task
+        Keyword arguments of :func:`damaged_bandwidth` (``links``, ``seed``, ...).
+
+    Returns
+    -------
+    DamagedBandwidth or None
+    """
+    try:
+        return damaged_bandwidth(G, **task)
+    except InfeasibleError:
+        return None
+
+
+TrialMap = Callable[
+    [nx.Graph, list[dict[str, Any]], "Callable[[int], None] | None"],
+    Iterable["DamagedBandwidth | None"],
+]
+"""How :func:`resilience` runs its trials: ``(G, tasks, progress)`` to one
+:func:`resilience_trial` result per task, in the order of the tasks."""
+
+
+def serial_trials(
+    G: nx.Graph, tasks: list[dict[str, Any]], progress: Callable[[int], None] | None = None
+) -> list[DamagedBandwidth | None]:
+    """The trials one after the other in this process (the default :data:`TrialMap`).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The intact fabric.
+    tasks : list of dict
+        Keyword arguments of :func:`resilience_trial`, one dict per trial.
+    progress : callable, optional
+        Called with the number of trials done after each one.
+
+    Returns
+    -------
+    list of DamagedBandwidth or None
+        One per task, in order.
+    """
+    out = []
+    for i, task in enumerate(tasks):
+        out.append(resilience_trial(G, **task))
+        if progress is not None:
+            progress(i + 1)
+    return out
+
+
 @dataclass(frozen=True)
 class ResilienceReport:
     """The distribution of the all-to-all busbw over random failure sets.
@@ -310,6 +366,7 @@ def resilience(
     max_variables: int = TRIAL_MAX_VARIABLES,
     time_limit_s: float | None = TRIAL_TIME_LIMIT_S,
     progress: Callable[[int], None] | None = None,
+    trial_map: TrialMap | None = None,
 ) -> ResilienceReport:
     """Run ``trials`` random failure sets (seeds ``seed .. seed + trials - 1``) and summarise.
 
@@ -327,6 +384,10 @@ def resilience(
         As for :func:`damaged_bandwidth` (per trial).
     progress : callable, optional
         Called with the number of trials done after each one (for a progress bar).
+    trial_map : callable, optional
+        Runs the trials: ``trial_map(G, tasks, progress)`` returns, in the order of ``tasks``,
+        :func:`resilience_trial` ``(G, **task)`` of each (default :func:`serial_trials`, in
+        this process; :func:`topo.engine.trial_map` runs them on Dask workers).
 
     Returns
     -------
@@ -346,24 +407,24 @@ def resilience(
         G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn
     ).report
     tally = _Tally()
-    for i in range(trials):
-        try:
-            r = damaged_bandwidth(
-                G,
-                links=links,
-                switches=switches,
-                seed=seed + i,
-                routing=routing,
-                flows_per_pair=flows_per_pair,
-                pxn=pxn,
-                max_variables=max_variables,
-                time_limit_s=time_limit_s,
-            )
-            tally.add(r)
-        except InfeasibleError:
+    tasks = [
+        dict(
+            links=links,
+            switches=switches,
+            seed=seed + i,
+            routing=routing,
+            flows_per_pair=flows_per_pair,
+            pxn=pxn,
+            max_variables=max_variables,
+            time_limit_s=time_limit_s,
+        )
+        for i in range(trials)
+    ]
+    for r in (trial_map or serial_trials)(G, tasks, progress):
+        if r is None:
             tally.add_infeasible(routing)
-        if progress is not None:
-            progress(i + 1)
+        else:
+            tally.add(r)
     values, ranges = statistics(tally.lowers, tally.uppers)
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
@@ -398,6 +459,9 @@ __all__ = [
     "DamagedBandwidth",
     "ResilienceReport",
     "damaged_bandwidth",
+    "TrialMap",
     "resilience",
+    "resilience_trial",
+    "serial_trials",
     "statistics",
 ]

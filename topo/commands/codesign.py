@@ -1,0 +1,156 @@
+"""``topo codesign``: the cheapest fabric, EP size and node limit that decode within a TPOT
+target, searched on the engine (docs/sweep.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from topo.cli_common import err, out, print_json, user_errors
+from topo.commands.engine_options import (
+    ClusterOpt,
+    MemoryLimitOpt,
+    SchedulerOpt,
+    SlurmAccountOpt,
+    SlurmQueueOpt,
+    SlurmWalltimeOpt,
+    WorkersOpt,
+    open_engine,
+)
+from topo.commands.sweep import progress_bar
+from topo.errors import TopoError
+
+if TYPE_CHECKING:
+    from topo.engine.codesign import CodesignResult
+
+
+def _numbers(text: str, option: str, kind: type) -> list[Any]:
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise TopoError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise TopoError(f"{option}: give at least one value")
+    return values
+
+
+@user_errors
+def codesign(
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the cluster.", min=1)],
+    tpot_ms: Annotated[
+        float, typer.Option("--tpot-ms", help="Decode target: time per output token, ms.")
+    ],
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            "--model",
+            help="A Hugging Face config.json or DeepSeek inference config (default DeepSeek-V3).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    families: Annotated[
+        str, typer.Option("--families", help="Fabric families to search, comma-separated.")
+    ] = "ft2,mrft,mpft,ft3",
+    switch_ports: Annotated[
+        str, typer.Option("--switch-ports", help="Switch radixes to search, comma-separated.")
+    ] = "64",
+    link_gbps: Annotated[
+        str, typer.Option("--link-gbps", help="Link rates to search, Gb/s, comma-separated.")
+    ] = "400",
+    oversubscription: Annotated[
+        str,
+        typer.Option(
+            "--oversubscription", help="Leaf oversubscriptions to search, comma-separated."
+        ),
+    ] = "1,3",
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
+    nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
+    ep: Annotated[
+        str | None,
+        typer.Option(
+            "--ep", help="EP sizes to search (default: whole servers dividing the experts)."
+        ),
+    ] = None,
+    node_limit: Annotated[
+        str, typer.Option("--node-limit", help="Node limits M to search (0 = unlimited).")
+    ] = "0,1,2,4",
+    tokens_per_gpu: Annotated[
+        int, typer.Option("--tokens-per-gpu", help="Tokens per GPU per micro-batch.", min=1)
+    ] = 32,
+    micro_batches: Annotated[
+        int, typer.Option("--micro-batches", help="Micro-batches per layer.", min=1)
+    ] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.", min=0)] = 0,
+    runners_up: Annotated[
+        int, typer.Option("--runners-up", help="Other fabrics' best designs to list.", min=0)
+    ] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    cluster: ClusterOpt = None,
+    memory_limit: MemoryLimitOpt = "4GiB",
+    slurm_queue: SlurmQueueOpt = None,
+    slurm_account: SlurmAccountOpt = None,
+    slurm_walltime: SlurmWalltimeOpt = "01:00:00",
+) -> None:
+    """The cheapest design (fabric, EP size, node limit) whose MoE decode meets --tpot-ms."""
+    from topo.engine.codesign import codesign as search
+    from topo.moe import default_config, load_config
+
+    config = load_config(model) if model is not None else default_config()
+    grid: dict[str, list[Any]] = {
+        "switch_ports": _numbers(switch_ports, "--switch-ports", int),
+        "link_gbps": _numbers(link_gbps, "--link-gbps", float),
+        "oversubscription": _numbers(oversubscription, "--oversubscription", float),
+        "gpus_per_node": [gpus_per_node],
+        "nics_per_node": [nics_per_node],
+    }
+    engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
+    with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
+        task = bar.add_task("designs", total=None)
+        result = search(
+            config,
+            gpus,
+            tpot_ms,
+            engine,
+            families=[f.strip() for f in families.split(",") if f.strip()],
+            grid=grid,
+            eps=_numbers(ep, "--ep", int) if ep else None,
+            node_limits=_numbers(node_limit, "--node-limit", int),
+            moe=dict(tokens_per_gpu=tokens_per_gpu, micro_batches=micro_batches, seed=seed),
+            runners_up=runners_up,
+            model_arg=str(model) if model is not None else None,
+            progress=lambda done: bar.update(task, completed=done),
+        )
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _table(result)
+
+
+def _table(r: CodesignResult) -> None:
+    table = Table(
+        title=f"{r.model} on {r.gpus:,} GPUs within {r.tpot_target_ms:g} ms per token: "
+        f"{r.feasible} of {r.evaluated} designs on {r.fabrics} fabrics meet it",
+        title_justify="left",
+    )
+    for col in ("", "topo build", "EP", "M", "cost $", "$/endpoint", "TPOT ms", "tok/s"):
+        table.add_column(col, justify="left" if col in ("", "topo build") else "right")
+    for i, d in enumerate([r.design, *r.runners_up]):
+        table.add_row(
+            "design" if i == 0 else "runner-up",
+            " ".join(d.build_args),
+            str(d.ep),
+            str(d.node_limit) if d.node_limit else "-",
+            f"{d.cost_usd:,.0f}",
+            f"{d.cost_per_endpoint_usd:,.0f}",
+            f"{d.tpot_ms:.3f}",
+            f"{d.tokens_per_s:,.1f}",
+        )
+    out.print(table)
+    if r.refused:
+        err.print(f"{len(r.refused)} fabric(s) refused by their family (--json lists them)")

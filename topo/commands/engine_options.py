@@ -1,0 +1,88 @@
+"""The options that choose the engine (``--workers``, ``--scheduler``, ``--cluster`` and the
+Slurm job's), shared by ``topo resilience``, ``topo sweep`` and ``topo codesign``."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from topo.cli_common import err
+
+if TYPE_CHECKING:
+    from topo.engine import Engine, SerialEngine
+
+
+class Cluster(str, Enum):
+    local = "local"
+    slurm = "slurm"
+
+
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Worker processes of the embedded Dask cluster (default: the cores).",
+        min=1,
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="A running Dask scheduler, tcp://HOST:PORT: its workers run the tasks.",
+    ),
+]
+ClusterOpt = Annotated[
+    Cluster | None,
+    typer.Option(
+        "--cluster",
+        help="local: a LocalCluster of --workers processes; slurm: dask-jobqueue's "
+        "SLURMCluster, --workers jobs (docs/sweep.md).",
+    ),
+]
+MemoryLimitOpt = Annotated[
+    str,
+    typer.Option(
+        "--memory-limit", help="Memory per worker (embedded cluster, Slurm job), e.g. 2GiB."
+    ),
+]
+SlurmQueueOpt = Annotated[
+    str | None, typer.Option("--slurm-queue", help="--cluster slurm: the partition.")
+]
+SlurmAccountOpt = Annotated[
+    str | None, typer.Option("--slurm-account", help="--cluster slurm: the account.")
+]
+SlurmWalltimeOpt = Annotated[
+    str, typer.Option("--slurm-walltime", help="--cluster slurm: job time limit, HH:MM:SS.")
+]
+
+
+def open_engine(
+    workers: int | None,
+    scheduler: str | None,
+    cluster: Cluster | None,
+    memory_limit: str,
+    slurm_queue: str | None = None,
+    slurm_account: str | None = None,
+    slurm_walltime: str = "01:00:00",
+) -> AbstractContextManager[Engine | SerialEngine]:
+    """The engine the options ask for (a Dask cluster is started here, stopped on exit); a
+    line on stderr says where the tasks run."""
+    from topo.engine import make_engine
+
+    slurm = dict(
+        queue=slurm_queue, account=slurm_account, walltime=slurm_walltime, memory=memory_limit
+    )
+    engine = make_engine(
+        workers=workers,
+        scheduler=scheduler,
+        cluster=cluster.value if cluster is not None else None,
+        memory_limit=memory_limit,
+        slurm=slurm,
+    )
+    err.print(f"engine: Dask, {engine.workers} worker(s) at {engine.address}")
+    return engine

@@ -1,0 +1,120 @@
+"""``topo sweep``: a grid (or seeded sample) of designs evaluated on the engine, one table row
+per point (docs/sweep.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from topo.cli_common import err, out, print_json, user_errors
+from topo.commands.engine_options import (
+    ClusterOpt,
+    MemoryLimitOpt,
+    SchedulerOpt,
+    SlurmAccountOpt,
+    SlurmQueueOpt,
+    SlurmWalltimeOpt,
+    WorkersOpt,
+    open_engine,
+)
+
+if TYPE_CHECKING:
+    from topo.engine.sweep import SweepResult
+
+
+def progress_bar() -> Progress:
+    """A transient progress bar on stderr (points done of all)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+@user_errors
+def sweep(
+    spec: Annotated[
+        Path,
+        typer.Argument(help="A sweep spec (examples/sweep-*.toml).", exists=True, dir_okay=False),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("-o", "--output", help="The table: .parquet, or .csv.", dir_okay=False),
+    ],
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue an interrupted sweep from OUTPUT.partial.jsonl."),
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write the Pareto front: cost against TPOT (with moe) or all-to-all busbw.",
+            dir_okay=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print what was written as one JSON object.")
+    ] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    cluster: ClusterOpt = None,
+    memory_limit: MemoryLimitOpt = "4GiB",
+    slurm_queue: SlurmQueueOpt = None,
+    slurm_account: SlurmAccountOpt = None,
+    slurm_walltime: SlurmWalltimeOpt = "01:00:00",
+) -> None:
+    """Evaluate every point of a sweep spec on Dask workers; a row per point in OUTPUT."""
+    from topo.engine.spec import load_sweep
+    from topo.engine.sweep import run_sweep
+    from topo.engine.table import table_format
+
+    parsed = load_sweep(spec)
+    table_format(output)  # a bad suffix before any cluster starts
+    engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
+    with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
+        task = bar.add_task(spec.name, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = run_sweep(parsed, output, engine, resume=resume, progress=advance)
+    if html is not None:
+        _pareto_html(result, html)
+    summary = {
+        "output": str(result.output),
+        "points": len(result.rows),
+        "failed": result.failed,
+        "resumed": result.resumed,
+        "columns": result.columns,
+        "seconds": result.seconds,
+    }
+    if as_json:
+        print_json(summary)
+    else:
+        out.print(
+            f"{len(result.rows)} points ({result.resumed} resumed, {result.failed} with an "
+            f"error) in {result.seconds:.1f} s"
+        )
+    err.print(f"wrote {output}" + (f" and {html}" if html is not None else ""))
+
+
+def _pareto_html(result: SweepResult, html: Path) -> None:
+    from topo.errors import TopoError
+    from topo.plot import write_html
+    from topo.plot.pareto import plot_pareto
+
+    cols = result.columns
+    if "cost_usd" not in cols or not ({"tpot_ms", "alltoall_busbw_GBps"} & set(cols)):
+        raise TopoError("--html needs cost and moe or alltoall in the spec's evaluate")
+    y = "tpot_ms" if "tpot_ms" in cols else "alltoall_busbw_GBps"
+    fig = plot_pareto(
+        result.rows, "cost_usd", y, maximize_y=y != "tpot_ms", title=f"{result.output.name}"
+    )
+    write_html(fig, html)

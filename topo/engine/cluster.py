@@ -1,0 +1,369 @@
+"""The one seam to the distributed engine: Dask (``dask.distributed``).
+
+An :class:`Engine` is a Dask client on an embedded :class:`distributed.LocalCluster` of worker
+processes (the default), on a running scheduler (``tcp://HOST:PORT``), or on a Slurm cluster
+through ``dask-jobqueue``'s ``SLURMCluster``. :class:`SerialEngine` has the same interface and
+runs everything in this process. Code above this module never imports Dask: it calls
+:meth:`Engine.scatter` (ship a large input, e.g. a fabric, to every worker once) and
+:meth:`Engine.map` (run a function over tasks, results as they finish).
+
+A task whose worker dies is run again once on another worker; if that worker dies too, the
+task is reported (:class:`TaskOutcome` with ``error``) and the other tasks go on. On the
+embedded cluster this is Dask's ``distributed.scheduler.allowed-failures = 1``; an external
+scheduler keeps its own setting (set ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1`` where
+it starts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from topo.errors import TopoError
+
+CLUSTERS = ("local", "slurm")
+
+DEFAULT_MEMORY_LIMIT = "4GiB"
+"""Memory limit per embedded worker: a few one-solve footprints (the 16,384-GPU MPFT's exact
+all-to-all LP takes well under 1 GiB); the nanny restarts a worker that exceeds it."""
+
+ALLOWED_FAILURES = 1
+"""Worker deaths a task may cause before it is reported (Dask's
+``distributed.scheduler.allowed-failures``): retried once, then reported."""
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """One finished task.
+
+    Attributes
+    ----------
+    index : int
+        The task's position in the list given to :meth:`Engine.map`.
+    value : Any
+        What the function returned (None when it failed).
+    error : str
+        Empty on success; else the failure in one line (``KilledWorker: ...`` when its workers
+        died twice, or the exception the function raised).
+    """
+
+    index: int
+    value: Any = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the task returned a value."""
+        return not self.error
+
+
+def _error_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class SerialEngine:
+    """The engine's interface, run in this process one task after another (no Dask).
+
+    ``workers`` is 1; :meth:`scatter` returns its argument; :meth:`map` yields each task's
+    outcome in order. An exception raised by a task becomes its ``error`` (as on
+    :class:`Engine`), and the other tasks go on.
+    """
+
+    workers: int = 1
+    address: str = "in-process"
+
+    def scatter(self, obj: Any) -> Any:
+        """``obj`` itself (nothing to ship)."""
+        return obj
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[Any],
+        *shared: Any,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[TaskOutcome]:
+        """``fn(*shared, task)`` for each task, in order (see :meth:`Engine.map`)."""
+        for i, task in enumerate(tasks):
+            try:
+                outcome = TaskOutcome(i, fn(*shared, task))
+            except Exception as exc:  # reported, as on the Dask engine; the others go on
+                outcome = TaskOutcome(i, error=_error_line(exc))
+            if progress is not None:
+                progress(i + 1)
+            yield outcome
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+    def __enter__(self) -> SerialEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Engine:
+    """A Dask client and, unless it joined a running scheduler, the cluster it started.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes (one thread each) of the embedded or Slurm cluster; default the
+        cores of this machine (``os.cpu_count()``).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://HOST:PORT``); its workers are used as
+        they are, and nothing is started or stopped but the client.
+    cluster : {"local", "slurm"}
+        ``local``: a :class:`distributed.LocalCluster` on 127.0.0.1 (its HTTP port free);
+        ``slurm``: ``dask_jobqueue.SLURMCluster`` with ``slurm`` as its keyword arguments,
+        scaled to ``workers`` jobs of one worker each.
+    memory_limit : str
+        Memory limit per embedded worker (Dask's syntax, e.g. ``"2GiB"``).
+    slurm : dict, optional
+        Keyword arguments of ``SLURMCluster`` (``queue``, ``account``, ``walltime``,
+        ``cores``, ``memory``, ...); see :func:`slurm_arguments`.
+    timeout_s : float
+        How long to try reaching ``scheduler``, s.
+
+    Raises
+    ------
+    TopoError
+        A bad worker count, an unknown cluster kind, a scheduler that does not answer, or
+        ``dask-jobqueue`` missing for ``slurm``.
+    """
+
+    workers: int | None = None
+    scheduler: str | None = None
+    cluster: str = "local"
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+    slurm: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        import dask
+        from distributed import Client
+
+        if self.workers is not None and self.workers < 1:
+            raise TopoError(f"workers must be >= 1, got {self.workers}", param="workers")
+        if self.cluster not in CLUSTERS:
+            raise TopoError(
+                f"cluster must be one of {', '.join(CLUSTERS)}, got {self.cluster!r}",
+                param="cluster",
+            )
+        n = self.workers or os.cpu_count() or 1
+        self._cluster: Any = None
+        settings = {
+            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            # one task per worker thread at a time: a dying worker takes only its own task
+            # down with it (queued tasks wait on the scheduler, not on the worker)
+            "distributed.scheduler.worker-saturation": 1.0,
+        }
+        with dask.config.set(settings):
+            if self.scheduler is not None:
+                self.client = _connect(self.scheduler, self.timeout_s)
+            else:
+                self._cluster = self._start(n)
+                self.client = Client(self._cluster)
+        self.workers = n if self.scheduler is None else len(self.client.scheduler_info()["workers"])
+        self.address = str(self.client.scheduler.address)
+
+    def _start(self, n: int) -> Any:
+        if self.cluster == "slurm":
+            try:
+                from dask_jobqueue import SLURMCluster
+            except ImportError:
+                raise TopoError(
+                    "cluster slurm needs dask-jobqueue: pip install 'topo[slurm]'",
+                    param="cluster",
+                ) from None
+            cluster = SLURMCluster(**slurm_arguments(**self.slurm))
+            cluster.scale(jobs=n)
+            return cluster
+        from distributed import LocalCluster
+
+        return LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            # the scheduler's HTTP server binds a free port (Dask's default 8787 may be taken)
+            dashboard_address="127.0.0.1:0",
+            memory_limit=self.memory_limit,
+            silence_logs=50,
+        )
+
+    def scatter(self, obj: Any) -> Any:
+        """Ship ``obj`` to every worker once; pass the returned future to :meth:`map`.
+
+        Parameters
+        ----------
+        obj : Any
+            A picklable input shared by many tasks (a fabric graph, a model config).
+
+        Returns
+        -------
+        distributed.Future
+        """
+        return self.client.scatter(obj, broadcast=True, hash=False)
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[Any],
+        *shared: Any,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[TaskOutcome]:
+        """Run ``fn(*shared, task)`` for every task on the workers; outcomes as they finish.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level (picklable) function.
+        tasks : sequence
+            One picklable argument per task.
+        *shared
+            Arguments before the task, the same for all (futures from :meth:`scatter`).
+        progress : callable, optional
+            Called with the number of tasks finished after each one.
+
+        Yields
+        ------
+        TaskOutcome
+            In completion order; ``index`` says which task. A task whose workers died twice,
+            or that raised, has ``error`` set; the others still run.
+        """
+        from distributed import as_completed
+
+        futures = {
+            self.client.submit(fn, *shared, task, pure=False, retries=0): i
+            for i, task in enumerate(tasks)
+        }
+        for done, future in enumerate(as_completed(list(futures)), 1):
+            index = futures.pop(future)
+            try:
+                # a result held by a worker that died since is recomputed: result() waits
+                outcome = TaskOutcome(index, future.result())
+            except Exception as exc:  # the task's own error, or KilledWorker
+                outcome = TaskOutcome(index, error=_error_line(exc))
+            future.release()
+            if progress is not None:
+                progress(done)
+            yield outcome
+
+    def close(self) -> None:
+        """Stop the client, and the cluster if this engine started it."""
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _connect(address: str, timeout_s: float) -> Any:
+    from distributed import Client
+
+    if not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        raise TopoError(
+            f"scheduler must be an address like tcp://HOST:PORT, got {address!r}",
+            param="scheduler",
+        )
+    try:
+        return Client(address, timeout=f"{timeout_s}s")
+    except OSError as exc:
+        raise TopoError(
+            f"scheduler {address} does not answer: {_error_line(exc)}", param="scheduler"
+        ) from None
+
+
+def slurm_arguments(
+    *,
+    queue: str | None = None,
+    account: str | None = None,
+    walltime: str = "01:00:00",
+    cores: int = 1,
+    memory: str = DEFAULT_MEMORY_LIMIT,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Keyword arguments of ``dask_jobqueue.SLURMCluster``: one worker process per job.
+
+    Parameters
+    ----------
+    queue, account : str, optional
+        Slurm partition (``--partition``) and account (``--account``).
+    walltime : str
+        Job time limit (``HH:MM:SS``).
+    cores : int
+        Cores per job (threads of its one worker).
+    memory : str
+        Memory per job (e.g. ``"4GiB"``).
+    **extra
+        More ``SLURMCluster`` arguments, passed as they are.
+
+    Returns
+    -------
+    dict
+        ``queue``, ``account``, ``walltime``, ``cores``, ``memory``, ``processes=1`` and
+        ``extra`` (None values left out).
+    """
+    args = dict(
+        queue=queue, account=account, walltime=walltime, cores=cores, memory=memory, processes=1
+    )
+    args.update(extra)
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def make_engine(
+    workers: int | None = None,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    slurm: dict[str, Any] | None = None,
+    timeout_s: float = 10.0,
+) -> Engine:
+    """The engine a command's ``--workers`` / ``--scheduler`` / ``--cluster`` ask for.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes (default the cores).
+    scheduler : str, optional
+        A running scheduler's address; excludes ``cluster``.
+    cluster : {"local", "slurm"}, optional
+        Default ``local``.
+    memory_limit : str
+        Per embedded worker.
+    slurm : dict, optional
+        :func:`slurm_arguments` keywords for ``cluster="slurm"``.
+    timeout_s : float
+        How long to try reaching ``scheduler``, s.
+
+    Returns
+    -------
+    Engine
+
+    Raises
+    ------
+    TopoError
+        Both ``scheduler`` and ``cluster`` given, or as :class:`Engine`.
+    """
+    if scheduler is not None and cluster is not None:
+        raise TopoError("give scheduler or cluster, not both", names=("scheduler", "cluster"))
+    return Engine(
+        workers=workers,
+        scheduler=scheduler,
+        cluster=cluster or "local",
+        memory_limit=memory_limit,
+        slurm=slurm or {},
+        timeout_s=timeout_s,
+    )

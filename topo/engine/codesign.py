@@ -1,0 +1,381 @@
+"""``topo codesign``: the cheapest design (fabric, expert-parallel size, node limit) whose MoE
+decode meets a time-per-output-token target, searched on the engine.
+
+The DeepSeek-V3 report's theme is choosing the fabric, the EP layout and the node limit
+together. The search enumerates candidate fabrics for ``gpus`` GPUs (families x radix x link
+rate x oversubscription), builds each on the client, prices it (:func:`topo.cost.
+bill_of_materials`) and scatters it to the workers once; each (fabric, EP size, node limit)
+is then one task: :func:`topo.moe.moe_report`'s TPOT. The design is the cheapest fabric with
+any (EP, M) meeting the target, with its fastest such (EP, M); the runners-up are the other
+fabrics' best designs, by cost.
+
+``Design.build_args`` and ``Design.moe_args`` are the ``topo build`` and ``topo moe``
+arguments that rebuild the fabric and recompute its TPOT; ``topo cost`` of that fabric gives
+``cost_usd``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from topo.builders import build
+from topo.cost import PriceBook, bill_of_materials
+from topo.engine.cluster import Engine, SerialEngine
+from topo.errors import InfeasibleError, SpecError, TopoError
+from topo.fabric import summarize
+from topo.moe import MoEConfig, moe_report
+from topo.spec import FabricSpec
+
+CODESIGN_FAMILIES = ("ft2", "mrft", "mpft", "ft3")
+"""Families searched by default: the fat trees of the report's Table 3 that take a GPU count
+(Dragonfly and Slim Fly are sized by their own parameters, not by ``--gpus``)."""
+
+NODE_LIMITS = (0, 1, 2, 4)
+"""Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design: a fabric, an EP size and a node limit, with its cost and decode speed.
+
+    Attributes
+    ----------
+    family : str
+    build_args : list of str
+        ``topo build`` arguments that rebuild the fabric (family first).
+    moe_args : list of str
+        ``topo moe FABRIC.json`` arguments that recompute ``tpot_ms`` (with ``--model`` when
+        the search had one).
+    ep, node_limit : int
+        EP size (GPUs) and M (0 = unlimited).
+    cost_usd, cost_per_endpoint_usd : float
+        From the price book (US$).
+    tpot_ms, tokens_per_s : float
+        Time per output token of the MoE layers' dispatch and combine, ms; its inverse, 1/s.
+    switches, links : int
+        The fabric's counts.
+    """
+
+    family: str
+    build_args: list[str]
+    moe_args: list[str]
+    ep: int
+    node_limit: int
+    cost_usd: float
+    cost_per_endpoint_usd: float
+    tpot_ms: float
+    tokens_per_s: float
+    switches: int
+    links: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CodesignResult:
+    """The search's answer.
+
+    Attributes
+    ----------
+    design : Design
+        The cheapest design meeting the target (ties: the lower TPOT).
+    runners_up : list of Design
+        The best design of each other fabric that meets the target, by cost.
+    gpus : int
+    tpot_target_ms : float
+    model : str
+    fabrics : int
+        Candidate fabrics built (others were refused by their family, e.g. too many GPUs).
+    evaluated : int
+        (fabric, EP, M) points timed.
+    feasible : int
+        Of them, those meeting the target.
+    refused : list of str
+        Why each refused fabric was (one line each).
+    """
+
+    design: Design
+    runners_up: list[Design]
+    gpus: int
+    tpot_target_ms: float
+    model: str
+    fabrics: int
+    evaluated: int
+    feasible: int
+    refused: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``design`` and ``runners_up`` as dicts, and the search's counts."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("design", "runners_up")}
+        return {
+            "design": self.design.to_dict(),
+            "runners_up": [r.to_dict() for r in self.runners_up],
+            **d,
+        }
+
+
+@dataclass(frozen=True)
+class _Task:
+    fabric: int
+    ep: int
+    node_limit: int
+
+
+def build_args(family: str, options: dict[str, Any]) -> list[str]:
+    """``topo build`` arguments of ``build(family, **options)``.
+
+    Parameters
+    ----------
+    family : str
+    options : dict
+        Build keywords (``switch_ports``, ``gpus``, ...); None values left out.
+
+    Returns
+    -------
+    list of str
+        E.g. ``["mpft", "--switch-ports", "64", "--gpus", "2048"]``.
+    """
+    args = [family]
+    for k, v in options.items():
+        if v is not None:
+            args += ["--" + k.replace("_", "-"), f"{v:g}" if isinstance(v, float) else str(v)]
+    return args
+
+
+def ep_sizes(config: MoEConfig, gpus: int, gpus_per_node: int) -> list[int]:
+    """EP sizes searched by default: whole servers that divide the routed experts.
+
+    Parameters
+    ----------
+    config : MoEConfig
+    gpus, gpus_per_node : int
+
+    Returns
+    -------
+    list of int
+        Each ``ep <= gpus``, a multiple of ``gpus_per_node`` dividing ``n_routed_experts``.
+    """
+    e = config.n_routed_experts
+    return [n for n in range(gpus_per_node, gpus + 1, gpus_per_node) if e % n == 0]
+
+
+def time_design(
+    fabrics: list[nx.Graph], config: MoEConfig, moe: dict[str, Any], task: _Task
+) -> tuple[float, float]:
+    """``(tpot_ms, tokens_per_s)`` of one (fabric, EP, M) on a worker, as ``topo moe --json``
+    prints them (the fabrics scattered once)."""
+    G = fabrics[task.fabric]
+    r = moe_report(G, config, ep=task.ep, node_limit=task.node_limit, **moe).to_dict()
+    return float(r["tpot_ms"]), float(r["tokens_per_s"])
+
+
+def candidate_fabrics(
+    gpus: int, families: Sequence[str], grid: Mapping[str, Sequence[Any]]
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """The fabrics searched: every family with every combination of ``grid``'s build options.
+
+    Parameters
+    ----------
+    gpus : int
+    families : sequence of str
+    grid : dict of str to sequence
+        Build keywords (``switch_ports``, ``link_gbps``, ``oversubscription``,
+        ``gpus_per_node``, ``nics_per_node``) and their values.
+
+    Returns
+    -------
+    (list of (family, options), list of str)
+        The fabrics the families accept (options include ``gpus``), and one line per refused
+        combination. Oversubscription other than 1 is tried only where a family takes it.
+    """
+    ok, refused = [], []
+    keys = list(grid)
+    for family in families:
+        for values in itertools.product(*grid.values()):
+            options = dict(zip(keys, values, strict=True), gpus=gpus)
+            try:
+                FabricSpec.from_options(family, **options)
+            except SpecError as exc:
+                refused.append(f"{' '.join(build_args(family, options))}: {exc}")
+                continue
+            ok.append((family, options))
+    return ok, refused
+
+
+def codesign(
+    config: MoEConfig,
+    gpus: int,
+    tpot_ms: float,
+    engine: Engine | SerialEngine,
+    *,
+    families: Sequence[str] = CODESIGN_FAMILIES,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    eps: Sequence[int] | None = None,
+    node_limits: Sequence[int] = NODE_LIMITS,
+    moe: dict[str, Any] | None = None,
+    prices: PriceBook | None = None,
+    runners_up: int = 4,
+    model_arg: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CodesignResult:
+    """The cheapest design for ``gpus`` GPUs whose decode TPOT is at most ``tpot_ms``.
+
+    Parameters
+    ----------
+    config : MoEConfig
+        The model (:func:`topo.moe.load_config`).
+    gpus : int
+        GPUs of the cluster (whole servers).
+    tpot_ms : float
+        The decode target: time per output token, ms (> 0).
+    engine : Engine or SerialEngine
+        Where the (fabric, EP, M) points are timed.
+    families : sequence of str
+        Fabric families to search.
+    grid : dict, optional
+        Build options and their values (default: 64-port 400G switches, oversubscription 1
+        and 3, 8 GPUs and 8 NICs per server).
+    eps : sequence of int, optional
+        EP sizes (default :func:`ep_sizes`).
+    node_limits : sequence of int
+        Node limits M (0 = unlimited); an M of at least the EP group's servers is the same as
+        unlimited and is skipped.
+    moe : dict, optional
+        ``tokens_per_gpu``, ``micro_batches``, ``seed`` of :func:`topo.moe.moe_report`
+        (default ``topo moe``'s: 32, 2, 0).
+    prices : PriceBook, optional
+        Default: topo's price book.
+    runners_up : int
+        How many other fabrics' best designs to return.
+    model_arg : str, optional
+        The ``--model`` path to put in :attr:`Design.moe_args`.
+    progress : callable, optional
+        Called with the number of points timed so far.
+
+    Returns
+    -------
+    CodesignResult
+
+    Raises
+    ------
+    TopoError
+        A bad target, no fabric the families accept, no EP size to try.
+    InfeasibleError
+        No design meets the target (the message names the fastest).
+    """
+    if not tpot_ms > 0:
+        raise TopoError(f"tpot_ms must be > 0, got {tpot_ms}", param="tpot_ms")
+    grid = dict(
+        grid or {"switch_ports": [64], "link_gbps": [400.0], "oversubscription": [1.0, 3.0]}
+    )
+    moe = {"tokens_per_gpu": 32, "micro_batches": 2, "seed": 0, **(moe or {})}
+    fabrics, refused = candidate_fabrics(gpus, families, grid)
+    if not fabrics:
+        raise TopoError(f"no family of {', '.join(families)} builds {gpus} GPUs: {refused[0]}")
+    graphs = [build(FabricSpec.from_options(f, **o)) for f, o in fabrics]
+    g = int(dict(fabrics[0][1]).get("gpus_per_node") or 8)
+    tasks = _tasks(graphs, list(eps) if eps else ep_sizes(config, gpus, g), node_limits, g)
+    shared = [engine.scatter(G) for G in graphs]
+    timed: dict[_Task, tuple[float, float]] = {}
+    errors = []
+    for o in engine.map(time_design, tasks, shared, config, moe, progress=progress):
+        if o.ok:
+            timed[tasks[o.index]] = o.value
+        else:
+            errors.append(o.error)
+    if not timed:
+        raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
+    designs = _designs(fabrics, graphs, timed, prices, moe, model_arg)
+    return _choose(designs, gpus, tpot_ms, config, len(graphs), len(timed), refused, runners_up)
+
+
+def _tasks(
+    graphs: list[nx.Graph], eps: list[int], node_limits: Sequence[int], g: int
+) -> list[_Task]:
+    tasks = []
+    for i, ep in itertools.product(range(len(graphs)), eps):
+        nodes = -(-ep // g)
+        for m in dict.fromkeys(node_limits):
+            if m == 0 or m < nodes:
+                tasks.append(_Task(i, ep, m))
+    return tasks
+
+
+def _designs(
+    fabrics: list[tuple[str, dict[str, Any]]],
+    graphs: list[nx.Graph],
+    timed: dict[_Task, tuple[float, float]],
+    prices: PriceBook | None,
+    moe: dict[str, Any],
+    model_arg: str | None,
+) -> list[Design]:
+    costs = [bill_of_materials(G, prices) for G in graphs]
+    counts = [summarize(G) for G in graphs]
+    extra = (["--model", model_arg] if model_arg else []) + [
+        "--tokens-per-gpu",
+        str(moe["tokens_per_gpu"]),
+        "--micro-batches",
+        str(moe["micro_batches"]),
+        "--seed",
+        str(moe["seed"]),
+    ]
+    return [
+        Design(
+            family=fabrics[t.fabric][0],
+            build_args=build_args(*fabrics[t.fabric]),
+            moe_args=["--ep", str(t.ep), "--node-limit", str(t.node_limit), *extra],
+            ep=t.ep,
+            node_limit=t.node_limit,
+            cost_usd=costs[t.fabric].cost_usd,
+            cost_per_endpoint_usd=costs[t.fabric].cost_per_endpoint_usd,
+            tpot_ms=tpot,
+            tokens_per_s=tps,
+            switches=counts[t.fabric].switches,
+            links=counts[t.fabric].links,
+        )
+        for t, (tpot, tps) in timed.items()
+    ]
+
+
+def _choose(
+    designs: list[Design],
+    gpus: int,
+    tpot_ms: float,
+    config: MoEConfig,
+    fabrics: int,
+    evaluated: int,
+    refused: list[str],
+    runners_up: int,
+) -> CodesignResult:
+    ok = sorted(
+        (d for d in designs if d.tpot_ms <= tpot_ms),
+        key=lambda d: (d.cost_usd, d.tpot_ms, d.build_args, d.ep, d.node_limit),
+    )
+    if not ok:
+        best = min(designs, key=lambda d: d.tpot_ms)
+        raise InfeasibleError(
+            f"no design meets tpot_ms {tpot_ms:g}: the fastest is {best.tpot_ms:.3f} ms "
+            f"({' '.join(best.build_args)}, EP {best.ep}, node limit {best.node_limit})"
+        )
+    per_fabric: dict[tuple[str, ...], Design] = {}
+    for d in ok:
+        per_fabric.setdefault(tuple(d.build_args), d)
+    best, *others = per_fabric.values()
+    return CodesignResult(
+        design=best,
+        runners_up=others[:runners_up],
+        gpus=gpus,
+        tpot_target_ms=tpot_ms,
+        model=config.name,
+        fabrics=fabrics,
+        evaluated=evaluated,
+        feasible=len(ok),
+        refused=refused,
+    )

@@ -1,0 +1,236 @@
+"""Sweep specs: a TOML file naming a grid (or a seeded random sample of it) over fabric,
+failure and expert-parallel parameters, and what to evaluate at each point.
+
+A spec has four tables (``examples/sweep-*.toml``)::
+
+    [sweep]                     # seed, what to evaluate, optional sample size and price book
+    seed = 0
+    evaluate = ["cost", "alltoall", "moe"]
+    sample = 20                 # optional: 20 points drawn from the grid (seeded)
+    [grid]                      # each key: a value or a list of values (the grid's axes)
+    family = ["ft2", "mpft"]
+    gpus = [256, 1024]
+    [moe]                       # optional: the model and the decode batch
+    model = "config.json"       # relative to the spec file; default DeepSeek-V3
+    [collective]                # optional: one nccl-tests size
+    op = "all_reduce"
+    size_bytes = 1073741824
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from topo.engine.seeds import task_seeds
+from topo.errors import FormatError
+from topo.fabric import read_text
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+GRID_KEYS: dict[str, type] = {
+    "family": str,
+    "switch_ports": int,
+    "link_gbps": float,
+    "gpus": int,
+    "gpus_per_node": int,
+    "planes": int,
+    "oversubscription": float,
+    "fail_link_rate": float,
+    "fail_links": int,
+    "fail_switches": int,
+    "ep": int,
+    "node_limit": int,
+}
+"""The axes a grid may have, in column order, with their types. ``planes`` is NICs per server
+(``--nics-per-node``: an MPFT's planes, an MRFT's rails); ``fail_link_rate`` fails that
+fraction of the switch-to-switch cables (rounded), ``fail_links`` a count."""
+
+EVALUATE = ("cost", "alltoall", "collective", "moe")
+"""What a point can compute besides its counts (always): the bill of materials, the exact
+all-to-all (after the point's failures), one collective size, the MoE layer and TPOT."""
+
+MOE_KEYS: dict[str, type] = {
+    "model": str,
+    "tokens_per_gpu": int,
+    "micro_batches": int,
+    "seed": int,
+}
+COLLECTIVE_KEYS: dict[str, type] = {"op": str, "size_bytes": int}
+SWEEP_KEYS: dict[str, type] = {"seed": int, "evaluate": list, "sample": int, "prices": str}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep spec.
+
+    Attributes
+    ----------
+    path : Path
+        The spec file (relative paths inside it are relative to its folder).
+    grid : dict of str to tuple
+        Each axis (:data:`GRID_KEYS`) and its values, in the file's order of values.
+    evaluate : tuple of str
+        Of :data:`EVALUATE`.
+    seed : int
+        The sweep's seed: of the sample, and of each point's failures
+        (:func:`topo.engine.seeds.task_seeds`).
+    sample : int or None
+        Points drawn at random from the grid (without replacement), or None for all.
+    moe, collective : dict
+        The ``[moe]`` and ``[collective]`` tables (``model`` made absolute).
+    prices : Path or None
+        A price book (default: topo's).
+    digest : str
+        SHA-256 of the spec's content and of the files it names: what a resumed sweep must
+        match.
+    """
+
+    path: Path
+    grid: dict[str, tuple[Any, ...]]
+    evaluate: tuple[str, ...] = ("cost", "alltoall")
+    seed: int = 0
+    sample: int | None = None
+    moe: dict[str, Any] = field(default_factory=dict)
+    collective: dict[str, Any] = field(default_factory=dict)
+    prices: Path | None = None
+    digest: str = ""
+
+    def points(self) -> list[dict[str, Any]]:
+        """The sweep's points, numbered: each axis's value, ``point`` and ``seed``.
+
+        Returns
+        -------
+        list of dict
+            The grid in row-major order (the last axis fastest), or its seeded sample kept
+            in that order; point ``i`` carries seed ``task_seeds(seed, n)[i]``.
+        """
+        axes = list(self.grid)
+        combos = list(itertools.product(*self.grid.values()))
+        if self.sample is not None and self.sample < len(combos):
+            rng = np.random.default_rng(self.seed)
+            keep = sorted(rng.choice(len(combos), size=self.sample, replace=False).tolist())
+            combos = [combos[i] for i in keep]
+        seeds = task_seeds(self.seed, len(combos))
+        return [
+            {"point": i, "seed": s, **dict(zip(axes, c, strict=True))}
+            for i, (c, s) in enumerate(zip(combos, seeds, strict=True))
+        ]
+
+
+def _typed(path: Path, where: str, key: str, value: Any, want: type) -> Any:
+    ok = (isinstance(value, want) or (want is float and isinstance(value, int))) and not isinstance(
+        value, bool
+    )
+    if not ok:
+        kind = {int: "an integer", float: "a number", str: "a string", list: "a list"}[want]
+        raise FormatError(
+            path, f"{where}{key} must be {kind}, got {value!r}", line=_line(path, key)
+        )
+    return float(value) if want is float else value
+
+
+def _line(path: Path, key: str) -> int | None:
+    for n, text in enumerate(read_text(path).splitlines(), 1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", text):
+            return n
+    return None
+
+
+def _table(path: Path, data: dict[str, Any], name: str, keys: dict[str, type]) -> dict[str, Any]:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise FormatError(path, f"[{name}] must be a table")
+    out = {}
+    for key, value in table.items():
+        if key not in keys:
+            raise FormatError(
+                path,
+                f"[{name}]: unknown key {key!r}; expected one of {', '.join(keys)}",
+                line=_line(path, key),
+            )
+        if name == "grid":
+            values = value if isinstance(value, list) else [value]
+            if not values:
+                raise FormatError(path, f"[grid] {key} has no values", line=_line(path, key))
+            out[key] = tuple(_typed(path, "[grid] ", key, v, keys[key]) for v in values)
+        else:
+            out[key] = _typed(path, f"[{name}] ", key, value, keys[key])
+    return out
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read a sweep spec from a TOML file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The spec (format in this module's docstring).
+
+    Returns
+    -------
+    SweepSpec
+
+    Raises
+    ------
+    FormatError
+        Unreadable file, bad TOML, an unknown table or key, a value of the wrong type, an
+        empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a missing file named.
+    """
+    path = Path(path)
+    text = read_text(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(path, f"not valid TOML: {str(exc).split(' (at line')[0]}") from None
+    unknown = set(data) - {"sweep", "grid", "moe", "collective"}
+    if unknown:
+        raise FormatError(
+            path, f"unknown table [{sorted(unknown)[0]}]; expected sweep, grid, moe, collective"
+        )
+    sweep = _table(path, data, "sweep", SWEEP_KEYS)
+    grid = {k: v for k, v in _table(path, data, "grid", GRID_KEYS).items()}
+    if "family" not in grid:
+        raise FormatError(path, "[grid] needs family (ft2, ft3, mrft, mpft, dragonfly, slimfly)")
+    evaluate = tuple(sweep.get("evaluate", ("cost", "alltoall")))
+    bad = [e for e in evaluate if e not in EVALUATE]
+    if bad:
+        raise FormatError(
+            path,
+            f"[sweep] evaluate: unknown {bad[0]!r}; choose from {', '.join(EVALUATE)}",
+            line=_line(path, "evaluate"),
+        )
+    sample = sweep.get("sample")
+    if sample is not None and sample < 1:
+        raise FormatError(
+            path, f"[sweep] sample must be >= 1, got {sample}", line=_line(path, "sample")
+        )
+    moe = _table(path, data, "moe", MOE_KEYS)
+    files = [text]
+    for table, key in ((moe, "model"), (sweep, "prices")):
+        if key in table:
+            named = (path.parent / table[key]).resolve()
+            files.append(read_text(named))
+            table[key] = named
+    digest = hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    return SweepSpec(
+        path=path,
+        grid=dict(sorted(grid.items(), key=lambda kv: list(GRID_KEYS).index(kv[0]))),
+        evaluate=evaluate,
+        seed=sweep.get("seed", 0),
+        sample=sample,
+        moe=moe,
+        collective=_table(path, data, "collective", COLLECTIVE_KEYS),
+        prices=sweep.get("prices"),
+        digest=digest,
+    )

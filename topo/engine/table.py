@@ -1,0 +1,167 @@
+"""The sweep's table on disk: Parquet (pyarrow) or CSV, written whole or not at all, and the
+journal a sweep streams its rows into so that ``--resume`` continues an interrupted run.
+
+The journal ``OUTPUT.partial.jsonl`` sits beside the output: a header line (the spec's digest,
+the column names) and one JSON row per finished point, flushed as each arrives. The table is
+written from it when the sweep ends, and the journal removed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from topo.errors import FormatError
+from topo.fabric import write_atomic
+
+FORMATS = (".parquet", ".csv")
+
+
+def table_format(path: Path) -> str:
+    """``parquet`` or ``csv``, from the output's suffix.
+
+    Raises
+    ------
+    FormatError
+        Another suffix.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise FormatError(path, f"output must end in .parquet or .csv, got {suffix or 'none'!r}")
+    return suffix[1:]
+
+
+def journal_path(output: Path) -> Path:
+    """The journal of a sweep writing ``output``."""
+    return output.with_name(output.name + ".partial.jsonl")
+
+
+def write_table(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """Write ``rows`` (in order) with ``columns`` as Parquet or CSV, whole or not at all.
+
+    Parameters
+    ----------
+    path : Path
+        ``*.parquet`` or ``*.csv``.
+    rows : list of dict
+        Missing keys are empty (null in Parquet).
+    columns : list of str
+        The table's columns, in order.
+
+    Raises
+    ------
+    FormatError
+        A bad suffix, or a folder that cannot be written.
+    """
+    if table_format(path) == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(path, buf.getvalue())
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """The rows of a table written by :func:`write_table` (CSV values as strings).
+
+    Raises
+    ------
+    FormatError
+        A bad suffix or an unreadable file.
+    """
+    try:
+        if table_format(path) == "csv":
+            with open(path, newline="", encoding="utf-8") as fh:
+                return list(csv.DictReader(fh))
+        import pyarrow.parquet as pq
+
+        return list(pq.read_table(path).to_pylist())
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc}") from None
+
+
+class Journal:
+    """Rows streamed to ``OUTPUT.partial.jsonl`` as they finish.
+
+    Parameters
+    ----------
+    output : Path
+        The table the sweep will write.
+    digest : str
+        The spec's digest (:attr:`topo.engine.spec.SweepSpec.digest`).
+    resume : bool
+        Continue the journal there (its rows are kept); else start a new one.
+
+    Raises
+    ------
+    FormatError
+        Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
+        of another spec.
+    """
+
+    def __init__(self, output: Path, digest: str, resume: bool) -> None:
+        self.path = journal_path(output)
+        self.rows: dict[int, dict[str, Any]] = {}
+        if self.path.exists() and not resume:
+            raise FormatError(
+                self.path,
+                "an interrupted sweep's rows are here: give --resume to continue it, or "
+                "delete the file",
+            )
+        if resume and self.path.exists():
+            self.rows = self._read(digest)
+        else:
+            with open(self.path, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps({"digest": digest}) + "\n")
+        self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+
+    def _read(self, digest: str) -> dict[int, dict[str, Any]]:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        header = json.loads(lines[0]) if lines else {}
+        if header.get("digest") != digest:
+            raise FormatError(
+                self.path, "this journal is of another sweep spec (or the files it names changed)"
+            )
+        rows = {}
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # the line being written when it stopped
+                continue
+            rows[int(row["point"])] = row
+        with open(self.path, "w", encoding="utf-8") as fh:  # drop a torn last line
+            fh.write("\n".join([lines[0], *(json.dumps(r) for r in rows.values())]) + "\n")
+        return rows
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Append one finished row (flushed at once)."""
+        self.rows[int(row["point"])] = row
+        self._fh.write(json.dumps(row) + "\n")
+        self._fh.flush()
+
+    def close(self, done: bool) -> None:
+        """Close the file; remove it when the table has been written (``done``)."""
+        self._fh.close()
+        if done:
+            self.path.unlink(missing_ok=True)
