@@ -22,6 +22,8 @@ from topo.export import (
     export,
     fabric_hosts,
     nccl_env,
+    slurm_blocks,
+    slurm_tree,
     write_cabling_csv,
 )
 from topo.fabric import SWITCH_KINDS, save
@@ -199,6 +201,11 @@ def test_library_raises_topo_errors_for_empty_and_switchless_fabrics():
     for fmt in ("slurm", "nccl", "cabling"):
         with pytest.raises(TopoError, match="no servers"):
             export(nx.Graph(), fmt)
+    for call in (slurm_tree, slurm_blocks):  # the lower-level calls too
+        with pytest.raises(SpecError, match="no servers"):
+            call(nx.Graph(), [])
+    with pytest.raises(SpecError, match="no servers"):
+        nccl_env(nx.Graph())
     G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
     G.remove_nodes_from([v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS])
     for fmt in ("slurm", "nccl", "cabling"):

@@ -92,7 +92,8 @@ class ExportOptions:
         The server (0-based position) for ``nccl``; None: every server.
     hca_format : str, optional
         NCCL device names, field ``{index}``; None: an imported fabric's device names where
-        its dump gives them, else ``mlx5_{index}``.
+        its dump gives them (refused where it names them otherwise than Linux, ``HCA-5``),
+        else ``mlx5_{index}`` (with a warning for an imported server).
     topo_xml : str, optional
         ``nccl``: also write the ``NCCL_TOPO_FILE`` skeleton here (of ``node``, or the first
         server) and point ``NCCL_TOPO_FILE`` at it.

@@ -118,6 +118,8 @@ def _context(G: nx.Graph) -> _Context:
 
 def _server(ctx: _Context, node: int | None) -> tuple[Hashable, list[str]]:
     srv = ctx.servers
+    if not srv:
+        raise SpecError("the fabric has no servers: no NCCL environment to write")
     if node is None:
         return srv[0]
     if not 0 <= node < len(srv):
