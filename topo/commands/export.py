@@ -11,7 +11,17 @@ import typer
 
 from topo import fabric as fabric_mod
 from topo.cli_common import InputFabric, err, user_errors
-from topo.export import FORMATS, SLURM_FORMATS, ExportOptions, check_format, export
+from topo.errors import TopoError
+from topo.export import (
+    FORMATS,
+    SLURM_FORMATS,
+    ExportOptions,
+    check_fabric,
+    check_format,
+    check_hca_format,
+    check_options,
+    export,
+)
 
 
 @user_errors
@@ -26,13 +36,13 @@ def export_(
         typer.Option("-o", "--output", help="File to write (default: stdout).", dir_okay=False),
     ] = None,
     slurm_format: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--format",
             help=f"slurm: {' | '.join(SLURM_FORMATS)} (topology.conf for the tree or block "
-            "plugin, or topology.yaml).",
+            "plugin, or topology.yaml; default tree).",
         ),
-    ] = "tree",
+    ] = None,
     hosts: Annotated[
         str | None,
         typer.Option(
@@ -51,7 +61,9 @@ def export_(
         typer.Option(
             "--hca-format",
             help="nccl: HCA device names, with {index} (default mlx5_{index}; an imported "
-            "fabric keeps the device names of its dump, e.g. mlx5_4, where it has them).",
+            "fabric keeps the device names of its dump, e.g. mlx5_4, where it has them, and "
+            "without this option is refused where the dump names them otherwise, e.g. "
+            "HCA-5). No , : = ^ or whitespace; distinct per NIC.",
         ),
     ] = None,
     topo_xml: Annotated[
@@ -63,17 +75,39 @@ def export_(
             dir_okay=False,
         ),
     ] = None,
+    assign_ports: Annotated[
+        bool,
+        typer.Option(
+            "--assign-ports",
+            help="cabling of an imported fabric: write the plan with ports assigned by rule "
+            "(the fabric file does not keep the dump's port numbers); refused without it.",
+        ),
+    ] = False,
 ) -> None:
     """Export the fabric for Slurm, NCCL or the installers (docs/export.md)."""
     options = ExportOptions(
         hosts=hosts,
-        slurm_format=slurm_format,
+        slurm_format=slurm_format or "tree",
         node=node,
         hca_format=hca_format,
         topo_xml=str(topo_xml) if topo_xml is not None else None,
+        assign_ports=assign_ports,
     )
-    check_format(fmt)  # before reading the fabric: an unknown format is the first fault
-    result = export(fabric_mod.load(fabric), fmt, options)
+    # before reading the fabric: an unknown format, or an option it ignores, is the first fault
+    check_format(fmt)
+    given: dict[str, object] = {"hosts": hosts, "slurm_format": slurm_format, "node": node}
+    given |= {"hca_format": hca_format, "topo_xml": topo_xml, "assign_ports": assign_ports or None}
+    check_options(fmt, [name for name, value in given.items() if value is not None])
+    if hca_format is not None:
+        check_hca_format(hca_format)
+    G = fabric_mod.load(fabric)
+    try:
+        check_fabric(G, fmt)
+    except TopoError as exc:
+        raise exc.prefixed(f"{fabric}: ") from None
+    result = export(G, fmt, options)
+    for line in result.warnings:
+        print(f"topo: warning: {line}", file=sys.stderr)
     for path, text in result.files.items():
         fabric_mod.write_atomic(path, text)
         err.print(f"wrote {path}")

@@ -8,15 +8,23 @@ Slurm sees, NCCL's rail and plane ids, the port plan) are in docs/export.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 
 import networkx as nx
 
 from topo.errors import SpecError
 from topo.export.cabling import CABLING_COLUMNS, Cable, cabling_plan, write_cabling_csv
 from topo.export.hostlist import HOST_NAME, host_names, hostlist_ranged
-from topo.export.nccl import NcclNic, nccl_env, nccl_nics, write_nccl_env, write_topo_xml
+from topo.export.nccl import (
+    NcclNic,
+    check_hca_format,
+    nccl_env,
+    nccl_naming_notes,
+    nccl_nics,
+    write_nccl_env,
+    write_topo_xml,
+)
 from topo.export.slurm import (
     SlurmBlocks,
     SlurmSwitch,
@@ -27,13 +35,14 @@ from topo.export.slurm import (
     write_topology_conf,
     write_topology_yaml,
 )
-from topo.fabric import servers
+from topo.fabric import SWITCH_KINDS, servers
 from topo.formats.netfile import write_ibnetdiscover
 
 __all__ = [
     "CABLING_COLUMNS",
     "FORMATS",
     "HOST_NAME",
+    "OPTION_FORMATS",
     "SLURM_FORMATS",
     "Cable",
     "Export",
@@ -43,12 +52,16 @@ __all__ = [
     "SlurmSwitch",
     "block_sizes",
     "cabling_plan",
+    "check_fabric",
     "check_format",
+    "check_hca_format",
+    "check_options",
     "export",
     "fabric_hosts",
     "host_names",
     "hostlist_ranged",
     "nccl_env",
+    "nccl_naming_notes",
     "nccl_nics",
     "slurm_blocks",
     "slurm_tree",
@@ -79,10 +92,17 @@ class ExportOptions:
         The server (0-based position) for ``nccl``; None: every server.
     hca_format : str, optional
         NCCL device names, field ``{index}``; None: an imported fabric's device names where
-        its dump gives them, else ``mlx5_{index}``.
+        its dump gives them (refused where it names them otherwise than Linux, ``HCA-5``),
+        else ``mlx5_{index}`` (with a warning for an imported server).
     topo_xml : str, optional
         ``nccl``: also write the ``NCCL_TOPO_FILE`` skeleton here (of ``node``, or the first
         server) and point ``NCCL_TOPO_FILE`` at it.
+    assign_ports : bool
+        ``cabling`` of an imported fabric: write the plan with ports assigned by rule (the
+        fabric file does not keep the dump's port numbers); without it such a plan is refused.
+
+    Each option applies to the formats :data:`OPTION_FORMATS` lists; :func:`export` refuses
+    one set (away from its default) for another format.
     """
 
     hosts: str | None = None
@@ -90,14 +110,28 @@ class ExportOptions:
     node: int | None = None
     hca_format: str | None = None
     topo_xml: str | None = None
+    assign_ports: bool = False
+
+
+OPTION_FORMATS: dict[str, tuple[str, ...]] = {
+    "hosts": ("slurm", "nccl", "cabling"),
+    "slurm_format": ("slurm",),
+    "node": ("nccl",),
+    "hca_format": ("nccl",),
+    "topo_xml": ("nccl",),
+    "assign_ports": ("cabling",),
+}
+"""Each :class:`ExportOptions` field -> the formats that read it (the others would ignore it)."""
 
 
 @dataclass(frozen=True)
 class Export:
-    """An export's text, and any further files (path -> text) it comes with."""
+    """An export's text, any further files (path -> text) it comes with, and warnings (one
+    line each, for stderr: what the export had to assume)."""
 
     text: str
     files: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def fabric_hosts(G: nx.Graph, hosts: str | None = None) -> list[str]:
@@ -160,11 +194,27 @@ def _nccl(G: nx.Graph, opts: ExportOptions) -> Export:
     if opts.topo_xml is not None:
         node = opts.node or 0
         files[opts.topo_xml] = write_topo_xml(nccl_nics(G, node, opts.hca_format), hosts[node])
-    return Export(text, files)
+    notes = nccl_naming_notes(G, hosts, opts.node, opts.hca_format)
+    return Export(text, files, notes)
+
+
+ASSIGNED_PORTS_NOTE = (
+    "the ports are assigned by rule (docs/export.md), not the dump's: the fabric file keeps "
+    "which devices are cabled, not their port numbers, so this plan will not match the "
+    "installed cabling port for port"
+)
 
 
 def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
-    return Export(write_cabling_csv(cabling_plan(G, fabric_hosts(G, opts.hosts))))
+    imported = G.graph.get("family") == "ibnetdiscover"
+    if imported and not opts.assign_ports:
+        raise SpecError(
+            f"an imported fabric's cabling plan: {ASSIGNED_PORTS_NOTE}; give assign_ports to "
+            "write it anyway",
+            param="assign_ports",
+        )
+    text = write_cabling_csv(cabling_plan(G, fabric_hosts(G, opts.hosts)))
+    return Export(text, warnings=(ASSIGNED_PORTS_NOTE,) if imported else ())
 
 
 FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
@@ -194,6 +244,52 @@ def check_format(fmt: str) -> None:
         raise SpecError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}", param="format")
 
 
+def check_options(fmt: str, given: Iterable[str]) -> None:
+    """Check that every option given applies to the format (:data:`OPTION_FORMATS`).
+
+    Parameters
+    ----------
+    fmt : str
+        A format name.
+    given : iterable of str
+        The :class:`ExportOptions` fields set (by the caller's own account).
+
+    Raises
+    ------
+    SpecError
+        For the first option ``fmt`` would ignore (``.param`` that option), naming the
+        formats it applies to.
+    """
+    for name in given:
+        formats = OPTION_FORMATS[name]
+        if fmt not in formats:
+            raise SpecError(f"{name} applies to {', '.join(formats)} only, not {fmt}", param=name)
+
+
+def check_fabric(G: nx.Graph, fmt: str) -> None:
+    """Check that a fabric has what a format describes: servers, and switches between them.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    fmt : str
+        A format name (``ibnetdiscover`` writes any fabric; the others need both).
+
+    Raises
+    ------
+    SpecError
+        If ``G`` has no server, or no switch, and ``fmt`` is ``slurm``, ``nccl`` or
+        ``cabling``.
+    """
+    if fmt == "ibnetdiscover":
+        return
+    if not servers(G):
+        raise SpecError(f"the fabric has no servers: nothing for {fmt} to describe")
+    if not any(kind in SWITCH_KINDS for _, kind in G.nodes(data="kind")):
+        raise SpecError(f"the fabric has no switches: no network for {fmt} to describe")
+
+
 def export(G: nx.Graph, fmt: str, options: ExportOptions | None = None) -> Export:
     """A fabric in one of the :data:`FORMATS`.
 
@@ -214,8 +310,13 @@ def export(G: nx.Graph, fmt: str, options: ExportOptions | None = None) -> Expor
     Raises
     ------
     SpecError
-        If ``fmt`` is unknown, a host pattern gives invalid or repeated names, or the format
-        cannot express the fabric (Slurm's tree of a Slim Fly).
+        If ``fmt`` is unknown, an option is set that ``fmt`` does not read
+        (:func:`check_options`), the fabric has no servers or no switches
+        (:func:`check_fabric`), a host pattern gives invalid or repeated names, the
+        ``hca_format`` is not one NCCL can read (:func:`check_hca_format`), an imported
+        server's HCAs are named otherwise than Linux names them (``nccl`` without
+        ``hca_format``), an imported fabric's plan is asked without ``assign_ports``, or the
+        format cannot express the fabric (Slurm's tree of a Slim Fly).
 
     Examples
     --------
@@ -225,4 +326,12 @@ def export(G: nx.Graph, fmt: str, options: ExportOptions | None = None) -> Expor
     SwitchName=ft2-32 Switches=leaf[0-7]
     """
     check_format(fmt)
-    return FORMATS[fmt](G, options or ExportOptions())
+    opts = options or ExportOptions()
+    default = ExportOptions()
+    check_options(
+        fmt, [f.name for f in fields(opts) if getattr(opts, f.name) != getattr(default, f.name)]
+    )
+    if opts.hca_format is not None:
+        check_hca_format(opts.hca_format)
+    check_fabric(G, fmt)
+    return FORMATS[fmt](G, opts)

@@ -25,6 +25,7 @@ fat tree, Dragonfly, Slim Fly, an imported fabric whose hosts each hang off one 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
@@ -37,9 +38,14 @@ from topo.fabric import SWITCH_KINDS, natural_key, servers, switch_components
 
 __all__ = [
     "DEFAULT_HCA_FORMAT",
+    "HCA_NAME_MAX",
+    "HCA_RESERVED",
+    "LINUX_DEVICE",
     "NcclNic",
+    "check_hca_format",
     "cross_nic",
     "nccl_env",
+    "nccl_naming_notes",
     "nccl_nics",
     "write_nccl_env",
     "write_topo_xml",
@@ -49,6 +55,21 @@ __all__ = [
 DEFAULT_HCA_FORMAT = "mlx5_{index}"
 """Device names of a built server: ``mlx5_0``, ``mlx5_1``, ... (Linux's names for ConnectX
 HCAs, in PCI order)."""
+
+HCA_RESERVED = ",:=^"
+"""Characters ``NCCL_IB_HCA``'s syntax reserves, which no device name may hold: ``,`` between
+entries, ``:`` between an entry's fields, a leading ``^`` (exclude) or ``=`` (exact names)
+(``parseStringList`` in NCCL's ``src/misc/utils.cc``, ``ncclIbInitDevices`` in
+``src/transport/net_ib/init.cc``); whitespace is reserved too (the shell splits the
+``export`` line on it)."""
+
+HCA_NAME_MAX = 63
+"""The longest device name NCCL keeps whole: ``struct netIf``'s ``prefix[64]`` with its NUL
+(``src/include/utils.h``), as Linux's ``IBV_SYSFS_NAME_MAX`` (64)."""
+
+LINUX_DEVICE = re.compile(r"[A-Za-z]\w*_\d+")
+"""A Linux RDMA device name as ibnetdiscover's node descriptions give it: a driver prefix,
+``_``, a number (``mlx5_4``; rdma-ndd's default description is ``<host> <device>``)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +118,8 @@ def _context(G: nx.Graph) -> _Context:
 
 def _server(ctx: _Context, node: int | None) -> tuple[Hashable, list[str]]:
     srv = ctx.servers
+    if not srv:
+        raise SpecError("the fabric has no servers: no NCCL environment to write")
     if node is None:
         return srv[0]
     if not 0 <= node < len(srv):
@@ -135,14 +158,21 @@ def nccl_nics(
     Raises
     ------
     SpecError
-        If ``node`` is out of range or ``hca_format`` has other fields.
+        If ``node`` is out of range, ``hca_format`` is not a pattern NCCL can read
+        (:func:`check_hca_format`), or, without ``hca_format``, the dump names the server's
+        HCAs otherwise than Linux does (``HCA-5``: their Linux names are unknown).
     """
+    if hca_format is not None:
+        check_hca_format(hca_format)
     ctx = context if context is not None else _context(G)
-    _, members = _server(ctx, node)
+    server, members = _server(ctx, node)
+    nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
+    devices, foreign = _devices(G, str(server), nics)
+    if foreign and hca_format is None:
+        raise SpecError(_foreign_message(str(server), foreign), param="hca_format")
+    keep = hca_format is None and all(name is not None for _, _, name, _ in devices)
     plane_of = ctx.plane_of
     multi_plane = len(set(plane_of.values())) > 1
-    devices = _devices(G, [v for v in members if G.nodes[v]["kind"] == "nic"])
-    keep = hca_format is None and all(name is not None for _, _, name, _ in devices)
     out = []
     for nic, index, name, port in devices:
         ups = [(w, d) for w, d in G.adj[nic].items() if G.nodes[w]["kind"] in SWITCH_KINDS]
@@ -158,38 +188,138 @@ def nccl_nics(
     return out
 
 
-_DEVICE = re.compile(r"^\S+\s+([A-Za-z]\w*_\d+)$")  # ibnetdiscover's "<host> mlx5_4"
-
-
-def _devices(G: nx.Graph, nics: list[str]) -> list[tuple[str, int, str | None, int]]:
-    """(NIC, device index, device name or None, port) in device, then port order.
+def _devices(
+    G: nx.Graph, host: str, nics: list[str]
+) -> tuple[list[tuple[str, int, str | None, int]], list[str]]:
+    """(NIC, device index, device name or None, port) in device, then port order, and the
+    dump's device names that are not Linux device names (``HCA-5``).
 
     A built NIC is one single-port device (port 1). An imported NIC is a CA port: the ports
     of one CA (its GUID, else its vertex name without ``/p<port>``) are one device, named as
-    the dump's node description names it (``<host> mlx5_4``) where it does.
+    the dump's node description names it (``<host> mlx5_4``) where it does. A description
+    ``<host> <word>`` whose word is not a Linux name (:data:`LINUX_DEVICE`) is a foreign name.
     """
     if G.graph.get("family") != "ibnetdiscover":
         ordered = sorted(nics, key=lambda v: natural_key(G.nodes[v]["index"]))
-        return [(v, i, None, 1) for i, v in enumerate(ordered)]
+        return [(v, i, None, 1) for i, v in enumerate(ordered)], []
     info = []
+    foreign: list[str] = []
     for v in nics:
         d = G.nodes[v]
-        m = _DEVICE.match(str(d.get("description") or ""))
+        words = str(d.get("description") or "").split()
+        name = words[1] if len(words) == 2 and LINUX_DEVICE.fullmatch(words[1]) else None
+        if name is None and len(words) == 2 and words[0] == host:
+            foreign.append(words[1])
         ca = d.get("guid") or str(v).rsplit("/p", 1)[0]
-        info.append((m.group(1) if m else None, str(ca), int(d["index"]), v))
+        info.append((name, str(ca), int(d["index"]), v))
     info.sort(key=lambda t: (natural_key(t[0] or t[1]), t[2]))
     cas = list(dict.fromkeys(t[1] for t in info))
-    return [(v, cas.index(ca), name, port) for name, ca, port, v in info]
+    devices = [(v, cas.index(ca), name, port) for name, ca, port, v in info]
+    return devices, sorted(set(foreign), key=natural_key)
+
+
+def _foreign_message(hosts: str, foreign: Sequence[str]) -> str:
+    return (
+        f"{hosts}: the dump names the HCAs {','.join(foreign)}, not Linux device names "
+        "(mlx5_4) as NCCL_IB_HCA matches them, and their Linux names cannot be told from "
+        "it; give hca_format (mlx5_{index} names them by position) or a node whose dump "
+        "names them"
+    )
 
 
 def _hca(hca_format: str, index: int) -> str:
     try:
-        return hca_format.format(index=index)
+        name = hca_format.format(index=index)
     except (KeyError, IndexError, ValueError) as exc:
         raise SpecError(
             f"hca_format {hca_format!r}: not a pattern with the one field {{index}} ({exc})",
             param="hca_format",
         ) from None
+    bad = sorted({c for c in name if c in HCA_RESERVED or c.isspace()})
+    if not name or bad or len(name) > HCA_NAME_MAX:
+        what = f"holds {' '.join(map(repr, bad))}" if bad else f"has {len(name)} characters"
+        raise SpecError(
+            f"hca_format {hca_format!r} gives the device name {name!r}, which {what}: a name "
+            f"must be 1 to {HCA_NAME_MAX} characters without NCCL_IB_HCA's reserved "
+            "',' ':' '=' '^' or whitespace",
+            param="hca_format",
+        )
+    return name
+
+
+def check_hca_format(hca_format: str) -> None:
+    """Check an ``hca_format`` before any work: names NCCL reads whole, one per device.
+
+    Parameters
+    ----------
+    hca_format : str
+        Device names with the field ``{index}`` (the device's position, 0-based).
+
+    Raises
+    ------
+    SpecError
+        (``.param`` ``hca_format``) unless the pattern has the field ``{index}`` and no
+        other, and gives names of 1 to :data:`HCA_NAME_MAX` characters free of
+        :data:`HCA_RESERVED` and whitespace, distinct for distinct indices (checked on
+        indices 0 to 63).
+    """
+    _hca(hca_format, 0)  # a pattern Python formats with {index} alone
+    fields = [f for _, f, _, _ in string.Formatter().parse(hca_format) if f is not None]
+    if "index" not in fields:
+        raise SpecError(
+            f"hca_format {hca_format!r} has no field {{index}}: every NIC of a server needs "
+            "a distinct device name",
+            param="hca_format",
+        )
+    names = [_hca(hca_format, i) for i in range(64)]
+    if len(set(names)) < len(names):
+        raise SpecError(
+            f"hca_format {hca_format!r} gives one name to two devices: every NIC of a "
+            "server needs a distinct device name",
+            param="hca_format",
+        )
+
+
+def nccl_naming_notes(
+    G: nx.Graph, hosts: Sequence[str], node: int | None = None, hca_format: str | None = None
+) -> tuple[str, ...]:
+    """What an export assumed of imported servers' device names (a warning each).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    hosts : sequence of str
+        One host name per server.
+    node : int, optional
+        One server's position (0-based); None: every server.
+    hca_format : str, optional
+        As :func:`nccl_nics`; given, nothing was assumed.
+
+    Returns
+    -------
+    tuple of str
+        Empty for a built fabric, with ``hca_format``, or where the dump names every device
+        by its Linux name; else one line naming the servers (a hostlist) whose dump names no
+        device, and the pattern assumed for them (:data:`DEFAULT_HCA_FORMAT`, by position).
+    """
+    if hca_format is not None or G.graph.get("family") != "ibnetdiscover":
+        return ()
+    ctx = _context(G)
+    positions = range(len(hosts)) if node is None else [node]
+    unnamed = []
+    for i in positions:
+        server, members = _server(ctx, i)
+        nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
+        devices, _ = _devices(G, str(server), nics)
+        if any(name is None for _, _, name, _ in devices):
+            unnamed.append(hosts[i])
+    if not unnamed:
+        return ()
+    return (
+        f"{hostlist_ranged(unnamed)}: the dump names no Linux device for their HCAs; "
+        f"assumed {DEFAULT_HCA_FORMAT} by position (hca_format, --hca-format, to choose)",
+    )
 
 
 def cross_nic(G: nx.Graph) -> int:
@@ -290,15 +420,35 @@ def write_nccl_env(
     """
     ctx = _context(G)
     positions = range(len(hosts)) if node is None else [node]
+    if hca_format is None:
+        _refuse_foreign(G, ctx, hosts, positions)
     blocks: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for i in positions:
         env = nccl_env(G, i, hca_format, topo_file, ctx)
         blocks.setdefault(tuple(env.items()), []).append(hosts[i])
-    lines = []
+    lines = [f"# warning: {n}" for n in nccl_naming_notes(G, hosts, node, hca_format)]
     for env_items, names in blocks.items():
         lines.append(f"# {hostlist_ranged(names)}")
         lines += [f"export {k}={v}" for k, v in env_items]
     return "\n".join(lines) + "\n"
+
+
+def _refuse_foreign(
+    G: nx.Graph, ctx: _Context, hosts: Sequence[str], positions: Sequence[int]
+) -> None:
+    """Raise for the servers whose dump names their HCAs otherwise than Linux, all at once."""
+    names: list[str] = []
+    foreign: set[str] = set()
+    for i in positions:
+        server, members = _server(ctx, i)
+        nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
+        theirs = _devices(G, str(server), nics)[1]
+        if theirs:
+            names.append(hosts[i])
+            foreign.update(theirs)
+    if names:
+        message = _foreign_message(hostlist_ranged(names), sorted(foreign, key=natural_key))
+        raise SpecError(message, param="hca_format")
 
 
 def write_topo_xml(nics: Sequence[NcclNic], host: str) -> str:

@@ -149,6 +149,8 @@ def _leaf_key(G: nx.Graph, switch: str) -> str:
 def _leaf_groups(G: nx.Graph) -> list[_Group]:
     """The leaf groups of the module docstring, ordered by their first server."""
     ids = list(servers(G))
+    if not ids:
+        raise SpecError("the fabric has no servers: no Slurm node to place under a switch")
     index = {n: i for i, n in enumerate(ids)}
     uf = _Union()
     attached = set()
