@@ -176,3 +176,34 @@ def test_general_model_equals_the_one_nic_model(monkeypatch, family, kw, pxn):
     after = [routed_alltoall(G, r, seed=s, pxn=pxn) for r, s in args]
     for a, b in zip(before, after, strict=True):
         same_report(a, b)
+
+
+def test_resilience_trials_with_dead_nic_cables_are_routed():
+    # ft2 of 4-port switches, 4 servers of 2 GPUs and 2 NICs: 8 NIC cables and 8 leaf-spine
+    # cables, 2 cut at random per trial. A trial is unroutable as routed only where a server is
+    # cut off or two leaves keep no common spine; the trials that cut one NIC cable of a
+    # server are routed (refused before as "disconnected"), never above the optimum.
+    from topo.flow.resilience import damaged_bandwidth, resilience
+
+    G = build("ft2", switch_ports=4, gpus_per_node=2, nics_per_node=2, gpus=8)
+    rep = resilience(G, trials=12, links=2, routing="ecmp", seed=0)
+    nic_cut = unroutable = 0
+    for i in range(12):
+        opt = damaged_bandwidth(G, links=2, seed=i)
+        try:
+            r = damaged_bandwidth(G, links=2, seed=i, routing="ecmp")
+        except InfeasibleError:
+            unroutable += 1
+            # a server cut off, or two leaves left without a common spine (no up/down route)
+            fabric_only = all("nic" not in u + v for u, v in opt.failures.links)
+            assert opt.failures.disconnected or fabric_only
+            continue
+        H = r.graph
+        nic_cut += any(
+            all(H.nodes[v]["kind"] == "gpu" for v in H[f"node{s}/nic{j}"])
+            for s in range(4)
+            for j in range(2)
+        )
+        assert r.report.alltoall_busbw_Bps <= opt.report.alltoall_busbw_Bps * (1 + 1e-9)
+    assert nic_cut > 0  # routed trials with a dead NIC cable (refused before)
+    assert rep.trials_unroutable == unroutable < 12 - nic_cut
