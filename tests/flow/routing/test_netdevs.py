@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from typer.testing import CliRunner
 
 from topo.builders import build
+from topo.cli import app
 from topo.errors import InfeasibleError
 from topo.flow import alltoall_bandwidth
+from topo.flow.resilience import damaged_bandwidth, resilience
 from topo.flow.routing import endpoints, routed_alltoall
 
 from ._helpers import NIC, counts, expected_counts, same_report, tier_of
@@ -183,8 +188,6 @@ def test_resilience_trials_with_dead_nic_cables_are_routed():
     # cables, 2 cut at random per trial. A trial is unroutable as routed only where a server is
     # cut off or two leaves keep no common spine; the trials that cut one NIC cable of a
     # server are routed (refused before as "disconnected"), never above the optimum.
-    from topo.flow.resilience import damaged_bandwidth, resilience
-
     G = build("ft2", switch_ports=4, gpus_per_node=2, nics_per_node=2, gpus=8)
     rep = resilience(G, trials=12, links=2, routing="ecmp", seed=0)
     nic_cut = unroutable = 0
@@ -207,3 +210,23 @@ def test_resilience_trials_with_dead_nic_cables_are_routed():
         assert r.report.alltoall_busbw_Bps <= opt.report.alltoall_busbw_Bps * (1 + 1e-9)
     assert nic_cut > 0  # routed trials with a dead NIC cable (refused before)
     assert rep.trials_unroutable == unroutable < 12 - nic_cut
+
+
+def test_cli_dead_nic_cable_gives_a_rate_with_notes(tmp_path):
+    # mrft of 8-port switches (64 GPUs, 8 per server), 3 random cables cut with seed 1: one is
+    # node3/nic5's. As routed it was refused as "disconnected"; now D-mod-k carries gpu5 over
+    # its server's 7 other NICs and reaches the optimum (the LP, from the same command).
+    runner = CliRunner()
+    out = tmp_path / "mrft.json"
+    assert (
+        runner.invoke(app, ["build", "mrft", "--switch-ports", "8", "-o", str(out)]).exit_code == 0
+    )
+    cut = ["--fail-links", "3", "--seed", "1", "--json"]
+    r = runner.invoke(app, ["bandwidth", str(out), "--routing", "dmodk", *cut])
+    assert r.exit_code == 0, r.output
+    routed = json.loads(r.output)
+    assert any("node3/gpu5" in x and "not cabled" in x for x in routed["notes"])
+    r = runner.invoke(app, ["bandwidth", str(out), *cut])
+    assert r.exit_code == 0, r.output
+    best = json.loads(r.output)["alltoall_busbw_GBps"]
+    assert routed["alltoall_busbw_GBps"] == pytest.approx(best, rel=1e-9)
