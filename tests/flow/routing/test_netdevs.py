@@ -135,13 +135,15 @@ def test_dead_nic_cable_uses_the_other_nic_of_the_server(family, routing):
 
 def test_dead_nic_cable_in_an_mpft_cuts_the_server_from_that_plane():
     # MPFT: nic0 is the server's only NIC on plane 0. Its 2 GPUs reach the 3 rail-0 GPUs of the
-    # other servers only through another server's GPUs, which NCCL never relays through: 2 x 3
-    # pairs each way have no route. Without PXN gpu0 reaches no NIC at all.
+    # other servers only by entering plane 1 and forwarding over the destination server's
+    # NVLink, which NCCL's receiver never does: 2 x 3 pairs each way have no route (the LP
+    # forwards and gets NIC/12, as on one plane). Without PXN gpu0 reaches no NIC at all.
     G = _cut(build("mpft", switch_ports=4, gpus_per_node=2, nics_per_node=2, gpus=8), "node0/nic0")
     with pytest.raises(
-        InfeasibleError, match=r"^12 ordered GPU pairs have no up/down route.*relay"
+        InfeasibleError, match=r"^12 ordered GPU pairs have no up/down route.*disjoint planes"
     ):
         routed_alltoall(G, "dmodk")
+    assert alltoall_bandwidth(G).pair_rate_Bps == pytest.approx(NIC / 12, rel=1e-9)
     with pytest.raises(InfeasibleError, match=r"^1 GPU\(s\) have no NIC cabled.*without PXN"):
         routed_alltoall(G, "ecmp", pxn=False)
 

@@ -207,7 +207,7 @@ def _gpu_sources(G: nx.Graph, arcs: Arcs, sw_of: np.ndarray, pxn: bool) -> _Sour
     srv, srv_rank = _servers(G, arcs)
     if needs_netdevs(arcs, srv, sw_of):
         return _netdev_sources(G, arcs, srv, srv_rank, sw_of, pxn)
-    g = _gpus(arcs, srv, sw_of)
+    g = _gpus(arcs, srv)
     nic_ids, nic_idx, n_idx = _serving_nics(G, arcs, g.nic_node, srv, srv_rank)
     N = len(arcs.nodes)
     pos = np.full(N, -1, dtype=np.int64)
@@ -288,7 +288,7 @@ def _servers(G: nx.Graph, arcs: Arcs) -> tuple[np.ndarray, np.ndarray]:
     return srv, srv_rank
 
 
-def _gpus(arcs: Arcs, srv: np.ndarray, sw_of: np.ndarray) -> _Gpus:
+def _gpus(arcs: Arcs, srv: np.ndarray) -> _Gpus:
     """Each GPU's own NIC (PCIe, same server; exactly one, cabled: :func:`needs_netdevs` is
     false) and NVSwitch, checked."""
     kind, N = arcs.kind, len(arcs.nodes)
@@ -571,8 +571,9 @@ def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
         if e.dead:
             hint += (
                 f"; {e.dead} GPU(s) whose own NIC is not cabled send and receive through their "
-                "server's other NICs, and NCCL connects those to the peer's own NIC without "
-                "relaying through another server: across disjoint planes there is no route"
+                "server's other NICs, and NCCL connects those to the peer's own NIC (its receiver "
+                "never takes another plane's NIC and forwards over NVLink): across disjoint "
+                "planes there is no route"
             )
         raise InfeasibleError(
             f"{int(round(bad)):,} ordered {who} pairs have no up/down route (e.g. from leaf "

@@ -27,9 +27,10 @@ cabled to a switch (a dead NIC cable). The model follows NCCL 2.30.7 (github NVI
   level 2, the default) sends to a peer through the net the *local GPU with the peer's device
   index* would use on that channel: the local NIC of the destination's class when it is up,
   else that GPU's own local nets (the server's active NICs when its NIC is dead). The receiver
-  picks its NIC independently, so a flow between a server without the destination's plane and
-  that plane crosses planes: in an MPFT there is no such route (NCCL does not relay through
-  another server's GPUs), and the unroutable pairs are reported as an error.
+  picks its NIC independently (its own local net), so a flow between a server without the
+  destination's plane and that plane crosses planes: in an MPFT there is no such route (the
+  optimum enters another plane and forwards over the destination server's NVLink; NCCL's
+  receiver never does), and the unroutable pairs are reported as an error.
 
 The demand stays factored as ``w(x, y) = S[x, c(y)] D[y]`` over *rows* ``y``: a row is a
 (cabled NIC, destination class) pair, the NIC's own class first, and extra rows where a GPU
