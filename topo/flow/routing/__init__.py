@@ -17,6 +17,11 @@ The model (``docs/routing.md``):
   (NCCL's default, ``NCCL_PXN_DISABLE=0``) a flow whose destination's NIC has another index first
   crosses NVLink to a local GPU of the NIC with the destination's index (same rail or plane),
   then leaves rail-aligned. It arrives at the destination GPU's own NIC.
+- **Multi-port and dead NICs** (:mod:`~topo.flow.routing.netdevs`, NCCL 2.30.7's net
+  devices): every cabled port is a net device, a pair splits evenly over the ports of its
+  GPUs' NICs, port ``p`` to port ``p``; a GPU whose NIC cable is dead sends and receives
+  through its server's other NICs over NVLink (with PXN), and flows that then cross disjoint
+  planes (MPFT) are unroutable.
 - **In the fabric.** Up*/down* routing on the switch tiers (``tier``: leaf 1, spine 2,
   core 3): a flow climbs to the lowest tier from which its destination leaf can be reached
   going down, over minimal paths only. **ECMP**: at every hop each flow picks one of the
@@ -37,6 +42,7 @@ flow or per GPU pair. Full-size figures (16,384-GPU MPFT: 0.3 s D-mod-k, 0.6 s E
 
 The package, by part: :mod:`~topo.flow.routing.arrays` (the fabric as arc arrays),
 :mod:`~topo.flow.routing.updown` (up/down tables of the switch tree),
+:mod:`~topo.flow.routing.netdevs` (NCCL's net devices: multi-port and dead NICs),
 :mod:`~topo.flow.routing.endpoints` (terminals, NICs, PXN, the demand on leaves),
 :mod:`~topo.flow.routing.dmodk` and :mod:`~topo.flow.routing.ecmp` (the routers),
 :mod:`~topo.flow.routing.report` (tier loads, loaded links, the report) and

@@ -20,6 +20,7 @@ import numpy as np
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import natural_key, terminal_kind
 from topo.flow.routing.arrays import GPU, NIC, NVSWITCH, SWITCH, Arcs
+from topo.flow.routing.netdevs import gpu_netdevs, needs_netdevs
 from topo.flow.routing.updown import INF, UpDownTree
 
 CHUNK_ELEMENTS = 1 << 22
@@ -59,6 +60,16 @@ class Ends:
         Whether PXN applied.
     node_names : int
         Distinct ``node`` attributes of the terminals' servers.
+    ports : int
+        Ports of the GPUs' NICs (each pair has ``flows_per_pair`` flows on every port).
+    dead : int
+        GPUs whose own NIC is not cabled, served by their server's other NICs (PXN).
+    notes : tuple of str
+        What the NIC model assumed (multi-port NICs, dead NICs), for the result's notes.
+
+    With multi-port NICs or dead NICs (:mod:`topo.flow.routing.netdevs`) a NIC can appear in
+    several rows, one per destination class it receives; such rows share the NIC's arcs and
+    its D-mod-k index.
     """
 
     terminal: str
@@ -78,6 +89,9 @@ class Ends:
     intra_load: np.ndarray
     pxn: bool
     node_names: int
+    ports: int = 1
+    dead: int = 0
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -96,6 +110,10 @@ class _Sources:
     intra_load: np.ndarray
     pxn: bool
     node_names: int
+    base: np.ndarray | None = None  # row of the NIC's own class (None: every row is its own)
+    ports: int = 1
+    dead: int = 0
+    notes: tuple[str, ...] = ()
 
 
 def traffic_ends(G: nx.Graph, tree: UpDownTree, arcs: Arcs, pxn: bool) -> Ends:
@@ -119,10 +137,11 @@ def traffic_ends(G: nx.Graph, tree: UpDownTree, arcs: Arcs, pxn: bool) -> Ends:
     Raises
     ------
     TopoError
-        A NIC cabled to several switches or to a switch above tier 1; a GPU without exactly
-        one NIC on PCIe, off its server's NVSwitch, or without NVLink where PXN forwards.
+        A NIC cabled to several switches or to a switch above tier 1; a GPU without a NIC on
+        PCIe, off its server's NVSwitch, or without NVLink where PXN forwards.
     InfeasibleError
-        Fewer than two terminals, or GPUs whose NIC is not cabled to a switch.
+        Fewer than two terminals, or GPUs with no cabled NIC they can use (their own; with PXN
+        one of their server's).
     """
     kind = arcs.kind
     # NIC -> switch cables
@@ -186,7 +205,9 @@ class _Gpus:
 def _gpu_sources(G: nx.Graph, arcs: Arcs, sw_of: np.ndarray, pxn: bool) -> _Sources:
     """GPUs as terminals: NICs in (server, index) order, PXN's exit NICs, NVLink and PCIe."""
     srv, srv_rank = _servers(G, arcs)
-    g = _gpus(arcs, srv, sw_of)
+    if needs_netdevs(arcs, srv, sw_of):
+        return _netdev_sources(G, arcs, srv, srv_rank, sw_of, pxn)
+    g = _gpus(arcs, srv)
     nic_ids, nic_idx, n_idx = _serving_nics(G, arcs, g.nic_node, srv, srv_rank)
     N = len(arcs.nodes)
     pos = np.full(N, -1, dtype=np.int64)
@@ -218,6 +239,38 @@ def _gpu_sources(G: nx.Graph, arcs: Arcs, sw_of: np.ndarray, pxn: bool) -> _Sour
     )
 
 
+def _netdev_sources(
+    G: nx.Graph,
+    arcs: Arcs,
+    srv: np.ndarray,
+    srv_rank: np.ndarray,
+    sw_of: np.ndarray,
+    pxn: bool,
+) -> _Sources:
+    """GPUs with multi-port or dead NICs: the general model of :mod:`.netdevs`."""
+    gpus = np.nonzero(arcs.kind == GPU)[0]
+    gnv, g_s = _nvswitches(arcs, srv, gpus)
+    nd = gpu_netdevs(G, arcs, srv, srv_rank, gpus, gnv, sw_of, pxn)
+    return _Sources(
+        terminal="gpu",
+        n=gpus.size,
+        nic_ids=nd.nic_ids,
+        nic_server=nd.nic_server,
+        nic_class=nd.nic_class,
+        R=nd.R,
+        S=nd.S,
+        D=nd.D,
+        intra_arc=nd.intra_arc,
+        intra_load=nd.intra_load,
+        pxn=pxn,
+        node_names=int(np.count_nonzero(g_s)),
+        base=nd.base,
+        ports=nd.ports,
+        dead=nd.dead,
+        notes=nd.notes,
+    )
+
+
 def _servers(G: nx.Graph, arcs: Arcs) -> tuple[np.ndarray, np.ndarray]:
     """Server id of every GPU and NIC (-1 for the others; ids in order of appearance) and the
     rank of each server in natural order of its ``node``."""
@@ -235,27 +288,22 @@ def _servers(G: nx.Graph, arcs: Arcs) -> tuple[np.ndarray, np.ndarray]:
     return srv, srv_rank
 
 
-def _gpus(arcs: Arcs, srv: np.ndarray, sw_of: np.ndarray) -> _Gpus:
-    """Each GPU's own NIC (PCIe, same server) and NVSwitch, checked."""
+def _gpus(arcs: Arcs, srv: np.ndarray) -> _Gpus:
+    """Each GPU's own NIC (PCIe, same server; exactly one, cabled: :func:`needs_netdevs` is
+    false) and NVSwitch, checked."""
     kind, N = arcs.kind, len(arcs.nodes)
     gpus = np.nonzero(kind == GPU)[0]
     pc = np.nonzero((kind[arcs.u] == GPU) & (kind[arcs.v] == NIC))[0]
     pc = pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]]
-    n_pc = np.bincount(arcs.u[pc], minlength=N)[gpus]
-    if (n_pc != 1).any():
-        a = gpus[np.argmax(n_pc != 1)]
-        raise TopoError(
-            f"GPU {arcs.nodes[a]} has {np.bincount(arcs.u[pc], minlength=N)[a]} NICs on PCIe; the "
-            "routing model needs exactly one NIC per GPU (its own)"
-        )
     own = np.full(N, -1, dtype=np.int64)
     own[arcs.u[pc]] = arcs.v[pc]
-    loose = gpus[sw_of[own[gpus]] < 0]
-    if loose.size:
-        raise InfeasibleError(
-            f"{loose.size} GPU(s) have no NIC cabled to a switch (e.g. {arcs.nodes[loose[0]]}): "
-            "they are disconnected, their all-to-all rate is 0"
-        )
+    gnv, g_s = _nvswitches(arcs, srv, gpus)
+    return _Gpus(ids=gpus, server=srv[gpus], nic_node=own[gpus], nvswitch=gnv, per_server=g_s)
+
+
+def _nvswitches(arcs: Arcs, srv: np.ndarray, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each GPU's NVSwitch (-1: none) and the GPUs of each server, checked."""
+    kind, N = arcs.kind, len(arcs.nodes)
     if gpus.size < 2:
         raise InfeasibleError(f"all-to-all needs at least two GPUs; the fabric has {gpus.size}")
     nv = np.nonzero((kind[arcs.u] == GPU) & (kind[arcs.v] == NVSWITCH))[0]
@@ -273,7 +321,7 @@ def _gpus(arcs: Arcs, srv: np.ndarray, sw_of: np.ndarray) -> _Gpus:
             f"GPU {arcs.nodes[a]} is not on its server's NVSwitch; the routing model needs the "
             "GPUs of a server joined by one NVSwitch"
         )
-    return _Gpus(ids=gpus, server=gpu_server, nic_node=own[gpus], nvswitch=gnv, per_server=g_s)
+    return gnv, g_s
 
 
 def _serving_nics(
@@ -363,13 +411,17 @@ def _finish(tree: UpDownTree, arcs: Arcs, sw_of: np.ndarray, src: _Sources) -> E
     nic_ids = src.nic_ids
     sw = sw_of[nic_ids]
     nic_leaf = tree.local[sw]
+    base = np.arange(nic_ids.size) if src.base is None else src.base
+    nb = int(np.count_nonzero(base == np.arange(base.size)))  # the first rows, one per NIC
+    b_leaf = nic_leaf[:nb]
     # D-mod-k index: leaf rank times the largest host count of a leaf, plus the rank below it
-    order = np.lexsort((np.arange(nic_ids.size), nic_leaf))
-    per_leaf = np.bincount(nic_leaf, minlength=len(tree.names[1]))
+    order = np.lexsort((np.arange(nb), b_leaf))
+    per_leaf = np.bincount(b_leaf, minlength=len(tree.names[1]))
     m1 = int(per_leaf.max()) if per_leaf.size else 1
     start = np.concatenate(([0], np.cumsum(per_leaf)[:-1]))
-    rank = np.empty(nic_ids.size, dtype=np.int64)
-    rank[order] = np.arange(nic_ids.size) - start[nic_leaf[order]]
+    rank = np.empty(nb, dtype=np.int64)
+    rank[order] = np.arange(nb) - start[b_leaf[order]]
+    d = (b_leaf * m1 + rank)[base]
     servers = int(src.nic_server.max()) + 1 if src.nic_server.size else 0
     return Ends(
         terminal=src.terminal,
@@ -382,13 +434,16 @@ def _finish(tree: UpDownTree, arcs: Arcs, sw_of: np.ndarray, src: _Sources) -> E
         R=src.R,
         S=src.S,
         D=src.D,
-        d=nic_leaf * m1 + rank,
+        d=d,
         up_arc=arcs.find(nic_ids, sw),
         dn_arc=arcs.find(sw, nic_ids),
         intra_arc=src.intra_arc,
         intra_load=src.intra_load,
         pxn=src.pxn,
         node_names=src.node_names,
+        ports=src.ports,
+        dead=src.dead,
+        notes=src.notes,
     )
 
 
@@ -513,6 +568,13 @@ def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
             if not e.pxn and planes > 1
             else ""
         )
+        if e.dead:
+            hint += (
+                f"; {e.dead} GPU(s) whose own NIC is not cabled send and receive through their "
+                "server's other NICs, and NCCL connects those to the peer's own NIC (its receiver "
+                "never takes another plane's NIC and forwards over NVLink): across disjoint "
+                "planes there is no route"
+            )
         raise InfeasibleError(
             f"{int(round(bad)):,} ordered {who} pairs have no up/down route (e.g. from leaf "
             f"{example[0]} to leaf {example[1]}){hint}"

@@ -104,7 +104,7 @@ def routed_report(
         seed=seed,
         flows_per_pair=flows_per_pair,
         pxn=e.pxn,
-        flows=int(round(float(e.D @ source_totals(e)))) * flows_per_pair,
+        flows=int(round(float(e.D @ source_totals(e)))) * flows_per_pair * e.ports,
         expected_pair_rate_Bps=lam_e,
         collision_loss=float(max(0.0, 1.0 - lam / lam_e)),
         max_link_utilization=float(util.max()),
@@ -157,11 +157,12 @@ def _per_terminal(arcs: Arcs, e: Ends, lam: float) -> _PerTerminal:
     w = np.bincount(e.nic_server, weights=e.D, minlength=e.servers)
     n = float(e.n)
     inter_total = lam * float((w * (n - w)).sum())
-    nics = len(e.nic_ids)
+    up = np.unique(e.up_arc)  # a NIC can have several rows (netdevs)
+    nics = up.size
     return _PerTerminal(
         internode_per_gpu=inter_total / n,
         internode_per_nic=inter_total / nics if nics else 0.0,
-        nic_line_rate=float(np.median(arcs.cap[e.up_arc])) if nics else 0.0,
+        nic_line_rate=float(np.median(arcs.cap[up])) if nics else 0.0,
         intranode_per_gpu=lam * float((w * (w - 1)).sum()) / n,
     )
 

@@ -202,11 +202,17 @@ def _routed(
     if demand is not None:
         _check_terminals(demand, arcs, ends)
     check_routable(tree, ends, int(G.graph.get("planes", 1)))
-    notes: list[str] = []
+    notes: list[str] = list(ends.notes)
     sample = name == "ecmp" and not expected
     if name == "ecmp":
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        loads = route_ecmp(tree, ends, F, rng, sample=sample)
+        # F flows of a pair on every NIC port: each carries 1 / (F * ports) pair-units
+        loads = route_ecmp(tree, ends, F * ends.ports, rng, sample=sample)
+        if sample and ends.dead:
+            notes.append(
+                "ECMP counts whole flows per leaf pair: the fractions of the flows of GPUs "
+                "whose NIC is not cabled are rounded there"
+            )
         if not sample:
             notes.append("expected loads: every flow split evenly over its equal-cost ports")
     else:
