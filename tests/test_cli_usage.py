@@ -113,3 +113,33 @@ def test_flags_come_from_the_commands_declarations() -> None:
     e = SpecError("groups must be from 1", param="groups")
     assert error_line(e, plan) == "groups must be from 1"
     assert error_line(e, build) == "--groups must be from 1"
+
+
+def test_paper_example_refuses_options_it_would_ignore() -> None:
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    r = CliRunner().invoke(app, ["moe", "--paper-example", "--ep", "64", "--seed", "3"])
+    assert r.exit_code == 1
+    assert r.stderr.strip() == (
+        "topo: error: --paper-example takes no other options: --ep, --seed would be ignored"
+    )
+    assert CliRunner().invoke(app, ["moe", "--paper-example", "--json"]).exit_code == 0
+
+
+def test_plot_refuses_an_image_name(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from topo.builders import build
+    from topo.cli import app
+    from topo.fabric import save
+
+    fabric = tmp_path / "ft2.json"
+    save(build("ft2", switch_ports=4), fabric)
+    r = CliRunner().invoke(app, ["plot", str(fabric), "-o", str(tmp_path / "fabric.png")])
+    assert r.exit_code == 1
+    assert r.stderr.strip().endswith(
+        "topo writes an HTML page (plotly, offline): name it .html, not .png"
+    )
+    assert not (tmp_path / "fabric.png").exists()

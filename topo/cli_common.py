@@ -282,3 +282,32 @@ def summary_table(summary: dict[str, Any], title: str) -> None:
             value = f"{value:,}"
         table.add_row(key.replace("_", " "), str(value))
     out.print(table)
+
+
+def from_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` (its Python parameter name) was given on the command line, not
+    left at its default or taken from the environment."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def refuse_with(ctx: typer.Context, option: str, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse every option given on the command line beside ``option`` (a flag), except the
+    parameters named in ``allowed``: they would be ignored.
+
+    Raises
+    ------
+    TopoError
+        Naming ``option`` and the options given with it.
+    """
+    flags = option_flags(ctx.command.callback) if ctx.command.callback else {}
+    extra = [
+        flags.get(p.name, p.name)
+        for p in ctx.command.params
+        if p.name
+        and p.name not in allowed
+        and from_command_line(ctx, p.name)
+        and flags.get(p.name) != option
+    ]
+    if extra:
+        raise TopoError(f"{option} takes no other options: {', '.join(extra)} would be ignored")

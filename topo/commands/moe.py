@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, refuse_with, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Shared(str, Enum):
 
 @user_errors
 def moe(
+    ctx: typer.Context,
     fabric: Annotated[
         Path | None,
         typer.Argument(
@@ -148,6 +149,7 @@ def moe(
     from topo.moe import paper_example as paper
 
     if paper_example:
+        refuse_with(ctx, "--paper-example", allowed=("as_json",))
         ex = paper()
         if as_json:
             print_json(ex.to_dict())

@@ -27,7 +27,9 @@ def plot(
 ) -> None:
     """Draw the fabric in layers as an HTML page (plotly; aggregated for large fabrics)."""
     from topo.plot import plot_fabric, write_html
+    from topo.plot.html import check_html_path
 
+    check_html_path(output)
     G = fabric_mod.load(fabric)
     fig = plot_fabric(G, max_devices=max_devices)
     write_html(fig, output)

@@ -12,9 +12,29 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from topo.errors import FormatError
 from topo.fabric import write_atomic
 
-__all__ = ["write_html"]
+__all__ = ["NOT_HTML", "check_html_path", "write_html"]
+
+
+NOT_HTML = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".pdf", ".eps", ".json"})
+"""Suffixes :func:`write_html` refuses: files of these kinds are not HTML pages."""
+
+
+def check_html_path(path: str | Path) -> None:
+    """Refuse an output name that says it is not an HTML page (:data:`NOT_HTML`).
+
+    Raises
+    ------
+    FormatError
+        Naming the file and the suffix.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix in NOT_HTML:
+        raise FormatError(
+            path, f"topo writes an HTML page (plotly, offline): name it .html, not {suffix}"
+        )
 
 
 def write_html(fig: go.Figure, path: str | Path) -> None:
@@ -32,8 +52,11 @@ def write_html(fig: go.Figure, path: str | Path) -> None:
     Raises
     ------
     FormatError
-        If the file cannot be written (its folder is missing or not writable).
+        If the file cannot be written (its folder is missing or not writable), or its name
+        ends in an image or document suffix (``.png``, ``.svg``, ``.pdf``, ...): the page is
+        HTML, and a file of that name would not open as what it says.
     """
+    check_html_path(path)
     html = fig.to_html(
         include_plotlyjs=True,
         full_html=True,
