@@ -724,3 +724,15 @@ def test_version() -> None:
     from topo import __version__
 
     assert ok("--version").stdout.strip() == f"topo {__version__}"
+
+
+def test_spec_file_errors_name_the_files_keys(in_tmp: Path) -> None:
+    # Issue 11: a spec file's value was reported as the option --switch-ports.
+    (in_tmp / "bad.toml").write_text('family = "ft2"\nswitch_ports = 7\n')
+    r = run("build", "--spec", "bad.toml")
+    user_error(r, "bad.toml: switch_ports must be an even number from 4 to 1024, got 7")
+    assert "--switch-ports" not in r.stderr
+    # An option given on the command line is the option at fault, named as such.
+    r = run("build", "--spec", "bad.toml", "--switch-ports", 9)
+    user_error(r, "topo: error: --switch-ports must be an even number from 4 to 1024, got 9")
+    assert "bad.toml" not in r.stderr

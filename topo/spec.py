@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError
-from topo.fabric import read_text
+from topo.fabric import long_number, read_text
 from topo.units import gbps_to_Bps
 
 if sys.version_info >= (3, 11):
@@ -529,7 +529,9 @@ def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
         Missing or unreadable file, TOML syntax error (with its line), an unknown key, a value
         of the wrong type, or no ``family``.
     SpecError
-        A value the spec refuses (:class:`FabricSpec`), its message starting with the file.
+        A value the spec refuses (:class:`FabricSpec`): one of the file's, the message
+        starting with the file and naming its keys as the file spells them (``names`` holds
+        only the overrides it mentions); one of ``overrides``, as :class:`FabricSpec` says.
 
     Examples
     --------
@@ -543,20 +545,54 @@ def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
     try:
         return FabricSpec.from_options(data.pop("family"), **data)
     except SpecError as exc:
-        raise exc.prefixed(f"{path}: ") from None
+        given = {k for k, v in overrides.items() if v is not None}
+        if exc.param in given:  # the caller's own argument is at fault, not the file
+            raise
+        # The file's keys are named as the file spells them: a front end must not respell
+        # them as its options (only the names of arguments the caller gave stay renderable).
+        err = exc.prefixed(f"{path}: ")
+        err.names = tuple(n for n in exc.names if n in given)
+        raise err from None
 
 
-def _read_table(path: Path) -> dict[str, Any]:
-    """The TOML table of a spec file, its keys and value types checked."""
-    text = read_text(path)
+def parse_toml(path: str | Path, text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, its errors as :class:`FormatError` naming ``path`` and line.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file ``text`` came from.
+    text : str
+        Its content.
+
+    Returns
+    -------
+    dict
+        The TOML document.
+
+    Raises
+    ------
+    FormatError
+        If ``text`` is not TOML, or holds a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits (Python cannot convert integers of over
+        4,300 digits; ``tomllib`` raises a plain ``ValueError``).
+    """
+    error = long_number(path, text)
+    if error is not None:
+        raise error
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 puts the position only in the message: "... (at line 3, column 7)".
         found = re.search(r"\(at line (\d+)", str(exc))
         line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
         msg = str(exc).split(" (at line")[0]
         raise FormatError(path, f"not valid TOML: {msg}", line=line) from None
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    """The TOML table of a spec file, its keys and value types checked."""
+    data = parse_toml(path, read_text(path))
     for key, value in data.items():
         if key not in SPEC_KEYS:
             raise FormatError(path, f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}")
