@@ -385,6 +385,11 @@ REFUSED = {
         lambda d: _edge(d).update(links=10**30),
         r"edge 'node0/nic1'-'p1/leaf0': 'links' must be at most 1,000,000, got 10{30}$",
     ),
+    "capacity of 400 digits": (
+        lambda d: _edge(d).update(capacity=10**400),
+        r"edge 'node0/nic1'-'p1/leaf0': 'capacity' must be a number of B/s from 1000 to "
+        r"1e\+15, got 10{400}$",
+    ),
     "links 1e30 as a float": (
         lambda d: _edge(d).update(links=1e30),
         r"'links' must be a positive integer, got 1e\+30$",

@@ -744,7 +744,7 @@ def _valid_nodes(
             return None
         v = item.pop("id", None)
         kind = item.get("kind")
-        if type(v) is not str and type(v) is not int:
+        if (type(v) is not str and type(v) is not int) or type(kind) is not str:
             return None
         if kind in switch_kinds:
             tier, plane, rail, ports = (item.get(k) for k in ("tier", "plane", "rail", "ports"))
@@ -765,7 +765,7 @@ def _valid_nodes(
                 return None
             if kind != "nvswitch":
                 index = item.get("index")
-                key = (kind, node, index, item.get("guid"), item.get("description"))
+                key = (kind, node, index, _plain(item.get("guid")), _plain(item.get("description")))
                 if type(index) is not int or not 0 <= index <= MAX_INDEX or key in seen:
                     return None
                 seen.add(key)
@@ -980,7 +980,7 @@ def _check_nodes(G: nx.Graph, path: str | Path) -> None:
                     f"got {index!r}",
                 )
             # An imported NIC's index is its CA's port number: unique with the CA's GUID.
-            key = (kind, d["node"], index, d.get("guid"), d.get("description"))
+            key = (kind, d["node"], index, _plain(d.get("guid")), _plain(d.get("description")))
             other = seen.setdefault(key, v)
             if other != v:
                 raise FormatError(
@@ -1053,9 +1053,15 @@ def _edge_fault(G: nx.Graph, path: str | Path, u: Any, v: Any, d: dict[str, Any]
     )
 
 
+def _plain(x: Any) -> Any:
+    """``x`` if it is a str, an int or None, else its ``repr`` (hashable either way)."""
+    return x if x is None or type(x) is str or type(x) is int else repr(x)
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    # An int is finite (and may be too large for math.isfinite's float conversion).
+    return _is_int(x) or (isinstance(x, float) and math.isfinite(x))
