@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -34,6 +32,7 @@ import numpy as np
 import pulp
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
+from topo.interrupts import solving
 
 DEFAULT_MAX_VARIABLES = 2_000_000
 """Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: about 4 GiB
@@ -271,7 +270,7 @@ def _solve(prob: pulp.LpProblem, n_vars: int, time_limit_s: float | None) -> flo
     # Interior point scales far better than simplex on these LPs; crossover (HiGHS' default)
     # still returns a basic optimal solution with exact duals.
     options = {"solver": "ipm"} if n_vars > 20_000 else {}
-    with quiet_stdout(), _interruptible():
+    with quiet_stdout(), solving():
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, mip=False, **options)
         prob.solve(solver)
     solve_s = time.perf_counter() - t1
@@ -308,28 +307,6 @@ def _flows(
         if keep is not None:
             keep.append(dk)
     return arc_flow * cap_scale, keep
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Let SIGTERM and SIGINT stop the process at once while HiGHS runs.
-
-    Python's own handlers only run when control returns from C, which for a large LP can be
-    many minutes: ``timeout``, Slurm and Ctrl-C would be ignored. Nothing needs cleaning up
-    during a solve (no output file is open), so the default actions (terminate) are restored
-    for its duration, and the previous handlers afterwards.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for sig in saved:
-            signal.signal(sig, signal.SIG_DFL)
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

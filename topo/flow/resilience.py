@@ -224,13 +224,14 @@ class _Tally:
             self.cut_trials += 1
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
 
-    def add_infeasible(self, routing: str) -> None:
+    def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
         """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
         pair without an up/down route (as routed)."""
         self.values.append(0.0)
         self.uppers.append(0.0)
         if routing == "optimal":
             self.cut_trials += 1
+            self.worst_cut = max(self.worst_cut, cut_gpus)
         else:
             self.unroutable += 1
 
@@ -306,7 +307,9 @@ def resilience(
             )
             tally.add(r)
         except InfeasibleError:
-            tally.add_infeasible(routing)
+            # The trial's damage again (the same seed), for the GPUs it cut off.
+            _, cut = _damage(G, links, switches, seed + i, ())
+            tally.add_infeasible(routing, cut.disconnected_gpus)
         if progress is not None:
             progress(i + 1)
     v = np.array(tally.values)
