@@ -736,3 +736,13 @@ def test_spec_file_errors_name_the_files_keys(in_tmp: Path) -> None:
     r = run("build", "--spec", "bad.toml", "--switch-ports", 9)
     user_error(r, "topo: error: --switch-ports must be an even number from 4 to 1024, got 9")
     assert "bad.toml" not in r.stderr
+
+
+def test_a_builders_error_on_a_spec_file_value_names_the_key(in_tmp: Path) -> None:
+    # Issue 11: "--q" was named for a q that only the spec file gave.
+    (in_tmp / "sf.toml").write_text('family = "slimfly"\nq = 6\n')
+    r = run("build", "--spec", "sf.toml")
+    user_error(r, "sf.toml: q must be at least 3 with q mod 4 in 0, 1, 3")
+    assert "--q" not in r.stderr
+    r = run("build", "--spec", "sf.toml", "--q", 10)
+    user_error(r, "topo: error: --q must be at least 3 with q mod 4 in 0, 1, 3")

@@ -32,12 +32,13 @@ import functools
 import math
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from topo.errors import FormatError, SpecError
+from topo.errors import FormatError, SpecError, TopoError
 from topo.fabric import long_number, read_text
 from topo.units import gbps_to_Bps
 
@@ -545,14 +546,35 @@ def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
     try:
         return FabricSpec.from_options(data.pop("family"), **data)
     except SpecError as exc:
-        given = {k for k, v in overrides.items() if v is not None}
-        if exc.param in given:  # the caller's own argument is at fault, not the file
-            raise
-        # The file's keys are named as the file spells them: a front end must not respell
-        # them as its options (only the names of arguments the caller gave stay renderable).
-        err = exc.prefixed(f"{path}: ")
-        err.names = tuple(n for n in exc.names if n in given)
-        raise err from None
+        given = [k for k, v in overrides.items() if v is not None]
+        raise spec_file_error(exc, path, given) from None
+
+
+def spec_file_error(exc: TopoError, path: str | Path, given: Iterable[str]) -> TopoError:
+    """The error to report for ``exc``, raised by a spec read from ``path``.
+
+    Parameters
+    ----------
+    exc : TopoError
+        The error of the spec (or of building it).
+    path : str or Path
+        The spec file.
+    given : iterable of str
+        The parameters the caller gave beside the file (overrides, e.g. command-line options).
+
+    Returns
+    -------
+    TopoError
+        ``exc`` itself when one of ``given`` is at fault; else ``exc`` with the file before
+        its message and only the names of ``given`` parameters left to respell (the file's
+        keys are named as the file spells them: ``switch_ports``, not ``--switch-ports``).
+    """
+    given = set(given)
+    if exc.param in given:  # the caller's own argument is at fault, not the file
+        return exc
+    err = exc.prefixed(f"{path}: ")
+    err.names = tuple(n for n in exc.names if n in given)
+    return err
 
 
 def parse_toml(path: str | Path, text: str) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def build(
 ) -> None:
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
-    from topo.spec import FabricSpec, load_spec
+    from topo.spec import FabricSpec, load_spec, spec_file_error
 
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
@@ -131,7 +131,7 @@ def build(
         try:
             G = build_fabric(fabric_spec)
         except SpecError as exc:
-            raise exc.prefixed(f"{spec}: ") from None
+            raise spec_file_error(exc, spec, given) from None
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
 
 
