@@ -726,23 +726,23 @@ def test_version() -> None:
     assert ok("--version").stdout.strip() == f"topo {__version__}"
 
 
-def test_spec_file_errors_name_the_files_keys(in_tmp: Path) -> None:
-    # Issue 11: a spec file's value was reported as the option --switch-ports.
-    (in_tmp / "bad.toml").write_text('family = "ft2"\nswitch_ports = 7\n')
+@pytest.mark.parametrize(
+    ("text", "key", "option", "bad", "message"),
+    [
+        # Issue 11: a spec file's value was reported as the option (--switch-ports, and --q
+        # for a q only the file gave, refused by the builder after the spec was read).
+        ('family = "ft2"\nswitch_ports = 7\n', "switch_ports", "--switch-ports", 9,
+         "must be an even number from 4 to 1024, got"),
+        ('family = "slimfly"\nq = 6\n', "q", "--q", 10,
+         "must be at least 3 with q mod 4 in 0, 1, 3"),
+    ],
+)  # fmt: skip
+def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, message) -> None:
+    (in_tmp / "bad.toml").write_text(text)
     r = run("build", "--spec", "bad.toml")
-    user_error(r, "bad.toml: switch_ports must be an even number from 4 to 1024, got 7")
-    assert "--switch-ports" not in r.stderr
+    user_error(r, f"bad.toml: {key} {message}")
+    assert option not in r.stderr
     # An option given on the command line is the option at fault, named as such.
-    r = run("build", "--spec", "bad.toml", "--switch-ports", 9)
-    user_error(r, "topo: error: --switch-ports must be an even number from 4 to 1024, got 9")
+    r = run("build", "--spec", "bad.toml", option, bad)
+    user_error(r, f"topo: error: {option} {message}")
     assert "bad.toml" not in r.stderr
-
-
-def test_a_builders_error_on_a_spec_file_value_names_the_key(in_tmp: Path) -> None:
-    # Issue 11: "--q" was named for a q that only the spec file gave.
-    (in_tmp / "sf.toml").write_text('family = "slimfly"\nq = 6\n')
-    r = run("build", "--spec", "sf.toml")
-    user_error(r, "sf.toml: q must be at least 3 with q mod 4 in 0, 1, 3")
-    assert "--q" not in r.stderr
-    r = run("build", "--spec", "sf.toml", "--q", 10)
-    user_error(r, "topo: error: --q must be at least 3 with q mod 4 in 0, 1, 3")
