@@ -394,6 +394,16 @@ REFUSED = {
         lambda d: _edge(d).update(links=1e30),
         r"'links' must be a positive integer, got 1e\+30$",
     ),
+    "server without pcie edges": (
+        # Its NICs are cabled, its GPUs cannot reach them (topo moe raised a ValueError).
+        lambda d: d.update(
+            edges=[
+                e for e in d["edges"] if not (e["kind"] == "pcie" and e["source"][:6] == "node0/")
+            ]
+        ),
+        r"gpu 'node0/gpu0': no pcie edge to a NIC, but server 0 has NICs cabled to switches; "
+        r"every GPU of a server in the network reaches it through a NIC$",
+    ),
     "endpoint edge between two leaves": (
         lambda d: _edge(d).update(source="p0/leaf0"),
         r"edge 'p0/leaf0'-'p1/leaf0': an endpoint edge joins a NIC and a switch, not a leaf "
@@ -448,3 +458,14 @@ def test_check_wiring_accepts_every_family() -> None:
     for family in ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly"):
         kwargs = {"switch_ports": 8} if family != "slimfly" else {"q": 5}
         check_wiring(build(family, **kwargs))
+
+
+def test_load_refuses_an_integer_past_pythons_limit(tmp_path, saved) -> None:
+    # Issue 11: json raises a bare ValueError for integers of over 4,300 digits.
+    text = json.dumps(saved, indent=1).replace('"links": 1', '"links": ' + "7" * 5000, 1)
+    line = 1 + text[: text.index("7" * 5000)].count("\n")
+    path = tmp_path / "fabric.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=rf"fabric.json:{line}: a number of 5,000 digits") as e:
+        load(path)
+    assert e.value.line == line

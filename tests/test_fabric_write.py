@@ -82,3 +82,24 @@ def test_refuses_a_link_loop(tmp_path: Path) -> None:
     (tmp_path / "b").symlink_to(tmp_path / "a")
     with pytest.raises(FormatError, match=r"cannot write"):
         write_atomic(tmp_path / "a", "x")
+
+
+def test_build_o_refuses_a_fifo_and_writes_through_a_link(tmp_path: Path) -> None:
+    # The case from the command line: -o replaced a FIFO (and a device) by a file.
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    args = ["build", "ft2", "--switch-ports", "4", "--gpus-per-node", "1", "--nics-per-node", "1"]
+    r = CliRunner().invoke(app, [*args, "-o", str(fifo)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert "cannot write: it is not a regular file" in r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    target, link = tmp_path / "fabric.json", tmp_path / "link.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    r = CliRunner().invoke(app, [*args, "-o", str(link)])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and target.read_text().startswith("{")

@@ -720,8 +720,9 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     index = {v: i for i, (v, _) in enumerate(nodes)}
     if len(index) != len(nodes):
         return None
-    edges = _valid_edges(data["edges"], index, places, drop_key="multigraph" not in data)
-    if edges is None:
+    wired: set[int] = set()  # the GPUs with a pcie edge
+    edges = _valid_edges(data["edges"], index, places, wired, drop_key="multigraph" not in data)
+    if edges is None or len(wired) != sum(1 for p in places if p[0] == "gpu"):
         return None
     G = nx.Graph()
     G.graph.update(data.get("graph", {}))
@@ -765,7 +766,9 @@ def _valid_nodes(
                 return None
             if kind != "nvswitch":
                 index = item.get("index")
-                key = (kind, node, index, _plain(item.get("guid")), _plain(item.get("description")))
+                key = (
+                    (kind, node, index) if "guid" not in item else _ca_key(kind, node, index, item)
+                )
                 if type(index) is not int or not 0 <= index <= MAX_INDEX or key in seen:
                     return None
                 seen.add(key)
@@ -777,13 +780,19 @@ def _valid_nodes(
 
 
 def _valid_edges(
-    items: list[Any], index: dict[Any, int], places: list[tuple[str, Any]], *, drop_key: bool
+    items: list[Any],
+    index: dict[Any, int],
+    places: list[tuple[str, Any]],
+    wired: set[int],
+    *,
+    drop_key: bool,
 ) -> list[tuple[Any, Any, dict[str, Any]]] | None:
     """``(u, v, attributes)`` of every edge item in the order networkx's copy of the
     node-link graph lists them (by the earlier end's node position, then file order), or
     None at the first item to look at closer. ``drop_key``: a node-link file without
     ``multigraph`` is read as a multigraph, whose edge ``key`` is not an attribute. The
-    wiring rules of :func:`check_wiring` on edges are checked here too."""
+    wiring rules of :func:`check_wiring` on edges are checked here too; the positions of the
+    GPUs with a pcie edge are added to ``wired``."""
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
     edges = []
@@ -811,6 +820,8 @@ def _valid_edges(
                 or (pu[1] != pv[1] and kind in in_server)
             ):
                 return None
+            if kind == "pcie":
+                wired.add(iu if pu[0] == "gpu" else iv)
             first = min(iu, iv)
             in_order = in_order and first >= last
             last = first
@@ -943,9 +954,10 @@ def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:
     - an edge joins two different devices, and what its ``kind`` says: ``nvlink`` a GPU and
       an NVSwitch, ``pcie`` a GPU and a NIC, ``endpoint`` a NIC and a switch, ``fabric``
       two switches;
-    - ``nvlink`` and ``pcie`` edges stay inside one server (both ends have the same ``node``).
+    - ``nvlink`` and ``pcie`` edges stay inside one server (both ends have the same ``node``);
+    - a GPU of a server with a NIC cabled to a switch has a ``pcie`` edge.
 
-    A GPU without a ``pcie`` edge is accepted: the solvers report it cut off.
+    A server with no NIC cabled at all is accepted: the solvers report it cut off.
 
     Parameters
     ----------
@@ -980,7 +992,9 @@ def _check_nodes(G: nx.Graph, path: str | Path) -> None:
                     f"got {index!r}",
                 )
             # An imported NIC's index is its CA's port number: unique with the CA's GUID.
-            key = (kind, d["node"], index, _plain(d.get("guid")), _plain(d.get("description")))
+            key = (
+                (kind, d["node"], index) if "guid" not in d else _ca_key(kind, d["node"], index, d)
+            )
             other = seen.setdefault(key, v)
             if other != v:
                 raise FormatError(
@@ -1016,6 +1030,7 @@ def _check_edges(G: nx.Graph, path: str | Path) -> None:
     place = {v: (_END_CLASS[k], d.get("node")) for v, d in G.nodes(data=True) if (k := d["kind"])}
     allowed = _ALLOWED_ENDS
     in_server = _IN_SERVER
+    wired, cabled = set(), set()  # GPUs with a pcie edge; servers with a NIC on a switch
     for u, v, d in G.edges(data=True):
         pu, pv = place[u], place[v]
         kind = d["kind"]
@@ -1026,6 +1041,17 @@ def _check_edges(G: nx.Graph, path: str | Path) -> None:
             or (pu[1] != pv[1] and kind in in_server)
         ):
             _edge_fault(G, path, u, v, d)
+        if kind == "pcie":
+            wired.add(u if pu[0] == "gpu" else v)
+        elif kind == "endpoint":
+            cabled.add(pu[1] if pu[0] == "nic" else pv[1])
+    for v, d in G.nodes(data=True):
+        if d["kind"] == "gpu" and v not in wired and d["node"] in cabled:
+            raise FormatError(
+                path,
+                f"gpu {v!r}: no pcie edge to a NIC, but server {d['node']!r} has NICs cabled to "
+                "switches; every GPU of a server in the network reaches it through a NIC",
+            )
 
 
 _ALLOWED_ENDS = frozenset((kind, a, b) for kind, pairs in _EDGE_ENDS.items() for a, b in pairs)
@@ -1051,6 +1077,12 @@ def _edge_fault(G: nx.Graph, path: str | Path, u: Any, v: Any, d: dict[str, Any]
         f"edge {u!r}-{v!r}: {'an' if kind == 'nvlink' else 'a'} {kind} edge stays inside one "
         f"server, but {u!r} has node {du['node']!r} and {v!r} node {dv['node']!r}",
     )
+
+
+def _ca_key(kind: str, node: Any, index: Any, d: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes an imported NIC unique in its server: its index (the CA's port number)
+    with the CA's GUID and description."""
+    return (kind, node, index, _plain(d.get("guid")), _plain(d.get("description")))
 
 
 def _plain(x: Any) -> Any:
