@@ -368,6 +368,10 @@ REFUSED = {
         lambda d: _node(d, "node0/gpu1").update(index="1"),
         r"gpu 'node0/gpu1': 'index' must be an integer from 0 to 1,000,000, got '1'$",
     ),
+    "nvswitch index nan": (
+        lambda d: _node(d, "node0/nvswitch").update(index=float("nan")),
+        r"nvswitch 'node0/nvswitch': 'index' must be an integer from 0 to 1,000,000, got nan$",
+    ),
     "plane a string": (
         lambda d: _node(d, "p1/spine3").update(plane="1"),
         r"switch 'p1/spine3': 'plane' must be an integer from 0 to 1, got '1' \(the fabric "

@@ -772,6 +772,8 @@ def _valid_nodes(
                 if type(index) is not int or not 0 <= index <= MAX_INDEX or key in seen:
                     return None
                 seen.add(key)
+            elif "index" in item:  # not in the schema, but the solvers read it
+                return None
         else:
             return None
         nodes.append((v, item))
@@ -944,7 +946,8 @@ def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:
 
     The rules (run by :func:`load` after :func:`check_schema`):
 
-    - GPU and NIC ``index``: an integer from 0 to :data:`MAX_INDEX`; no two GPUs (no two
+    - GPU and NIC ``index`` (and an NVSwitch's, where present): an integer from 0 to
+      :data:`MAX_INDEX`; no two GPUs (no two
       NICs) share the same ``node`` and ``index`` (an imported NIC's index is its CA's port
       number: unique with the CA's ``guid`` and ``description``);
     - switch ``plane``: an integer from 0 to ``planes - 1`` (to :data:`MAX_PORTS` in a file
@@ -983,7 +986,7 @@ def _check_nodes(G: nx.Graph, path: str | Path) -> None:
         kind = d["kind"]
         if kind in _SWITCH_KIND_SET:
             _check_switch(path, v, d, planes)
-        elif kind != "nvswitch":
+        elif kind != "nvswitch" or "index" in d:  # an NVSwitch's is read where present
             index = d.get("index")
             if not (_is_int(index) and 0 <= index <= MAX_INDEX):
                 raise FormatError(
@@ -991,6 +994,8 @@ def _check_nodes(G: nx.Graph, path: str | Path) -> None:
                     f"{kind} {v!r}: 'index' must be an integer from 0 to {MAX_INDEX:,}, "
                     f"got {index!r}",
                 )
+            if kind == "nvswitch":
+                continue
             # An imported NIC's index is its CA's port number: unique with the CA's GUID.
             key = (
                 (kind, d["node"], index) if "guid" not in d else _ca_key(kind, d["node"], index, d)
