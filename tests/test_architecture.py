@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "topo"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "units": 0,
+    "interrupts": 0,
     "fabric": 1,
     "spec": 2,
     "formats": 2,

@@ -623,15 +623,17 @@ def test_general_lp_too_large_is_refused_at_once(
     in_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # "At once": refused from its size, before any LP is built or a solver started.
-    import pulp
+    import highspy
+
+    import topo.flow.lp
 
     ok("build", "mpft", "-o", "mpft.json")
 
     def no_lp(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("an LP was built for a problem over the variable limit")
 
-    monkeypatch.setattr(pulp, "LpProblem", no_lp)
-    monkeypatch.setattr(pulp, "HiGHS", no_lp)
+    monkeypatch.setattr(topo.flow.lp, "flow_model", no_lp)
+    monkeypatch.setattr(highspy, "Highs", no_lp)
     user_error(run("bandwidth", "mpft.json", "--method", "general"), "variables", "limit")
 
 
@@ -724,3 +726,25 @@ def test_version() -> None:
     from topo import __version__
 
     assert ok("--version").stdout.strip() == f"topo {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "option", "bad", "message"),
+    [
+        # Issue 11: a spec file's value was reported as the option (--switch-ports, and --q
+        # for a q only the file gave, refused by the builder after the spec was read).
+        ('family = "ft2"\nswitch_ports = 7\n', "switch_ports", "--switch-ports", 9,
+         "must be an even number from 4 to 1024, got"),
+        ('family = "slimfly"\nq = 6\n', "q", "--q", 10,
+         "must be at least 3 with q mod 4 in 0, 1, 3"),
+    ],
+)  # fmt: skip
+def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, message) -> None:
+    (in_tmp / "bad.toml").write_text(text)
+    r = run("build", "--spec", "bad.toml")
+    user_error(r, f"bad.toml: {key} {message}")
+    assert option not in r.stderr
+    # An option given on the command line is the option at fault, named as such.
+    r = run("build", "--spec", "bad.toml", option, bad)
+    user_error(r, f"topo: error: {option} {message}")
+    assert "bad.toml" not in r.stderr

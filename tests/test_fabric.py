@@ -228,18 +228,8 @@ SAME_GRAPH = {
     "no multigraph key": lambda d: (d.pop("multigraph"), _edge(d).update(key=3)),
     "key attribute": lambda d: _edge(d).update(key=3),
     "extra attributes": lambda d: (_edge(d).update(color="red"), d["graph"].update(x=[1])),
-    "self loop": lambda d: d["edges"].append(
-        {**_edge(d), "source": "p0/leaf0", "target": "p0/leaf0"}
-    ),
     "no graph": lambda d: d.pop("graph"),
     "empty": lambda d: d.update(nodes=[], edges=[]),
-    "repeated node": lambda d: d["nodes"].append({**d["nodes"][2], "extra": 1}),
-    "repeated edge": lambda d: d["edges"].append({**_edge(d), "capacity": 1e9}),
-    "repeated edge, bad first": lambda d: d["edges"].insert(0, {**_edge(d, 30), "capacity": 0}),
-    "repeated edge in a multigraph": lambda d: (
-        d.pop("multigraph"),
-        d["edges"].append({**_edge(d), "capacity": 1e9}),
-    ),
     "boolean id": lambda d: d["nodes"].append({"id": True, "kind": "nvswitch", "node": 0}),
 }
 
@@ -343,3 +333,138 @@ def test_load_leaves_the_collector_as_it_was(tmp_path, saved) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- load refuses what the solvers assume away (issue 11) ------------------------------------
+
+
+def _node(d: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(n for n in d["nodes"] if n["id"] == name)
+
+
+REFUSED = {
+    # The issue's cases: a GPU labelled server 1 but wired inside server 0 gave busbw 0.00.
+    "gpu in another server": (
+        lambda d: _node(d, "node0/gpu1").update(node=1, index=7),
+        r"edge 'node0/nvswitch'-'node0/gpu1': an nvlink edge stays inside one server, but "
+        r"'node0/nvswitch' has node 0 and 'node0/gpu1' node 1$",
+    ),
+    "gpu in another server, its index taken there": (
+        lambda d: _node(d, "node0/gpu1").update(node=1),
+        r"gpu 'node1/gpu1': gpu 'node0/gpu1' has the same node 1 and index 1; each gpu of a "
+        r"server needs its own index$",
+    ),
+    "nic relabelled to another index": (
+        lambda d: _node(d, "node0/nic1").update(index=0),
+        r"nic 'node0/nic1': nic 'node0/nic0' has the same node 0 and index 0; each nic of a "
+        r"server needs its own index$",
+    ),
+    "gpu index a string": (
+        lambda d: _node(d, "node0/gpu1").update(index="1"),
+        r"gpu 'node0/gpu1': 'index' must be an integer from 0 to 1,000,000, got '1'$",
+    ),
+    "nvswitch index nan": (
+        lambda d: _node(d, "node0/nvswitch").update(index=float("nan")),
+        r"nvswitch 'node0/nvswitch': 'index' must be an integer from 0 to 1,000,000, got nan$",
+    ),
+    "plane a string": (
+        lambda d: _node(d, "p1/spine3").update(plane="1"),
+        r"switch 'p1/spine3': 'plane' must be an integer from 0 to 1, got '1' \(the fabric "
+        r"has 2 planes\)$",
+    ),
+    "plane past the planes": (
+        lambda d: _node(d, "p1/spine3").update(plane=2),
+        r"'plane' must be an integer from 0 to 1, got 2",
+    ),
+    "ports negative": (
+        lambda d: _node(d, "p1/spine3").update(ports=-3),
+        r"switch 'p1/spine3': 'ports' must be an integer from 1 to 65,536, got -3$",
+    ),
+    "links 1e30": (
+        lambda d: _edge(d).update(links=10**30),
+        r"edge 'node0/nic1'-'p1/leaf0': 'links' must be at most 1,000,000, got 10{30}$",
+    ),
+    "capacity of 400 digits": (
+        lambda d: _edge(d).update(capacity=10**400),
+        r"edge 'node0/nic1'-'p1/leaf0': 'capacity' must be a number of B/s from 1000 to "
+        r"1e\+15, got 10{400}$",
+    ),
+    "links 1e30 as a float": (
+        lambda d: _edge(d).update(links=1e30),
+        r"'links' must be a positive integer, got 1e\+30$",
+    ),
+    "server without pcie edges": (
+        # Its NICs are cabled, its GPUs cannot reach them (topo moe raised a ValueError).
+        lambda d: d.update(
+            edges=[
+                e for e in d["edges"] if not (e["kind"] == "pcie" and e["source"][:6] == "node0/")
+            ]
+        ),
+        r"gpu 'node0/gpu0': no pcie edge to a NIC, but server 0 has NICs cabled to switches; "
+        r"every GPU of a server in the network reaches it through a NIC$",
+    ),
+    "endpoint edge between two leaves": (
+        lambda d: _edge(d).update(source="p0/leaf0"),
+        r"edge 'p0/leaf0'-'p1/leaf0': an endpoint edge joins a NIC and a switch, not a leaf "
+        r"and a leaf$",
+    ),
+    "pcie edge to a switch": (
+        lambda d: _edge(d, 2).update(target="p0/leaf0"),
+        r"a pcie edge joins a GPU and a NIC, not a gpu and a leaf$",
+    ),
+    "self loop": (
+        lambda d: d["edges"].append({**_edge(d), "source": "p0/leaf0", "target": "p0/leaf0"}),
+        r"edge 'p0/leaf0'-'p0/leaf0': an edge joins two different devices$",
+    ),
+    "repeated node": (
+        lambda d: d["nodes"].append({**d["nodes"][2], "extra": 1}),
+        r"node 'node0/gpu1' is given twice \(nodes #2 and #\d+\); ids must be unique$",
+    ),
+    "repeated edge": (
+        lambda d: d["edges"].append({**_edge(d), "capacity": 1e9}),
+        r"edge 'node0/nic1'-'p1/leaf0' is given twice \(edges #5 and #\d+\); parallel cables "
+        r"are one edge whose 'links' counts them$",
+    ),
+    "repeated edge, reversed": (
+        lambda d: d["edges"].append({**_edge(d), "source": "p1/leaf0", "target": "node0/nic1"}),
+        r"edge 'p1/leaf0'-'node0/nic1' is given twice \(edges #5 and #\d+\)",
+    ),
+    "repeated edge, bad first": (
+        lambda d: d["edges"].insert(0, {**_edge(d, 30), "capacity": 0}),
+        r"edge 'node5/nvswitch'-'node5/gpu0' is given twice \(edges #0 and #31\)",
+    ),
+    "repeated edge, good first": (
+        lambda d: d["edges"].insert(0, {**_edge(d, 30), "capacity": 1e9}),
+        r"edge 'node5/nvswitch'-'node5/gpu0' is given twice \(edges #0 and #31\)",
+    ),
+    "repeated edge in a multigraph": (
+        lambda d: (d.pop("multigraph"), d["edges"].append({**_edge(d), "capacity": 1e9})),
+        r"edge 'node0/nic1'-'p1/leaf0' is given twice",
+    ),
+}
+
+
+@pytest.mark.parametrize(("mutate", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_load_refuses_a_fabric_the_solvers_would_misread(tmp_path, saved, mutate, message):
+    path = _write(tmp_path, saved, mutate)
+    with pytest.raises(FormatError, match=r"fabric\.json: .*" + message):
+        load(path)
+
+
+def test_check_wiring_accepts_every_family() -> None:
+    from topo.fabric import check_wiring
+
+    for family in ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly"):
+        kwargs = {"switch_ports": 8} if family != "slimfly" else {"q": 5}
+        check_wiring(build(family, **kwargs))
+
+
+def test_load_refuses_an_integer_past_pythons_limit(tmp_path, saved) -> None:
+    # Issue 11: json raises a bare ValueError for integers of over 4,300 digits.
+    text = json.dumps(saved, indent=1).replace('"links": 1', '"links": ' + "7" * 5000, 1)
+    line = 1 + text[: text.index("7" * 5000)].count("\n")
+    path = tmp_path / "fabric.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=rf"fabric.json:{line}: a number of 5,000 digits") as e:
+        load(path)
+    assert e.value.line == line

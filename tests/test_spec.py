@@ -122,3 +122,34 @@ def test_fabric_spec_derived_sizes_and_flat_options():
     assert spec.replace(gpus=64).gpus == 64 and spec.gpus is None
     df = FabricSpec.from_options("dragonfly", groups=3, q=None, arrangement="palmtree")
     assert df.options == {"arrangement": "palmtree", "groups": 3}
+
+
+# -- issue 11: spec files' errors name their keys; oversized numbers are refused -------------
+
+
+def test_a_spec_files_error_names_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('family = "ft2"\ngpus = 12\ngpus_per_node = 8\n')
+    with pytest.raises(SpecError, match=r"s.toml: gpus must be a positive multiple") as exc:
+        load_spec(path)
+    assert exc.value.names == ()  # nothing for a front end to respell as its options
+    with pytest.raises(SpecError) as exc:
+        load_spec(path, gpus_per_node=5)
+    assert exc.value.names == ("gpus_per_node",)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('family = "ft2"\nswitch_ports = ' + "6" * 4301 + "\n",
+         r"s.toml:2: a number of 4,301 digits: numbers in input files have at most 100 digits"),
+        ('family = "ft2"\nlink_gbps = inf\n', r"link_gbps must be a positive number"),
+        ('family = "ft2"\nlink_gbps = nan\n', r"link_gbps must be a positive number"),
+        ('family = "ft2"\nswitch_ports = -8\n', r"switch_ports must be an even number"),
+    ],
+)  # fmt: skip
+def test_absurd_numbers_in_a_spec_file_are_refused(tmp_path: Path, text: str, match: str):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises((FormatError, SpecError), match=match):
+        load_spec(path)

@@ -27,6 +27,7 @@ from typer.models import OptionInfo
 
 from topo import fabric as fabric_mod
 from topo.errors import TopoError
+from topo.interrupts import terminate_on_interrupt
 
 # Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
 # a terminal keeps its own width, and COLUMNS still wins when set.
@@ -49,6 +50,7 @@ def user_errors(fn: F) -> F:
         # SIGTERM (timeout, Slurm) unwinds like Ctrl-C, so half-written temporary files are
         # removed by the writers' cleanup.
         signal.signal(signal.SIGTERM, _terminate)
+        terminate_on_interrupt()  # only the command line lets a signal end a solve at once
         try:
             return fn(*args, **kwargs)
         except TopoError as exc:

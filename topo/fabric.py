@@ -72,6 +72,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Iterator
@@ -440,12 +441,33 @@ def _tier_order(name: str) -> int:
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
+    A symbolic link is written through: its target is replaced and the link stays. Anything
+    else that is not a regular file (a FIFO, a device such as ``/dev/full``, a socket, a
+    folder) is never replaced.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output file, or a symbolic link to it.
+    text : str
+        The whole content, written as UTF-8.
+
     Raises
     ------
     FormatError
-        If the folder does not exist or cannot be written.
+        If the folder does not exist or cannot be written, or ``path`` (or the target of the
+        link) exists and is not a regular file.
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+        raise FormatError(path, f"cannot write: it is {what}; refusing to replace it")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise FormatError(path, f"cannot write: folder {folder} does not exist")
@@ -485,6 +507,61 @@ def read_text(path: str | Path) -> str:
         raise FormatError(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"cannot read: {exc}") from None
+
+
+MAX_NUMBER_DIGITS = 100
+"""Longest run of digits accepted in an input file (no count, rate, GUID or time needs more;
+Python refuses to convert integers of over 4,300 digits at all)."""
+
+_LONG_NUMBER = re.compile(r"\d{" + str(MAX_NUMBER_DIGITS + 1) + ",}")
+
+
+def long_number(path: str | Path, text: str) -> FormatError | None:
+    """The error for the first run of more than :data:`MAX_NUMBER_DIGITS` digits in ``text``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file ``text`` came from (named in the error).
+    text : str
+        Its content.
+
+    Returns
+    -------
+    FormatError or None
+        Naming the file, the line and the number's length; None if every number is short.
+
+    Examples
+    --------
+    >>> print(long_number("f.toml", "a = 1\\nb = " + "9" * 5000))
+    f.toml:2: a number of 5,000 digits: numbers in input files have at most 100 digits
+    """
+    m = _LONG_NUMBER.search(text)
+    if m is None:
+        return None
+    return FormatError(
+        path,
+        f"a number of {m.end() - m.start():,} digits: numbers in input files have at most "
+        f"{MAX_NUMBER_DIGITS} digits",
+        line=text.count("\n", 0, m.start()) + 1,
+    )
+
+
+def parse_json(path: str | Path, text: str) -> Any:
+    """``json.loads(text)``, its errors as :class:`FormatError` naming ``path`` and the line.
+
+    Raises
+    ------
+    FormatError
+        If ``text`` is not JSON, or holds an integer too long for Python to convert (over
+        4,300 digits: ``json`` raises a plain ``ValueError``).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    except ValueError as exc:  # int-conversion limit
+        raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
 
 
 def save(G: nx.Graph, path: str | Path) -> None:
@@ -540,6 +617,7 @@ def load(path: str | Path) -> nx.Graph:
         G = _graph_if_valid(data)
     if G is None:
         G = _checked_node_link_graph(path, json.loads(text))
+        check_wiring(G, path)
     return G
 
 
@@ -567,6 +645,8 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
             else ""
         )
         raise FormatError(path, f"not JSON: {exc.msg}{hint}", line=exc.lineno) from None
+    except ValueError as exc:  # an integer over Python's 4,300-digit conversion limit
+        raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("nodes"), list)
@@ -592,17 +672,45 @@ def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     for i, item in enumerate(data["edges"]):
         if not isinstance(item, dict):
             raise FormatError(path, f"edge #{i}: expected an object with 'source' and 'target'")
+    repeat = _first_repeat(data)
     try:
         G = nx.Graph(nx.node_link_graph(data, edges="edges"))
     except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as exc:
         raise FormatError(path, f"not a node-link graph: {exc}") from None
     check_schema(G, path)
+    if repeat is not None:
+        raise FormatError(path, repeat)
     return G
+
+
+def _first_repeat(data: dict[str, Any]) -> str | None:
+    """What the first node or edge given twice is (networkx would merge them: the last one's
+    attributes win), or None."""
+    ids: dict[Any, int] = {}
+    for i, item in enumerate(data["nodes"]):
+        first = ids.setdefault((type(item["id"]), item["id"]), i)
+        if first != i:
+            return (
+                f"node {item['id']!r} is given twice (nodes #{first} and #{i}); ids must be unique"
+            )
+    ends: dict[frozenset[Any], int] = {}
+    for i, item in enumerate(data["edges"]):
+        try:
+            key = frozenset((item.get("source"), item.get("target")))
+        except TypeError:  # an unhashable end: networkx names it
+            return None
+        first = ends.setdefault(key, i)
+        if first != i:
+            u, v = item.get("source"), item.get("target")
+            return (
+                f"edge {u!r}-{v!r} is given twice (edges #{first} and #{i}); parallel cables "
+                "are one edge whose 'links' counts them"
+            )
+    return None
 
 
 _SERVER_KINDS = frozenset({"gpu", "nic", "nvswitch"})
 _SWITCH_KIND_SET = frozenset(SWITCH_KINDS)
-_EDGE_KIND_SET = frozenset(EDGE_KINDS)
 
 
 def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
@@ -615,14 +723,17 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     planes = data.get("graph", {}).get("planes", 1)
     if not _is_int(planes) or planes < 1:
         return None
-    nodes = _valid_nodes(data["nodes"])
+    places: list[tuple[str, Any]] = []
+    top_plane = planes - 1 if "planes" in data.get("graph", {}) else MAX_PORTS
+    nodes = _valid_nodes(data["nodes"], places, top_plane)
     if nodes is None:
         return None
     index = {v: i for i, (v, _) in enumerate(nodes)}
     if len(index) != len(nodes):
         return None
-    edges = _valid_edges(data["edges"], index, drop_key="multigraph" not in data)
-    if edges is None:
+    wired: set[int] = set()  # the GPUs with a pcie edge
+    edges = _valid_edges(data["edges"], index, places, wired, drop_key="multigraph" not in data)
+    if edges is None or len(wired) != sum(1 for p in places if p[0] == "gpu"):
         return None
     G = nx.Graph()
     G.graph.update(data.get("graph", {}))
@@ -631,40 +742,72 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     return G if G.number_of_edges() == len(edges) else None
 
 
-def _valid_nodes(items: list[Any]) -> list[tuple[Any, dict[str, Any]]] | None:
-    """``(id, attributes)`` of every node item, or None at the first one to look at closer."""
+def _valid_nodes(
+    items: list[Any], places: list[tuple[str, Any]], top_plane: int
+) -> list[tuple[Any, dict[str, Any]]] | None:
+    """``(id, attributes)`` of every node item, or None at the first one to look at closer
+    (the node rules of :func:`check_wiring` included). Appends each node's end class and
+    server (``node``, None for a switch) to ``places``."""
     nodes = []
-    switch_kinds, server_kinds = _SWITCH_KIND_SET, _SERVER_KINDS
+    seen: set[tuple[Any, ...]] = set()
+    switch_kinds, server_kinds, end_class = _SWITCH_KIND_SET, _SERVER_KINDS, _END_CLASS
     for item in items:
         if type(item) is not dict:
             return None
         v = item.pop("id", None)
         kind = item.get("kind")
-        if type(v) is not str and type(v) is not int:
+        if (type(v) is not str and type(v) is not int) or type(kind) is not str:
             return None
         if kind in switch_kinds:
-            tier = item.get("tier")
-            if type(tier) is not int or tier < 1:
+            tier, plane, rail, ports = (item.get(k) for k in ("tier", "plane", "rail", "ports"))
+            if not (
+                type(tier) is int
+                and 1 <= tier <= MAX_TIER
+                and type(plane) is int
+                and 0 <= plane <= top_plane
+                and type(rail) is int
+                and -1 <= rail <= MAX_PORTS
+                and type(ports) is int
+                and 1 <= ports <= MAX_PORTS
+            ):
                 return None
         elif kind in server_kinds:
             node = item.get("node")
             if type(node) is not str and type(node) is not int:
                 return None
+            if kind != "nvswitch":
+                index = item.get("index")
+                key = (
+                    (kind, node, index) if "guid" not in item else _ca_key(kind, node, index, item)
+                )
+                if type(index) is not int or not 0 <= index <= MAX_INDEX or key in seen:
+                    return None
+                seen.add(key)
+            elif "index" in item:  # not in the schema, but the solvers read it
+                return None
         else:
             return None
         nodes.append((v, item))
+        places.append((end_class[kind], item.get("node")))
     return nodes
 
 
 def _valid_edges(
-    items: list[Any], index: dict[Any, int], *, drop_key: bool
+    items: list[Any],
+    index: dict[Any, int],
+    places: list[tuple[str, Any]],
+    wired: set[int],
+    *,
+    drop_key: bool,
 ) -> list[tuple[Any, Any, dict[str, Any]]] | None:
     """``(u, v, attributes)`` of every edge item in the order networkx's copy of the
     node-link graph lists them (by the earlier end's node position, then file order), or
     None at the first item to look at closer. ``drop_key``: a node-link file without
-    ``multigraph`` is read as a multigraph, whose edge ``key`` is not an attribute."""
+    ``multigraph`` is read as a multigraph, whose edge ``key`` is not an attribute. The
+    wiring rules of :func:`check_wiring` on edges are checked here too; the positions of the
+    GPUs with a pcie edge are added to ``wired``."""
     lo, hi = CAPACITY_RANGE_Bps
-    kinds = _EDGE_KIND_SET
+    allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
     edges = []
     order = []
     last, in_order = -1, True
@@ -678,11 +821,21 @@ def _valid_edges(
                 (type(cap) is float or type(cap) is int)
                 and lo <= cap <= hi
                 and type(links) is int
-                and links >= 1
-                and item.get("kind") in kinds
+                and 1 <= links <= MAX_LINKS
             ):
                 return None
-            first = min(index[u], index[v])
+            iu, iv = index[u], index[v]
+            pu, pv = places[iu], places[iv]
+            kind = item.get("kind")
+            if (
+                (kind, pu[0], pv[0]) not in allowed
+                or iu == iv
+                or (pu[1] != pv[1] and kind in in_server)
+            ):
+                return None
+            if kind == "pcie":
+                wired.add(iu if pu[0] == "gpu" else iv)
+            first = min(iu, iv)
             in_order = in_order and first >= last
             last = first
             order.append(first)
@@ -770,9 +923,193 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             )
 
 
+MAX_LINKS = 1_000_000
+"""Most cables one edge may stand for (a Dragonfly's densest bundle is a few hundred)."""
+MAX_PORTS = 65_536
+"""Largest switch radix accepted (shipping switches have at most a few hundred ports)."""
+MAX_INDEX = 1_000_000
+"""Largest GPU or NIC index within a server accepted."""
+MAX_TIER = 64
+"""Highest switch tier accepted."""
+
+_END_CLASS = {
+    "gpu": "gpu",
+    "nic": "nic",
+    "nvswitch": "nvswitch",
+    **{k: "switch" for k in SWITCH_KINDS},
+}
+_EDGE_ENDS: dict[str, frozenset[tuple[str, str]]] = {
+    "nvlink": frozenset({("gpu", "nvswitch"), ("nvswitch", "gpu")}),
+    "pcie": frozenset({("gpu", "nic"), ("nic", "gpu")}),
+    "endpoint": frozenset({("nic", "switch"), ("switch", "nic")}),
+    "fabric": frozenset({("switch", "switch")}),
+}
+_EDGE_RULE = {
+    "nvlink": "an nvlink edge joins a GPU and an NVSwitch",
+    "pcie": "a pcie edge joins a GPU and a NIC",
+    "endpoint": "an endpoint edge joins a NIC and a switch",
+    "fabric": "a fabric edge joins two switches",
+}
+
+
+def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:
+    """Check what the solvers assume of a fabric beyond :func:`check_schema`, in one pass.
+
+    The rules (run by :func:`load` after :func:`check_schema`):
+
+    - GPU and NIC ``index`` (and an NVSwitch's, where present): an integer from 0 to
+      :data:`MAX_INDEX`; no two GPUs (no two
+      NICs) share the same ``node`` and ``index`` (an imported NIC's index is its CA's port
+      number: unique with the CA's ``guid`` and ``description``);
+    - switch ``plane``: an integer from 0 to ``planes - 1`` (to :data:`MAX_PORTS` in a file
+      without the ``planes`` graph attribute); ``rail``: an integer >= -1;
+      ``ports``: an integer from 1 to :data:`MAX_PORTS`; ``tier`` at most :data:`MAX_TIER`;
+    - edge ``links``: at most :data:`MAX_LINKS`;
+    - an edge joins two different devices, and what its ``kind`` says: ``nvlink`` a GPU and
+      an NVSwitch, ``pcie`` a GPU and a NIC, ``endpoint`` a NIC and a switch, ``fabric``
+      two switches;
+    - ``nvlink`` and ``pcie`` edges stay inside one server (both ends have the same ``node``);
+    - a GPU of a server with a NIC cabled to a switch has a ``pcie`` edge.
+
+    A server with no NIC cabled at all is accepted: the solvers report it cut off.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric that passed :func:`check_schema`.
+    path : str or Path
+        The file it came from, named in the message.
+
+    Raises
+    ------
+    FormatError
+        Naming ``path``, the first node or edge that breaks a rule, and the rule.
+    """
+    _check_nodes(G, path)
+    _check_edges(G, path)
+
+
+def _check_nodes(G: nx.Graph, path: str | Path) -> None:
+    """The node rules of :func:`check_wiring`."""
+    planes = G.graph.get("planes", MAX_PORTS + 1)
+    seen: dict[tuple[Any, ...], Any] = {}
+    for v, d in G.nodes(data=True):
+        kind = d["kind"]
+        if kind in _SWITCH_KIND_SET:
+            _check_switch(path, v, d, planes)
+        elif kind != "nvswitch" or "index" in d:  # an NVSwitch's is read where present
+            index = d.get("index")
+            if not (_is_int(index) and 0 <= index <= MAX_INDEX):
+                raise FormatError(
+                    path,
+                    f"{kind} {v!r}: 'index' must be an integer from 0 to {MAX_INDEX:,}, "
+                    f"got {index!r}",
+                )
+            if kind == "nvswitch":
+                continue
+            # An imported NIC's index is its CA's port number: unique with the CA's GUID.
+            key = (
+                (kind, d["node"], index) if "guid" not in d else _ca_key(kind, d["node"], index, d)
+            )
+            other = seen.setdefault(key, v)
+            if other != v:
+                raise FormatError(
+                    path,
+                    f"{kind} {v!r}: {kind} {other!r} has the same node {d['node']!r} and "
+                    f"index {index}; each {kind} of a server needs its own index",
+                )
+
+
+def _check_switch(path: str | Path, v: Any, d: dict[str, Any], planes: int) -> None:
+    rules = (
+        ("tier", 1, MAX_TIER),
+        ("plane", 0, planes - 1),
+        ("rail", -1, MAX_PORTS),
+        ("ports", 1, MAX_PORTS),
+    )
+    for key, lo, hi in rules:
+        x: Any = d.get(key)
+        if not (_is_int(x) and lo <= x <= hi):
+            raise FormatError(
+                path,
+                f"switch {v!r}: {key!r} must be an integer from {lo} to {hi:,}, got {x!r}"
+                + (
+                    f" (the fabric has {planes} planes)"
+                    if key == "plane" and hi < MAX_PORTS
+                    else ""
+                ),
+            )
+
+
+def _check_edges(G: nx.Graph, path: str | Path) -> None:
+    """The edge rules of :func:`check_wiring`: one test per edge, the message on a fault."""
+    place = {v: (_END_CLASS[k], d.get("node")) for v, d in G.nodes(data=True) if (k := d["kind"])}
+    allowed = _ALLOWED_ENDS
+    in_server = _IN_SERVER
+    wired, cabled = set(), set()  # GPUs with a pcie edge; servers with a NIC on a switch
+    for u, v, d in G.edges(data=True):
+        pu, pv = place[u], place[v]
+        kind = d["kind"]
+        if (
+            (kind, pu[0], pv[0]) not in allowed
+            or d["links"] > MAX_LINKS
+            or u == v
+            or (pu[1] != pv[1] and kind in in_server)
+        ):
+            _edge_fault(G, path, u, v, d)
+        if kind == "pcie":
+            wired.add(u if pu[0] == "gpu" else v)
+        elif kind == "endpoint":
+            cabled.add(pu[1] if pu[0] == "nic" else pv[1])
+    for v, d in G.nodes(data=True):
+        if d["kind"] == "gpu" and v not in wired and d["node"] in cabled:
+            raise FormatError(
+                path,
+                f"gpu {v!r}: no pcie edge to a NIC, but server {d['node']!r} has NICs cabled to "
+                "switches; every GPU of a server in the network reaches it through a NIC",
+            )
+
+
+_ALLOWED_ENDS = frozenset((kind, a, b) for kind, pairs in _EDGE_ENDS.items() for a, b in pairs)
+_IN_SERVER = frozenset({"nvlink", "pcie"})
+
+
+def _edge_fault(G: nx.Graph, path: str | Path, u: Any, v: Any, d: dict[str, Any]) -> None:
+    """Raise the error of an edge :func:`_check_edges` found at fault."""
+    du, dv = G.nodes[u], G.nodes[v]
+    kind = d["kind"]
+    if u == v:
+        raise FormatError(path, f"edge {u!r}-{v!r}: an edge joins two different devices")
+    if (_END_CLASS[du["kind"]], _END_CLASS[dv["kind"]]) not in _EDGE_ENDS[kind]:
+        raise FormatError(
+            path, f"edge {u!r}-{v!r}: {_EDGE_RULE[kind]}, not a {du['kind']} and a {dv['kind']}"
+        )
+    if d["links"] > MAX_LINKS:
+        raise FormatError(
+            path, f"edge {u!r}-{v!r}: 'links' must be at most {MAX_LINKS:,}, got {d['links']}"
+        )
+    raise FormatError(
+        path,
+        f"edge {u!r}-{v!r}: {'an' if kind == 'nvlink' else 'a'} {kind} edge stays inside one "
+        f"server, but {u!r} has node {du['node']!r} and {v!r} node {dv['node']!r}",
+    )
+
+
+def _ca_key(kind: str, node: Any, index: Any, d: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes an imported NIC unique in its server: its index (the CA's port number)
+    with the CA's GUID and description."""
+    return (kind, node, index, _plain(d.get("guid")), _plain(d.get("description")))
+
+
+def _plain(x: Any) -> Any:
+    """``x`` if it is a str, an int or None, else its ``repr`` (hashable either way)."""
+    return x if x is None or type(x) is str or type(x) is int else repr(x)
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    # An int is finite (and may be too large for math.isfinite's float conversion).
+    return _is_int(x) or (isinstance(x, float) and math.isfinite(x))

@@ -32,13 +32,14 @@ import functools
 import math
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from topo.errors import FormatError, SpecError
-from topo.fabric import read_text
+from topo.errors import FormatError, SpecError, TopoError
+from topo.fabric import long_number, read_text
 from topo.units import gbps_to_Bps
 
 if sys.version_info >= (3, 11):
@@ -572,7 +573,9 @@ def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
         Missing or unreadable file, TOML syntax error (with its line), an unknown key, a value
         of the wrong type, or no ``family``.
     SpecError
-        A value the spec refuses (:class:`FabricSpec`), its message starting with the file.
+        A value the spec refuses (:class:`FabricSpec`): one of the file's, the message
+        starting with the file and naming its keys as the file spells them (``names`` holds
+        only the overrides it mentions); one of ``overrides``, as :class:`FabricSpec` says.
 
     Examples
     --------
@@ -586,20 +589,75 @@ def load_spec(path: str | Path, **overrides: Any) -> FabricSpec:
     try:
         return FabricSpec.from_options(data.pop("family"), **data)
     except SpecError as exc:
-        raise exc.prefixed(f"{path}: ") from None
+        given = [k for k, v in overrides.items() if v is not None]
+        raise spec_file_error(exc, path, given) from None
 
 
-def _read_table(path: Path) -> dict[str, Any]:
-    """The TOML table of a spec file, its keys and value types checked."""
-    text = read_text(path)
+def spec_file_error(exc: TopoError, path: str | Path, given: Iterable[str]) -> TopoError:
+    """The error to report for ``exc``, raised by a spec read from ``path``.
+
+    Parameters
+    ----------
+    exc : TopoError
+        The error of the spec (or of building it).
+    path : str or Path
+        The spec file.
+    given : iterable of str
+        The parameters the caller gave beside the file (overrides, e.g. command-line options).
+
+    Returns
+    -------
+    TopoError
+        ``exc`` itself when one of ``given`` is at fault; else ``exc`` with the file before
+        its message and only the names of ``given`` parameters left to respell (the file's
+        keys are named as the file spells them: ``switch_ports``, not ``--switch-ports``).
+    """
+    given = set(given)
+    if exc.param in given:  # the caller's own argument is at fault, not the file
+        return exc
+    err = exc.prefixed(f"{path}: ")
+    err.names = tuple(n for n in exc.names if n in given)
+    return err
+
+
+def parse_toml(path: str | Path, text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, its errors as :class:`FormatError` naming ``path`` and line.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file ``text`` came from.
+    text : str
+        Its content.
+
+    Returns
+    -------
+    dict
+        The TOML document.
+
+    Raises
+    ------
+    FormatError
+        If ``text`` is not TOML, or holds a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits (Python cannot convert integers of over
+        4,300 digits; ``tomllib`` raises a plain ``ValueError``).
+    """
+    error = long_number(path, text)
+    if error is not None:
+        raise error
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 puts the position only in the message: "... (at line 3, column 7)".
         found = re.search(r"\(at line (\d+)", str(exc))
         line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
         msg = str(exc).split(" (at line")[0]
         raise FormatError(path, f"not valid TOML: {msg}", line=line) from None
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    """The TOML table of a spec file, its keys and value types checked."""
+    data = parse_toml(path, read_text(path))
     for key, value in data.items():
         if key not in SPEC_KEYS:
             raise FormatError(path, f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}")

@@ -391,3 +391,16 @@ def test_refused_lps_fall_back_to_the_nic_hose_bound(monkeypatch, c, c_net):
     ring = {(k.algorithm, k.protocol): k for k in candidates("all_gather", size, r, c)}
     assert ring[("ring", "Simple")].bound == "server ceiling"
     assert ring[("ring", "Simple")].algbw_Bps == pytest.approx(82.5e9 * 8 / 7)
+
+
+def test_an_empty_table_is_refused(h100):
+    # Issue 11: 1 to 2 bytes of doubles (8 B) is no element: the table was empty, exit 0.
+    with pytest.raises(TopoError, match=r"no size from --min-bytes 1 to --max-bytes 2 holds one "
+                       r"double \(8 B\) for all_reduce on 16 ranks"):  # fmt: skip
+        collective_table(h100, "all_reduce", min_bytes=1, max_bytes=2, dtype="double")
+    # all_gather splits a size into 16 chunks, rounded down to 16-byte multiples (nccl-tests'
+    # AllGatherGetCollByteCount): 256 B of floats is 16 B (4 floats) per rank; 128 B is 8 B,
+    # which rounds to none.
+    assert len(collective_table(h100, "all_gather", min_bytes=256, max_bytes=256).rows) == 1
+    with pytest.raises(TopoError, match=r"holds one float \(4 B\) for all_gather on 16 ranks"):
+        collective_table(h100, "all_gather", min_bytes=128, max_bytes=128)

@@ -114,3 +114,12 @@ def test_compare_refusals(kwargs, message):
         if "switch" in kwargs:
             kwargs = {"switch": SwitchSpec(kwargs["switch"])}
         compare(["mpft", "dragonfly"], **kwargs)
+
+
+def test_the_dragonfly_note_states_the_groups_used():
+    # Issue 11: at 128 ports the note read as if Table 3's 511 groups were used. Balanced
+    # a = 2p = 2h with 4p - 1 <= 128: p = 32, a = 64, h = 32; a*h - 1 = 2,047 groups.
+    c = family_counts("dragonfly", SwitchSpec(128))
+    assert c["config"]["groups"] == 2047
+    assert c["note"].startswith("2,047 groups: a*h - 1, Table 3's rule (511 groups at 64 ports)")
+    assert family_counts("dragonfly", SwitchSpec(64))["note"].startswith("511 groups: a*h - 1")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import pulp
 import pytest
 
 from topo.cost import load_prices, max_gpus_plan, plan
@@ -273,3 +274,31 @@ def test_three_tier_ceilings_are_the_closed_forms():
     assert got == {"mpft3": 8 * 64**3 // 4, "mrft3": 64**3 // 4}
     (row,) = plan(524_289, families=("mpft3",), check=False)
     assert not row.feasible and "524,288 GPUs" in row.binding
+
+
+# -- issue 11: an absurd oversubscription ends; "not solved" is not called a time limit ------
+
+
+def test_a_huge_oversubscription_plans_as_the_radix_allows():
+    # Past R = k - 1 (one up port, k - 1 down) no design changes: 1e9 plans as 63 does, and
+    # ends (the Dragonfly's candidates were enumerated up to R * h before).
+    huge = plan(4096, families=("dragonfly", "ft2"), max_oversubscription=1e9, check=False)
+    same = plan(4096, families=("dragonfly", "ft2"), max_oversubscription=63, check=False)
+    assert [(r.family, r.cost_usd, r.design) for r in huge] == [
+        (r.family, r.cost_usd, r.design) for r in same
+    ]
+
+
+def test_not_solved_before_the_time_limit_is_not_a_time_limit(monkeypatch):
+    # HiGHS ends at once without an optimum (pulp's "Not Solved"), 60 s before its limit.
+    def not_solved(self, solver=None, **kwargs):
+        self.status, self.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+        return self.status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", not_solved)
+    (row,) = plan(64, families=("ft2",), time_limit_s=60, check=False)
+    assert not row.feasible and row.status == "not solved"
+    assert "time limit (" not in row.binding
+    assert row.binding == (
+        "HiGHS stopped without a proven optimum (status Not Solved), before any time limit"
+    )

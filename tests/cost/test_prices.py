@@ -88,3 +88,24 @@ def test_toml_syntax_error_names_the_line(tmp_path):
 def test_missing_file():
     with pytest.raises(FormatError, match="no such file"):
         load_prices("/nonexistent/prices.toml")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("price_usd = 1000", "price_usd = " + "9" * 4301,
+         r"bad.toml:5: a number of 4,301 digits: numbers in input files have at most 100"),
+        ("price_usd = 1000", "price_usd = 1e300", r"price_usd must be at most 1e\+12, got 1e\+300"),
+        ("price_usd = 1000", "price_usd = nan", r"must be a non-negative number, got nan"),
+        ("price_usd = 1000", "price_usd = inf", r"must be a non-negative number, got inf"),
+        ("price_usd = 1000", "price_usd = -inf", r"price_usd must be a non-negative number"),
+        ("ports = 8", "ports = -3", r"ports must be a positive integer, got -3"),
+        ("watts = 100", "watts = 1e13", r"watts must be at most 1e\+12"),
+    ],
+)  # fmt: skip
+def test_absurd_numbers_are_refused(tmp_path, old, new, message):
+    # Issue 11: Python's 4,300-digit int limit raised a bare ValueError; 1e300 was priced.
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(old, new))
+    with pytest.raises(FormatError, match=message):
+        load_prices(path)

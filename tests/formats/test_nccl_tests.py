@@ -137,3 +137,46 @@ def test_minimal_log(tmp_path):
         10.0,
         0.06,
     )
+
+
+# -- issue 11: what nccl-tests never prints is refused, naming the file and line -------------
+
+AVG = "# Avg bus bandwidth    : 0.05 \n"
+
+
+@pytest.mark.parametrize(
+    ("row", "match"),
+    [
+        # The issue's case: time -1 and busbw nan gave "nan% of the predicted".
+        (ROW.replace("10.00", "-1"), r"x.log:5: time must be a positive number of µs, got -1$"),
+        (ROW.replace("10.00", "0"), r"x.log:5: time must be a positive number of µs, got 0$"),
+        (ROW.replace("0.05", "nan"), r"x.log:5: busbw must be a non-negative number of GB/s, "
+                                     r"got nan$"),
+        (ROW.replace("0.10", "inf"), r"x.log:5: algbw must be a non-negative number of GB/s"),
+        (ROW.replace("0.06", "-0.5"), r"x.log:5: in-place busbw must be a non-negative number"),
+        (ROW.replace("9.00", "nan"), r"x.log:5: in-place time must be a positive number"),
+        (ROW.replace("-1", "-7"), r"x.log:5: root must be -1 \(not rooted\) or a rank, got -7"),
+        (ROW.replace("1024", "1" * 4301, 1), r"x.log:5: a number of 4,301 digits: numbers in "
+                                             r"input files have at most 100 digits$"),
+    ],
+)  # fmt: skip
+def test_impossible_rows_are_refused(tmp_path, row, match):
+    with pytest.raises(FormatError, match=match):
+        read_nccl_tests(_write(tmp_path, HEAD + row + AVG))
+
+
+@pytest.mark.parametrize("avg", ["nan", "-3", "inf"])
+def test_impossible_average_is_refused(tmp_path, avg):
+    with pytest.raises(FormatError, match=rf"x.log:6: bad Avg bus bandwidth '{avg}'"):
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG.replace("0.05", avg)))
+
+
+def test_a_rank_number_too_long_is_refused(tmp_path):
+    head = HEAD.replace("Rank  1 ", "Rank  " + "1" * 5000 + " ")
+    with pytest.raises(FormatError, match=r"x.log:4: a number of 5,000 digits"):
+        read_nccl_tests(_write(tmp_path, head + ROW + AVG))
+
+
+def test_the_good_row_reads(tmp_path):
+    (t,) = read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG))
+    assert (t.rows[0].time_us, t.rows[0].busbw_GBps, t.avg_busbw_GBps) == (10.0, 0.05, 0.05)

@@ -120,3 +120,33 @@ def test_deepseek_v2_lite_inference_config():
     cfg = load_config(real_file("moe_configs", "deepseek-v3repo_inference_config_16B.json"))
     assert shape(cfg) == (2048, 64, 6, 2, 1, 1, 27, 26)
     assert cfg.name == "deepseek-v3repo_inference_config_16B"  # no model_type: the file name
+
+
+# -- issue 11: absurd and oversized numbers are refused, naming file and line ----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('{"hidden_size": 64, "n_routed_experts": 8, "num_experts_per_tok": 2,\n'
+         ' "num_hidden_layers": ' + "9" * 5000 + "}",
+         r"config.json:2: a number of 5,000 digits: numbers in input files have at most 100"),
+        ('{"hidden_size": 64, "n_routed_experts": 8, "num_experts_per_tok": 2,\n'
+         ' "num_hidden_layers": 1000000000000000000000}',
+         r"config.json:2: num_hidden_layers: must be at most 1,048,576, got 10{21}$"),
+        ('{"hidden_size": 1e999, "n_routed_experts": 8, "num_experts_per_tok": 2,'
+         ' "num_hidden_layers": 4}',
+         r"config.json:1: hidden_size: must be an integer >= 1, got inf$"),
+        ('{"hidden_size": NaN, "n_routed_experts": 8, "num_experts_per_tok": 2,'
+         ' "num_hidden_layers": 4}',
+         r"config.json:1: hidden_size: must be an integer >= 1, got nan$"),
+        ('{"hidden_size": 64, "n_routed_experts": 8, "num_experts_per_tok": 2,'
+         ' "num_hidden_layers": 4, "moe_layer_freq": 99999999}',
+         r"config.json:1: moe_layer_freq: must be at most 1,048,576, got 99999999$"),
+    ],
+)  # fmt: skip
+def test_absurd_numbers_are_refused(tmp_path, text, match):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=match):
+        load_config(path)

@@ -140,3 +140,21 @@ def test_too_few_loaded_experts():
     p = expert_probabilities(8, load=[1, 1, 0, 0, 0, 0, 0, 0])
     with pytest.raises(TopoError, match="fewer than 4 experts with a non-zero load"):
         route_tokens(10, p, np.arange(8) // 2, 4, [0], seed=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[1, 2, " + "3" * 4301 + "]", r"loads.json:1: a number of 4,301 digits"),
+        ("[1, 2, NaN, 4]", r"loads.json: expert loads must be finite numbers >= 0"),
+        ("[1, -2, 3, 4]", r"loads.json: expert loads must be finite numbers >= 0"),
+    ],
+)
+def test_bad_expert_loads_are_refused_naming_the_file(tmp_path, text, match):
+    # Issue 11: a 4,301-digit integer escaped as a bare ValueError from json.
+    from topo.moe import load_expert_loads
+
+    path = tmp_path / "loads.json"
+    path.write_text(text)
+    with pytest.raises(TopoError, match=match):
+        load_expert_loads(path, n_experts=4)

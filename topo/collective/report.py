@@ -264,7 +264,8 @@ def collective_table(
     Raises
     ------
     TopoError
-        Unknown op or type; min > max; sizes < 1; step factor < 2; see also
+        Unknown op or type; min > max; sizes < 1; step factor < 2; no size that holds one
+        element (an empty table); see also
         :func:`topo.collective.fabric_rates.fabric_rates`.
 
     Examples
@@ -296,6 +297,12 @@ def collective_table(
             eff = count * elt * (rates.gpus if op in TOTAL_SIZE_OPS else 1)
             rows.append(predict_row(op, eff, count, dtype, rates, c))
         size *= step_factor
+    if not rows:
+        raise TopoError(
+            f"no size from --min-bytes {min_bytes} to --max-bytes {max_bytes} holds one "
+            f"{dtype} ({elt} B) for {op} on {rates.gpus} ranks: every size rounds to zero "
+            "elements; raise --max-bytes"
+        )
     return CollectiveReport(
         op=op,
         fabric=rates.fabric,

@@ -10,7 +10,13 @@ from typing import Annotated, Any
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import CountsJsonOpt, FabricOutputOpt, emit_fabric, user_errors
+from topo.cli_common import (
+    CountsJsonOpt,
+    FabricOutputOpt,
+    emit_fabric,
+    from_command_line,
+    user_errors,
+)
 from topo.errors import SpecError, TopoError
 
 
@@ -128,7 +134,7 @@ def build(
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
     from topo.catalog import named_options
-    from topo.spec import FabricSpec, load_spec
+    from topo.spec import FabricSpec, load_spec, spec_file_error
 
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
@@ -150,7 +156,7 @@ def build(
     )
     named = named_options(switch, node, link_gbps) if switch or node else {}
     for key, value in named.items():
-        if not _from_command_line(ctx, key):
+        if not from_command_line(ctx, key):
             args[key] = value
     if spec is None:
         if family is None:
@@ -159,7 +165,7 @@ def build(
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:
-        given = {k: v for k, v in args.items() if _from_command_line(ctx, k) or k in named}
+        given = {k: v for k, v in args.items() if from_command_line(ctx, k) or k in named}
         fabric_spec = load_spec(spec, **given)
         if family is not None and family.value != fabric_spec.family:
             raise TopoError(
@@ -168,10 +174,5 @@ def build(
         try:
             G = build_fabric(fabric_spec)
         except SpecError as exc:
-            raise exc.prefixed(f"{spec}: ") from None
+            raise spec_file_error(exc, spec, given) from None
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
-
-
-def _from_command_line(ctx: typer.Context, name: str) -> bool:
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name == "COMMANDLINE"

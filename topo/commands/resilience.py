@@ -205,7 +205,8 @@ def _table(
             "  exact: trials solved exactly; the others (LP over --max-variables or past "
             "--time-limit) have only certified bounds, so their values are unknown"
         )
-    if any(v is None for r in reports for v in (r.min_GBps, r.p5_GBps, r.median_GBps)):
+    stats = ("min_GBps", "p5_GBps", "median_GBps", "mean_GBps", "max_GBps")
+    if any(getattr(r, s) is None for r in reports for s in stats):
         out.print(
             "  low..high: that statistic is unknown; it lies in this range, the statistic of "
             "the trials' certified lower bounds and of their upper bounds (--json has each "

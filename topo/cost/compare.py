@@ -223,9 +223,10 @@ def _dragonfly_counts(k: int, dragonfly_groups: int | None) -> dict[str, Any]:
     g = a * h - 1 if dragonfly_groups is None else dragonfly_groups
     d = dragonfly_sizes(a, p, h, g)
     note = (
-        f"{g} groups as in Table 3 (a maximal Dragonfly has a*h + 1 = {a * h + 1})"
+        f"{g:,} groups: a*h - 1, Table 3's rule (511 groups at 64 ports); a maximal Dragonfly "
+        f"has a*h + 1 = {a * h + 1:,}"
         if dragonfly_groups is None
-        else f"{g} groups (at most a*h + 1 = {a * h + 1})"
+        else f"{g:,} groups (at most a*h + 1 = {a * h + 1:,})"
     )
     too_large = d.endpoints > BUILD_LIMIT
     return dict(

@@ -101,7 +101,8 @@ class PlanRow:
         The builder's arguments for this design (``family`` plus keyword arguments of
         :func:`topo.builders.build`).
     status : str
-        ``optimal``, ``infeasible``, ``time limit`` or ``solver error: ...``.
+        ``optimal``, ``infeasible``, ``time limit``, ``not solved`` (HiGHS stopped without a
+        proven optimum before the time limit) or ``solver error: ...``.
     checked : bool or None
         True if the design was built and its counts and cost agree with the program's; None
         if not built (``check=False`` or larger than :data:`MAX_CHECK_GPUS`).
@@ -401,8 +402,8 @@ def _dragonfly(inp: _Inputs, E_need: int | None) -> _Model:
     cands = [
         (2 * h, p, h)
         for h in range(1, k)
-        for p in range(1, math.floor(inp.R * h) + 1)
-        if p + 2 * h - 1 + h <= k
+        # p + 2h - 1 + h <= k bounds p by the radix whatever the oversubscription allows.
+        for p in range(1, min(math.floor(inp.R * h), k - 3 * h + 1) + 1)
     ]
     if not cands:
         raise _NoDesign(f"no Dragonfly fits {k}-port routers")
@@ -461,19 +462,26 @@ def _model(family: str, inp: _Inputs, need: int | None) -> _Model:
 
 
 def _solve(m: _Model, time_limit_s: float | None) -> str:
+    """HiGHS on the model: ``optimal``, ``infeasible``, ``time limit`` (stopped without a
+    proven optimum once the time was up), ``not solved`` (stopped without one before it) or
+    ``solver error: <status>``."""
     solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
+    t0 = time.perf_counter()
     try:
         with quiet_stdout():
             m.prob.solve(solver)
     except pulp.PulpSolverError as exc:  # pragma: no cover - solver crash
         raise SolverError(f"HiGHS failed on {m.prob.name}: {exc}") from None
+    elapsed_s = time.perf_counter() - t0
     status = pulp.LpStatus[m.prob.status]
     if m.prob.status == pulp.LpStatusOptimal and m.prob.sol_status == pulp.LpSolutionOptimal:
         return "optimal"
     if m.prob.status == pulp.LpStatusInfeasible:
         return "infeasible"
     if m.prob.sol_status in (pulp.LpSolutionIntegerFeasible,) or status == "Not Solved":
-        return "time limit"
+        # pulp reports HiGHS' time limit as "Not Solved": the clock tells the two apart.
+        timed_out = time_limit_s is not None and elapsed_s >= 0.9 * time_limit_s
+        return "time limit" if timed_out else "not solved"
     return f"solver error: {status}"
 
 
@@ -802,6 +810,8 @@ def _no_design_text(
     """Why a program ended without an optimum: the time limit, or the family's ceiling."""
     if status == "time limit":
         return f"HiGHS stopped at the time limit ({time_limit_s:g} s) without a proven optimum"
+    if status == "not solved":
+        return "HiGHS stopped without a proven optimum (status Not Solved), before any time limit"
     if status != "infeasible":
         return status
     ceiling = max_gpus_plan(

@@ -29,8 +29,6 @@ Hoefler, SC14, §V).
 
 from __future__ import annotations
 
-import re
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -38,11 +36,7 @@ from typing import Any
 
 from topo.errors import FormatError, SpecError
 from topo.fabric import read_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from topo.spec import parse_toml
 
 CABLE_CLASSES = ("endpoint", "electrical", "optical")
 """Cable classes: NIC to switch; switch to switch inside a rack; switch to switch between
@@ -177,15 +171,7 @@ def load_prices(path: str | Path | None = None) -> PriceBook:
     else:
         text = read_text(path)
         where = str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"\(at line (\d+)", str(exc))
-        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
-        raise FormatError(
-            where, f"not valid TOML: {str(exc).split(' (at line')[0]}", line
-        ) from None
-    return _parse(data, where)
+    return _parse(parse_toml(where, text), where)
 
 
 _TOP = {"currency", "switch", "cable", "layout"}
@@ -281,4 +267,11 @@ def _number(
         raise FormatError(
             where, f"{what}: {key} must be {want} {'integer' if integer else 'number'}, got {v!r}"
         )
+    if v > MAX_NUMBER:
+        raise FormatError(where, f"{what}: {key} must be at most {MAX_NUMBER:.0e}, got {v!r}")
     return float(v)
+
+
+MAX_NUMBER = 1e12
+"""Largest number accepted in a price book (a price in USD, a speed in Gb/s, a radix, a
+power in W): larger ones are typing mistakes, and would swamp every sum they enter."""

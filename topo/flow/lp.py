@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
 from topo.flow.highs_model import FlowModel, flow_model
+from topo.interrupts import solving
 
 DEFAULT_MAX_VARIABLES = 2_000_000
 """Largest LP (flow variables) that :func:`max_concurrent_flow` builds by default: for
@@ -270,7 +269,7 @@ def _solve(
     """Run HiGHS on ``model``; return the column values, the row duals and its wall time (s).
     Non-optimal is an error."""
     t1 = time.perf_counter()
-    with quiet_stdout(), _interruptible():
+    with quiet_stdout(), solving():
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
         if time_limit_s is not None:
@@ -321,28 +320,6 @@ def _flows(
         if v > 0:
             keep[k][a] = v * cap_scale
     return arc_flow, keep
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Let SIGTERM and SIGINT stop the process at once while HiGHS runs.
-
-    Python's own handlers only run when control returns from C, which for a large LP can be
-    many minutes: ``timeout``, Slurm and Ctrl-C would be ignored. Nothing needs cleaning up
-    during a solve (no output file is open), so the default actions (terminate) are restored
-    for its duration, and the previous handlers afterwards.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for sig in saved:
-            signal.signal(sig, signal.SIG_DFL)
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ import numpy as np
 from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
 from topo.flow.hosts import Host, InnerSignature
 from topo.flow.lp import Commodity, MCFSolution
+from topo.flow.memory import check_demand_table
 from topo.flow.planes import Scope, scope
 from topo.flow.result import BottleneckLink
 
@@ -174,6 +175,7 @@ def reduce(G: nx.Graph, hosts: list[Host]) -> Reduced:
     """
     sc = scope(G, hosts)
     classes = twin_classes(hosts, sc)
+    check_demand_table(len(classes), len(hosts))
     arcs, cap, origin = network(G, sc, classes)
     commodities = []
     for ci, ci_cls in enumerate(classes):

@@ -336,7 +336,7 @@ class _Tally:
             self.cut_trials += 1
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
 
-    def add_infeasible(self, routing: str) -> None:
+    def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
         """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
         pair without an up/down route (as routed)."""
         self.values.append(0.0)
@@ -344,6 +344,7 @@ class _Tally:
         self.uppers.append(0.0)
         if routing == "optimal":
             self.cut_trials += 1
+            self.worst_cut = max(self.worst_cut, cut_gpus)
         else:
             self.unroutable += 1
 
@@ -420,9 +421,12 @@ def resilience(
         )
         for i in range(trials)
     ]
-    for r in (trial_map or serial_trials)(G, tasks, progress):
+    results = (trial_map or serial_trials)(G, tasks, progress)
+    for i, r in enumerate(results):
         if r is None:
-            tally.add_infeasible(routing)
+            # The trial's damage again (the same seed), for the GPUs it cut off.
+            _, cut = _damage(G, links, switches, seed + i, ())
+            tally.add_infeasible(routing, cut.disconnected_gpus)
         else:
             tally.add(r)
     values, ranges = statistics(tally.lowers, tally.uppers)

@@ -25,6 +25,7 @@ from pathlib import Path
 import networkx as nx
 
 from topo.errors import FormatError, SpecError
+from topo.fabric import long_number
 from topo.units import gbps_to_Bps
 
 LANE_RATES_GBPS: dict[str, tuple[float, float]] = {
@@ -283,9 +284,13 @@ def _read_text(path: str | Path) -> str:
     if b"\x00" in data:
         raise FormatError(path, "binary file: expected the text output of ibnetdiscover")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        text = data.decode("latin-1")
+    too_long = long_number(path, text)
+    if too_long is not None:
+        raise too_long
+    return text
 
 
 def _read_name_map(path: str | Path) -> dict[str, str]:

@@ -17,13 +17,14 @@ partial result.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.fabric import long_number, read_text
 
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
@@ -133,6 +134,7 @@ def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
         raise FormatError(
             path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
         ) from None
+    _check_row(path, lineno, root, t, alg, bus, ip)
     return NcclTestRow(
         size_bytes=size,
         count=count,
@@ -147,6 +149,31 @@ def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
         inplace_busbw_GBps=ip[2],
         line=lineno,
     )
+
+
+def _check_row(
+    path: Path,
+    lineno: int,
+    root: int,
+    t: float,
+    alg: float,
+    bus: float,
+    ip: list[float | None],
+) -> None:
+    """Refuse what nccl-tests never prints: a time that is not a positive finite number of
+    µs, a bandwidth that is negative or not finite, a root below -1."""
+    if root < -1:
+        raise FormatError(path, f"root must be -1 (not rooted) or a rank, got {root}", lineno)
+    for what, times, rates in (("", t, (alg, bus)), ("in-place ", ip[0], ip[1:])):
+        if times is not None and not (math.isfinite(times) and times > 0):
+            raise FormatError(
+                path, f"{what}time must be a positive number of µs, got {times:g}", lineno
+            )
+        for name, x in zip(("algbw", "busbw"), rates, strict=True):
+            if x is not None and not (math.isfinite(x) and x >= 0):
+                raise FormatError(
+                    path, f"{what}{name} must be a non-negative number of GB/s, got {x:g}", lineno
+                )
 
 
 def _close(path: Path, cur: _Open) -> NcclTest:
@@ -185,6 +212,15 @@ def _close(path: Path, cur: _Open) -> NcclTest:
     )
 
 
+def _read(path: Path) -> str:
+    """The log's text; a run of digits too long to be a number is an error."""
+    text = read_text(path)
+    too_long = long_number(path, text)
+    if too_long is not None:
+        raise too_long
+    return text
+
+
 def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     """Read every test of an nccl-tests log.
 
@@ -203,7 +239,9 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     FormatError
         Missing or unreadable file; no test in it; a test that failed (naming the failure
         line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a result row that
-        does not have 9 or 13 columns or has a bad number.
+        does not have 9 or 13 columns or has a bad number (a time that is not positive and
+        finite, a bandwidth that is negative or not finite); a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
 
     Examples
     --------
@@ -222,7 +260,7 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     ('all_reduce', 2, 2, 0.1)
     """
     path = Path(path)
-    text = read_text(path)
+    text = _read(path)
     tests: list[NcclTest] = []
     cur: _Open | None = None
     version = library = ""
@@ -259,9 +297,13 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
             try:
                 cur.avg = float(m.group(1))
             except ValueError:
+                cur.avg = math.nan
+            if not (math.isfinite(cur.avg) and cur.avg >= 0):
                 raise FormatError(
-                    path, f"bad Avg bus bandwidth {m.group(1)!r}", line=lineno
-                ) from None
+                    path,
+                    f"bad Avg bus bandwidth {m.group(1)!r}: expected a non-negative number of GB/s",
+                    line=lineno,
+                )
             continue
         if line.startswith("#"):
             continue

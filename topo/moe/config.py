@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.fabric import parse_json, read_text
 
 __all__ = ["MoEConfig", "default_config", "load_config", "config_from_dict"]
 
@@ -115,6 +115,11 @@ _KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+MAX_VALUE = 1 << 20
+"""Largest value accepted for any integer setting of a model config (hidden size, experts,
+layers, groups: the largest published MoE models stay below 2^16 in each)."""
+
+
 def load_config(path: str | Path) -> MoEConfig:
     """Read an MoE model config (Hugging Face ``config.json`` or DeepSeek's inference format).
 
@@ -143,10 +148,7 @@ def load_config(path: str | Path) -> MoEConfig:
     """
     path = Path(path)
     text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    data = parse_json(path, text)
     if not isinstance(data, dict):
         raise FormatError(path, "expected a JSON object of model settings (a config.json)")
     cfg = config_from_dict(data, source=str(path), text=text)
@@ -184,6 +186,8 @@ def config_from_dict(data: dict[str, Any], *, source: str = "<dict>", text: str 
                 value = data[key]
                 if not _int_at_least(value, minimum):
                     raise fail(key, f"must be an integer >= {minimum}, got {value!r}")
+                if value > MAX_VALUE:
+                    raise fail(key, f"must be at most {MAX_VALUE:,}, got {value}")
                 return key, value
         if default is None:
             names = " or ".join(repr(k) for k in _KEYS[quantity])
@@ -246,6 +250,8 @@ def _shared_experts(data: dict[str, Any], fail: _Fail) -> int:
         n = data["n_shared_experts"]
         if not _int_at_least(n, 0):
             raise fail("n_shared_experts", f"must be an integer >= 0, got {n!r}")
+        if n > MAX_VALUE:
+            raise fail("n_shared_experts", f"must be at most {MAX_VALUE:,}, got {n}")
         return n
     size = data.get("shared_expert_intermediate_size")
     if size is not None:
@@ -262,6 +268,8 @@ def _moe_layers(data: dict[str, Any], layers: int, dense: int, fail: _Fail) -> i
         value = 1 if data.get(key) is None else data[key]
         if not _int_at_least(value, 1):
             raise fail(key, f"must be an integer >= 1, got {value!r}")
+        if value > MAX_VALUE:
+            raise fail(key, f"must be at most {MAX_VALUE:,}, got {value}")
         spacing[key] = value
     freq, step = spacing["moe_layer_freq"], spacing["decoder_sparse_step"]
     mlp_only = data.get("mlp_only_layers") or []

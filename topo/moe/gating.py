@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import read_text
+from topo.fabric import long_number, read_text
 
 __all__ = [
     "GateResult",
@@ -152,10 +152,14 @@ def load_expert_loads(path: str | Path, n_experts: int | None = None) -> np.ndar
     Raises
     ------
     FormatError
-        The file is missing, holds something other than numbers, or (with ``n_experts``) has
+        The file is missing, holds something other than numbers or a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits, or (with ``n_experts``) has
         the wrong number of loads, a negative or non-finite one, or only zeros.
     """
     text = read_text(path)
+    too_long = long_number(path, text)
+    if too_long is not None:
+        raise too_long
     try:
         data = json.loads(text)
     except json.JSONDecodeError:

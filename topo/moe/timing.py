@@ -44,6 +44,7 @@ import numpy as np
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
 from topo.flow.demand import DemandReport, server_demand_time
+from topo.flow.memory import check_moe_matrices
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
@@ -628,7 +629,9 @@ def moe_report(
     TopoError
         Bad sizes (tokens, micro-batches, efficiencies, node limit), EP placement errors
         (:func:`topo.moe.traffic.ep_layout`), routing errors (:func:`topo.moe.gating.gate`),
-        too many tokens (:data:`MAX_TOKENS`), and the flow solver's errors.
+        too many tokens (:data:`MAX_TOKENS`), rank-to-rank matrices over the memory limit
+        (:func:`topo.flow.memory.check_moe_matrices`, before allocating them), and the flow
+        solver's errors.
 
     Examples
     --------
@@ -647,6 +650,7 @@ def moe_report(
     """
     _check_sizes(tokens_per_gpu, micro_batches, ib_efficiency, nvlink_efficiency, shared, schemes)
     layout = ep_layout(G, config.n_routed_experts, ep)
+    check_moe_matrices(layout.ep)
     n_tokens = layout.ep * tokens_per_gpu
     if n_tokens > MAX_TOKENS:
         raise TopoError(

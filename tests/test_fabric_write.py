@@ -1,0 +1,105 @@
+"""``topo.fabric.write_atomic`` and ``save``: written whole, through a symbolic link, never over
+something that is not a regular file (issue 11: ``-o`` replaced a FIFO, a device, a link)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from topo.errors import FormatError
+from topo.fabric import write_atomic
+
+
+def test_writes_a_new_file_and_replaces_a_regular_one(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    write_atomic(path, "one")
+    write_atomic(path, "two")
+    assert path.read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "fabric.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["fabric.json"]
+
+
+def test_a_dangling_link_creates_its_target(tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "later.json")
+    write_atomic(link, "x")
+    assert link.is_symlink() and (tmp_path / "later.json").read_text() == "x"
+
+
+def test_refuses_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(FormatError, match=r"pipe: cannot write: it is not a regular file"):
+        write_atomic(fifo, "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_refuses_a_link_to_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "link").symlink_to(fifo)
+    with pytest.raises(FormatError, match=r"pipe: cannot write: it is not a regular file"):
+        write_atomic(tmp_path / "link", "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_refuses_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FormatError, match=r"d: cannot write: it is a folder; refusing"):
+        write_atomic(tmp_path / "d", "x")
+    assert (tmp_path / "d").is_dir()
+
+
+def test_refuses_a_device(tmp_path: Path) -> None:
+    # A private copy of /dev/null's node (char 1:3), never the system's own.
+    dev = tmp_path / "null"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot create a device node here: {exc}")
+    with pytest.raises(FormatError, match=r"null: cannot write: it is not a regular file"):
+        write_atomic(dev, "x")
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+def test_refuses_a_link_loop(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(FormatError, match=r"cannot write"):
+        write_atomic(tmp_path / "a", "x")
+
+
+def test_build_o_refuses_a_fifo_and_writes_through_a_link(tmp_path: Path) -> None:
+    # The issue's case from the command line: -o replaced a FIFO (and a device) by a file.
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    args = ["build", "ft2", "--switch-ports", "4", "--gpus-per-node", "1", "--nics-per-node", "1"]
+    r = CliRunner().invoke(app, [*args, "-o", str(fifo)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert "cannot write: it is not a regular file" in r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    target, link = tmp_path / "fabric.json", tmp_path / "link.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    r = CliRunner().invoke(app, [*args, "-o", str(link)])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and target.read_text().startswith("{")
