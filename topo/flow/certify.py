@@ -30,6 +30,7 @@ import math
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -246,11 +247,11 @@ def plane_split(D: np.ndarray, cap: np.ndarray) -> np.ndarray | None:
         x *= _ratio(in_target, x.sum(axis=0))[None, :, :]
         total = x.sum(axis=2)
         x *= np.divide(D, total, out=np.zeros_like(D), where=total > 0)[:, :, None]
-    return x
+    return np.asarray(x)
 
 
 def _ratio(target: np.ndarray, now: np.ndarray) -> np.ndarray:
-    return np.divide(target, now, out=np.ones_like(target), where=now > 0)
+    return np.asarray(np.divide(target, now, out=np.ones_like(target), where=now > 0))
 
 
 def _rel_err(now: np.ndarray, target: np.ndarray) -> float:
@@ -511,7 +512,9 @@ def insides_carry(G: nx.Graph, r: SplitRouting, rate: float) -> tuple[bool, floa
     return worst >= 1 - FEASIBILITY_TOL, worst
 
 
-def _links(G: nx.Graph, r: SplitRouting, rate: float, saturated_only: bool) -> list[tuple]:
+def _links(
+    G: nx.Graph, r: SplitRouting, rate: float, saturated_only: bool
+) -> list[tuple[Any, Any, float, float]]:
     """(tail, head, capacity, load) of the cables and switch links (B/s) at ``rate``: all of
     them, or those within :data:`SATURATED` of their capacity."""
     out: list[tuple[Hashable, Hashable, float, float]] = []

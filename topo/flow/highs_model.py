@@ -111,10 +111,10 @@ def flow_model(
     vid: dict[Hashable, int] = {}
     tail = np.fromiter((vid.setdefault(u, len(vid)) for u, _ in arcs), np.int64, len(arcs))
     head = np.fromiter((vid.setdefault(v, len(vid)) for _, v in arcs), np.int64, len(arcs))
-    usable = [
-        np.arange(len(arcs)) if commodity_arcs is None else np.asarray(a, dtype=np.int64)
-        for a in (commodity_arcs or [()] * len(commodities))
-    ]
+    if commodity_arcs is None:
+        usable = [np.arange(len(arcs))] * len(commodities)
+    else:
+        usable = [np.asarray(a, dtype=np.int64) for a in commodity_arcs]
     var_arc = np.concatenate(usable) if usable else np.zeros(0, np.int64)
     var_commodity = np.repeat(np.arange(len(usable)), [len(a) for a in usable])
     entries = _Entries([], [], [])
@@ -163,13 +163,12 @@ def _conservation(
             if i not in seen:
                 order.append(i)
                 seen.add(i)
-        pos = dict(zip(order, range(base, base + len(order)), strict=True))
         rank = np.zeros(len(vid), dtype=np.int64)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(base, base + len(order))
         own = np.arange(offset, offset + len(arcs_k))
         entries.add(rank[tail[arcs_k]], own, np.ones(len(arcs_k)))
         entries.add(rank[head[arcs_k]], own, -np.ones(len(arcs_k)))
-        theta_rows = [(pos[vid[v]], -bv) for v, bv in b.items() if bv]
+        theta_rows = [(int(rank[vid[v]]), -bv) for v, bv in b.items() if bv]
         if theta_rows:
             r, x = zip(*theta_rows, strict=True)
             entries.add(np.asarray(r), np.full(len(r), -1), np.asarray(x, dtype=float))

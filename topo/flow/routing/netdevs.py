@@ -128,7 +128,7 @@ def needs_netdevs(arcs: Arcs, srv: np.ndarray, sw_of: np.ndarray) -> bool:
 def _pcie(arcs: Arcs, srv: np.ndarray) -> np.ndarray:
     kind = arcs.kind
     pc = np.nonzero((kind[arcs.u] == GPU) & (kind[arcs.v] == NIC))[0]
-    return pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]]
+    return np.asarray(pc[srv[arcs.u[pc]] == srv[arcs.v[pc]]])
 
 
 def _own_ports(G: nx.Graph, arcs: Arcs, srv: np.ndarray, gpus: np.ndarray) -> _Own:
