@@ -230,7 +230,7 @@ def bottleneck_links(G: nx.Graph, red: Reduced, sol: MCFSolution) -> list[Bottle
     """The fabric link directions behind the reduced arcs whose capacity rows have a positive
     shadow price (:data:`DUAL_TOL`) in ``sol``."""
     which = np.nonzero(sol.arc_dual > DUAL_TOL)[0]
-    return [link(G, u, v, cap, load) for u, v, cap, load in expand(G, red, sol, which)]
+    return links(G, expand(G, red, sol, which))
 
 
 def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, str], float]:
@@ -240,6 +240,24 @@ def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, s
         if G.nodes[u]["kind"] in SWITCH_KINDS or G.nodes[v]["kind"] in SWITCH_KINDS:
             loads[(u, v)] = loads.get((u, v), 0.0) + float(x)
     return loads
+
+
+def links(
+    G: nx.Graph, directions: Iterable[tuple[Hashable, Hashable, float, float]]
+) -> list[BottleneckLink]:
+    """The link directions ``(tail, head, capacity, load)`` (B/s) as a report names them, in
+    the order given: :func:`link` of each, with each vertex's label looked up once."""
+    label: dict[Hashable, str] = {}
+    out = []
+    for u, v, cap, load in directions:
+        a = label.get(u)
+        if a is None:
+            a = label[u] = vertex_label(G, u)
+        b = label.get(v)
+        if b is None:
+            b = label[v] = vertex_label(G, v)
+        out.append(BottleneckLink(str(u), str(v), f"{a}->{b}", float(cap), float(load)))
+    return out
 
 
 def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> BottleneckLink:

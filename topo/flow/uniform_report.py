@@ -100,8 +100,19 @@ def build_report(
 
 
 def sort_links(links: list[BottleneckLink]) -> tuple[BottleneckLink, ...]:
-    """Bottleneck links in report order: by tier, then source in natural order."""
-    return tuple(sorted(links, key=lambda b: (b.tier, natural_key(b.source))))
+    """Bottleneck links in report order: by tier, then source in natural order (stable: links
+    of equal tier and source keep their order)."""
+    # Each distinct tier and source is ranked once, so the sort compares integers.
+    tier = {t: i for i, t in enumerate(sorted({b.tier for b in links}))}
+    source: dict[str, int] = {}
+    rank, previous = 0, None
+    # (in the order the links come: Timsort gains from the runs already sorted)
+    for key, s in sorted((natural_key(s), s) for s in dict.fromkeys(b.source for b in links)):
+        if key != previous:  # names of equal key ("a01", "a1") share a rank
+            rank, previous = len(source), key
+        source[s] = rank
+    n = len(source)
+    return tuple(sorted(links, key=lambda b: tier[b.tier] * n + source[b.source]))
 
 
 def lp_stats(sol: MCFSolution) -> LPStats:
