@@ -161,9 +161,11 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     if found is None:
         return None
     leaves, plane_of, depth = found
+    if len(leaves) ** 2 > MAX_CELLS:
+        return None  # (known before the classes are formed)
     classes = twin_classes(hs, Scope(switches=set(plane_of)))
     planes = len(depth)
-    if len(classes) ** 2 * planes > MAX_CELLS or len(leaves) ** 2 > MAX_CELLS:
+    if len(classes) ** 2 * planes > MAX_CELLS:
         return None
     li = {s: i for i, s in enumerate(leaves)}
     m = np.zeros((len(classes), len(leaves)))

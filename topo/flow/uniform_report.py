@@ -68,8 +68,9 @@ def build_report(
     gpu = terminal == "gpu"
     inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
     nics = sum(len(v) for h in hosts for v in h.nics.values())
+    adj = G._adj  # the raw adjacency dicts: one look-up per NIC cable
     nic_caps = [
-        float(G.adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
+        float(adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
     ]
     return BandwidthResult(
         fabric=str(G.graph.get("name", "")),
