@@ -283,7 +283,7 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
     (8, ['node0/gpu0', 'node0/gpu1'])
     """
     by: dict[Hashable, list[str]] = defaultdict(list)
-    for v, d in G.nodes(data=True):
+    for v, d in G._node.items():  # the raw attribute dicts: this visits every vertex
         if d["kind"] not in SWITCH_KINDS:
             by[d["node"]].append(v)
     return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}

@@ -38,7 +38,7 @@ import numpy as np
 from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, switch_components
 from topo.flow.hosts import Host, InnerSignature, terminal_count
 from topo.flow.lp import NO_LP
-from topo.flow.network import link, twin_classes
+from topo.flow.network import links, twin_classes
 from topo.flow.planes import Scope
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.server_check import FEASIBILITY_TOL, Load, inside_theta
@@ -92,6 +92,8 @@ def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
         for s in h.attach:
             by_switch.setdefault(s, []).append(h)
     blocks: list[set[str]] = [{s} for s in by_switch]
+    adj = G._adj  # the raw dicts (no views): these loops visit every link
+    is_switch = {v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
     blocks += [set(b) for b in blocks_below_top(G) if len(b) > 1]
     for block in blocks:
         members = {id(h): h for s in block for h in by_switch.get(s, [])}
@@ -100,8 +102,8 @@ def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
             continue
         cap = 0.0
         for s in block:
-            for t, e in G.adj[s].items():
-                if G.nodes[t]["kind"] in SWITCH_KINDS and t not in block:
+            for t, e in adj[s].items():
+                if t in is_switch and t not in block:
                     cap += float(e["capacity"])
         for h in members.values():
             cap += sum(c for s, c in h.attach.items() if s not in block)
@@ -160,9 +162,11 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     if found is None:
         return None
     leaves, plane_of, depth = found
+    if len(leaves) ** 2 > MAX_CELLS:
+        return None  # (known before the classes are formed)
     classes = twin_classes(hs, Scope(switches=set(plane_of)))
     planes = len(depth)
-    if len(classes) ** 2 * planes > MAX_CELLS or len(leaves) ** 2 > MAX_CELLS:
+    if len(classes) ** 2 * planes > MAX_CELLS:
         return None
     li = {s: i for i, s in enumerate(leaves)}
     m = np.zeros((len(classes), len(leaves)))
@@ -273,12 +277,17 @@ def _leaf_traffic(
 
 def _worst(G: nx.Graph, switch_load: dict[tuple[str, str], float]) -> float:
     """The largest load over capacity of the switch link directions."""
-    adj = G.adj
+    adj = G._adj  # the raw dicts (no views): these loops visit every link
     return max((x / float(adj[u][v]["capacity"]) for (u, v), x in switch_load.items()), default=0)
 
 
-def _add(switch_load: dict[tuple[str, str], float], u: str, v: str, x: float) -> None:
-    switch_load[(u, v)] = switch_load.get((u, v), 0.0) + x
+def _add_all(
+    switch_load: dict[tuple[str, str], float], tails: list[str], heads: list[str], x: np.ndarray
+) -> None:
+    """Add ``x[e]`` to ``switch_load[(tails[e], heads[e])]`` for each ``e`` in turn."""
+    get = switch_load.get
+    for u, v, y in zip(tails, heads, x.tolist(), strict=True):
+        switch_load[(u, v)] = get((u, v), 0.0) + y
 
 
 def _structure(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int], list[int]] | None:
@@ -294,16 +303,16 @@ def _structure(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int], 
     leafset = {s for h in hs for s in h.attach}
     depth = []
     for comp in comps:
-        if all((s in leafset) != (t in leafset) for s in comp for t in G.adj[s] if t in plane_of):
+        if all((s in leafset) != (t in leafset) for s in comp for t in G._adj[s] if t in plane_of):
             depth.append(2)
             continue
-        tier = {s: int(G.nodes[s].get("tier", -1)) for s in comp}
+        tier = {s: int(G._node[s].get("tier", -1)) for s in comp}
         low = min(tier.values())
         ok = set(tier.values()) == {low, low + 1, low + 2} and all(
             (s in leafset) == (tier[s] == low) for s in comp
         )
         if not ok or any(
-            abs(tier[s] - tier[t]) != 1 for s in comp for t in G.adj[s] if t in plane_of
+            abs(tier[s] - tier[t]) != 1 for s in comp for t in G._adj[s] if t in plane_of
         ):
             return None
         depth.append(3)
@@ -323,13 +332,13 @@ def _two_hop(
     np.fill_diagonal(T, 0.0)
     if not T.any():
         return True
-    spines = sorted({t for s in leaves for t in G.adj[s] if G.nodes[t]["kind"] in SWITCH_KINDS})
+    spines = sorted({t for s in leaves for t in G._adj[s] if G._node[t]["kind"] in SWITCH_KINDS})
     if not spines or len(leaves) ** 2 * len(spines) > MAX_CELLS:
         return False
     ki = {t: k for k, t in enumerate(spines)}
     C = np.zeros((len(leaves), len(spines)))
     for a, s in enumerate(leaves):
-        for t, e in G.adj[s].items():
+        for t, e in G._adj[s].items():
             if t in ki:
                 C[a, ki[t]] = float(e["capacity"])
     v = np.minimum(C[:, None, :], C[None, :, :])
@@ -339,10 +348,10 @@ def _two_hop(
     w = T / np.where(norm > 0, norm, 1.0)
     up = np.einsum("ab,abk->ak", w, v)
     down = np.einsum("ab,abk->kb", w, v)
-    for a, k in zip(*np.nonzero(up), strict=True):
-        _add(switch_load, leaves[a], spines[k], float(up[a, k]))
-    for k, b in zip(*np.nonzero(down), strict=True):
-        _add(switch_load, spines[k], leaves[b], float(down[k, b]))
+    rows, cols = np.nonzero(up)
+    _add_all(switch_load, [leaves[i] for i in rows], [spines[i] for i in cols], up[rows, cols])
+    rows, cols = np.nonzero(down)
+    _add_all(switch_load, [spines[i] for i in rows], [leaves[i] for i in cols], down[rows, cols])
     return True
 
 
@@ -365,10 +374,10 @@ def _clos3(G: nx.Graph, leaves: list[str]) -> _Clos3 | None:
     """The three-tier plane above ``leaves``, if every pod's leaves and aggregation switches
     are fully cabled and every core reaches every pod; else None."""
     li = {s: i for i, s in enumerate(leaves)}
-    aggs = sorted({t for s in leaves for t in G.adj[s] if G.nodes[t]["kind"] in SWITCH_KINDS})
+    aggs = sorted({t for s in leaves for t in G._adj[s] if G._node[t]["kind"] in SWITCH_KINDS})
     ai = {k: i for i, k in enumerate(aggs)}
     cores = sorted(
-        {t for k in aggs for t in G.adj[k] if G.nodes[t]["kind"] in SWITCH_KINDS and t not in li},
+        {t for k in aggs for t in G._adj[k] if G._node[t]["kind"] in SWITCH_KINDS and t not in li},
         key=natural_key,
     )
     ci = {c: i for i, c in enumerate(cores)}
@@ -376,12 +385,11 @@ def _clos3(G: nx.Graph, leaves: list[str]) -> _Clos3 | None:
     pod_of = {s: q for q, b in enumerate(blocks) for s in b}
     pod_leaf = np.array([pod_of[s] for s in leaves])
     pod_agg = np.array([pod_of[k] for k in aggs])
+    adj = G._adj
     la = [
-        (li[s], ai[k], float(e["capacity"])) for s in leaves for k, e in G.adj[s].items() if k in ai
+        (li[s], ai[k], float(e["capacity"])) for s in leaves for k, e in adj[s].items() if k in ai
     ]
-    ac = [
-        (ai[k], ci[c], float(e["capacity"])) for k in aggs for c, e in G.adj[k].items() if c in ci
-    ]
+    ac = [(ai[k], ci[c], float(e["capacity"])) for k in aggs for c, e in adj[k].items() if c in ci]
     if not la or not ac:
         return None
     la_arr = tuple(np.array(col) for col in zip(*la, strict=True))
@@ -440,11 +448,10 @@ def _three_tier(
     up_leaf = w * X.sum(axis=1)[a_l]
     up_agg = v * Y.sum(axis=1)[k_a]
     down_core = u * Z[c_a, net.pod_agg[k_a]]
-    for e in range(len(a_l)):
-        _add(switch_load, leaves[a_l[e]], net.aggs[k_l[e]], float(up_leaf[e]))
-    for e in range(len(k_a)):
-        _add(switch_load, net.aggs[k_a[e]], net.cores[c_a[e]], float(up_agg[e]))
-        _add(switch_load, net.cores[c_a[e]], net.aggs[k_a[e]], float(down_core[e]))
+    aggs, cores = [net.aggs[i] for i in k_a], [net.cores[i] for i in c_a]
+    _add_all(switch_load, [leaves[i] for i in a_l], [net.aggs[i] for i in k_l], up_leaf)
+    _add_all(switch_load, aggs, cores, up_agg)  # (the two directions' keys differ: the
+    _add_all(switch_load, cores, aggs, down_core)  # order of the sums is unchanged)
     _three_tier_down(net, T, w, v, u, switch_load)
     return True
 
@@ -468,21 +475,49 @@ def _three_tier_down(
     k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
     by_agg = np.argsort(k_l, kind="stable")
     leaf_starts = np.searchsorted(k_l[by_agg], np.arange(len(net.aggs)))
-    core_starts = np.searchsorted(k_a, np.arange(len(net.aggs)))
+    leaf_rows, leaf_w = a_l[by_agg], w[by_agg][:, None]
     for q, pod in enumerate(net.pods):
         aggs_q = np.nonzero(net.pod_agg == q)[0]
         local = np.full(len(net.aggs), -1)
         local[aggs_q] = np.arange(len(aggs_q))
-        into = np.nonzero(local[k_a] >= 0)[0]
-        U = np.zeros((len(net.cores), len(aggs_q)))
-        U[c_a[into], local[k_a[into]]] = u[into]
-        R = np.add.reduceat(v[:, None] * U[c_a], core_starts, axis=0)
-        TW = np.add.reduceat(T[:, pod][a_l[by_agg]] * w[by_agg][:, None], leaf_starts, axis=0)
+        R = _core_shares(k_a, c_a, v, u, local, len(net.cores), len(aggs_q), len(net.aggs))
+        TW = T[:, pod][leaf_rows]
+        TW *= leaf_w  # (in place: the same products, one array fewer)
+        TW = np.add.reduceat(TW, leaf_starts, axis=0)
         # destination leaf x aggregation switch of the pod (einsum: these products are small,
         # and a threaded BLAS spends more on its threads than on them)
         down = np.einsum("kb,kq->bq", TW, R)
-        for b, k in zip(*np.nonzero(down), strict=True):
-            _add(switch_load, net.aggs[aggs_q[k]], net.leaves[pod[b]], float(down[b, k]))
+        b, k = np.nonzero(down)
+        tails = [net.aggs[i] for i in aggs_q[k]]
+        _add_all(switch_load, tails, [net.leaves[i] for i in pod[b]], down[b, k])
+
+
+def _core_shares(
+    k_a: np.ndarray,
+    c_a: np.ndarray,
+    v: np.ndarray,
+    u: np.ndarray,
+    local: np.ndarray,
+    n_cores: int,
+    n_local: int,
+    n_aggs: int,
+) -> np.ndarray:
+    """``R[k, k']``: the sum over aggregation switch ``k``'s core cables ``e`` (in order) of
+    ``v[e] u[e']``, for each cable ``e'`` from the same core down to the destination pod's
+    switch ``k'`` (``local[k']`` its column, -1 outside the pod). Only the pairs of cables
+    meeting at a core are formed (a core has few cables into one pod), and each sum adds its
+    terms in cable order, as the dense sum over every core does."""
+    into = np.nonzero(local[k_a] >= 0)[0]
+    into = into[np.argsort(c_a[into], kind="stable")]  # the cables into the pod, by core
+    count = np.bincount(c_a[into], minlength=n_cores)
+    first = np.cumsum(count) - count
+    reps = count[c_a]
+    e = np.repeat(np.arange(len(k_a)), reps)  # each cable once per cable of its core
+    offset = np.arange(len(e)) - np.repeat(np.cumsum(reps) - reps, reps)
+    down = into[first[c_a[e]] + offset]
+    cell = k_a[e] * n_local + local[k_a[down]]
+    R = np.bincount(cell, weights=v[e] * u[down], minlength=n_aggs * n_local)
+    return R.reshape(-1, n_local)
 
 
 def host_loads(r: SplitRouting, ci: int, rate: float) -> list[Load]:
@@ -518,7 +553,7 @@ def _links(
     """(tail, head, capacity, load) of the cables and switch links (B/s) at ``rate``: all of
     them, or those within :data:`SATURATED` of their capacity."""
     out: list[tuple[Hashable, Hashable, float, float]] = []
-    edge = G.adj
+    edge = G._adj
     for (u, v), x in r.switch_load.items():
         c = float(edge[u][v]["capacity"])
         if not saturated_only or rate * x >= c * (1 - SATURATED):
@@ -585,13 +620,13 @@ def certified_alltoall(
     )
     if terminal == "gpu":
         note += "; NVLink and PCIe carry it (checked)"
-    links: list[BottleneckLink] = [link(G, *t) for t in _links(G, r, lam, saturated_only=True)]
+    binding: list[BottleneckLink] = links(G, _links(G, r, lam, saturated_only=True))
     report = build_report(
         G,
         hs,
         terminal,
         lam,
-        links,
+        binding,
         n=terminal_count(hs),
         method="certified",
         exact=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -76,8 +77,14 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
     """
     kind = dict(G.nodes(data="kind"))
     if terminal_kind(G) == "gpu":
-        index = dict(G.nodes(data="index", default=-1))
-        out = [_server_host(G, kind, index, sid, m) for sid, m in servers(G).items()]
+        is_switch = {v for v, k in kind.items() if k in SWITCH_KINDS}
+        label = {
+            v: (str(d["kind"]), int(d.get("index", -1)))
+            for v, d in G._node.items()
+            if v not in is_switch
+        }
+        adj = G._adj  # the raw adjacency dicts: this visits every edge of every server
+        out = [_server_host(adj, is_switch, label, sid, m) for sid, m in servers(G).items()]
         return [h for h in out if h.weight > 0], "gpu"
     found = []
     for v, k in kind.items():
@@ -95,29 +102,31 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
 
 
 def _server_host(
-    G: nx.Graph,
-    kind: dict[Hashable, str],
-    index: dict[Hashable, int],
+    adj: dict[Any, dict[Any, dict[str, Any]]],
+    is_switch: set[Any],
+    label: dict[Hashable, tuple[str, int]],
     sid: Hashable,
     members: list[str],
 ) -> Host:
-    """One server contracted: its attachments, NICs and inside (``kind`` and ``index``: each
-    vertex's attributes)."""
+    """One server contracted: its attachments, NICs and inside (``adj``: the raw adjacency
+    dicts; ``is_switch``: the switches; ``label``: each vertex's ``(kind, index)``)."""
     attach: dict[str, float] = {}
     nics: dict[str, list[str]] = defaultdict(list)
     bound: set[str] = set()
-    inside = set(members)
+    own = {v: label[v] for v in members}
     edges = []
-    adj = G._adj  # the raw adjacency dicts: this loop visits every edge of every server
     for v in members:
         inner = 0.0
         cables = []
+        lv = own[v]
         for u, e in adj[v].items():
             c = float(e["capacity"])
-            if u in inside:
+            lu = own.get(u)
+            if lu is not None:
                 inner += c
-                edges.append((v, u, c))
-            elif kind[u] in SWITCH_KINDS:
+                if lv < lu:  # each internal link once, from its lower end
+                    edges.append((lv, lu, c))
+            elif u in is_switch:
                 cables.append((u, c))
             else:
                 inner += c
@@ -128,26 +137,16 @@ def _server_host(
             nics[s].append(v)
             if inner < cable:
                 bound.add(v)
+    edges.sort()
     return Host(
         id=sid,
-        weight=sum(kind[v] == "gpu" for v in members),
+        weight=sum(lab[0] == "gpu" for lab in own.values()),
         attach=attach,
         nics=nics,
         members=members,
-        inner_sig=_signature(kind, index, members, edges),
+        inner_sig=tuple(edges),
         host_bound=frozenset(bound),
     )
-
-
-def _signature(
-    kind: dict[Hashable, str],
-    index: dict[Hashable, int],
-    members: list[str],
-    edges: list[tuple[str, str, float]],
-) -> InnerSignature:
-    """:func:`inner_signature` from the server's internal edges (each seen from both ends)."""
-    label = {v: (str(kind[v]), int(index[v])) for v in members}
-    return tuple(sorted((label[v], label[u], c) for v, u, c in edges if label[v] < label[u]))
 
 
 def inner_signature(G: nx.Graph, members: list[str]) -> InnerSignature:

@@ -129,12 +129,11 @@ def network(
     cap: list[float] = []
     origin: list[Origin] = []
     switches = sc.switches
-    for u, v, e in G.edges(data=True):
-        if u in switches and v in switches:
-            for a, b in ((u, v), (v, u)):
-                arcs.append((a, b))
-                cap.append(sc.mult(u) * float(e["capacity"]))
-                origin.append(("fabric", a, b))
+    for u, v, e in _switch_edges(G, switches):
+        for a, b in ((u, v), (v, u)):
+            arcs.append((a, b))
+            cap.append(sc.mult(u) * float(e["capacity"]))
+            origin.append(("fabric", a, b))
     for ci, cls in enumerate(classes):
         n = len(cls)
         for s, c in cls[0].attach.items():
@@ -144,6 +143,20 @@ def network(
             cap += [sc.mult(s) * n * c] * 2
             origin += [("up", ci, s), ("down", ci, s)]
     return arcs, np.array(cap), origin
+
+
+def _switch_edges(
+    G: nx.Graph, switches: set[str]
+) -> Iterator[tuple[Hashable, Hashable, dict[str, Any]]]:
+    """The edges between ``switches`` as ``G.edges(data=True)`` lists them (each once, from
+    the end first in the graph's order), visiting only the switches' adjacency."""
+    seen: set[Hashable] = set()
+    for u, nbrs in G._adj.items():
+        if u in switches:
+            for v, e in nbrs.items():
+                if v in switches and v not in seen:
+                    yield u, v, e
+            seen.add(u)
 
 
 def twin_classes(hosts: list[Host], sc: Scope) -> list[list[Host]]:
@@ -202,6 +215,7 @@ def expand(
     split in proportion to capacity (the symmetric solution every reduction rests on). Where a
     NIC's PCIe side is tighter than its cable, its PCIe links are named instead.
     """
+    adj = G._adj  # the raw adjacency dicts: this visits every NIC cable of a class
     for a in which:
         o = red.origin[a]
         if o[0] == "fabric":
@@ -219,12 +233,12 @@ def expand(
                 share = sol.arc_flow[a] / len(cls) / (k * h.attach[s])
                 for nic in h.nics[s]:
                     if nic in h.host_bound:  # the NIC's PCIe side binds, not its cable
-                        for g, e in G.adj[nic].items():
+                        for g, e in adj[nic].items():
                             if g in h.members:
                                 c = float(e["capacity"])
                                 yield (g, nic, c, share * c) if up else (nic, g, c, share * c)
                         continue
-                    c = float(G.adj[nic][s]["capacity"])
+                    c = float(adj[nic][s]["capacity"])
                     yield (nic, s, c, share * c) if up else (s, nic, c, share * c)
 
 
@@ -232,16 +246,39 @@ def bottleneck_links(G: nx.Graph, red: Reduced, sol: MCFSolution) -> list[Bottle
     """The fabric link directions behind the reduced arcs whose capacity rows have a positive
     shadow price (:data:`DUAL_TOL`) in ``sol``."""
     which = np.nonzero(sol.arc_dual > DUAL_TOL)[0]
-    return [link(G, u, v, cap, load) for u, v, cap, load in expand(G, red, sol, which)]
+    return links(G, expand(G, red, sol, which))
 
 
 def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, str], float]:
     """Load (B/s) of every NIC cable and switch link direction at the optimum found."""
     loads: dict[tuple[str, str], float] = {}
+    nodes = G._node
     for u, v, _, x in expand(G, red, sol, range(len(red.arcs))):
-        if G.nodes[u]["kind"] in SWITCH_KINDS or G.nodes[v]["kind"] in SWITCH_KINDS:
+        if nodes[u]["kind"] in SWITCH_KINDS or nodes[v]["kind"] in SWITCH_KINDS:
             loads[(u, v)] = loads.get((u, v), 0.0) + float(x)
     return loads
+
+
+def links(
+    G: nx.Graph, directions: Iterable[tuple[Hashable, Hashable, float, float]]
+) -> list[BottleneckLink]:
+    """The link directions ``(tail, head, capacity, load)`` (B/s) as a report names them, in
+    the order given: :func:`link` of each, with each vertex's label looked up once."""
+    label: dict[Hashable, str] = {}
+    tier: dict[tuple[str, str], str] = {}
+    out = []
+    for u, v, cap, load in directions:
+        a = label.get(u)
+        if a is None:
+            a = label[u] = vertex_label(G, u)
+        b = label.get(v)
+        if b is None:
+            b = label[v] = vertex_label(G, v)
+        t = tier.get((a, b))
+        if t is None:
+            t = tier[(a, b)] = f"{a}->{b}"
+        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load)))
+    return out
 
 
 def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> BottleneckLink:

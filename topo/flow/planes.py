@@ -160,7 +160,8 @@ def _edges_agree(G: nx.Graph, comps: list[list[str]], maps: list[dict[str, str]]
 def _switch_arcs(G: nx.Graph, comp: list[str]) -> dict[tuple[str, str], float]:
     """Both directions of every edge between the switches ``comp``, with its capacity."""
     inside = set(comp)
-    return {(u, v): e["capacity"] for u in comp for v, e in G.adj[u].items() if v in inside}
+    adj = G._adj  # the raw adjacency dicts: this visits every link of a plane
+    return {(u, v): e["capacity"] for u in comp for v, e in adj[u].items() if v in inside}
 
 
 def plane_classes(

@@ -68,8 +68,9 @@ def build_report(
     gpu = terminal == "gpu"
     inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
     nics = sum(len(v) for h in hosts for v in h.nics.values())
+    adj = G._adj  # the raw adjacency dicts: one look-up per NIC cable
     nic_caps = [
-        float(G.adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
+        float(adj[nic][s]["capacity"]) for h in hosts for s, vs in h.nics.items() for nic in vs
     ]
     return BandwidthResult(
         fabric=str(G.graph.get("name", "")),
@@ -100,8 +101,19 @@ def build_report(
 
 
 def sort_links(links: list[BottleneckLink]) -> tuple[BottleneckLink, ...]:
-    """Bottleneck links in report order: by tier, then source in natural order."""
-    return tuple(sorted(links, key=lambda b: (b.tier, natural_key(b.source))))
+    """Bottleneck links in report order: by tier, then source in natural order (stable: links
+    of equal tier and source keep their order)."""
+    # Each distinct tier and source is ranked once, so the sort compares integers.
+    tier = {t: i for i, t in enumerate(sorted({b.tier for b in links}))}
+    source: dict[str, int] = {}
+    rank, previous = 0, None
+    # (in the order the links come: Timsort gains from the runs already sorted)
+    for key, s in sorted((natural_key(s), s) for s in dict.fromkeys(b.source for b in links)):
+        if key != previous:  # names of equal key ("a01", "a1") share a rank
+            rank, previous = len(source), key
+        source[s] = rank
+    n = len(source)
+    return tuple(sorted(links, key=lambda b: tier[b.tier] * n + source[b.source]))
 
 
 def lp_stats(sol: MCFSolution) -> LPStats:

@@ -266,13 +266,15 @@ def fabric_terminals(G: nx.Graph, level: Level | None = None) -> tuple[Level, tu
     """
     kind = terminal_kind(G)
     lvl: Level = level or ("gpu" if kind == "gpu" else "server")
+    nodes = G._node  # the raw attribute dicts: this visits every vertex
     if kind == "gpu" and lvl == "server":
-        terms = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
-    else:
-        terms = {v for v, d in G.nodes(data=True) if d["kind"] == kind}
-        if kind == "nic":  # only NICs cabled to a switch are endpoints
-            terms = {v for v in terms if any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])}
-    return lvl, tuple(sorted(terms, key=natural_key))
+        terms = {d["node"] for d in nodes.values() if d["kind"] == "gpu"}
+        return lvl, tuple(sorted(terms, key=natural_key))
+    found = [v for v, d in nodes.items() if d["kind"] == kind]  # names: distinct already
+    if kind == "nic":  # only NICs cabled to a switch are endpoints
+        adj = G._adj
+        found = [v for v in found if any(nodes[u]["kind"] in SWITCH_KINDS for u in adj[v])]
+    return lvl, tuple(sorted(found, key=natural_key))
 
 
 def uniform_alltoall(
