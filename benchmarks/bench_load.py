@@ -6,7 +6,9 @@
 Cases, each timed in a fresh Python process, best of ``--runs`` (wall time, and CPU time, which
 a busy machine disturbs less):
 
-- ``plain node_link_graph``: ``nx.node_link_graph(json.load(f), edges="edges")``, the reference;
+- ``plain node_link_graph``: ``nx.node_link_graph(json.load(f), edges="edges")``, the reference
+  (in a warm process), and the same read as a process of its own (``python -c``: interpreter
+  start-up and the networkx import included, as the whole command has them);
 - ``topo.fabric.load``: the same file read and checked against the schema (JSON parse, graph,
   ``check_schema``), with the JSON parse alone beside it;
 - ``topo bandwidth FILE``: the whole command (``python -m topo.cli``, interpreter start-up
@@ -68,13 +70,21 @@ print(json.dumps(out))
 """
 
 
-def wall(args: list[str], runs: int) -> tuple[float, float]:
-    """Best wall and CPU (user + system) time of ``python -m topo.cli ARGS``, seconds."""
+PLAIN_PROCESS = (
+    "import json, sys; import networkx as nx; "
+    "nx.node_link_graph(json.load(open(sys.argv[1])), edges='edges')"
+)
+"""The plain read as a process of its own: interpreter start-up and the networkx import in."""
+
+
+def wall(args: list[str], runs: int, command: list[str] | None = None) -> tuple[float, float]:
+    """Best wall and CPU (user + system) time of ``python -m topo.cli ARGS`` (or of
+    ``python COMMAND ARGS``), seconds."""
     best = cpu = float("inf")
     for _ in range(runs):
         start, used = time.perf_counter(), _children_cpu()
         subprocess.run(
-            [sys.executable, "-m", "topo.cli", *args],
+            [sys.executable, *(command or ["-m", "topo.cli"]), *args],
             cwd=ROOT,
             check=True,
             stdout=subprocess.DEVNULL,
@@ -130,6 +140,7 @@ def main() -> None:
                 [sys.executable, "-c", code], capture_output=True, text=True, check=True
             ).stdout
         )
+        r["plain_process"] = wall([path], args.runs, ["-c", PLAIN_PROCESS])
         r["help"] = wall(["--help"], args.runs)
         r["bandwidth"] = wall(["bandwidth", path], max(1, args.runs // 2))
         size_MB = Path(path).stat().st_size / 1e6
@@ -139,6 +150,7 @@ def main() -> None:
     print("-" * 74)
     rows = [
         ("plain node_link_graph", r["plain"]),
+        ("plain read as a process (python -c ...)", r["plain_process"]),
         ("json parse alone", r["parse"]),
         ("topo.fabric.load (parse, graph, schema)", r["load"]),
         ("topo --help (start-up)", r["help"]),

@@ -9,6 +9,9 @@ stderr. Every :class:`topo.errors.TopoError` is printed as one line with exit st
 
 from __future__ import annotations
 
+import atexit
+import gc
+import os
 import sys
 from typing import Annotated
 
@@ -83,7 +86,14 @@ import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 def main() -> None:
     """The console entry: the typer app, with usage errors (a missing file, a value out of
-    range, an unknown option) as one ``topo: error:`` line and exit status 2."""
+    range, an unknown option) as one ``topo: error:`` line and exit status 2.
+
+    A command allocates a whole fabric at once (a 16,384-GPU MPFT is 100,000 dicts): Python's
+    cyclic collector, run every 700 allocations by default, would traverse them again and again,
+    so the command line runs it every 100,000 (cycles are still collected). When the command has
+    finished, the process ends without tearing its objects down one by one (:func:`_finish`).
+    """
+    gc.set_threshold(100_000, 50, 100)
     try:
         rc = app(standalone_mode=False)
     except Exception as exc:
@@ -102,8 +112,22 @@ def main() -> None:
             print("topo: interrupted", file=sys.stderr)
             sys.exit(130)
         raise
-    sys.exit(rc if isinstance(rc, int) else 0)
+    _finish(rc if isinstance(rc, int) else 0)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+def _finish(code: int) -> None:
+    """Exit with ``code`` once the output is out: flush the streams, run the exit handlers
+    (``atexit``: Dask clusters, temporary folders, logging), then end the process without
+    freeing every object of the fabric (0.1-0.2 s on a 16,384-GPU one; the system reclaims
+    the memory at once)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (``topo ... | head``) or stream
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m topo.cli, as the console script
+    main()

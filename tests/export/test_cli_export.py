@@ -109,3 +109,12 @@ def test_ibnetdiscover_export_imports_back_to_the_same_all_to_all(fabrics, tmp_p
     assert imported["gpus"] == designed["gpus"] == 256
     assert imported["alltoall_busbw_GBps"] == pytest.approx(designed["alltoall_busbw_GBps"])
     assert designed["alltoall_busbw_GBps"] == pytest.approx(50 * 255 / 248)
+
+
+def test_the_help_names_every_format():
+    # The command lists the formats without importing the writers at start-up.
+    from topo import export as library
+    from topo.commands import export as command
+
+    assert command.FORMATS == tuple(library.FORMATS)
+    assert command.SLURM_FORMATS == tuple(library.SLURM_FORMATS)

@@ -12,16 +12,11 @@ import typer
 from topo import fabric as fabric_mod
 from topo.cli_common import InputFabric, err, user_errors
 from topo.errors import TopoError
-from topo.export import (
-    FORMATS,
-    SLURM_FORMATS,
-    ExportOptions,
-    check_fabric,
-    check_format,
-    check_hca_format,
-    check_options,
-    export,
-)
+
+# The names the help shows, without importing topo.export (and its writers) when the app
+# starts; tests/export/test_cli_export.py holds them to topo.export.FORMATS and SLURM_FORMATS.
+FORMATS = ("slurm", "nccl", "cabling", "ibnetdiscover")
+SLURM_FORMATS = ("tree", "block", "yaml")
 
 
 @user_errors
@@ -85,6 +80,15 @@ def export_(
     ] = False,
 ) -> None:
     """Export the fabric for Slurm, NCCL or the installers (docs/export.md)."""
+    from topo.export import (
+        ExportOptions,
+        check_fabric,
+        check_format,
+        check_hca_format,
+        check_options,
+        export,
+    )
+
     options = ExportOptions(
         hosts=hosts,
         slurm_format=slurm_format or "tree",
