@@ -22,6 +22,7 @@ from typing import Annotated, Any, TypeVar
 import networkx as nx
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from typer.models import OptionInfo
 
@@ -313,3 +314,15 @@ def refuse_with(ctx: typer.Context, option: str, allowed: tuple[str, ...] = ()) 
     ]
     if extra:
         raise TopoError(f"{option} takes no other options: {', '.join(extra)} would be ignored")
+
+
+def progress_bar() -> Progress:
+    """A transient progress bar on stderr: a description, the bar, done of all, time taken."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )

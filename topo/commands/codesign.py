@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, progress_bar, user_errors
 from topo.commands.engine_options import (
     ClusterOpt,
     MemoryLimitOpt,
@@ -20,7 +20,6 @@ from topo.commands.engine_options import (
     WorkersOpt,
     open_engine,
 )
-from topo.commands.sweep import progress_bar
 from topo.errors import TopoError
 
 if TYPE_CHECKING:

@@ -6,14 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import TaskID
 from rich.table import Table
 
 from topo import fabric as fabric_mod
@@ -28,9 +21,9 @@ from topo.cli_common import (
     SeedOpt,
     TimeLimitOpt,
     check_pxn,
-    err,
     out,
     print_json,
+    progress_bar,
     user_errors,
 )
 from topo.commands.engine_options import (
@@ -116,14 +109,7 @@ def _run(
 
     reports = []
     trials = options["trials"]
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+    with progress_bar() as bar:
         for path in fabrics:
             G = fabric_mod.load(path)
             task = bar.add_task(f"{path.name}", total=trials)

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, progress_bar, user_errors
 from topo.commands.engine_options import (
     ClusterOpt,
     MemoryLimitOpt,
@@ -23,18 +22,6 @@ from topo.commands.engine_options import (
 
 if TYPE_CHECKING:
     from topo.engine.sweep import SweepResult
-
-
-def progress_bar() -> Progress:
-    """A transient progress bar on stderr (points done of all)."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
 
 
 @user_errors
