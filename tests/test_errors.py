@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import networkx as nx
 import pytest
 
 from topo.errors import FormatError, SpecError, TopoError
@@ -60,3 +61,24 @@ def test_format_error_names_file_and_line():
         raise e
     back = pickle.loads(pickle.dumps(e))
     assert (str(back), back.path, back.line) == ("f.toml:3: not valid TOML", "f.toml", 3)
+
+
+# -- library entry points refuse what is not a fabric (the fresh-user trial's finding) -------
+
+
+@pytest.mark.parametrize("bad", [None, "mpft.json", nx.DiGraph(), nx.MultiGraph()])
+def test_flow_entry_points_refuse_what_is_not_a_fabric(bad) -> None:
+    from topo.flow import alltoall_bandwidth, routed_alltoall
+
+    for call in (lambda: alltoall_bandwidth(bad), lambda: routed_alltoall(bad, "dmodk")):
+        with pytest.raises(TopoError, match="must be a fabric: an undirected networkx.Graph"):
+            call()
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, float("nan"), True, "3"])
+def test_routed_seeds_are_whole_numbers(seed) -> None:
+    from topo.builders import build
+    from topo.flow import routed_alltoall
+
+    with pytest.raises(TopoError, match="seed must be a whole number >= 0"):
+        routed_alltoall(build("ft2", switch_ports=4), "ecmp", seed=seed)

@@ -83,7 +83,7 @@ from typing import Any
 
 import networkx as nx
 
-from topo.errors import FormatError
+from topo.errors import FormatError, TopoError
 
 SWITCH_KINDS = ("leaf", "spine", "core", "switch")
 NODE_KINDS = ("gpu", "nic", "nvswitch", *SWITCH_KINDS)
@@ -254,6 +254,25 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     parts: list[Any] = _split_digits(v)
     parts[1::2] = map(int, parts[1::2])
     return (1, *parts)
+
+
+def require_fabric(G: object, name: str = "G") -> None:
+    """Refuse, with topo's own error, an argument that is not a fabric graph.
+
+    Library entry points call it first, so that a wrong argument (``None``, a path, a directed
+    graph) gives one line naming it, not an AttributeError deep inside a solver. It checks the
+    type only; :func:`load` and :func:`check_schema` check the contents.
+
+    Raises
+    ------
+    TopoError
+        ``G`` is not an undirected, simple ``networkx.Graph``.
+    """
+    if not isinstance(G, nx.Graph) or G.is_directed() or G.is_multigraph():
+        raise TopoError(
+            f"{name} must be a fabric: an undirected networkx.Graph (topo.builders.build, "
+            f"topo.fabric.load), got {type(G).__name__}"
+        )
 
 
 def terminal_kind(G: nx.Graph) -> str:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import networkx as nx
 
 from topo.errors import TopoError
+from topo.fabric import require_fabric
 from topo.flow.concurrent import METHODS, concurrent_flow
 from topo.flow.hosts import check_terminals, hosts
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
@@ -114,6 +115,7 @@ def alltoall_bandwidth(
     F. Shahrokhi and D. W. Matula, J. ACM 37(2), 1990 (maximum concurrent flow); nccl-tests
     ``doc/PERFORMANCE.md`` (busbw of alltoall).
     """
+    require_fabric(G)
     if method not in METHODS:
         raise TopoError(f"--method must be auto or general, got {method!r}")
     try:

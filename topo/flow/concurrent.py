@@ -16,6 +16,7 @@ from dataclasses import replace
 import networkx as nx
 
 from topo.errors import LPTimeLimit, LPTooLarge, TopoError
+from topo.fabric import require_fabric
 from topo.flow.bounds import bounds_report
 from topo.flow.exact import exact_alltoall
 from topo.flow.hosts import check_terminals, hosts
@@ -94,6 +95,7 @@ def concurrent_flow(
     ----------
     F. Shahrokhi and D. W. Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990.
     """
+    require_fabric(G)
     if method not in METHODS:
         raise TopoError(f"--method must be auto or general, got {method!r}")
     if demand.entries is not None:

@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
-from topo.fabric import terminal_kind
+from topo.fabric import require_fabric, terminal_kind
 from topo.flow.result import BandwidthResult
 from topo.flow.routing.arrays import GPU, Arcs, fabric_arcs
 from topo.flow.routing.dmodk import route_dmodk
@@ -178,6 +178,13 @@ def _routed(
     """The one body of :func:`routed_flow` and :func:`routed_alltoall` (``demand`` None: the
     fabric's own uniform all-to-all)."""
     t0 = time.perf_counter()
+    require_fabric(G)
+    if not (
+        seed is None
+        or isinstance(seed, np.random.Generator)
+        or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
+    ):
+        raise TopoError(f"seed must be a whole number >= 0 or a numpy Generator, got {seed!r}")
     name = getattr(routing, "value", routing)
     if name not in ROUTINGS:
         raise TopoError(
