@@ -179,12 +179,7 @@ def _routed(
     fabric's own uniform all-to-all)."""
     t0 = time.perf_counter()
     require_fabric(G)
-    if not (
-        seed is None
-        or isinstance(seed, np.random.Generator)
-        or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
-    ):
-        raise TopoError(f"seed must be a whole number >= 0 or a numpy Generator, got {seed!r}")
+    _check_seed(seed)
     name = getattr(routing, "value", routing)
     if name not in ROUTINGS:
         raise TopoError(
@@ -241,6 +236,15 @@ def _routed(
         notes=notes,
         t0=t0,
     )
+
+
+def _check_seed(seed: object) -> None:
+    """TopoError unless ``seed`` is None, a numpy Generator, or a whole number >= 0."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return
+    raise TopoError(f"seed must be a whole number >= 0 or a numpy Generator, got {seed!r}")
 
 
 _SUPPORTED = "as-routed traffic supports only the uniform all-to-all among every"
