@@ -263,6 +263,13 @@ def require_fabric(G: object, name: str = "G") -> None:
     graph) gives one line naming it, not an AttributeError deep inside a solver. It checks the
     type only; :func:`load` and :func:`check_schema` check the contents.
 
+    Parameters
+    ----------
+    G : object
+        What the caller passed as the fabric.
+    name : str
+        The caller's parameter name, for the message.
+
     Raises
     ------
     TopoError

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, from_command_line, out, print_json, user_errors
 from topo.errors import TopoError
 from topo.spec import ServerSpec, SwitchSpec
 
@@ -211,8 +211,7 @@ def plan(
         from topo.catalog import named_options
 
         for key, value in named_options(switch, node, link_gbps).items():
-            source = ctx.get_parameter_source(key)
-            if key in given and (source is None or source.name != "COMMANDLINE"):
+            if key in given and not from_command_line(ctx, key):
                 given[key] = value
     common: dict[str, Any] = dict(
         switch=SwitchSpec(given["switch_ports"], given["link_gbps"]),
