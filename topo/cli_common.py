@@ -195,6 +195,49 @@ def check_pxn(routing: str, pxn: bool) -> None:
         )
 
 
+def check_routing_options(
+    ctx: typer.Context, routing: str, random_failures: bool, seed_param: str = "seed"
+) -> None:
+    """Refuse ``--seed`` and ``--flows-per-pair`` where they would change nothing.
+
+    ``--seed`` seeds the random failures (``--fail-links``, ``--fail-switches``) and ECMP's
+    hashing; ``--flows-per-pair`` splits a pair's traffic into flows that ECMP hashes on their
+    own (D-mod-k routes them on one path, and says so). The optimal all-to-all (a maximum
+    concurrent flow) and the subnet manager's tables (``lft``) read neither.
+
+    Parameters
+    ----------
+    ctx : typer.Context
+        The command's context (which options were given on the command line).
+    routing : str
+        The ``--routing`` value.
+    random_failures : bool
+        Whether random failures are drawn (a command that always draws them passes True).
+    seed_param : str
+        The Python name of the command's ``--seed`` parameter.
+
+    Raises
+    ------
+    TopoError
+        ``--seed`` given with neither random failures nor ECMP; ``--flows-per-pair`` given
+        with ``--routing optimal`` or ``lft``.
+    """
+    if from_command_line(ctx, seed_param) and not random_failures and routing != "ecmp":
+        raise TopoError(
+            f"--seed has no effect with --routing {routing} and no random failures: it seeds "
+            "--fail-links, --fail-switches and --routing ecmp (--fail NAME is not random)"
+        )
+    if from_command_line(ctx, "flows_per_pair") and routing not in ("ecmp", "dmodk"):
+        raise TopoError(
+            f"--flows-per-pair applies to --routing ecmp or dmodk, not {routing}: "
+            + (
+                "the optimal all-to-all is a maximum concurrent flow, not hashed flows"
+                if routing == "optimal"
+                else "the forwarding tables route each destination on one path"
+            )
+        )
+
+
 FailLinksOpt = Annotated[
     int, typer.Option("--fail-links", help="Random cables to fail (seeded by --seed).", min=0)
 ]

@@ -26,6 +26,7 @@ from topo.cli_common import (
     SeedOpt,
     TimeLimitOpt,
     check_pxn,
+    check_routing_options,
     err,
     out,
     print_json,
@@ -49,6 +50,7 @@ class Method(str, Enum):
 
 @user_errors
 def bandwidth(
+    ctx: typer.Context,
     fabric: InputFabric,
     method: Annotated[
         Method,
@@ -94,6 +96,7 @@ def bandwidth(
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
     check_pxn(routing.value, pxn)
+    check_routing_options(ctx, routing.value, bool(fail_links or fail_switches))
     if routing == Routing.lft or lft is not None:
         _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
     else:

@@ -21,6 +21,7 @@ from topo.cli_common import (
     SeedOpt,
     TimeLimitOpt,
     check_pxn,
+    check_routing_options,
     out,
     print_json,
     progress_bar,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # the solver loads when the command runs
 
 @user_errors
 def resilience(
+    ctx: typer.Context,
     fabrics: Annotated[
         list[Path],
         typer.Argument(
@@ -76,6 +78,7 @@ def resilience(
     With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
     check_pxn(routing.value, pxn)
+    check_routing_options(ctx, routing.value, random_failures=True)
     options: dict[str, Any] = dict(
         trials=trials,
         links=fail_links,
