@@ -100,3 +100,60 @@ def test_resilience_refuses_flows_per_pair_with_the_optimum(ft2: Path) -> None:
     one_line_error(run(*args), "--flows-per-pair", "not optimal")
     r = run(*args, "--routing", "ecmp", "--json")
     assert r.exit_code == 0, r.output
+
+
+# 2. topo cost FABRIC with the --compare options
+
+
+@pytest.fixture(scope="module")
+def dragonfly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("df") / "df.json"
+    save(build("dragonfly", switch_ports=8), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--switch-ports", "32"], "--switch-ports applies"),
+        (["--switch-ports", "64"], "--switch-ports applies"),  # the default, given
+        (["--link-gbps", "800", "--switch-ports", "32"], "--switch-ports, --link-gbps apply"),
+        (["--nics-per-node", "4"], "--nics-per-node applies"),
+        (["--dragonfly-groups", "5"], "--dragonfly-groups applies"),
+    ],
+)
+def test_cost_of_a_fabric_refuses_the_compare_options(
+    dragonfly: Path, args: list[str], named: str
+) -> None:
+    r = run("cost", dragonfly, *args, "--json")
+    one_line_error(r, named, "to --compare", f"{dragonfly} counts that fabric's own switches")
+    assert r.stdout == ""
+
+
+def test_the_fabric_cost_does_not_depend_on_the_compare_options(dragonfly: Path) -> None:
+    """Why: a fabric's bill of materials is the same whatever --switch-ports says (the
+    library takes no switch). a = 4, p = h = 2, 9 groups: 36 routers of 8 ports."""
+    from topo.cost import bill_of_materials, load_prices
+    from topo.fabric import load
+
+    report = bill_of_materials(load(dragonfly), load_prices())
+    d = run("cost", dragonfly, "--json")
+    assert d.exit_code == 0 and json.loads(d.stdout) == report.to_dict()
+    assert (report.switches, report.links) == (36, 90)
+
+
+def test_compare_refuses_options_no_family_asked_reads() -> None:
+    one_line_error(
+        run("cost", "--compare", "ft2,mpft", "--dragonfly-groups", 5),
+        "--dragonfly-groups applies to the dragonfly family",
+    )
+    one_line_error(
+        run("cost", "--compare", "ft2,ft3", "--nics-per-node", 4),
+        "--nics-per-node applies to the mpft family",
+    )
+    # where a family reads them they work: 4 planes of a 64-port two-layer fat tree
+    r = run("cost", "--compare", "ft2,mpft", "--nics-per-node", 4, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[1]["endpoints"] == 4 * 64 * 64 // 2
+    r = run("cost", "--compare", "dragonfly", "--dragonfly-groups", 5, "--json")
+    assert r.exit_code == 0, r.output

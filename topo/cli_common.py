@@ -359,6 +359,33 @@ def refuse_with(ctx: typer.Context, option: str, allowed: tuple[str, ...] = ()) 
         raise TopoError(f"{option} takes no other options: {', '.join(extra)} would be ignored")
 
 
+def refuse_given(ctx: typer.Context, params: tuple[str, ...], needs: str, why: str) -> None:
+    """Refuse the options among ``params`` given on the command line: without ``needs`` they
+    would be ignored.
+
+    Parameters
+    ----------
+    ctx : typer.Context
+        The command's context.
+    params : tuple of str
+        Python parameter names of the options that need ``needs``.
+    needs : str
+        What they apply to, as the message says it (``"--compare"``).
+    why : str
+        Why they change nothing here.
+
+    Raises
+    ------
+    TopoError
+        ``"--a, --b apply to NEEDS: WHY"`` for the options given.
+    """
+    flags = option_flags(ctx.command.callback) if ctx.command.callback else {}
+    given = [flags.get(p, "--" + p.replace("_", "-")) for p in params if from_command_line(ctx, p)]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise TopoError(f"{', '.join(given)} {verb} to {needs}: {why}")
+
+
 def progress_bar() -> Progress:
     """A transient progress bar on stderr: a description, the bar, done of all, time taken."""
     return Progress(

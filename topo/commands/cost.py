@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, from_command_line, out, print_json, user_errors
+from topo.cli_common import (
+    err,
+    from_command_line,
+    out,
+    print_json,
+    refuse_given,
+    user_errors,
+)
 from topo.errors import TopoError
 from topo.spec import ServerSpec, SwitchSpec
 
@@ -40,6 +47,7 @@ def _families(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
 
 @user_errors
 def cost(
+    ctx: typer.Context,
     fabric: Annotated[
         Path | None,
         typer.Argument(
@@ -107,6 +115,13 @@ def cost(
     if compare is None:
         if html is not None:
             raise TopoError("--html draws the comparison: use it with --compare")
+        refuse_given(
+            ctx,
+            ("switch_ports", "link_gbps", "nics_per_node", "dragonfly_groups"),
+            "--compare",
+            f"the bill of materials of {fabric} counts that fabric's own switches, cables and "
+            "servers",
+        )
         assert fabric is not None
         report = bill_of_materials(fabric_mod.load(fabric), book)
         if as_json:
@@ -115,6 +130,7 @@ def cost(
             _bom_table(report)
         return
     names = _families(compare, COMPARE_FAMILIES, "--compare")
+    _check_compare_options(ctx, names, html is not None)
     rows = compare_fn(
         names,
         SwitchSpec(switch_ports, link_gbps),
@@ -139,6 +155,22 @@ def cost(
         print_json([r.to_dict() for r in rows])
         return
     _compare_table(rows, switch_ports, link_gbps, book.path)
+
+
+def _check_compare_options(ctx: typer.Context, names: list[str], html: bool) -> None:
+    """Refuse the --compare options no family asked reads (docs/cost.md)."""
+    if "dragonfly" not in names:
+        refuse_given(
+            ctx, ("dragonfly_groups",), "the dragonfly family of --compare", "none is compared"
+        )
+    if "mpft" not in names and not html:
+        # --nics-per-node is MPFT's planes; the --html solve also gives every server that many
+        refuse_given(
+            ctx,
+            ("nics_per_node",),
+            "the mpft family of --compare (its planes) or its --html solve (the servers' NICs)",
+            "neither is asked",
+        )
 
 
 @user_errors
