@@ -157,3 +157,39 @@ def test_compare_refuses_options_no_family_asked_reads() -> None:
     assert json.loads(r.stdout)[1]["endpoints"] == 4 * 64 * 64 // 2
     r = run("cost", "--compare", "dragonfly", "--dragonfly-groups", 5, "--json")
     assert r.exit_code == 0, r.output
+
+
+# 3. topo plan: a request no family asked can meet; --max-gpus with plan options
+
+
+def test_plan_that_no_family_meets_is_one_line_naming_the_largest_ceiling() -> None:
+    r = run("plan", "--gpus", 10_000_000_000, "--no-check")
+    line = one_line_error(r, "--gpus 10,000,000,000", "no family of")
+    assert r.stdout == ""
+    # The largest ceiling of 64-port switches: the three-tier MPFT, 8 planes of a three-tier
+    # fat tree of k^3/4 endpoints (Al-Fares et al., SIGCOMM 2008), one NIC per plane per
+    # server of 8 GPUs.
+    assert f"the largest is mpft3, at most {8 * 64**3 // 4:,} GPUs" in line
+    assert "topo plan --max-gpus" in line
+
+
+def test_plan_of_one_family_that_cannot_meet_it_names_its_ceiling() -> None:
+    # a two-layer fat tree of 64-port switches holds k^2/2 = 2,048 endpoints, one NIC per GPU
+    # (8 GPUs and 8 NICs per server)
+    line = one_line_error(
+        run("plan", "--gpus", 3000, "--families", "ft2", "--json"), "--gpus 3,000"
+    )
+    assert f"ft2 connects at most {64 * 64 // 2:,} GPUs" in line
+
+
+def test_plan_with_some_family_feasible_still_lists_the_others() -> None:
+    r = run("plan", "--gpus", 3000, "--families", "ft2,mpft", "--no-check", "--json")
+    assert r.exit_code == 0, r.output
+    rows = {x["family"]: x for x in json.loads(r.stdout)}
+    assert rows["mpft"]["feasible"] and not rows["ft2"]["feasible"]
+
+
+def test_max_gpus_refuses_the_options_of_a_plan() -> None:
+    one_line_error(run("plan", "--max-gpus", "--gpus", 5), "--gpus N or --max-gpus, not both")
+    one_line_error(run("plan", "--max-gpus", "--no-check"), "--check/--no-check applies to")
+    assert run("plan", "--max-gpus", "--families", "ft2").exit_code == 0

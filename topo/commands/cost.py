@@ -22,7 +22,7 @@ from topo.errors import TopoError
 from topo.spec import ServerSpec, SwitchSpec
 
 if TYPE_CHECKING:  # the cost models load when a command runs
-    from topo.cost import CompareRow, CostReport, PlanRow
+    from topo.cost import Ceiling, CompareRow, CostReport, PlanRow
 
 PricesOption = Annotated[
     Path | None,
@@ -254,30 +254,74 @@ def plan(
         time_limit_s=time_limit,
     )
     if max_gpus:
-        ceilings = max_gpus_plan(**common)
-        if as_json:
-            print_json([c.to_dict() for c in ceilings])
-            return
-        table = Table(
-            title=f"ceilings: {given['switch_ports']}-port {given['link_gbps']:g}G switches, "
-            f"{given['gpus_per_node']} GPUs + {given['nics_per_node']} NICs per server",
-            title_justify="left",
-        )
-        for col in ("family", "max GPUs", "endpoints", "design", "binding"):
-            table.add_column(col, justify="right" if col in ("max GPUs", "endpoints") else "left")
-        for c in ceilings:
-            table.add_row(
-                c.family, f"{c.max_gpus:,}", f"{c.endpoints:,}", _design_text(c.design), c.binding
+        if gpus is not None:
+            raise TopoError(
+                "give --gpus N or --max-gpus, not both: --max-gpus prints each family's "
+                "ceiling, whatever N is"
             )
-        out.print(table)
+        if from_command_line(ctx, "check"):
+            raise TopoError(
+                "--check/--no-check applies to a plan for --gpus N: --max-gpus builds no design"
+            )
+        _ceilings(max_gpus_plan(**common), given, as_json)
         return
     if gpus is None:
         raise TopoError("give --gpus N (or --max-gpus for each family's ceiling)")
     rows = plan_fn(gpus, check=check, **common)
+    if rows and all(r.status == "infeasible" for r in rows):
+        raise TopoError(_nothing_fits(gpus, names, common, given))
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
     _plan_table(rows, given["switch_ports"], given["link_gbps"])
+
+
+def _ceilings(ceilings: list[Ceiling], given: dict[str, Any], as_json: bool) -> None:
+    """``topo plan --max-gpus``: each family's ceiling, as JSON or a table."""
+    if as_json:
+        print_json([c.to_dict() for c in ceilings])
+        return
+    table = Table(
+        title=f"ceilings: {given['switch_ports']}-port {given['link_gbps']:g}G switches, "
+        f"{given['gpus_per_node']} GPUs + {given['nics_per_node']} NICs per server",
+        title_justify="left",
+    )
+    for col in ("family", "max GPUs", "endpoints", "design", "binding"):
+        table.add_column(col, justify="right" if col in ("max GPUs", "endpoints") else "left")
+    for c in ceilings:
+        table.add_row(
+            c.family, f"{c.max_gpus:,}", f"{c.endpoints:,}", _design_text(c.design), c.binding
+        )
+    out.print(table)
+
+
+def _nothing_fits(
+    gpus: int, names: list[str], common: dict[str, Any], given: dict[str, Any]
+) -> str:
+    """The one line for a plan that no family asked can meet: the largest of their ceilings
+    (or, should a ceiling not explain it, each family's reason)."""
+    from topo.cost import max_gpus_plan
+    from topo.cost import plan as plan_fn
+
+    what = (
+        f"{given['switch_ports']}-port {given['link_gbps']:g}G switches and "
+        f"{given['gpus_per_node']} GPUs per server"
+    )
+    head = f"--gpus {gpus:,}: no family of {','.join(names)} connects that many with {what}"
+    try:
+        best = max(max_gpus_plan(**common), key=lambda c: c.max_gpus)
+    except TopoError:  # a ceiling program that did not end: each family's reason
+        best = None
+    servers = -(-gpus // given["gpus_per_node"])
+    if best is None or best.max_gpus >= servers * given["gpus_per_node"]:
+        rows = plan_fn(gpus, check=False, **common)
+        return head + ": " + "; ".join(f"{r.family}: {r.binding}" for r in rows)
+    if len(names) == 1:
+        return f"--gpus {gpus:,}: {best.family} connects at most {best.max_gpus:,} GPUs with {what}"
+    return (
+        f"{head}; the largest is {best.family}, at most {best.max_gpus:,} GPUs "
+        "(topo plan --max-gpus lists each family's ceiling)"
+    )
 
 
 # --------------------------------------------------------------------------- rendering
