@@ -193,3 +193,37 @@ def test_max_gpus_refuses_the_options_of_a_plan() -> None:
     one_line_error(run("plan", "--max-gpus", "--gpus", 5), "--gpus N or --max-gpus, not both")
     one_line_error(run("plan", "--max-gpus", "--no-check"), "--check/--no-check applies to")
     assert run("plan", "--max-gpus", "--families", "ft2").exit_code == 0
+
+
+# 4. topo plan --gpus N rounded up to whole servers, said
+
+
+@pytest.mark.parametrize("gpus, per_node", [(16385, 8), (10, 4)])
+def test_plan_says_it_rounded_up_to_whole_servers(gpus: int, per_node: int) -> None:
+    servers = -(-gpus // per_node)
+    args = ["plan", "--gpus", gpus, "--gpus-per-node", per_node, "--nics-per-node", per_node]
+    args += ["--families", "ft3", "--no-check"]
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["gpus"] == servers * per_node and row["gpus_requested"] == gpus
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    note = (
+        f"note: --gpus {gpus:,} rounded up to {servers * per_node:,} GPUs: {servers:,} whole "
+        f"servers of {per_node} GPUs"
+    )
+    assert note in r.stdout
+
+
+def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
+    r = run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--no-check")
+    assert r.exit_code == 0 and "rounded up" not in r.stdout
+    from topo.cost import plan
+
+    rows = json.loads(run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--json").stdout)
+    for x, lib in zip(rows, plan(16384, families=("ft3", "mpft"), check=False), strict=True):
+        keys = list(lib.to_dict())  # the library's keys, in order, and gpus_requested after gpus
+        at = keys.index("gpus") + 1
+        assert list(x) == [*keys[:at], "gpus_requested", *keys[at:]]
+        assert x["gpus"] == x["gpus_requested"] == 16384

@@ -271,9 +271,9 @@ def plan(
     if rows and all(r.status == "infeasible" for r in rows):
         raise TopoError(_nothing_fits(gpus, names, common, given))
     if as_json:
-        print_json([r.to_dict() for r in rows])
+        print_json([_plan_dict(r, gpus) for r in rows])
         return
-    _plan_table(rows, given["switch_ports"], given["link_gbps"])
+    _plan_table(rows, given["switch_ports"], given["link_gbps"], gpus, given["gpus_per_node"])
 
 
 def _ceilings(ceilings: list[Ceiling], given: dict[str, Any], as_json: bool) -> None:
@@ -322,6 +322,16 @@ def _nothing_fits(
         f"{head}; the largest is {best.family}, at most {best.max_gpus:,} GPUs "
         "(topo plan --max-gpus lists each family's ceiling)"
     )
+
+
+def _plan_dict(r: PlanRow, gpus: int) -> dict[str, Any]:
+    """A plan row's JSON: ``gpus`` (whole servers) followed by ``gpus_requested`` (--gpus)."""
+    d: dict[str, Any] = {}
+    for key, value in r.to_dict().items():
+        d[key] = value
+        if key == "gpus":
+            d["gpus_requested"] = gpus
+    return d
 
 
 # --------------------------------------------------------------------------- rendering
@@ -412,7 +422,7 @@ def _design_text(d: dict[str, Any]) -> str:
     )
 
 
-def _plan_table(rows: list[PlanRow], k: int, gbps: float) -> None:
+def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_node: int) -> None:
     title = (
         f"cheapest fabric for {rows[0].gpus:,} GPUs, {k}-port {gbps:g}G switches" if rows else ""
     )
@@ -446,6 +456,11 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float) -> None:
         else:
             table.add_row("-", r.family, r.status, "-", "-", str(r.planes or "-"), "-", "-", "-")
     out.print(table)
+    if rows and rows[0].gpus != gpus:  # --gpus N rounded up to whole servers
+        out.print(
+            f"  note: --gpus {gpus:,} rounded up to {rows[0].gpus:,} GPUs: "
+            f"{rows[0].gpus // gpus_per_node:,} whole servers of {gpus_per_node} GPUs"
+        )
     for r in rows:
         if not r.feasible:
             out.print(f"  {r.family}: {r.status}: {r.binding}")
