@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import networkx as nx
 import typer
 
 from topo import fabric as fabric_mod
@@ -81,8 +82,47 @@ def ibnetdiscover(
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
     )
-    summary = fabric_mod.summarize(G).to_dict()
+    summary = import_summary(G)
+    emit_fabric(G, summary if as_json else _in_words(summary), output, as_json)
+
+
+def _in_words(summary: dict[str, Any]) -> dict[str, Any]:
+    """The table's rows: the terminals as one row (``542 endpoints (CAs cabled to a
+    switch)``), and a fabric without GPUs says how to give it some."""
+    shown = dict(summary)
+    terminal = shown.pop("terminal")
+    what = "GPUs" if terminal == "gpu" else "endpoints (CAs cabled to a switch)"
+    shown["terminals"] = f"{summary['terminals']:,} {what}"
+    if not shown["gpus"]:
+        shown["gpus"] = "none (--gpus-per-host G gives each host G)"
+    return shown
+
+
+def import_summary(G: nx.Graph) -> dict[str, Any]:
+    """The counts ``topo import`` prints: :func:`topo.fabric.summarize`, the dump's defect
+    counts, and the all-to-all's terminals as ``topo bandwidth`` counts them.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        An imported fabric.
+
+    Returns
+    -------
+    dict
+        ``family``, then ``terminal`` (``"gpu"``, or ``"endpoint"`` on a fabric without GPUs:
+        its CAs cabled to a switch) and ``terminals`` (how many: ``topo bandwidth``'s ``gpus``
+        and ``terminal``), then the summary's keys and the dump's defect counts.
+    """
+    counts = fabric_mod.summarize(G).to_dict()
+    terminal = "gpu" if counts["gpus"] else "endpoint"
+    summary: dict[str, Any] = {
+        "family": counts.pop("family"),
+        "terminal": terminal,
+        "terminals": counts["gpus"] if counts["gpus"] else counts["endpoints"],
+        **counts,
+    }
     for key in ("loopback_cables", "unconnected_cas", "mismatched_cables", "unreachable_switches"):
         if key in G.graph:
             summary[key] = G.graph[key]
-    emit_fabric(G, summary, output, as_json)
+    return summary
