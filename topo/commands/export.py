@@ -74,8 +74,9 @@ def export_(
         bool,
         typer.Option(
             "--assign-ports",
-            help="cabling of an imported fabric: write the plan with ports assigned by rule "
-            "(the fabric file does not keep the dump's port numbers); refused without it.",
+            help="cabling or ibnetdiscover of an imported fabric: write it with ports "
+            "assigned by rule (the fabric file does not keep the dump's port numbers); refused "
+            "without it.",
         ),
     ] = False,
 ) -> None:

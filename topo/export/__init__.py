@@ -98,8 +98,9 @@ class ExportOptions:
         ``nccl``: also write the ``NCCL_TOPO_FILE`` skeleton here (of ``node``, or the first
         server) and point ``NCCL_TOPO_FILE`` at it.
     assign_ports : bool
-        ``cabling`` of an imported fabric: write the plan with ports assigned by rule (the
-        fabric file does not keep the dump's port numbers); without it such a plan is refused.
+        ``cabling`` or ``ibnetdiscover`` of an imported fabric: write it with ports assigned
+        by rule (the fabric file does not keep the dump's port numbers); without it such an
+        export is refused.
 
     Each option applies to the formats :data:`OPTION_FORMATS` lists; :func:`export` refuses
     one set (away from its default) for another format.
@@ -119,7 +120,7 @@ OPTION_FORMATS: dict[str, tuple[str, ...]] = {
     "node": ("nccl",),
     "hca_format": ("nccl",),
     "topo_xml": ("nccl",),
-    "assign_ports": ("cabling",),
+    "assign_ports": ("ibnetdiscover", "cabling"),
 }
 """Each :class:`ExportOptions` field -> the formats that read it (the others would ignore it)."""
 
@@ -217,11 +218,30 @@ def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
     return Export(text, warnings=(ASSIGNED_PORTS_NOTE,) if imported else ())
 
 
+ASSIGNED_DUMP_NOTE = (
+    "its port numbers, GUIDs, LIDs and CA names are assigned by rule (docs/export.md), not "
+    "the dump's: the fabric file keeps which devices are cabled, not how the dump numbered and "
+    "named them, so this file will not match the installed fabric port for port"
+)
+
+
+def _ibnetdiscover(G: nx.Graph, opts: ExportOptions) -> Export:
+    if G.graph.get("family") != "ibnetdiscover":
+        return Export(write_ibnetdiscover(G))
+    if not opts.assign_ports:
+        raise SpecError(
+            f"an imported fabric as an ibnetdiscover dump: {ASSIGNED_DUMP_NOTE}; give "
+            "assign_ports to write it anyway",
+            param="assign_ports",
+        )
+    return Export(write_ibnetdiscover(G), warnings=(f"the dump written: {ASSIGNED_DUMP_NOTE}",))
+
+
 FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
     "slurm": _slurm,
     "nccl": _nccl,
     "cabling": _cabling,
-    "ibnetdiscover": lambda G, opts: Export(write_ibnetdiscover(G)),
+    "ibnetdiscover": _ibnetdiscover,
 }
 """Format name -> exporter. A writer ``f(G) -> str`` joins as
 ``"name": lambda G, opts: Export(f(G))``."""
@@ -315,7 +335,8 @@ def export(G: nx.Graph, fmt: str, options: ExportOptions | None = None) -> Expor
         (:func:`check_fabric`), a host pattern gives invalid or repeated names, the
         ``hca_format`` is not one NCCL can read (:func:`check_hca_format`), an imported
         server's HCAs are named otherwise than Linux names them (``nccl`` without
-        ``hca_format``), an imported fabric's plan is asked without ``assign_ports``, or the
+        ``hca_format``), an imported fabric's plan or dump is asked without
+        ``assign_ports``, or the
         format cannot express the fabric (Slurm's tree of a Slim Fly).
 
     Examples
