@@ -102,6 +102,48 @@ def test_resilience_refuses_flows_per_pair_with_the_optimum(ft2: Path) -> None:
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.parametrize(
+    "routing, args, named",
+    [
+        ("ecmp", ["--time-limit", "5"], "--time-limit applies"),
+        ("dmodk", ["--method", "general", "--max-variables", "10"], "--method, --max-variables"),
+        ("lft", ["--max-variables", "10"], "--max-variables applies"),
+    ],
+)
+def test_the_lp_options_need_the_optimum(ft2: Path, routing: str, args, named: str) -> None:
+    line = one_line_error(run("bandwidth", ft2, "--routing", routing, *args), named)
+    assert "--routing optimal (the LP)" in line and f"--routing {routing} rates" in line
+
+
+def test_as_routed_rates_solve_no_lp(ft2: Path) -> None:
+    """Why: the as-routed report is the same under any LP limit (the library ignores them)."""
+    from topo.fabric import load
+    from topo.flow.resilience import damaged_bandwidth
+
+    G = load(ft2)
+    a = damaged_bandwidth(G, routing="dmodk").to_dict()
+    b = damaged_bandwidth(G, routing="dmodk", max_variables=1, time_limit_s=0.1).to_dict()
+    a.pop("solve_seconds"), b.pop("solve_seconds")
+    assert a == b
+    # with the optimum the same limit binds: the full LP has more than one variable
+    from topo.errors import LPTooLarge
+
+    with pytest.raises(LPTooLarge):
+        damaged_bandwidth(G, method="general", max_variables=1)
+
+
+def test_resilience_refuses_the_lp_options_as_routed(ft2: Path) -> None:
+    args = ["resilience", ft2, "--trials", 1, "--fail-links", 1, "--routing", "ecmp"]
+    one_line_error(run(*args, "--max-variables", 100), "--max-variables applies")
+    assert run(*args).exit_code == 0
+
+
+def test_show_applies_to_the_table(ft2: Path) -> None:
+    one_line_error(run("bandwidth", ft2, "--json", "--show", 3), "--show applies to the table")
+    table = run("bandwidth", ft2, "--show", 3).stdout
+    assert "bottleneck links (first 3 of" in table
+
+
 # 2. topo cost FABRIC with the --compare options
 
 

@@ -198,12 +198,14 @@ def check_pxn(routing: str, pxn: bool) -> None:
 def check_routing_options(
     ctx: typer.Context, routing: str, random_failures: bool, seed_param: str = "seed"
 ) -> None:
-    """Refuse ``--seed`` and ``--flows-per-pair`` where they would change nothing.
+    """Refuse ``--seed``, ``--flows-per-pair`` and the LP's options where they would change
+    nothing.
 
     ``--seed`` seeds the random failures (``--fail-links``, ``--fail-switches``) and ECMP's
     hashing; ``--flows-per-pair`` splits a pair's traffic into flows that ECMP hashes on their
     own (D-mod-k routes them on one path, and says so). The optimal all-to-all (a maximum
-    concurrent flow) and the subnet manager's tables (``lft``) read neither.
+    concurrent flow) and the subnet manager's tables (``lft``) read neither. ``--method``,
+    ``--max-variables`` and ``--time-limit`` are the optimum's LP: as-routed rates solve none.
 
     Parameters
     ----------
@@ -220,7 +222,7 @@ def check_routing_options(
     ------
     TopoError
         ``--seed`` given with neither random failures nor ECMP; ``--flows-per-pair`` given
-        with ``--routing optimal`` or ``lft``.
+        with ``--routing optimal`` or ``lft``; an LP option with any other routing.
     """
     if from_command_line(ctx, seed_param) and not random_failures and routing != "ecmp":
         raise TopoError(
@@ -235,6 +237,13 @@ def check_routing_options(
                 if routing == "optimal"
                 else "the forwarding tables route each destination on one path"
             )
+        )
+    if routing != "optimal":
+        refuse_given(
+            ctx,
+            ("method", "max_variables", "time_limit"),
+            "--routing optimal (the LP)",
+            f"--routing {routing} rates the flows on its own paths and solves no LP",
         )
 
 

@@ -30,6 +30,7 @@ from topo.cli_common import (
     err,
     out,
     print_json,
+    refuse_given,
     user_errors,
 )
 from topo.errors import TopoError
@@ -97,6 +98,13 @@ def bandwidth(
     D-mod-k), with failures; the bottleneck tier and links."""
     check_pxn(routing.value, pxn)
     check_routing_options(ctx, routing.value, bool(fail_links or fail_switches))
+    if as_json:
+        refuse_given(
+            ctx,
+            ("show",),
+            "the table",
+            "--json lists the bottleneck links (as routed: the most loaded) whatever it says",
+        )
     if routing == Routing.lft or lft is not None:
         _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
     else:
