@@ -75,3 +75,28 @@ def test_with_gpus_per_host_the_terminals_are_the_gpus(gb200) -> None:
     assert (b["terminal"], b["gpus"]) == (s["terminal"], s["terminals"])
     table = run("import", "ibnetdiscover", dump, "--gpus-per-host", 4).stdout
     assert re.search(r"terminals\s+│\s+764 GPUs", table)
+
+
+def test_server_rates_need_gpus_per_host(tmp_path: Path) -> None:
+    dump = real_file("ibnetdiscover", "ibtopotool_2.topo")  # 1 switch + 2 CAs
+    r = run("import", "ibnetdiscover", dump, "--nvlink-GBps", 100, "--pcie-GBps", 32)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line == (
+        "topo: error: --nvlink-GBps, --pcie-GBps apply to the servers of --gpus-per-host G: "
+        "without it the fabric has no GPUs, so no NVLink or PCIe links"
+    )
+    # Why: without servers the fabric has no nvlink or pcie edge for the rates to set
+    out = tmp_path / "f.json"
+    assert run("import", "ibnetdiscover", dump, "-o", out).exit_code == 0
+    from topo.fabric import load
+
+    G = load(out)
+    assert {k for *_, k in G.edges(data="kind")} == {"endpoint"}
+    # with servers they are the servers' links: 100 GB/s NVLink, 32 GB/s PCIe per direction
+    r = run("import", "ibnetdiscover", dump, "--gpus-per-host", 1, "--nvlink-GBps", 100,
+            "--pcie-GBps", 32, "-o", out)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    H = load(out)
+    rates = {d["kind"]: d["capacity"] for _, _, d in H.edges(data=True)}
+    assert rates["pcie"] == 32e9 and rates["nvlink"] == 100e9

@@ -9,7 +9,13 @@ import networkx as nx
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import CountsJsonOpt, FabricOutputOpt, emit_fabric, user_errors
+from topo.cli_common import (
+    CountsJsonOpt,
+    FabricOutputOpt,
+    emit_fabric,
+    refuse_given,
+    user_errors,
+)
 from topo.spec import ServerSpec
 
 _SERVER = ServerSpec()  # the built server's NVLink and PCIe rates are the defaults
@@ -62,6 +68,7 @@ PcieOpt = Annotated[
 
 @user_errors
 def ibnetdiscover(
+    ctx: typer.Context,
     dumps: DumpsArg,
     name_map: NameMapOpt = None,
     gpus_per_host: GpusPerHostOpt = None,
@@ -74,6 +81,13 @@ def ibnetdiscover(
     """Import an InfiniBand fabric from ibnetdiscover dumps (one per plane, or concatenated)."""
     from topo.formats import import_ibnetdiscover
 
+    if gpus_per_host is None:
+        refuse_given(
+            ctx,
+            ("nvlink_GBps", "pcie_GBps"),
+            "the servers of --gpus-per-host G",
+            "without it the fabric has no GPUs, so no NVLink or PCIe links",
+        )
     G = import_ibnetdiscover(
         dumps,
         name_map=name_map,
