@@ -5,6 +5,7 @@ option and what it needs; with what it needs it keeps working."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,55 @@ def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
         at = keys.index("gpus") + 1
         assert list(x) == [*keys[:at], "gpus_requested", *keys[at:]]
         assert x["gpus"] == x["gpus_requested"] == 16384
+
+
+# 5. topo collective: a log's own sizes; --calibrate's whole log; --arch or --node
+
+LOG = ("nccl_tests_logs", "xxrjun_cluster01_singlenode", "nccl_N1_G8_cnode3-002.log")
+
+
+def log_sizes(text: str, op: str) -> list[int]:
+    """The sizes (B) of one test of an nccl-tests log: the first column of its rows."""
+    block = text.split(f"# Collective test starting: {op}_perf")[1].split("concluded")[0]
+    return [int(m) for m in re.findall(r"^\s+(\d+)\s+\d+\s+\w+", block, re.M)]
+
+
+def test_compare_predicts_the_logs_sizes_so_refuses_the_sweep_options() -> None:
+    from tests.formats._real import real_file
+
+    log = real_file(*LOG)
+    r = run("collective", "--compare", log, "--op", "all_reduce", "--json")
+    assert r.exit_code == 0, r.output
+    sizes = log_sizes(log.read_text(), "all_reduce")
+    assert sizes[0] == 32 << 20 and len(sizes) == 10  # 32 MiB to 16 GiB, double
+    assert [x["size_bytes"] for x in json.loads(r.stdout)[0]["rows"]] == sizes
+    line = one_line_error(
+        run("collective", "--compare", log, "--min-bytes", "1G", "--datatype", "half"),
+        "--min-bytes, --datatype apply to the predicted table",
+    )
+    assert "the log's own sizes and data type" in line
+
+
+def test_calibrate_refuses_the_options_of_one_test(tmp_path: Path) -> None:
+    from tests.formats._real import real_file
+
+    log = real_file(*LOG)
+    for args, named in (
+        (["--op", "all_reduce"], "--op applies"),
+        (["--gpus", "8", "--max-bytes", "1G"], "--gpus, --max-bytes apply"),
+        (["--html", tmp_path / "x.html"], "--html applies"),
+    ):
+        line = one_line_error(run("collective", "--calibrate", log, *args), named)
+        assert "--calibrate fits every test of its log" in line
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_arch_and_node_are_one_choice(ft2: Path) -> None:
+    one_line_error(
+        run("collective", ft2, "--arch", "hopper", "--node", "b200"), "give --arch or --node"
+    )
+    # each alone chooses: b200 is a Blackwell, so its constants are --arch blackwell's
+    by_node = json.loads(run("collective", ft2, "--node", "b200", "--json").stdout)
+    by_arch = json.loads(run("collective", ft2, "--arch", "blackwell", "--json").stdout)
+    by_hopper = json.loads(run("collective", ft2, "--arch", "hopper", "--json").stdout)
+    assert by_node["rows"] == by_arch["rows"] != by_hopper["rows"]

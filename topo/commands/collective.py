@@ -12,7 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, refuse_given, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def parse_size(text: str, option: str) -> int:
 
 @user_errors
 def collective(
+    ctx: typer.Context,
     fabric: Annotated[
         Path | None,
         typer.Argument(
@@ -173,12 +174,12 @@ def collective(
     from topo import fabric as fabric_mod
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
-    if fit and compare is None:
-        raise TopoError("--fit needs --compare LOG (it fits the measured times)")
-    if output is not None and calibrate is None:
-        raise TopoError("-o needs --calibrate LOG (it writes the calibrated cluster file)")
-    if calibrate is not None and compare is not None:
-        raise TopoError("give --compare LOG or --calibrate LOG, not both")
+    _check_log_options(ctx, compare, calibrate, fit, output)
+    if node is not None and arch is not None:
+        raise TopoError(
+            "give --arch or --node, not both: --node chooses NCCL's constants by its GPU "
+            "architecture, which --arch names"
+        )
     c = load_constants(constants)
     if node is not None and arch is None:
         arch = _node_arch(node)
@@ -225,6 +226,43 @@ def collective(
             _table(report)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+_SIZES = ("min_bytes", "max_bytes", "step_factor", "datatype")
+"""The options of the predicted sweep (nccl-tests' -b, -e, -f, -d)."""
+
+
+def _check_log_options(
+    ctx: typer.Context,
+    compare: Path | None,
+    calibrate: Path | None,
+    fit: bool,
+    output: Path | None,
+) -> None:
+    """Refuse the options a run would ignore: --fit without --compare, -o without
+    --calibrate; with a log, the sweep's options (a log has its own sizes and data type), and
+    with --calibrate also those of a table (it fits every test of its log, draws nothing)."""
+    if fit and compare is None:
+        raise TopoError("--fit needs --compare LOG (it fits the measured times)")
+    if output is not None and calibrate is None:
+        raise TopoError("-o needs --calibrate LOG (it writes the calibrated cluster file)")
+    if calibrate is not None and compare is not None:
+        raise TopoError("give --compare LOG or --calibrate LOG, not both")
+    if calibrate is not None:
+        refuse_given(
+            ctx,
+            ("op", "gpus", "gpus_per_node", *_SIZES, "html"),
+            "a predicted table or --compare",
+            "--calibrate fits every test of its log, at the log's ranks and sizes, and draws "
+            "nothing",
+        )
+    elif compare is not None:
+        refuse_given(
+            ctx,
+            _SIZES,
+            "the predicted table (without --compare)",
+            "--compare predicts the log's own sizes and data type",
+        )
 
 
 def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
