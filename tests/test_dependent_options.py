@@ -322,3 +322,45 @@ def test_arch_and_node_are_one_choice(ft2: Path) -> None:
     by_arch = json.loads(run("collective", ft2, "--arch", "blackwell", "--json").stdout)
     by_hopper = json.loads(run("collective", ft2, "--arch", "hopper", "--json").stdout)
     assert by_node["rows"] == by_arch["rows"] != by_hopper["rows"]
+
+
+# 6. the engine options (resilience, sweep, codesign): refused before any cluster starts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    "args, named, needs",
+    [
+        (["--slurm-queue", "gpu"], "--slurm-queue applies", "--cluster slurm"),
+        (
+            ["--cluster", "local", "--slurm-walltime", "00:10:00"],
+            "--slurm-walltime",
+            "--cluster slurm",
+        ),
+        (["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"], "--workers applies", "own"),
+        (["--scheduler", "tcp://127.0.0.1:1", "--memory-limit", "2GiB"], "--memory-limit", ""),
+    ],
+)
+def test_sweep_and_codesign_refuse_engine_options_they_ignore(
+    tmp_path: Path, args: list[str], named: str, needs: str
+) -> None:
+    spec = ROOT / "examples" / "sweep-fabrics.toml"
+    sweep = ["sweep", spec, "-o", tmp_path / "out.csv", *args]
+    codesign = ["codesign", "--gpus", 64, "--tpot-ms", 10, *args]
+    for cmd in (sweep, codesign):
+        r = run(*cmd)
+        line = one_line_error(r, named)
+        assert "engine:" not in r.stderr  # nothing started
+        if needs == "own":
+            assert "tcp://127.0.0.1:1 are already started" in line
+        elif needs:
+            assert f"applies to {needs}" in line
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_resilience_refuses_a_memory_limit_without_workers(ft2: Path) -> None:
+    args = ["resilience", ft2, "--trials", 1, "--fail-links", 1]
+    line = one_line_error(run(*args, "--memory-limit", "2GiB"), "--memory-limit applies")
+    assert "the trials run in this process" in line
+    one_line_error(run(*args, "--scheduler", "tcp://127.0.0.1:1", "--workers", 1), "--workers")

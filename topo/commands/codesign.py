@@ -18,6 +18,7 @@ from topo.commands.engine_options import (
     SlurmQueueOpt,
     SlurmWalltimeOpt,
     WorkersOpt,
+    check_engine_options,
     open_engine,
 )
 from topo.errors import TopoError
@@ -38,6 +39,7 @@ def _numbers(text: str, option: str, kind: type) -> list[Any]:
 
 @user_errors
 def codesign(
+    ctx: typer.Context,
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the cluster.", min=1)],
     tpot_ms: Annotated[
         float, typer.Option("--tpot-ms", help="Decode target: time per output token, ms.")
@@ -100,6 +102,7 @@ def codesign(
     from topo.engine.codesign import codesign as search
     from topo.moe import default_config, load_config
 
+    check_engine_options(ctx, scheduler, cluster)
     config = load_config(model) if model is not None else default_config()
     grid: dict[str, list[Any]] = {
         "switch_ports": _numbers(switch_ports, "--switch-ports", int),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topo.cli_common import err
+from topo.cli_common import err, from_command_line, refuse_given
 
 if TYPE_CHECKING:
     from topo.engine import Engine, SerialEngine
@@ -86,3 +86,48 @@ def open_engine(
     )
     err.print(f"engine: Dask, {engine.workers} worker(s) at {engine.address}")
     return engine
+
+
+def check_engine_options(
+    ctx: typer.Context, scheduler: str | None, cluster: Cluster | None, serial: bool = False
+) -> None:
+    """Refuse the engine options the engine asked for would ignore.
+
+    Parameters
+    ----------
+    ctx : typer.Context
+        The command's context (which options were given on the command line).
+    scheduler, cluster
+        ``--scheduler`` and ``--cluster``.
+    serial : bool
+        The command runs in its own process when no engine option is given
+        (``topo resilience``): ``--memory-limit`` then needs ``--workers`` or ``--cluster``.
+
+    Raises
+    ------
+    TopoError
+        A ``--slurm-*`` option without ``--cluster slurm``; ``--workers`` or
+        ``--memory-limit`` with ``--scheduler`` (its workers are already running); with
+        ``serial``, ``--memory-limit`` with no engine option.
+    """
+    if cluster is not Cluster.slurm:
+        refuse_given(
+            ctx,
+            ("slurm_queue", "slurm_account", "slurm_walltime"),
+            "--cluster slurm",
+            "no Slurm job is submitted otherwise",
+        )
+    if scheduler is not None:
+        refuse_given(
+            ctx,
+            ("workers", "memory_limit"),
+            "the cluster topo starts itself (no --scheduler)",
+            f"the workers of the running scheduler {scheduler} are already started",
+        )
+    elif serial and cluster is None and not from_command_line(ctx, "workers"):
+        refuse_given(
+            ctx,
+            ("memory_limit",),
+            "Dask workers (--workers, --cluster)",
+            "without them the trials run in this process",
+        )

@@ -32,6 +32,7 @@ from topo.commands.engine_options import (
     MemoryLimitOpt,
     SchedulerOpt,
     WorkersOpt,
+    check_engine_options,
     open_engine,
 )
 
@@ -78,6 +79,7 @@ def resilience(
     With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
     check_pxn(routing.value, pxn)
+    check_engine_options(ctx, scheduler, cluster, serial=True)
     check_routing_options(ctx, routing.value, random_failures=True)
     options: dict[str, Any] = dict(
         trials=trials,

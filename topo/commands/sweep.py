@@ -17,6 +17,7 @@ from topo.commands.engine_options import (
     SlurmQueueOpt,
     SlurmWalltimeOpt,
     WorkersOpt,
+    check_engine_options,
     open_engine,
 )
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 @user_errors
 def sweep(
+    ctx: typer.Context,
     spec: Annotated[
         Path,
         typer.Argument(help="A sweep spec (examples/sweep-*.toml).", exists=True, dir_okay=False),
@@ -62,6 +64,7 @@ def sweep(
     from topo.engine.sweep import run_sweep
     from topo.engine.table import table_format
 
+    check_engine_options(ctx, scheduler, cluster)
     parsed = load_sweep(spec)
     table_format(output)  # a bad suffix before any cluster starts
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
