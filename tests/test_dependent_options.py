@@ -364,3 +364,38 @@ def test_resilience_refuses_a_memory_limit_without_workers(ft2: Path) -> None:
     line = one_line_error(run(*args, "--memory-limit", "2GiB"), "--memory-limit applies")
     assert "the trials run in this process" in line
     one_line_error(run(*args, "--scheduler", "tcp://127.0.0.1:1", "--workers", 1), "--workers")
+
+
+# 7. topo moe --shared without a shared expert, --fp8-scales without FP8
+
+
+@pytest.fixture(scope="module")
+def mpft64(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mpft64") / "mpft64.json"
+    save(build("mpft", switch_ports=16, gpus=64), path)
+    return path
+
+
+def test_shared_needs_a_model_with_a_shared_expert(mpft64: Path) -> None:
+    from tests.formats._real import real_file
+
+    mixtral = real_file("moe_configs", "mixtral-8x7b-v0.1_hf_config.json")
+    assert "shared" not in mixtral.read_text()  # Mixtral 8x7B: 8 routed experts, no shared one
+    line = one_line_error(run("moe", mpft64, "--model", mixtral, "--shared", "remote"), "--shared")
+    assert "the model has none" in line
+    r = run("moe", mpft64, "--model", mixtral, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["shared"] == "local"
+    assert run("moe", mpft64, "--shared", "local", "--json").exit_code == 0  # DeepSeek-V3: 1
+
+
+def test_fp8_scales_need_an_fp8_phase(mpft64: Path) -> None:
+    from topo.moe.timing import copy_bytes
+
+    # Why: a bf16 copy of DeepSeek-V3's 7,168 values is 2 B each, scales or not
+    assert copy_bytes(7168, "bf16", fp8_scales=True) == copy_bytes(7168, "bf16", fp8_scales=False)
+    assert copy_bytes(7168, "bf16") == 2 * 7168
+    args = ["moe", mpft64, "--dispatch-dtype", "bf16", "--combine-dtype", "fp16"]
+    line = one_line_error(run(*args, "--no-fp8-scales"), "--fp8-scales/--no-fp8-scales")
+    assert "they are bf16 and fp16" in line
+    r = run("moe", mpft64, "--no-fp8-scales", "--json")  # FP8 dispatch: 7,168 B, no scales
+    assert r.exit_code == 0 and json.loads(r.stdout)["dispatch_bytes_per_copy"] == 7168

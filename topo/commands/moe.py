@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, refuse_with, user_errors
+from topo.cli_common import err, from_command_line, out, print_json, refuse_with, user_errors
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -162,6 +162,7 @@ def moe(
     if zipf is not None and expert_load is not None:
         raise TopoError("give either --zipf or --expert-load, not both")
     config = load_config(model) if model is not None else default_config()
+    _check_options(ctx, config.n_shared_experts, dispatch_dtype, combine_dtype)
     loads = (
         load_expert_loads(expert_load, config.n_routed_experts) if expert_load is not None else None
     )
@@ -191,6 +192,22 @@ def moe(
     _output(report, kernel, as_json)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _check_options(
+    ctx: typer.Context, shared_experts: int, dispatch: Dtype, combine: Dtype
+) -> None:
+    """Refuse --shared for a model without a shared expert and --fp8-scales/--no-fp8-scales
+    when neither phase is FP8: they would change nothing."""
+    if shared_experts == 0 and from_command_line(ctx, "shared"):
+        raise TopoError(
+            "--shared places the shared expert: the model has none (n_shared_experts 0)"
+        )
+    if Dtype.fp8 not in (dispatch, combine) and from_command_line(ctx, "fp8_scales"):
+        raise TopoError(
+            "--fp8-scales/--no-fp8-scales counts FP8's scales: neither --dispatch-dtype nor "
+            f"--combine-dtype is fp8 (they are {dispatch.value} and {combine.value})"
+        )
 
 
 def _output(report: MoEReport, kernel: Kernel | None, as_json: bool) -> None:
