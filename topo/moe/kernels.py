@@ -50,14 +50,16 @@ NVLINK_SHARE = 337.35 * 7 / 8 / 450.0
 """NVLink DeepEP's normal kernels reach per direction in their all-to-all, over the link's
 nominal rate: 0.656. Source: DeepEP issue #16 (github.com/deepseek-ai/DeepEP/issues/16), the
 intranode test at 24 SMs (the only SM count DeepEP's first ``tests/test_intranode.py`` ran) on
-8 H20, whose NVLink is 450 GB/s per direction (the maintainers' reply there): 337.35 GB/s
-logical, of which 7/8 crosses NVLink (the test counts a rank's tokens to itself). Assumption:
-that figure is NVLink-bound, not SM-bound (the maintainers there suggest trying more SMs); the
-same NVLink 4 links carry the same pattern on H800. DeepEP's README "~160 GB/s NVLink maximum"
-on H800 (0.8) is a peak, not the all-to-all rate (docs/moe.md, 9b)."""
+8 H20, whose NVLink is 450 GB/s per direction (the maintainers' reply there): "the max
+bandwidth is 337.35 GB/s" (logical; the phase is in a screenshot, not the text), of which 7/8
+crosses NVLink (the test counts a rank's tokens to itself). Used for dispatch and combine.
+Assumption: that figure is NVLink-bound, not SM-bound (the maintainers there suggest trying
+more SMs); the same NVLink 4 links carry the same pattern on H800. DeepEP's README "~160 GB/s
+NVLink maximum" on H800 (0.8) is a peak, not the all-to-all rate (docs/moe.md, 9b)."""
 RDMA_SHARE = 47.0 / 50.0
 """RDMA DeepEP's normal kernels reach over the NIC's rate: NVSHMEM ``shmem_put_bw`` between two
-nodes of 400G mlx5 NICs, about 47 GB/s (DeepEP issue #155; DeepEP moves its RDMA chunks with
+nodes of 8 H100 and 8 mlx5 NICs, "the expected bandwidth of around 47 GB/s" (DeepEP issue #155;
+the NICs' speed is not stated there, 47 GB/s implies 400G; DeepEP moves its RDMA chunks with
 NVSHMEM puts). [DeepEP] README gives "~50 GB/s maximum" for CX7 400G; NCCL 2.29 assumes 48
 (``src/graph/search.cc`` sm90SpeedArrayInter[0])."""
 DEEPEP_SMS = 24
