@@ -300,6 +300,7 @@ POSITIVE = (
     ("bandwidth", "p2p_net_chunk_bytes"),
     ("bandwidth", "p2p_per_batch"),
     ("model", "p2p_channels"),
+    ("search",),
 )
 """Latencies and caps NCCL never sets to zero: a zero there is a typo (a zero latency makes every
 size free of latency; a zero cap divides by zero)."""
