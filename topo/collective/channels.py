@@ -102,8 +102,8 @@ def coll_channels(r: FabricRates, c: NcclConstants) -> int:
 
 
 def p2p_channels(r: FabricRates, c: NcclConstants) -> int:
-    """NCCL's ``p2pnChannels``: ``pow2Up(comm->nChannels)`` across servers; on one server the
-    constants file's ``model.p2p_channels.one_node``.
+    """NCCL's ``p2pnChannels``: ``pow2Up(comm->nChannels)`` across servers (unless the constants
+    file's ``model.p2p_channels.multi_node`` sets it); on one server ``one_node``.
 
     Parameters
     ----------
@@ -123,4 +123,4 @@ def p2p_channels(r: FabricRates, c: NcclConstants) -> int:
     """
     if r.nodes == 1:
         return c.p2p_channels(1)
-    return pow2_up(coll_channels(r, c))
+    return c.p2p_channels(r.nodes) or pow2_up(coll_channels(r, c))
