@@ -69,9 +69,11 @@ class NcclConstants:
         return int(self.data["model"]["channels"])
 
     def p2p_channels(self, nodes: int) -> int:
-        """NCCL's ``p2pnChannels`` on one server or across servers (a power of two)."""
+        """NCCL's ``p2pnChannels`` on one server or across servers (a power of two); 0 across
+        servers: not set, worked out from NCCL's search (:mod:`topo.collective.channels`)."""
         key = "one_node" if nodes == 1 else "multi_node"
-        return pow2_up(int(self.data["model"]["p2p_channels"][key]))
+        value = int(self.data["model"]["p2p_channels"][key])
+        return pow2_up(value) if value > 0 else 0
 
     def with_arch(self, arch: str) -> NcclConstants:
         """The same constants for another GPU generation (``--arch``).
@@ -250,6 +252,7 @@ def _check(data: dict[str, Any], path: Path) -> None:
             path, f"model.channels must be an integer >= 1, got {model['channels']!r}"
         )
     _check_positive(data, path)
+    _check_numbers(model["p2p_channels"], path, "model.p2p_channels.", zero_ok=True)
     _check_numbers(data["latency"], path, "latency.", zero_ok=True)
     _check_numbers(data["bandwidth"], path, "bandwidth.", zero_ok=True)
     eff = data["efficiency"]
@@ -299,7 +302,8 @@ POSITIVE = (
     ("bandwidth", "p2p_nvl_chunk_bytes"),
     ("bandwidth", "p2p_net_chunk_bytes"),
     ("bandwidth", "p2p_per_batch"),
-    ("model", "p2p_channels"),
+    ("model", "p2p_channels", "one_node"),
+    ("search",),
 )
 """Latencies and caps NCCL never sets to zero: a zero there is a typo (a zero latency makes every
 size free of latency; a zero cap divides by zero)."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from topo.collective.channels import p2p_channels
 from topo.collective.constants import PROTOCOLS, NcclConstants, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
@@ -384,7 +385,7 @@ def p2p_channels_per_peer(R: _Rates) -> int:
         nics = max(1, round(R.r.nics_per_node / max(1, R.G)))
         per_peer = min(per_peer, max(nics, _div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps"))))
     per_peer = pow2_up(per_peer)
-    total = c.p2p_channels(R.N)
+    total = p2p_channels(R.r, c)
     if R.N > 1:
         rounds = _div_up(R.n, c.factor("p2p_per_batch"))
         while per_peer * rounds > total and per_peer > 1:
@@ -399,7 +400,7 @@ def p2p_op_channels(R: _Rates, nbytes: float) -> int:
     c = R.c
     cmax = p2p_channels_per_peer(R)
     cmin = cmax
-    while cmin * R.n > c.p2p_channels(R.N) and cmin > 1:
+    while cmin * R.n > p2p_channels(R.r, c) and cmin > 1:
         cmin //= 2
     if R.N > 1:
         step = c.factor("p2p_net_chunk_bytes")

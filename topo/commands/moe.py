@@ -138,6 +138,14 @@ def moe(
             "'kernel' (docs/moe.md).",
         ),
     ] = None,
+    kernel_sms: Annotated[
+        int | None,
+        typer.Option(
+            "--kernel-sms",
+            help="SMs given to DeepEP's normal kernels (even; default 24, as DeepEP's tests).",
+            min=2,
+        ),
+    ] = None,
     paper_example: Annotated[
         bool,
         typer.Option("--paper-example", help="Print the DeepSeek-V3 report's worked example."),
@@ -161,6 +169,8 @@ def moe(
         raise TopoError("give a FABRIC.json (from 'topo build -o'), or --paper-example")
     if zipf is not None and expert_load is not None:
         raise TopoError("give either --zipf or --expert-load, not both")
+    if kernel_sms is not None and kernel is None:
+        raise TopoError("--kernel-sms needs --kernel")
     config = load_config(model) if model is not None else default_config()
     _check_options(ctx, config.n_shared_experts, dispatch_dtype, combine_dtype)
     loads = (
@@ -189,7 +199,7 @@ def moe(
         from topo.plot import plot_moe, write_html
 
         write_html(plot_moe(report), html)
-    _output(report, kernel, as_json)
+    _output(report, kernel, as_json, kernel_sms)
     if html is not None:
         err.print(f"wrote {html}")
 
@@ -210,13 +220,16 @@ def _check_options(
         )
 
 
-def _output(report: MoEReport, kernel: Kernel | None, as_json: bool) -> None:
-    """Print the report (JSON or tables), with the kernel's figures when ``--kernel`` is given."""
+def _output(
+    report: MoEReport, kernel: Kernel | None, as_json: bool, kernel_sms: int | None = None
+) -> None:
+    """Print the report (JSON or tables), with the kernel's figures when ``--kernel`` is given
+    (on ``kernel_sms`` SMs for DeepEP's normal kernels, default 24)."""
     kr = None
     if kernel is not None:
-        from topo.moe.kernels import kernel_report
+        from topo.moe.kernels import DEEPEP_SMS, kernel_report
 
-        kr = kernel_report(report, kernel.value)
+        kr = kernel_report(report, kernel.value, kernel_sms or DEEPEP_SMS)
     if as_json:
         d = report.to_dict()
         if kr is not None:

@@ -8,7 +8,10 @@ dispatch and combine of one routing, and their bandwidths in DeepEP's own defini
   over NVLink to the GPUs of that node holding its experts; targets on its own node get it
   over NVLink directly. Chunked and pipelined, so a phase takes as long as its busiest leg:
   ``max(RDMA bytes of the busiest NIC / RDMA rate, NVLink bytes of the busiest GPU / NVLink
-  rate)``. On one node only NVLink is used.
+  rate, forwarded bytes of the busiest GPU / (channels x per-channel forwarding rate))``,
+  channels = SMs / 2. The last term is the SM budget: every token of a target node, own node
+  and the relay itself included, passes one forwarder warp (one TMA copy per token and
+  peer) of one channel. On one node only NVLink is used (``intranode.cu``, no forwarder).
 - ``deepep-ll`` (``internode_ll.cu``): pure RDMA, one message per (token, expert) to the
   expert's GPU, on its own node too; FP8 messages carry 16 B of metadata more.
 - ``nccl``: a pairwise all-to-all of the (token, GPU) copies: NVLink inside a node, RDMA across
@@ -21,12 +24,12 @@ target node) pairs, own node included, x bytes per token / time; on one node: ``
 (token, target GPU) pairs received, own GPU included, x bytes / time. Low latency: (token,
 expert) selections x bytes / time.
 
-Rates (each cited): NVLink as DeepEP gets it, 0.8 of the GPU's NVLink per direction ([DeepEP]
-README: "H800 (~160 GB/s NVLink maximum bandwidth)" of 200 GB/s; [ISCA25] §4.3 "about 160
-GB/s achieved"); RDMA 1.0 of the NIC for the normal kernels' chunks ([DeepEP] README: CX7
-400 Gb/s "~50 GB/s maximum bandwidth") and 0.8 for the low-latency kernels' per-token messages
-([ISCA25] §4.1: "40 GB/s effective for small messages"); NCCL's own 48/50 and 20.6/25 for the
-NCCL all-to-all. No SM limit and no latency term are modelled (see docs/moe.md).
+Rates (each cited beside its constant): NVLink 0.656 of nominal per direction (DeepEP issue
+#16, the intranode test on H20); RDMA 0.94 of the NIC (NVSHMEM puts, DeepEP issue #155);
+forwarding 10.41 / 12.10 GB/s per channel for dispatch / combine (DeepEP issue #493, 2 nodes
+of H200 where neither link binds); 0.8 of the NIC for the low-latency kernels' per-token
+messages ([ISCA25] §4.1); NCCL's own 48/50 and 20.6/25 for the NCCL all-to-all. No latency
+term (see docs/moe.md, 9b).
 """
 
 from __future__ import annotations
@@ -43,12 +46,36 @@ from topo.units import Bps_to_GBps, s_to_us
 KERNELS = ("deepep-normal", "deepep-ll", "nccl")
 """The kernels of ``topo moe --kernel``."""
 
-NVLINK_SHARE = 160.0 / 200.0
-"""NVLink DeepEP reaches per direction over the link's rate: [DeepEP] README (~160 GB/s on
-H800, whose NVLink is 200 GB/s per direction, [ISCA25] §4.1) and [ISCA25] §4.3."""
-RDMA_SHARE = 50.0 / 50.0
-"""RDMA DeepEP's normal kernels reach over the NIC's rate (they send in chunks): [DeepEP]
-README (CX7 400G, ~50 GB/s maximum)."""
+NVLINK_SHARE = 337.35 * 7 / 8 / 450.0
+"""NVLink DeepEP's normal kernels reach per direction in their all-to-all, over the link's
+nominal rate: 0.656. Source: DeepEP issue #16 (github.com/deepseek-ai/DeepEP/issues/16), the
+intranode test at 24 SMs (the only SM count DeepEP's first ``tests/test_intranode.py`` ran) on
+8 H20, whose NVLink is 450 GB/s per direction (the maintainers' reply there): "the max
+bandwidth is 337.35 GB/s" (logical; the phase is in a screenshot, not the text), of which 7/8
+crosses NVLink (the test counts a rank's tokens to itself). Used for dispatch and combine.
+Assumption: that figure is NVLink-bound, not SM-bound (the maintainers there suggest trying
+more SMs); the same NVLink 4 links carry the same pattern on H800. DeepEP's README "~160 GB/s
+NVLink maximum" on H800 (0.8) is a peak, not the all-to-all rate (docs/moe.md, 9b)."""
+RDMA_SHARE = 47.0 / 50.0
+"""RDMA DeepEP's normal kernels reach over the NIC's rate: NVSHMEM ``shmem_put_bw`` between two
+nodes of 8 H100 and 8 mlx5 NICs, "the expected bandwidth of around 47 GB/s" (DeepEP issue #155;
+the NICs' speed is not stated there, 47 GB/s implies 400G; DeepEP moves its RDMA chunks with
+NVSHMEM puts). [DeepEP] README gives "~50 GB/s maximum" for CX7 400G; NCCL 2.29 assumes 48
+(``src/graph/search.cc`` sm90SpeedArrayInter[0])."""
+DEEPEP_SMS = 24
+"""SMs DeepEP's normal kernels are given: DeepEP ``tests/test_internode.py`` and
+``test_intranode.py`` (``num_sms = 24``) and its README (``Buffer.set_num_sms(24)``); a channel
+is a pair of SMs (``internode.cu``: ``num_channels = num_sms / 2``)."""
+FORWARD_DISPATCH_Bps = 124.92e9 / 12
+"""Token bytes one channel of DeepEP's internode dispatch delivers over its forwarding
+pipeline (RDMA buffer -> forwarder SM, one warp and one TMA copy per token and NVLink peer ->
+receiver SM), B/s: 10.41 GB/s. Source: DeepEP issue #493 (2 nodes x 8 H200, CX7 400G, 24 SMs,
+FP8 dispatch): best 124.92 GB/s (NVL) over 12 channels, where neither NVLink (450 GB/s per
+direction) nor the NIC (19 of 50 GB/s used) binds, so the SMs do. The same Hopper SM as the
+H800's. Other public runs at 24 SMs on 2 nodes of H20: 139-147 GB/s (issues #137, #181)."""
+FORWARD_COMBINE_Bps = 145.16e9 / 12
+"""The same for the internode combine (BF16; forwarders reduce on the way back), B/s: 12.10
+GB/s per channel. Source: DeepEP issue #493, best combine 145.16 GB/s (NVL) at 24 SMs."""
 RDMA_SMALL_SHARE = 40.0 / 50.0
 """RDMA of small messages over the NIC's rate, for the low-latency kernels' one message per
 (token, expert) of a few KiB: [ISCA25] §4.1 ("40 GB/s effective for small messages" of a
@@ -77,7 +104,8 @@ class KernelResult:
     bandwidth_kind : str
         ``nvlink`` (one node, normal kernels) or ``rdma``.
     dispatch_bottleneck, combine_bottleneck : str
-        The leg that sets each phase (``rdma`` or ``nvlink``).
+        The leg that sets each phase: ``rdma``, ``nvlink``, or ``sm`` (the forwarding
+        pipeline of the SMs DeepEP's normal kernels are given).
     """
 
     kernel: str
@@ -96,13 +124,18 @@ class KernelResult:
 
 @dataclass(frozen=True)
 class _Legs:
-    """Copies (in tokens) per rank on each leg, and logical copies per rank."""
+    """Copies (in tokens) per rank on each leg, and logical copies per rank.
+
+    ``fwd_out`` / ``fwd_in``: (token, GPU) pairs each rank forwards / receives through DeepEP's
+    internode forwarding pipeline, its own included (zero where the kernel has none)."""
 
     rdma_out: np.ndarray
     rdma_in: np.ndarray
     nvl_out: np.ndarray
     nvl_in: np.ndarray
     logical: float
+    fwd_out: np.ndarray | None = None
+    fwd_in: np.ndarray | None = None
 
 
 def _targets(layout: EPLayout, experts: np.ndarray) -> np.ndarray:
@@ -123,6 +156,7 @@ def _normal_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
     tgt_nodes: np.ndarray = np.asarray(node_hit.any(axis=2))  # (tokens, nodes)
     zeros = np.zeros(ep)
     rdma_out, rdma_in, nvl_out, nvl_in = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
+    fwd_out = zeros.copy()
     for d in range(nodes):
         remote = tgt_nodes[:, d] & (src_node != d)
         relay = d * G + src_local  # the same-index GPU of node d
@@ -130,6 +164,8 @@ def _normal_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
         np.add.at(rdma_in, relay[remote], 1)
         # forwarding (remote) or direct (own node) over NVLink, to every target but the sender
         sender = np.where(src_node == d, src, relay)
+        # every token of a target node passes its relay's forwarder (own node: the source)
+        np.add.at(fwd_out, relay[tgt_nodes[:, d]], node_hit[tgt_nodes[:, d], d, :].sum(axis=1))
         for g in range(G):
             r = d * G + g
             go = node_hit[:, d, g] & (sender != r)
@@ -139,7 +175,10 @@ def _normal_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
         logical = hit.sum() / ep  # (token, GPU) pairs received, self included
     else:
         logical = tgt_nodes.sum() / ep  # (token, node) pairs, own node included
-    return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, float(logical))
+    if nodes == 1:  # intranode.cu: senders write straight to their peers, no forwarder
+        return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, float(logical))
+    fwd_in = hit.sum(axis=0).astype(float)
+    return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, float(logical), fwd_out, fwd_in)
 
 
 def _ll_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
@@ -172,12 +211,18 @@ def _nccl_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
     return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, float(logical) / ep)
 
 
-def _phase(legs: _Legs, nbytes: float, rdma_Bps: float, nvl_Bps: float) -> tuple[float, str]:
+def _phase(
+    legs: _Legs, nbytes: float, rdma_Bps: float, nvl_Bps: float, fwd_Bps: float
+) -> tuple[float, str]:
+    """Time of one phase (s) and the leg that sets it: the slowest of RDMA, NVLink and, where
+    the kernel forwards, the SMs' forwarding pipeline (``fwd_Bps`` per GPU)."""
     t_rdma = max(legs.rdma_out.max(), legs.rdma_in.max()) * nbytes / rdma_Bps if rdma_Bps else 0
     t_nvl = max(legs.nvl_out.max(), legs.nvl_in.max()) * nbytes / nvl_Bps if nvl_Bps else 0.0
-    if t_nvl > t_rdma:
-        return float(t_nvl), "nvlink"
-    return float(t_rdma), "rdma"
+    t_sm = 0.0
+    if legs.fwd_out is not None and legs.fwd_in is not None and fwd_Bps > 0:
+        t_sm = max(legs.fwd_out.max(), legs.fwd_in.max()) * nbytes / fwd_Bps
+    t, bound = max((float(t_rdma), "rdma"), (float(t_nvl), "nvlink"), (float(t_sm), "sm"))
+    return t, bound
 
 
 def kernel_times(
@@ -187,6 +232,7 @@ def kernel_times(
     dispatch_bytes: float,
     combine_bytes: float,
     kernel: str,
+    num_sms: int = DEEPEP_SMS,
 ) -> KernelResult:
     """Dispatch and combine of one routing by one kernel, in DeepEP's bandwidth definitions.
 
@@ -202,6 +248,9 @@ def kernel_times(
         Bytes of one token copy in each phase (B).
     kernel : str
         One of :data:`KERNELS`.
+    num_sms : int
+        SMs given to DeepEP's normal kernels (even; ``num_sms / 2`` channels, each forwarding
+        at :data:`FORWARD_DISPATCH_Bps` / :data:`FORWARD_COMBINE_Bps` across nodes).
 
     Returns
     -------
@@ -211,12 +260,15 @@ def kernel_times(
     Raises
     ------
     TopoError
-        Unknown kernel; a routing of another shape; RDMA needed with no NIC.
+        Unknown kernel; a routing of another shape; RDMA needed with no NIC; an odd or
+        non-positive SM count.
     """
     if kernel not in KERNELS:
         raise TopoError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
+    if num_sms < 2 or num_sms % 2:
+        raise TopoError(f"--kernel-sms must be an even number >= 2, got {num_sms}")
     nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
                     for nics in layout.nic_of_rank])  # fmt: skip
     nic_Bps = float(nic.min()) if nic.size else 0.0
@@ -233,9 +285,13 @@ def kernel_times(
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
         raise TopoError(f"--kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA")
     extra = LL_META_BYTES if kernel == "deepep-ll" else 0
+    channels = num_sms // 2
     out = []
-    for nbytes in (dispatch_bytes + extra, combine_bytes):
-        t, bound = _phase(legs, nbytes, rdma, nvl)
+    for nbytes, fwd in (
+        (dispatch_bytes + extra, channels * FORWARD_DISPATCH_Bps),
+        (combine_bytes, channels * FORWARD_COMBINE_Bps),
+    ):
+        t, bound = _phase(legs, nbytes, rdma, nvl, fwd)
         gbps = Bps_to_GBps(legs.logical * nbytes / t) if t > 0 else 0.0
         out.append((s_to_us(t), gbps, bound))
     kind = "nvlink" if layout.nodes == 1 and kernel != "deepep-ll" else "rdma"
@@ -243,7 +299,7 @@ def kernel_times(
     return KernelResult(kernel, dt, ct, dg, cg, kind, db, cb)
 
 
-def kernel_report(report: Any, kernel: str) -> KernelResult:
+def kernel_report(report: Any, kernel: str, num_sms: int = DEEPEP_SMS) -> KernelResult:
     """:func:`kernel_times` of a report's headline routing (its node limit, its sizes).
 
     Parameters
@@ -252,6 +308,8 @@ def kernel_report(report: Any, kernel: str) -> KernelResult:
         From :func:`topo.moe.moe_report`.
     kernel : str
         One of :data:`KERNELS`.
+    num_sms : int
+        As :func:`kernel_times`.
 
     Returns
     -------
@@ -270,4 +328,5 @@ def kernel_report(report: Any, kernel: str) -> KernelResult:
         report.dispatch_bytes_per_copy,
         report.combine_bytes_per_copy,
         kernel,
+        num_sms,
     )
