@@ -399,3 +399,20 @@ def test_fp8_scales_need_an_fp8_phase(mpft64: Path) -> None:
     assert "they are bf16 and fp16" in line
     r = run("moe", mpft64, "--no-fp8-scales", "--json")  # FP8 dispatch: 7,168 B, no scales
     assert r.exit_code == 0 and json.loads(r.stdout)["dispatch_bytes_per_copy"] == 7168
+
+
+@pytest.mark.parametrize("kernel", ["nccl", "deepep-ll"])
+def test_kernel_sms_applies_to_deepep_normal(mpft64: Path, kernel: str) -> None:
+    from topo.fabric import load
+    from topo.moe import default_config, moe_report
+    from topo.moe.kernels import kernel_report
+
+    # Why: the model of these kernels does not read the SM budget
+    report = moe_report(load(mpft64), default_config())
+    assert kernel_report(report, kernel, 2) == kernel_report(report, kernel, 24)
+    assert kernel_report(report, "deepep-normal", 2) != kernel_report(report, "deepep-normal", 24)
+    line = one_line_error(
+        run("moe", mpft64, "--kernel", kernel, "--kernel-sms", 20), "--kernel-sms applies"
+    )
+    assert f"--kernel {kernel} has no SM budget" in line
+    assert run("moe", mpft64, "--kernel", "deepep-normal", "--kernel-sms", 20).exit_code == 0

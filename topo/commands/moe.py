@@ -171,6 +171,11 @@ def moe(
         raise TopoError("give either --zipf or --expert-load, not both")
     if kernel_sms is not None and kernel is None:
         raise TopoError("--kernel-sms needs --kernel")
+    elif kernel_sms is not None and kernel is not None and kernel is not Kernel.deepep_normal:
+        raise TopoError(
+            "--kernel-sms applies to --kernel deepep-normal (SMs / 2 forwarding channels): the "
+            f"model of --kernel {kernel.value} has no SM budget"
+        )
     config = load_config(model) if model is not None else default_config()
     _check_options(ctx, config.n_shared_experts, dispatch_dtype, combine_dtype)
     loads = (
