@@ -15,7 +15,13 @@ attachments then leave the set.
 **Lower bound: a routing.** The expected-load ECMP routing of :mod:`topo.flow.routing` (every
 flow split evenly over the equal-cost up/down paths, PXN on) is a feasible concurrent flow:
 its rate, the slowest link's capacity over its load, is achievable. It exists for fabrics with
-up/down tiers (fat trees, imported fat trees); elsewhere the lower bound is 0 (unknown).
+up/down tiers (fat trees, imported fat trees). Other routings tried: the plane split of
+:mod:`topo.flow.certify`, each plane solved alone, breadth-first spanning trees, and for
+direct networks (Slim Fly, Dragonfly) the router-level LPs of :mod:`topo.flow.direct`, whose
+LP duals also give an upper bound.
+
+When the two bounds meet (within :data:`topo.flow.certify.CERTIFY_TOL`) the rate is exact:
+``method`` is ``"certified"``.
 
 The true optimum lies between them; the report gives both and the relative gap
 ``1 - lower/upper``.
@@ -31,12 +37,17 @@ import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.certify import cut_bound, split_routing
+from topo.flow.certify import CERTIFY_TOL, cut_bound, split_routing
+from topo.flow.direct import direct_bounds
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
 from topo.flow.result import BandwidthResult, Bounds
 from topo.flow.routing import routed_alltoall
+
+ROUTER_LP_MAX_COLUMNS = 2_000_000
+"""Largest router-level LP of :mod:`topo.flow.direct` (columns), whatever the exact LP's limit:
+it holds one column per orbit of arcs, or per global link of a Dragonfly."""
 
 
 def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
@@ -237,13 +248,38 @@ def bounds_report(
         At the lower bound, ``method == "bounds"``, ``exact`` False.
     """
     ub, cut = cut_upper_bound(G)
-    lb, how = max(
+    upper_from = f"cut around {cut}"
+    found = [
         routing_lower_bound(G),
         split_lower_bound(G),
         plane_lower_bound(G, max_variables, time_limit_s),
         tree_lower_bound(G),
-    )
+    ]
+    direct = direct_bounds(G, hs, terminal, ROUTER_LP_MAX_COLUMNS)
+    if direct is not None:
+        found.append(direct[0])
+        if direct[1][0] < ub:
+            ub, upper_from = direct[1]
+    lb, how = max(found)
     lb = min(lb, ub)
+    if lb >= ub * (1 - CERTIFY_TOL):
+        return build_report(
+            G,
+            hs,
+            terminal,
+            lb,
+            [],
+            n=terminal_count(hs),
+            method="certified",
+            exact=True,
+            reductions=[
+                *reductions,
+                f"exact LP not solved: {why}",
+                f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})",
+            ],
+            sol=NO_LP,
+            t0=t0,
+        )
     return build_report(
         G,
         hs,
@@ -256,5 +292,5 @@ def bounds_report(
         reductions=[*reductions, f"exact LP not solved: {why}"],
         sol=NO_LP,
         t0=t0,
-        bounds=Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=f"cut around {cut}"),
+        bounds=Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=upper_from),
     )
