@@ -168,3 +168,16 @@ def test_slim_fly_q27_and_dragonfly_64_groups():
     sf = alltoall_bandwidth(build("slimfly", q=27))
     assert sf.bounds is not None and sf.bounds.gap <= 0.05
     assert sf.bounds.lower_Bps * (sf.gpus - 1) / 1e9 > 40
+
+
+def test_split_lp_is_skipped_over_the_memory_limit(monkeypatch):
+    # 9 groups of 4 routers: 72 global arcs, each in 1 + 2 x 3 rows: 504 entries x 200 B.
+    from topo.flow.memory import MEMORY_LIMIT_ENV
+
+    G = build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1)
+    net = router_net(G, hosts(G)[0])
+    assert group_split_rate(G, net, 2_000_000) is not None
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, str(504 * 200 / 1e9 * 0.99))
+    assert group_split_rate(G, net, 2_000_000) is None
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, str(504 * 200 / 1e9 * 1.01))
+    assert group_split_rate(G, net, 2_000_000) is not None

@@ -59,6 +59,12 @@ DISTANCE_BYTES = 24
 """Bytes per router pair the dual bound holds at once (distance matrices, float64): it is
 skipped where that exceeds :func:`topo.flow.memory.memory_limit_bytes`."""
 
+SPLIT_LP_BYTES_PER_ENTRY = 200
+"""Peak memory of the Dragonfly group-split LP per matrix entry (the arrays and HiGHS' own),
+bytes: measured on the 511-group Dragonfly of the DeepSeek-V3 report's Table 3 (16.5 million
+entries, 3.24 GB). The LP is skipped where it would exceed
+:func:`topo.flow.memory.memory_limit_bytes`."""
+
 EPS_GRID = (0.0, 0.5, 0.75, 1.0, 1.5)
 """Cable lengths tried in the dual bound for servers cabled to several routers, as multiples
 of half the distance between their routers (:func:`dual_bound`)."""
@@ -259,9 +265,14 @@ def dragonfly_groups(G: nx.Graph, net: RouterNet) -> np.ndarray | None:
 def group_split_rate(G: nx.Graph, net: RouterNet, max_variables: int) -> RouterRate | None:
     """Minimal Dragonfly routing with each group pair's traffic split over its global links
     by an LP (module notes); None if ``G`` is not such a Dragonfly, a group is not all to
-    all, or the LP would have more than ``max_variables`` rows and columns."""
+    all, or the LP would have more than ``max_variables`` rows and columns or need more than
+    the memory limit (:data:`SPLIT_LP_BYTES_PER_ENTRY`)."""
     grp = dragonfly_groups(G, net)
     if grp is None or len(net.tail) + net.n > max_variables:
+        return None
+    glob = int(np.count_nonzero(grp[net.tail] != grp[net.head]))
+    entries = glob * (2 * int(np.bincount(grp).max()) - 1)  # 1 global + 2(a - 1) local rows
+    if entries * SPLIT_LP_BYTES_PER_ENTRY > memory_limit_bytes():
         return None
     mu = split_lp(net, grp)
     if mu is None or mu <= 0:
@@ -388,6 +399,7 @@ def direct_bounds(
 __all__ = [
     "DISTANCE_BYTES",
     "EPS_GRID",
+    "SPLIT_LP_BYTES_PER_ENTRY",
     "MAX_ROUTER_ORBITS",
     "RouterNet",
     "RouterRate",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from topo.flow.hosts import Host
@@ -203,10 +203,10 @@ def solve_lp(
     None when HiGHS does not reach an optimum."""
     rows, cols, vals = entries
     n_row = len(row_lower)
-    key = cols.astype(np.int64) * max(n_row, 1) + rows
-    uniq, inverse = np.unique(key, return_inverse=True)
-    summed = np.bincount(inverse, weights=vals, minlength=len(uniq))
-    col_of, row_of = np.divmod(uniq, max(n_row, 1))
+    a = csc_matrix(
+        (vals, (rows.astype(np.int32), cols.astype(np.int32))), shape=(n_row, n_col)
+    )  # repeats summed, column-wise, 32-bit indices
+    del rows, cols, vals
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_col, n_row
     lp.col_cost_ = np.asarray(cost, dtype=float)
@@ -217,9 +217,10 @@ def solve_lp(
     mat = lp.a_matrix_
     mat.format_ = highspy.MatrixFormat.kColwise
     mat.num_col_, mat.num_row_ = n_col, n_row
-    mat.start_ = np.searchsorted(col_of, np.arange(n_col + 1)).astype(np.int32)
-    mat.index_ = row_of.astype(np.int32)
-    mat.value_ = summed.astype(float)
+    mat.start_ = a.indptr.astype(np.int32)
+    mat.index_ = a.indices.astype(np.int32)
+    mat.value_ = a.data.astype(float)
+    del a
     with quiet_stdout(), solving():
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
