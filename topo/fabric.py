@@ -763,9 +763,17 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
         return None
     G = nx.Graph()
     G.graph.update(data.get("graph", {}))
-    G.add_nodes_from(nodes)
-    G.add_edges_from(edges)
-    return G if G.number_of_edges() == len(edges) else None
+    # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
+    # own dicts become the attribute dicts (nothing else holds them; the ids are out).
+    node, adj = G._node, G._adj
+    for v, d in nodes:
+        node[v] = d
+        adj[v] = {}
+    for u, v, d in edges:
+        adj[u][v] = d
+        adj[v][u] = d
+    # (no self-loops: each edge is in two neighbour dicts; fewer if one was given twice)
+    return G if sum(map(len, adj.values())) == 2 * len(edges) else None
 
 
 def _valid_nodes(

@@ -470,26 +470,48 @@ def _three_tier_down(
     ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
     traffic is not in ``T``: it went the two-hop way); the hop ``k' -> b`` carries
     ``(TW R)[b, k']``. Cables are sorted by their lower end, so sums over
-    each switch's cables are :func:`numpy.add.reduceat` over contiguous runs."""
+    each switch's cables are added in that order, slot by slot (:func:`_cable_slots`),
+    within one destination pod at a time (the arrays stay in cache)."""
     a_l, k_l = net.la[0].astype(int), net.la[1].astype(int)
     k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
     by_agg = np.argsort(k_l, kind="stable")
-    leaf_starts = np.searchsorted(k_l[by_agg], np.arange(len(net.aggs)))
-    leaf_rows, leaf_w = a_l[by_agg], w[by_agg][:, None]
+    count = np.bincount(k_l, minlength=len(net.aggs))  # every switch has a leaf cable
+    slots = _cable_slots(a_l[by_agg], w[by_agg], count)
     for q, pod in enumerate(net.pods):
         aggs_q = np.nonzero(net.pod_agg == q)[0]
         local = np.full(len(net.aggs), -1)
         local[aggs_q] = np.arange(len(aggs_q))
         R = _core_shares(k_a, c_a, v, u, local, len(net.cores), len(aggs_q), len(net.aggs))
-        TW = T[:, pod][leaf_rows]
-        TW *= leaf_w  # (in place: the same products, one array fewer)
-        TW = np.add.reduceat(TW, leaf_starts, axis=0)
+        Tq = T[:, pod]
+        TW = Tq[slots[0][1]] * slots[0][2]
+        for has, rows, wr in slots[1:]:
+            if has is None:
+                TW += Tq[rows] * wr
+            else:
+                TW[has] += Tq[rows] * wr
         # destination leaf x aggregation switch of the pod (einsum: these products are small,
         # and a threaded BLAS spends more on its threads than on them)
         down = np.einsum("kb,kq->bq", TW, R)
         b, k = np.nonzero(down)
         tails = [net.aggs[i] for i in aggs_q[k]]
         _add_all(switch_load, tails, [net.leaves[i] for i in pod[b]], down[b, k])
+
+
+def _cable_slots(
+    rows: np.ndarray, w: np.ndarray, count: np.ndarray
+) -> list[tuple[np.ndarray | None, np.ndarray, np.ndarray]]:
+    """The cables of each switch (``rows``, ``w``: lower ends and weights, sorted by switch;
+    ``count`` per switch, each at least 1) by rank ``r`` within their switch: per rank, the
+    switches with an ``r``-th cable (None: all), that cable's lower end and its weight (a
+    column). Adding rank by rank sums each switch's cables in their order, as a sequential
+    sum over them does."""
+    first = np.cumsum(count) - count
+    out: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]] = []
+    for r in range(int(count.max())):
+        has = np.nonzero(count > r)[0]
+        at = first[has] + r
+        out.append((None if len(has) == len(count) else has, rows[at], w[at][:, None]))
+    return out
 
 
 def _core_shares(
