@@ -441,10 +441,12 @@ def _three_tier(
     v = cap_a / np.bincount(k_a, weights=cap_a, minlength=len(net.aggs))[k_a]
     key = c_a * n_pods + net.pod_agg[k_a]
     u = cap_a / np.bincount(key, weights=cap_a)[key]
-    Y = np.zeros((len(net.aggs), n_pods))
-    np.add.at(Y, k_l, w[:, None] * X[a_l])
-    Z = np.zeros((len(net.cores), n_pods))
-    np.add.at(Z, c_a, v[:, None] * Y[k_a])
+    by_agg = np.argsort(k_l, kind="stable")  # (every switch here has a cable below)
+    leaf_slots = _cable_slots(a_l[by_agg], w[by_agg], np.bincount(k_l, minlength=len(net.aggs)))
+    by_core = np.argsort(c_a, kind="stable")
+    core_slots = _cable_slots(k_a[by_core], v[by_core], np.bincount(c_a, minlength=len(net.cores)))
+    Y = _slot_sum(leaf_slots, X)  # what each aggregation switch sends up to each pod
+    Z = _slot_sum(core_slots, Y)  # and each core down
     up_leaf = w * X.sum(axis=1)[a_l]
     up_agg = v * Y.sum(axis=1)[k_a]
     down_core = u * Z[c_a, net.pod_agg[k_a]]
@@ -452,14 +454,14 @@ def _three_tier(
     _add_all(switch_load, [leaves[i] for i in a_l], [net.aggs[i] for i in k_l], up_leaf)
     _add_all(switch_load, aggs, cores, up_agg)  # (the two directions' keys differ: the
     _add_all(switch_load, cores, aggs, down_core)  # order of the sums is unchanged)
-    _three_tier_down(net, T, w, v, u, switch_load)
+    _three_tier_down(net, T, leaf_slots, v, u, switch_load)
     return True
 
 
 def _three_tier_down(
     net: _Clos3,
     T: np.ndarray,
-    w: np.ndarray,
+    leaf_slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]],
     v: np.ndarray,
     u: np.ndarray,
     switch_load: dict[tuple[str, str], float],
@@ -469,26 +471,16 @@ def _three_tier_down(
     arrives at its aggregation switch ``k'`` (over every core), and ``TW[b, k]`` what leaf
     ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
     traffic is not in ``T``: it went the two-hop way); the hop ``k' -> b`` carries
-    ``(TW R)[b, k']``. Cables are sorted by their lower end, so sums over
-    each switch's cables are added in that order, slot by slot (:func:`_cable_slots`),
-    within one destination pod at a time (the arrays stay in cache)."""
-    a_l, k_l = net.la[0].astype(int), net.la[1].astype(int)
+    ``(TW R)[b, k']``. The sums over each switch's leaf cables (``leaf_slots``) run in
+    cable order (:func:`_slot_sum`), one destination pod at a time (the arrays stay in
+    cache)."""
     k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
-    by_agg = np.argsort(k_l, kind="stable")
-    count = np.bincount(k_l, minlength=len(net.aggs))  # every switch has a leaf cable
-    slots = _cable_slots(a_l[by_agg], w[by_agg], count)
     for q, pod in enumerate(net.pods):
         aggs_q = np.nonzero(net.pod_agg == q)[0]
         local = np.full(len(net.aggs), -1)
         local[aggs_q] = np.arange(len(aggs_q))
         R = _core_shares(k_a, c_a, v, u, local, len(net.cores), len(aggs_q), len(net.aggs))
-        Tq = T[:, pod]
-        TW = Tq[slots[0][1]] * slots[0][2]
-        for has, rows, wr in slots[1:]:
-            if has is None:
-                TW += Tq[rows] * wr
-            else:
-                TW[has] += Tq[rows] * wr
+        TW = _slot_sum(leaf_slots, T[:, pod])
         # destination leaf x aggregation switch of the pod (einsum: these products are small,
         # and a threaded BLAS spends more on its threads than on them)
         down = np.einsum("kb,kq->bq", TW, R)
@@ -511,6 +503,21 @@ def _cable_slots(
         has = np.nonzero(count > r)[0]
         at = first[has] + r
         out.append((None if len(has) == len(count) else has, rows[at], w[at][:, None]))
+    return out
+
+
+def _slot_sum(
+    slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]], M: np.ndarray
+) -> np.ndarray:
+    """``out[k] = sum of w[e] * M[rows[e]]`` over switch ``k``'s cables ``e``
+    (:func:`_cable_slots`), added in cable order: the sums :func:`numpy.add.at` and a
+    sequential :func:`numpy.add.reduceat` over the cables sorted by switch give, bit for bit."""
+    out = M[slots[0][1]] * slots[0][2]
+    for has, rows, wr in slots[1:]:
+        if has is None:
+            out += M[rows] * wr
+        else:
+            out[has] += M[rows] * wr
     return out
 
 
