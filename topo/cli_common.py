@@ -199,28 +199,17 @@ def _json_into(o: Any, nl: str, out: list[str], seen: set[int]) -> None:
     seen.add(id(o))
     inner = nl + "  "
     sep = inner
-    if t is dict:
-        out.append("{")
-        for k, v in o.items():
-            out.append(sep)
-            out.append(_json_str(k if type(k) is str else _json_key(k)))
-            out.append(": ")
-            text = _json_scalar(v)
-            if text is None:
-                _json_into(v, inner, out, seen)
-            else:
-                out.append(text)
-            sep = "," + inner
-    else:
-        out.append("[")
-        for v in o:
-            out.append(sep)
-            text = _json_scalar(v)
-            if text is None:
-                _json_into(v, inner, out, seen)
-            else:
-                out.append(text)
-            sep = "," + inner
+    out.append("{" if t is dict else "[")
+    for k, v in o.items() if t is dict else zip(o, o, strict=True):
+        out.append(sep)
+        if t is dict:
+            out.append(_json_str(k if type(k) is str else _json_key(k)) + ": ")
+        text = _json_scalar(v)  # (the scalars without a call of their own)
+        if text is None:
+            _json_into(v, inner, out, seen)
+        else:
+            out.append(text)
+        sep = "," + inner
     out.append(nl + ("}" if t is dict else "]"))
     seen.discard(id(o))
 
