@@ -766,9 +766,8 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
     # own dicts become the attribute dicts (nothing else holds them; the ids are out).
     node, adj = G._node, G._adj
-    for v, d in nodes:
-        node[v] = d
-        adj[v] = {}
+    node.update(nodes)
+    adj.update({v: {} for v in node})
     for u, v, d in edges:
         adj[u][v] = d
         adj[v][u] = d
