@@ -132,6 +132,8 @@ class SplitRouting:
         Switch -> its plane (switch component).
     switch_load : dict of (str, str) to float
         Load per unit pair rate of every switch link direction that carries traffic.
+    switch_util : float
+        The largest load over capacity among them, per unit pair rate (1/(B/s)).
     """
 
     rate_Bps: float
@@ -139,6 +141,7 @@ class SplitRouting:
     host_util: np.ndarray
     plane_of: dict[str, int]
     switch_load: dict[tuple[str, str], float]
+    switch_util: float = math.inf
 
 
 def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
@@ -193,7 +196,8 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         route = _two_hop if depth[p] == 2 else _three_tier
         if not route(G, [leaves[i] for i in in_p], traffic, switch_load):
             return None
-    worst = max(float(host_util.max()), _worst(G, switch_load))
+    switch_util = _worst(G, switch_load)
+    worst = max(float(host_util.max()), switch_util)
     if worst <= 0:
         return None
     return SplitRouting(
@@ -202,6 +206,7 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         host_util=host_util,
         plane_of=plane_of,
         switch_load=switch_load,
+        switch_util=switch_util,
     )
 
 
@@ -583,20 +588,22 @@ def _links(
     them, or those within :data:`SATURATED` of their capacity."""
     out: list[tuple[Hashable, Hashable, float, float]] = []
     edge = G._adj
-    for (u, v), x in r.switch_load.items():
-        c = float(edge[u][v]["capacity"])
-        if not saturated_only or rate * x >= c * (1 - SATURATED):
-            out.append((u, v, c, rate * x))
+    # (none of the switch links can be saturated when the most loaded is clearly below)
+    if not saturated_only or r.switch_util * rate >= (1 - SATURATED) * (1 - 1e-12):
+        for (u, v), x in r.switch_load.items():
+            c = float(edge[u][v]["capacity"])
+            if not saturated_only or rate * x >= c * (1 - SATURATED):
+                out.append((u, v, c, rate * x))
     for ci, cls in enumerate(r.classes):
         for h in cls:
             for s, nics in h.nics.items():
-                util = r.host_util[ci, r.plane_of[s]] * rate
-                if saturated_only and max(util) < 1 - SATURATED:
+                up, down = (r.host_util[ci, r.plane_of[s]] * rate).tolist()  # (as floats)
+                if saturated_only and max(up, down) < 1 - SATURATED:
                     continue
                 for nic in nics:
                     c = float(edge[nic][s]["capacity"])
-                    out.append((nic, s, c, util[0] * c))
-                    out.append((s, nic, c, util[1] * c))
+                    out.append((nic, s, c, up * c))
+                    out.append((s, nic, c, down * c))
     return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
 
 
