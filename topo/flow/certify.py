@@ -502,6 +502,8 @@ def _cable_slots(
     switches with an ``r``-th cable (None: all), that cable's lower end and its weight (a
     column). Adding rank by rank sums each switch's cables in their order, as a sequential
     sum over them does."""
+    if count.min() < 1:  # pragma: no cover - _clos3 takes the switches from their cables
+        raise AssertionError("a switch without a cable below")
     first = np.cumsum(count) - count
     out: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]] = []
     for r in range(int(count.max())):
