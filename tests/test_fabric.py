@@ -21,6 +21,7 @@ from topo.errors import FormatError
 from topo.fabric import (
     blocks_below_top,
     check_schema,
+    components_within,
     load,
     natural_key,
     servers,
@@ -468,3 +469,16 @@ def test_load_refuses_an_integer_past_pythons_limit(tmp_path, saved) -> None:
     with pytest.raises(FormatError, match=rf"fabric.json:{line}: a number of 5,000 digits") as e:
         load(path)
     assert e.value.line == line
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_components_within_are_networkx_components_of_the_subgraph(seed) -> None:
+    rng = random.Random(seed)
+    G = nx.gnm_random_graph(60, rng.randint(20, 90), seed=seed)
+    within = rng.sample(range(70), 45)  # some not in G
+    found = components_within(G, within)
+    assert sorted(map(sorted, found)) == sorted(
+        map(sorted, nx.connected_components(G.subgraph(within)))
+    )
+    firsts = [next(v for v in within if v in c) for c in found]
+    assert firsts == sorted(firsts, key=within.index)  # by first vertex in ``within``

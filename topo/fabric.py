@@ -315,6 +315,44 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
     return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
 
 
+def components_within(G: nx.Graph, within: Iterable[Hashable]) -> list[set[Any]]:
+    """The connected components of the subgraph of ``G`` on the vertices ``within``.
+
+    The sets of ``nx.connected_components(G.subgraph(within))``, found from the raw adjacency
+    dicts (no subgraph views: 3 times faster on the switches of a 65,536-GPU FT3), in the
+    order of their first vertex in ``within``.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A graph.
+    within : iterable
+        Vertices (those not in ``G`` are ignored).
+
+    Returns
+    -------
+    list of set
+        The components.
+    """
+    adj = G._adj  # the raw dicts (no views): this visits every edge at the vertices kept
+    order = [v for v in within if v in adj]  # (as a subgraph, vertices not in G are ignored)
+    keep = set(order)
+    seen: set[Any] = set()
+    out = []
+    for v in order:
+        if v in seen:
+            continue
+        comp, todo = {v}, [v]
+        while todo:
+            for u in adj[todo.pop()]:
+                if u in keep and u not in comp:
+                    comp.add(u)
+                    todo.append(u)
+        seen |= comp
+        out.append(comp)
+    return out
+
+
 def switch_components(G: nx.Graph) -> list[list[str]]:
     """The connected components of the switch graph (planes, in a multi-plane fabric).
 
@@ -324,7 +362,7 @@ def switch_components(G: nx.Graph) -> list[list[str]]:
         Each component's switches in natural order; components ordered by their first name.
     """
     switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
-    comps = [sorted(c, key=natural_key) for c in nx.connected_components(G.subgraph(switches))]
+    comps = [sorted(c, key=natural_key) for c in components_within(G, switches)]
     comps.sort(key=lambda c: natural_key(c[0]))
     return comps
 
@@ -356,7 +394,7 @@ def blocks_below_top(G: nx.Graph, switches: Iterable[Hashable] | None = None) ->
     lower = [s for s in scope if int(G.nodes[s]["tier"]) < top]
     blocks = [
         sorted(b, key=lambda v: (int(G.nodes[v]["tier"]), natural_key(v)))
-        for b in nx.connected_components(G.subgraph(lower))
+        for b in components_within(G, lower)
     ]
     blocks.sort(key=lambda b: natural_key(b[0]))
     return blocks
@@ -763,9 +801,16 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
         return None
     G = nx.Graph()
     G.graph.update(data.get("graph", {}))
-    G.add_nodes_from(nodes)
-    G.add_edges_from(edges)
-    return G if G.number_of_edges() == len(edges) else None
+    # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
+    # own dicts become the attribute dicts (nothing else holds them; the ids are out).
+    node, adj = G._node, G._adj
+    node.update(nodes)
+    adj.update({v: {} for v in node})
+    for u, v, d in edges:
+        adj[u][v] = d
+        adj[v][u] = d
+    # (no self-loops: each edge is in two neighbour dicts; fewer if one was given twice)
+    return G if sum(map(len, adj.values())) == 2 * len(edges) else None
 
 
 def _valid_nodes(

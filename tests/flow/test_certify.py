@@ -177,3 +177,18 @@ def test_link_loads_carry_the_all_to_all_within_capacity():
     n = sum(h.weight for h in hs)
     up = sum(x for (u, v), x in r.link_load.items() if H.nodes[u]["kind"] == "nic")
     assert up == pytest.approx(r.pair_rate_Bps * sum(h.weight * (n - h.weight) for h in hs))
+
+
+def test_core_links_that_bind_are_the_bottleneck_links():
+    # The 8-port FT3 of the test above with its core cables at half rate (25 GB/s): a pod's
+    # 16 GPUs reach the other 112 over 4 x 4 core cables, lambda = 16 x 25 GB/s / (16 x 112)
+    # (below the NICs' 2 x 50 / (2 x 126)); the split routing loads every core cable alike, so
+    # all 8 x 16 of them are saturated both ways, and nothing else is.
+    G = build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    for u, v, d in G.edges(data=True):
+        if {G.nodes[u].get("tier"), G.nodes[v].get("tier")} == {2, 3}:
+            d["capacity"] = NIC / 2
+    r = certified(G)
+    assert r is not None and r.pair_rate_Bps == pytest.approx(16 * NIC / 2 / (16 * 112), rel=1e-9)
+    assert len(r.bottleneck_links) == 2 * 8 * 16
+    assert {b.tier for b in r.bottleneck_links} == {"spine->core", "core->spine"}

@@ -132,6 +132,8 @@ class SplitRouting:
         Switch -> its plane (switch component).
     switch_load : dict of (str, str) to float
         Load per unit pair rate of every switch link direction that carries traffic.
+    switch_util : float
+        The largest load over capacity among them, per unit pair rate (1/(B/s)).
     """
 
     rate_Bps: float
@@ -139,6 +141,7 @@ class SplitRouting:
     host_util: np.ndarray
     plane_of: dict[str, int]
     switch_load: dict[tuple[str, str], float]
+    switch_util: float = math.inf
 
 
 def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
@@ -193,7 +196,8 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         route = _two_hop if depth[p] == 2 else _three_tier
         if not route(G, [leaves[i] for i in in_p], traffic, switch_load):
             return None
-    worst = max(float(host_util.max()), _worst(G, switch_load))
+    switch_util = _worst(G, switch_load)
+    worst = max(float(host_util.max()), switch_util)
     if worst <= 0:
         return None
     return SplitRouting(
@@ -202,6 +206,7 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         host_util=host_util,
         plane_of=plane_of,
         switch_load=switch_load,
+        switch_util=switch_util,
     )
 
 
@@ -441,10 +446,12 @@ def _three_tier(
     v = cap_a / np.bincount(k_a, weights=cap_a, minlength=len(net.aggs))[k_a]
     key = c_a * n_pods + net.pod_agg[k_a]
     u = cap_a / np.bincount(key, weights=cap_a)[key]
-    Y = np.zeros((len(net.aggs), n_pods))
-    np.add.at(Y, k_l, w[:, None] * X[a_l])
-    Z = np.zeros((len(net.cores), n_pods))
-    np.add.at(Z, c_a, v[:, None] * Y[k_a])
+    by_agg = np.argsort(k_l, kind="stable")  # (every switch here has a cable below)
+    leaf_slots = _cable_slots(a_l[by_agg], w[by_agg], np.bincount(k_l, minlength=len(net.aggs)))
+    by_core = np.argsort(c_a, kind="stable")
+    core_slots = _cable_slots(k_a[by_core], v[by_core], np.bincount(c_a, minlength=len(net.cores)))
+    Y = _slot_sum(leaf_slots, X)  # what each aggregation switch sends up to each pod
+    Z = _slot_sum(core_slots, Y)  # and each core down
     up_leaf = w * X.sum(axis=1)[a_l]
     up_agg = v * Y.sum(axis=1)[k_a]
     down_core = u * Z[c_a, net.pod_agg[k_a]]
@@ -452,14 +459,14 @@ def _three_tier(
     _add_all(switch_load, [leaves[i] for i in a_l], [net.aggs[i] for i in k_l], up_leaf)
     _add_all(switch_load, aggs, cores, up_agg)  # (the two directions' keys differ: the
     _add_all(switch_load, cores, aggs, down_core)  # order of the sums is unchanged)
-    _three_tier_down(net, T, w, v, u, switch_load)
+    _three_tier_down(net, T, leaf_slots, v, u, switch_load)
     return True
 
 
 def _three_tier_down(
     net: _Clos3,
     T: np.ndarray,
-    w: np.ndarray,
+    leaf_slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]],
     v: np.ndarray,
     u: np.ndarray,
     switch_load: dict[tuple[str, str], float],
@@ -469,27 +476,56 @@ def _three_tier_down(
     arrives at its aggregation switch ``k'`` (over every core), and ``TW[b, k]`` what leaf
     ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
     traffic is not in ``T``: it went the two-hop way); the hop ``k' -> b`` carries
-    ``(TW R)[b, k']``. Cables are sorted by their lower end, so sums over
-    each switch's cables are :func:`numpy.add.reduceat` over contiguous runs."""
-    a_l, k_l = net.la[0].astype(int), net.la[1].astype(int)
+    ``(TW R)[b, k']``. The sums over each switch's leaf cables (``leaf_slots``) run in
+    cable order (:func:`_slot_sum`), one destination pod at a time (the arrays stay in
+    cache)."""
     k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
-    by_agg = np.argsort(k_l, kind="stable")
-    leaf_starts = np.searchsorted(k_l[by_agg], np.arange(len(net.aggs)))
-    leaf_rows, leaf_w = a_l[by_agg], w[by_agg][:, None]
     for q, pod in enumerate(net.pods):
         aggs_q = np.nonzero(net.pod_agg == q)[0]
         local = np.full(len(net.aggs), -1)
         local[aggs_q] = np.arange(len(aggs_q))
         R = _core_shares(k_a, c_a, v, u, local, len(net.cores), len(aggs_q), len(net.aggs))
-        TW = T[:, pod][leaf_rows]
-        TW *= leaf_w  # (in place: the same products, one array fewer)
-        TW = np.add.reduceat(TW, leaf_starts, axis=0)
+        TW = _slot_sum(leaf_slots, T[:, pod])
         # destination leaf x aggregation switch of the pod (einsum: these products are small,
         # and a threaded BLAS spends more on its threads than on them)
         down = np.einsum("kb,kq->bq", TW, R)
         b, k = np.nonzero(down)
         tails = [net.aggs[i] for i in aggs_q[k]]
         _add_all(switch_load, tails, [net.leaves[i] for i in pod[b]], down[b, k])
+
+
+def _cable_slots(
+    rows: np.ndarray, w: np.ndarray, count: np.ndarray
+) -> list[tuple[np.ndarray | None, np.ndarray, np.ndarray]]:
+    """The cables of each switch (``rows``, ``w``: lower ends and weights, sorted by switch;
+    ``count`` per switch, each at least 1) by rank ``r`` within their switch: per rank, the
+    switches with an ``r``-th cable (None: all), that cable's lower end and its weight (a
+    column). Adding rank by rank sums each switch's cables in their order, as a sequential
+    sum over them does."""
+    if count.min() < 1:  # pragma: no cover - _clos3 takes the switches from their cables
+        raise AssertionError("a switch without a cable below")
+    first = np.cumsum(count) - count
+    out: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]] = []
+    for r in range(int(count.max())):
+        has = np.nonzero(count > r)[0]
+        at = first[has] + r
+        out.append((None if len(has) == len(count) else has, rows[at], w[at][:, None]))
+    return out
+
+
+def _slot_sum(
+    slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]], M: np.ndarray
+) -> np.ndarray:
+    """``out[k] = sum of w[e] * M[rows[e]]`` over switch ``k``'s cables ``e``
+    (:func:`_cable_slots`), added in cable order: the sums :func:`numpy.add.at` and a
+    sequential :func:`numpy.add.reduceat` over the cables sorted by switch give, bit for bit."""
+    out = M[slots[0][1]] * slots[0][2]
+    for has, rows, wr in slots[1:]:
+        if has is None:
+            out += M[rows] * wr
+        else:
+            out[has] += M[rows] * wr
+    return out
 
 
 def _core_shares(
@@ -554,20 +590,22 @@ def _links(
     them, or those within :data:`SATURATED` of their capacity."""
     out: list[tuple[Hashable, Hashable, float, float]] = []
     edge = G._adj
-    for (u, v), x in r.switch_load.items():
-        c = float(edge[u][v]["capacity"])
-        if not saturated_only or rate * x >= c * (1 - SATURATED):
-            out.append((u, v, c, rate * x))
+    # (none of the switch links can be saturated when the most loaded is clearly below)
+    if not saturated_only or r.switch_util * rate >= (1 - SATURATED) * (1 - 1e-12):
+        for (u, v), x in r.switch_load.items():
+            c = float(edge[u][v]["capacity"])
+            if not saturated_only or rate * x >= c * (1 - SATURATED):
+                out.append((u, v, c, rate * x))
     for ci, cls in enumerate(r.classes):
         for h in cls:
             for s, nics in h.nics.items():
-                util = r.host_util[ci, r.plane_of[s]] * rate
-                if saturated_only and max(util) < 1 - SATURATED:
+                up, down = (r.host_util[ci, r.plane_of[s]] * rate).tolist()  # (as floats)
+                if saturated_only and max(up, down) < 1 - SATURATED:
                     continue
                 for nic in nics:
                     c = float(edge[nic][s]["capacity"])
-                    out.append((nic, s, c, util[0] * c))
-                    out.append((s, nic, c, util[1] * c))
+                    out.append((nic, s, c, up * c))
+                    out.append((s, nic, c, down * c))
     return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
 
 

@@ -89,9 +89,8 @@ def _propagate(
             if t in down:
                 turned = (turned[0] + down[t][0], turned[1] + down[t][1])
             down[t] = turned
-        parent, pid, valid = tree.up_parent[t], tree.up_port[t], tree.up_valid[t]
-        # eligible up ports: the parent is one hop closer to the destination leaf
-        elig = valid[:, :, None] & (tree.h[t + 1][:, Bj][parent] == (tree.h[t][:, Bj] - 1)[:, None])
+        parent, pid = tree.up_parent[t], tree.up_port[t]
+        elig = None if _every_port(tree, t, Bj, U, Ue) else _up_eligible(tree, t, Bj)
         U, Ue = _hop(elig, parent, pid, len(tree.names[t + 1]), U, Ue, port, port_exp, rng)
     down[T] = (U, Ue)
     for t in range(T, 1, -1):
@@ -107,6 +106,27 @@ def _propagate(
         raise AssertionError("flows arrived at a leaf other than their destination")
 
 
+def _up_eligible(tree: UpDownTree, t: int, Bj: np.ndarray) -> np.ndarray:
+    """(n_t, P, J) bool: the up ports of tier ``t`` one hop closer to each destination leaf."""
+    parent, valid = tree.up_parent[t], tree.up_valid[t]
+    elig: np.ndarray = valid[:, :, None] & (
+        tree.h[t + 1][:, Bj][parent] == (tree.h[t][:, Bj] - 1)[:, None]
+    )
+    return elig
+
+
+def _every_port(tree: UpDownTree, t: int, Bj: np.ndarray, U: np.ndarray, Ue: np.ndarray) -> bool:
+    """Is every up port of tier ``t`` eligible (:func:`_up_eligible`) wherever there is
+    traffic? True when every switch fills all ``P`` slots and every (switch, destination)
+    with traffic is ``upfull`` (all its up ports minimal); the eligibility table is then
+    not needed. (More than one port: a single one takes :func:`_hop`'s other branch.)"""
+    valid = tree.up_valid[t]
+    if valid.shape[1] < 2 or not bool(valid.all()):
+        return False
+    used = (U > 0) | (Ue > 0)
+    return bool(tree.upfull[t][:, Bj][used].all())
+
+
 def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
     """For the switches of tier ``t + 1``: the single down port toward each leaf and the
     tier-``t`` switch it reaches, or -1 where there is none or more than one."""
@@ -118,10 +138,11 @@ def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
         one_port = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
         one_child = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
         for q in range(child.shape[1]):
-            ok = valid[:, q, None] & tree.below[t][child[:, q]]
+            ok = tree.below[t][child[:, q]]
+            ok &= valid[:, q, None]
             cnt += ok
-            one_port = np.where(ok, pid[:, q, None], one_port)
-            one_child = np.where(ok, child[:, q, None], one_child)
+            np.copyto(one_port, pid[:, q, None], where=ok)
+            np.copyto(one_child, child[:, q, None], where=ok)
         single = cnt == 1
         tree.cache[key] = (np.where(single, one_port, -1), np.where(single, one_child, -1))
     found: tuple[np.ndarray, np.ndarray] = tree.cache[key]
@@ -223,7 +244,7 @@ def _turn(
 
 
 def _hop(
-    elig: np.ndarray,
+    elig: np.ndarray | None,
     other: np.ndarray,
     pid: np.ndarray,
     n_next: int,
@@ -234,16 +255,19 @@ def _hop(
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One ECMP hop of every (switch, destination leaf) over its eligible ports ``elig``
-    (switches x ports x destinations): a multinomial split of the whole flows ``U``, drawn
-    port by port as conditional binomials, and the even split of ``Ue``."""
-    n_t, P, J = elig.shape
+    (switches x ports x destinations; None: every port, wherever there is traffic): a
+    multinomial split of the whole flows ``U``, drawn port by port as conditional binomials,
+    and the even split of ``Ue``."""
+    (n_t, J), P = U.shape, other.shape[1]
     if not (U.any() or Ue.any()):
         return np.zeros((n_next, J)), np.zeros((n_next, J))
+    rem = np.rint(U).astype(np.int64)
+    if elig is None:
+        return _hop_full(other, pid, n_next, rem, Ue / P, port, port_exp, rng)
     cnt = elig.sum(1)  # (n_t, J)
     used = (U > 0) | (Ue > 0)
     if (used & (cnt == 0)).any():  # pragma: no cover - excluded by check_routable
         raise AssertionError("a flow has no eligible port")
-    rem = np.rint(U).astype(np.int64)
     if bool((cnt[used] == 1).all()):
         # one eligible port wherever there is traffic (a down hop): nothing to draw
         slot = np.argmax(elig, axis=1)  # (n_t, J)
@@ -256,30 +280,55 @@ def _hop(
         nxt_e = np.bincount(to, weights=Ue[used], minlength=n_next * J)
         return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
     share = Ue / np.maximum(cnt, 1)  # expected pair-units on each eligible port
-    # every port eligible wherever there is traffic: scalar probabilities 1/(P - q)
-    full = bool((cnt[used] == P).all())
+    if bool((cnt[used] == P).all()):  # every port eligible wherever there is traffic
+        return _hop_full(other, pid, n_next, rem, share, port, port_exp, rng)
     left = cnt.astype(np.int64)
     cols = np.arange(J)
     nxt = np.zeros(n_next * J)
     nxt_e = np.zeros(n_next * J)
     for q in range(P):
-        if full:
-            take = rng.binomial(rem, 1.0 / (P - q)) if q < P - 1 else rem.copy()
-            sh = share
-        else:
-            eq = elig[:, q, :]
-            take = np.where(eq & (left == 1), rem, 0)
-            draw = eq & (left > 1) & (rem > 0)
-            if draw.any():
-                take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
-            left -= eq
-            sh = np.where(eq, share, 0.0)
+        eq = elig[:, q, :]
+        take = np.where(eq & (left == 1), rem, 0)
+        draw = eq & (left > 1) & (rem > 0)
+        if draw.any():
+            take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
+        left -= eq
+        sh = np.where(eq, share, 0.0)
         rem -= take
         to = ((other[:, q] * J)[:, None] + cols).ravel()
         port += np.bincount(pid[:, q], weights=take.sum(1), minlength=len(port))
         port_exp += np.bincount(pid[:, q], weights=sh.sum(1), minlength=len(port))
         nxt += np.bincount(to, weights=take.ravel(), minlength=n_next * J)
         nxt_e += np.bincount(to, weights=sh.ravel(), minlength=n_next * J)
+    return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+
+
+def _hop_full(
+    other: np.ndarray,
+    pid: np.ndarray,
+    n_next: int,
+    rem: np.ndarray,
+    share: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_hop` where every one of the ``P`` ports is eligible wherever there is traffic:
+    scalar probabilities ``1 / (P - q)``, and the same ``share`` of ``Ue`` on every port."""
+    J, P = rem.shape[1], other.shape[1]
+    cols = np.arange(J)
+    nxt = np.zeros(n_next * J)
+    nxt_e = np.zeros(n_next * J)
+    per_port = share.sum(1)  # (the same on every port)
+    flat = share.ravel()
+    for q in range(P):
+        take = rng.binomial(rem, 1.0 / (P - q)) if q < P - 1 else rem.copy()
+        rem -= take
+        to = ((other[:, q] * J)[:, None] + cols).ravel()
+        port += np.bincount(pid[:, q], weights=take.sum(1), minlength=len(port))
+        port_exp += np.bincount(pid[:, q], weights=per_port, minlength=len(port))
+        nxt += np.bincount(to, weights=take.ravel(), minlength=n_next * J)
+        nxt_e += np.bincount(to, weights=flat, minlength=n_next * J)
     return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
 
 

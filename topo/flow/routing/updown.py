@@ -278,9 +278,9 @@ def _distances(
         worst = np.full((n[t], L), -1, dtype=np.int32)
         for q in range(up_parent[t].shape[1]):
             hq = h[t + 1][up_parent[t][:, q]]
-            ok = up_valid[t][:, q, None]
-            np.minimum(best, np.where(ok, hq, INF), out=best)
-            np.maximum(worst, np.where(ok, hq, -1), out=worst)
+            ok = np.broadcast_to(up_valid[t][:, q, None], hq.shape)
+            np.minimum(best, hq, out=best, where=ok)  # (an invalid slot leaves both as they are)
+            np.maximum(worst, hq, out=worst, where=ok)
         upd = np.where(best >= INF, INF, best + 1).astype(np.int32)
         h[t] = np.where(below[t], np.int32(t - 1), upd).astype(np.int32)
         # every valid up port is on a minimal route to the leaf (the usual case in a fat tree)

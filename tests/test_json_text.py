@@ -1,0 +1,81 @@
+"""cli_common.json_text writes what json.dumps(obj, indent=2) writes, character for character."""
+
+from __future__ import annotations
+
+import json
+import random
+from enum import Enum, IntEnum
+from typing import Any
+
+import numpy as np
+import pytest
+
+from topo.cli_common import json_text
+
+
+class _Word(str, Enum):
+    a = "x"
+
+
+class _Level(IntEnum):
+    one = 1
+
+
+_LEAVES: list[Any] = [
+    *(1, -3, 0, 2**70, 0.1, 1e-300, -0.0, 1.5e22, float("nan"), float("inf"), -float("inf")),
+    *(True, False, None, 'é\n"x\\', "", "abc", "\u2603\t"),
+    *(np.float64(0.3), _Level.one, _Word.a, (), [], {}),
+]
+_KEYS: list[Any] = ["k", "é", 1, 2.5, True, None, False, "a\tb", float("nan")]
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    r = rng.random()
+    if depth > 3 or r < 0.45:
+        return rng.choice(_LEAVES)
+    if r < 0.7:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    if r < 0.8:
+        return tuple(_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3)))
+    return {
+        (rng.choice(_KEYS) if rng.random() < 0.3 else f"k{i}"): _random_value(rng, depth + 1)
+        for i in range(rng.randint(0, 4))
+    }
+
+
+def test_json_text_is_json_dumps_with_indent_2() -> None:
+    rng = random.Random(13)
+    for _ in range(3000):
+        obj = _random_value(rng)
+        assert json_text(obj) == json.dumps(obj, indent=2)
+
+
+def test_a_report_shaped_object() -> None:
+    obj = {
+        "fabric": "ft3",
+        "gpus": 65536,
+        "exact": True,
+        "bounds": None,
+        "bottleneck_links": [
+            {"source": f"node{i}/nic0", "tier": "nic->leaf", "load_GBps": 50.0 / 3}
+            for i in range(3)
+        ],
+        "reductions": ["a", "b"],
+        "tiers": {"nic->leaf": 2},
+    }
+    assert json_text(obj) == json.dumps(obj, indent=2)
+
+
+@pytest.mark.parametrize("obj", [{"a": object()}, {(1, 2): 3}, [1, {2, 3}], [np.int64(5)]])
+def test_what_json_cannot_hold_is_refused_alike(obj: Any) -> None:
+    with pytest.raises(TypeError):
+        json.dumps(obj, indent=2)
+    with pytest.raises(TypeError):
+        json_text(obj)
+
+
+def test_a_circular_reference_is_refused() -> None:
+    loop: list[Any] = []
+    loop.append({"again": loop})
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_text(loop)
