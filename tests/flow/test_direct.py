@@ -181,3 +181,19 @@ def test_split_lp_is_skipped_over_the_memory_limit(monkeypatch):
     assert group_split_rate(G, net, 2_000_000) is None
     monkeypatch.setenv(MEMORY_LIMIT_ENV, str(504 * 200 / 1e9 * 1.01))
     assert group_split_rate(G, net, 2_000_000) is not None
+
+
+def test_resilience_intact_value_of_a_bounds_only_fabric_is_a_range():
+    # The intact busbw of a fabric known only within bounds is None with its range, as every
+    # trial statistic; a fabric certified exact keeps its value.
+    from topo.flow.resilience import intact_busbw
+
+    b = alltoall_bandwidth(build("slimfly", q=5), max_variables=10)
+    assert b.bounds is not None and b.bounds.gap > 1e-6
+    value, rng = intact_busbw(b)
+    lo = b.bounds.lower_Bps * (b.gpus - 1) / 1e9
+    hi = b.bounds.upper_Bps * (b.gpus - 1) / 1e9
+    assert value is None and rng == pytest.approx([lo, hi])
+    c = alltoall_bandwidth(build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1))
+    value, rng = intact_busbw(c)
+    assert value == pytest.approx(c.alltoall_busbw_Bps / 1e9) and rng == [value, value]

@@ -173,7 +173,7 @@ def _table(
             cut += f"; {r.trials_unroutable} trial(s) unroutable (0)"
         table.add_row(
             r.fabric or r.family,
-            f"{r.intact_busbw_GBps:.2f}",
+            _cell(r.intact_busbw_GBps, r.range_GBps.get("intact")),
             *(
                 _cell(v, r.range_GBps.get(k))
                 for k, v in zip(

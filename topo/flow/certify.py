@@ -519,7 +519,7 @@ def _slot_sum(
     """``out[k] = sum of w[e] * M[rows[e]]`` over switch ``k``'s cables ``e``
     (:func:`_cable_slots`), added in cable order: the sums :func:`numpy.add.at` and a
     sequential :func:`numpy.add.reduceat` over the cables sorted by switch give, bit for bit."""
-    out = M[slots[0][1]] * slots[0][2]
+    out: np.ndarray = M[slots[0][1]] * slots[0][2]
     for has, rows, wr in slots[1:]:
         if has is None:
             out += M[rows] * wr

@@ -236,6 +236,8 @@ class ResilienceReport:
     bounds and of their upper bounds. Each statistic is non-decreasing in every trial's
     value (order statistics, their linear interpolation, the mean), so the true one lies in
     that range; when the range is narrower than :data:`KNOWN_TOL` the statistic is known.
+    ``intact_busbw_GBps`` is None in the same way when the intact fabric itself is known only
+    by bounds (a large Dragonfly or Slim Fly), with its range in ``range_GBps["intact"]``.
 
     ``exact_trials`` counts the trials solved exactly; ``max_variables`` is the LP limit each
     trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair had
@@ -249,7 +251,7 @@ class ResilienceReport:
     fail_links: int
     fail_switches: int
     seed: int
-    intact_busbw_GBps: float
+    intact_busbw_GBps: float | None
     busbw_GBps: list[float | None]
     min_GBps: float | None
     p5_GBps: float | None
@@ -354,6 +356,19 @@ def busbw_GBps(report: BandwidthResult) -> float:
     return Bps_to_GBps(report.alltoall_busbw_Bps)
 
 
+def intact_busbw(report: BandwidthResult) -> tuple[float | None, list[float]]:
+    """The intact fabric's busbw (GB/s), None when it is known only by bounds further apart
+    than :data:`KNOWN_TOL`, and its certified range ``[low, high]`` (GB/s; equal ends when it
+    is known)."""
+    value = busbw_GBps(report)
+    if report.bounds is None:
+        return value, [value, value]
+    upper = Bps_to_GBps(report.bounds.upper_Bps * (report.gpus - 1))
+    if upper - value <= KNOWN_TOL * max(upper, 1.0):
+        return value, [value, upper]
+    return None, [value, upper]
+
+
 def resilience(
     G: nx.Graph,
     *,
@@ -430,6 +445,8 @@ def resilience(
         else:
             tally.add(r)
     values, ranges = statistics(tally.lowers, tally.uppers)
+    intact_value, intact_range = intact_busbw(intact)
+    ranges["intact"] = intact_range
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
         family=str(G.graph.get("family", "unknown")),
@@ -438,7 +455,7 @@ def resilience(
         fail_links=links,
         fail_switches=switches,
         seed=seed,
-        intact_busbw_GBps=busbw_GBps(intact),
+        intact_busbw_GBps=intact_value,
         busbw_GBps=tally.values,
         min_GBps=values["min"],
         p5_GBps=values["p5"],
@@ -464,6 +481,7 @@ __all__ = [
     "ResilienceReport",
     "damaged_bandwidth",
     "TrialMap",
+    "intact_busbw",
     "resilience",
     "resilience_trial",
     "serial_trials",
