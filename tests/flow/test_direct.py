@@ -197,3 +197,24 @@ def test_resilience_intact_value_of_a_bounds_only_fabric_is_a_range():
     c = alltoall_bandwidth(build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1))
     value, rng = intact_busbw(c)
     assert value == pytest.approx(c.alltoall_busbw_Bps / 1e9) and rng == [value, value]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_damaged_dragonfly_bounds_bracket_the_exact_rate(seed):
+    # Failed cables, local ones included: a pair of routers without its local link sends over
+    # the group's two-hop paths; the bounds still bracket the exact LP, and stay tight.
+    from topo.flow.failures import fail
+
+    G = build("dragonfly", switch_ports=12, gpus_per_node=1, nics_per_node=1, groups=6)
+    local = [
+        f"{u}--{v}"
+        for u, v, d in G.edges(data=True)
+        if d["kind"] == "fabric" and u.split("/")[0] == v.split("/")[0]
+    ]
+    G, _ = fail(G, named=local[seed::17][:2])
+    exact = alltoall_bandwidth(G)
+    assert exact.exact
+    lo, hi = _bounds(G)
+    assert 0 < lo <= exact.pair_rate_Bps * (1 + 1e-7)
+    assert hi >= exact.pair_rate_Bps * (1 - 1e-7)
+    assert lo >= 0.8 * exact.pair_rate_Bps

@@ -264,9 +264,9 @@ def dragonfly_groups(G: nx.Graph, net: RouterNet) -> np.ndarray | None:
 
 def group_split_rate(G: nx.Graph, net: RouterNet, max_variables: int) -> RouterRate | None:
     """Minimal Dragonfly routing with each group pair's traffic split over its global links
-    by an LP (module notes); None if ``G`` is not such a Dragonfly, a group is not all to
-    all, or the LP would have more than ``max_variables`` rows and columns or need more than
-    the memory limit (:data:`SPLIT_LP_BYTES_PER_ENTRY`)."""
+    by an LP (module notes); None if ``G`` is not such a Dragonfly, two routers of a group
+    have no path of one or two local links, or the LP would have more than ``max_variables``
+    rows and columns or need more than the memory limit (:data:`SPLIT_LP_BYTES_PER_ENTRY`)."""
     grp = dragonfly_groups(G, net)
     if grp is None or len(net.tail) + net.n > max_variables:
         return None

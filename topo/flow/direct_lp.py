@@ -69,15 +69,18 @@ def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
     -------
     float or None
         ``mu`` recomputed from the LP's split (renormalised per group pair), so the rate is
-        checked on every link; None when two routers of a group are not linked, two groups
-        with traffic share no global link, or HiGHS does not solve the LP.
+        checked on every link (a failed local link's load goes over the group's two-hop
+        paths, which the LP itself does not see); None when two routers of a group have no
+        path of one or two local hops, two groups with traffic share no global link, or HiGHS
+        does not solve the LP.
     """
     tail, head, cap, e = net.tail, net.head, net.cap, net.mass
     ng = int(grp.max()) + 1
     E = np.bincount(grp, weights=e, minlength=ng)
     glob = np.flatnonzero(grp[tail] != grp[head])
     loc = np.flatnonzero(grp[tail] == grp[head])
-    if not _groups_complete(net, grp, loc):
+    detours = local_detours(net, grp, loc)
+    if detours is None:
         return None
     gi, gj = grp[tail[glob]], grp[head[glob]]
     pair = gi * ng + gj
@@ -89,16 +92,37 @@ def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
         return None
     sums = np.bincount(pair, weights=f, minlength=ng * ng)
     f = f / sums[pair]
-    load = split_loads(net, grp, E, glob, loc, f)
+    load = split_loads(net, grp, E, glob, loc, f, detours)
     return float(np.max(load / cap))
 
 
-def _groups_complete(net: RouterNet, grp: np.ndarray, loc: np.ndarray) -> bool:
-    """Is every pair of routers of one group joined by a local arc (each direction)?"""
-    sizes = np.bincount(grp)
-    need = int((sizes * (sizes - 1)).sum())
-    pairs = np.unique(net.tail[loc] * net.n + net.head[loc])
-    return len(pairs) == need
+Detours = list[tuple[int, int, np.ndarray, np.ndarray]]
+"""Per ordered pair of routers of one group without a local link (a failed cable): ``(u, v,
+first arcs, second arcs)`` of the two-hop paths ``u -> w -> v`` inside the group."""
+
+
+def local_detours(net: RouterNet, grp: np.ndarray, loc: np.ndarray) -> Detours | None:
+    """The two-hop paths inside the group of every pair of its routers with no local link
+    (each direction); None if such a pair has none."""
+    key = net.tail[loc] * net.n + net.head[loc]
+    arc_of = dict(zip(key.tolist(), loc.tolist(), strict=True))
+    out: Detours = []
+    for g in np.unique(grp):
+        members = np.flatnonzero(grp == g).tolist()
+        for u in members:
+            for v in members:
+                if u == v or u * net.n + v in arc_of:
+                    continue
+                first, second = [], []
+                for w in members:
+                    a, b = arc_of.get(u * net.n + w), arc_of.get(w * net.n + v)
+                    if a is not None and b is not None:
+                        first.append(a)
+                        second.append(b)
+                if not first:
+                    return None
+                out.append((u, v, np.array(first), np.array(second)))
+    return out
 
 
 def split_loads(
@@ -108,11 +132,13 @@ def split_loads(
     glob: np.ndarray,
     loc: np.ndarray,
     f: np.ndarray,
+    detours: Detours | None = None,
 ) -> np.ndarray:
     """Load (B/s per unit pair rate) on every router arc of the minimal routing with split
     ``f`` over the global arcs ``glob``: global ``E_i E_j f``; local ``u -> v`` the source side
     ``e_u sum_{l from v} E_j f_l``, the landing side ``e_v sum_{l into u} E_i f_l`` and the
-    group's own ``e_u e_v``."""
+    group's own ``e_u e_v``. A pair without its local link (``detours``) sends that load evenly
+    over its two-hop paths inside the group."""
     tail, head, e = net.tail, net.head, net.mass
     load = np.zeros(len(tail))
     gi, gj = grp[tail[glob]], grp[head[glob]]
@@ -121,6 +147,10 @@ def split_loads(
     in_w = np.bincount(head[glob], weights=E[gi] * f, minlength=net.n)
     u, v = tail[loc], head[loc]
     load[loc] = e[u] * out_w[v] + e[v] * in_w[u] + e[u] * e[v]
+    for a, b, first, second in detours or []:
+        x = (e[a] * out_w[b] + e[b] * in_w[a] + e[a] * e[b]) / len(first)
+        np.add.at(load, first, x)
+        np.add.at(load, second, x)
     return load
 
 
@@ -385,8 +415,10 @@ def _pair_distances(hs: list[Host], net: RouterNet, dist: np.ndarray) -> float:
 
 __all__ = [
     "RouterNet",
+    "Detours",
     "dual_value",
     "folded_lp",
+    "local_detours",
     "router_distances",
     "solve_lp",
     "split_loads",
