@@ -143,6 +143,7 @@ def test_cli_kernel_sms(tmp_path):
     assert k8.dispatch_bottleneck == "sm" and k8.dispatch_us == pytest.approx(3 * k24.dispatch_us)
     for extra, msg in (
         (["--kernel", "deepep-normal", "--kernel-sms", "7"], "--kernel-sms must be an even"),
+        (["--kernel", "deepep-normal", "--kernel-sms", "134"], "from 2 to 132"),
         (["--kernel-sms", "8"], "--kernel-sms needs --kernel"),
     ):
         res = CliRunner().invoke(app, [*base, *extra])

@@ -66,6 +66,10 @@ DEEPEP_SMS = 24
 """SMs DeepEP's normal kernels are given: DeepEP ``tests/test_internode.py`` and
 ``test_intranode.py`` (``num_sms = 24``) and its README (``Buffer.set_num_sms(24)``); a channel
 is a pair of SMs (``internode.cu``: ``num_channels = num_sms / 2``)."""
+MAX_SMS = 132
+"""Most SMs a GPU DeepEP's normal kernels run on has: the H100/H800 SXM5's 132 (NVIDIA H100
+Tensor Core GPU Architecture whitepaper, 2022); DeepEP's kernels target Hopper (its README).
+``--kernel-sms`` above it is refused."""
 FORWARD_DISPATCH_Bps = 124.92e9 / 12
 """Token bytes one channel of DeepEP's internode dispatch delivers over its forwarding
 pipeline (RDMA buffer -> forwarder SM, one warp and one TMA copy per token and NVLink peer ->
@@ -267,8 +271,11 @@ def kernel_times(
         raise TopoError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
-    if num_sms < 2 or num_sms % 2:
-        raise TopoError(f"--kernel-sms must be an even number >= 2, got {num_sms}")
+    if num_sms < 2 or num_sms % 2 or num_sms > MAX_SMS:
+        raise TopoError(
+            f"--kernel-sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's SMs), "
+            f"got {num_sms}"
+        )
     nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
                     for nics in layout.nic_of_rank])  # fmt: skip
     nic_Bps = float(nic.min()) if nic.size else 0.0
