@@ -153,3 +153,13 @@ def test_absurd_numbers_in_a_spec_file_are_refused(tmp_path: Path, text: str, ma
     path.write_text(text)
     with pytest.raises((FormatError, SpecError), match=match):
         load_spec(path)
+
+
+def test_spec_without_family_names_every_family(tmp_path):
+    from topo.spec import FAMILIES
+
+    p = tmp_path / "s.toml"
+    p.write_text("switch_ports = 8\n")
+    with pytest.raises(FormatError) as exc:
+        load_spec(p)
+    assert all(f in str(exc.value) for f in FAMILIES)

@@ -669,5 +669,5 @@ def _read_table(path: Path) -> dict[str, Any]:
             )
             raise FormatError(path, f"{key} must be {want}, got {value!r}")
     if "family" not in data:
-        raise FormatError(path, "missing key 'family' (ft2, ft3, mrft or mpft)")
+        raise FormatError(path, f"missing key 'family' (one of {', '.join(FAMILIES)})")
     return data
