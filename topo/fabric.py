@@ -502,7 +502,7 @@ def _tier_order(name: str) -> int:
     return int(name.removeprefix("tier")) if name.startswith("tier") else 99
 
 
-def write_atomic(path: str | Path, text: str) -> None:
+def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
     A symbolic link is written through: its target is replaced and the link stays. Anything
@@ -513,8 +513,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     ----------
     path : str or Path
         The output file, or a symbolic link to it.
-    text : str
-        The whole content, written as UTF-8.
+    text : str or bytes
+        The whole content: a string is written as UTF-8, bytes as they are (e.g. a Parquet
+        table).
 
     Raises
     ------
@@ -544,8 +545,8 @@ def write_atomic(path: str | Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException as exc:
         try:

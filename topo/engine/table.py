@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -69,17 +67,11 @@ def write_table(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> N
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FormatError(path, f"cannot write: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Built in memory, then written by the same helper as the CSV (through a link, never
+    # over a FIFO or device, with a plain file's permissions).
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf)
+    write_atomic(path, buf.getvalue().to_pybytes())
 
 
 def read_table(path: Path) -> list[dict[str, Any]]:
