@@ -109,7 +109,7 @@ class Journal:
     ------
     FormatError
         Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
-        of another spec.
+        of another spec; a journal that cannot be written (e.g. its folder is missing).
     """
 
     def __init__(self, output: Path, digest: str, resume: bool) -> None:
@@ -121,12 +121,15 @@ class Journal:
                 "an interrupted sweep's rows are here: give --resume to continue it, or "
                 "delete the file",
             )
-        if resume and self.path.exists():
-            self.rows = self._read(digest)
-        else:
-            with open(self.path, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps({"digest": digest}) + "\n")
-        self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+        try:
+            if resume and self.path.exists():
+                self.rows = self._read(digest)
+            else:
+                with open(self.path, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"digest": digest}) + "\n")
+            self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise FormatError(self.path, f"cannot write: {exc.strerror or exc}") from None
 
     def _read(self, digest: str) -> dict[int, dict[str, Any]]:
         lines = self.path.read_text(encoding="utf-8").splitlines()
