@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from functools import wraps
 from pathlib import Path
@@ -487,6 +487,67 @@ def refuse_given(ctx: typer.Context, params: tuple[str, ...], needs: str, why: s
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise TopoError(f"{', '.join(given)} {verb} to {needs}: {why}")
+
+
+def check_output_folder(option: str, output: Path | None) -> None:
+    """Refuse an output whose folder does not exist, before any work (or cluster) starts.
+
+    Parameters
+    ----------
+    option : str
+        The option that gave ``output``, as the user spells it (``"--output"``).
+    output : Path or None
+        The file to be written; None (not given) passes.
+
+    Raises
+    ------
+    TopoError
+        ``"--output nodir/x.csv: cannot write: folder nodir does not exist"``.
+    """
+    if output is None:
+        return
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise TopoError(f"{option} {output}: cannot write: folder {folder} does not exist")
+
+
+def refuse_input_as_output(
+    option: str, output: Path | None, inputs: Iterable[str | Path | None]
+) -> None:
+    """Refuse an output that is one of the command's input files (it would be overwritten
+    with what was read from it), before anything is read.
+
+    The same file is found by :func:`os.path.samefile` (through links, hard links and
+    ``./`` spellings); where either does not exist, by :func:`os.path.realpath`.
+
+    Parameters
+    ----------
+    option : str
+        The option that gave ``output``, as the user spells it (``"--output"``).
+    output : Path or None
+        The file to be written; None (not given) passes.
+    inputs : iterable of str, Path or None
+        The files the command reads (None entries, options not given, are skipped).
+
+    Raises
+    ------
+    TopoError
+        ``"--output c1.json is the input file c1.json: refusing to overwrite it"``.
+    """
+    if output is None:
+        return
+    for source in inputs:
+        if source is None:
+            continue
+        try:
+            same = os.path.samefile(output, source)
+        except OSError:
+            same = os.path.realpath(output) == os.path.realpath(source)
+        if same:
+            raise TopoError(
+                f"{option} {output} is the input file {source}: refusing to overwrite it; "
+                "write to another file"
+            )
 
 
 def progress_bar() -> Progress:

@@ -73,6 +73,7 @@ import math
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Iterator
@@ -502,7 +503,7 @@ def _tier_order(name: str) -> int:
     return int(name.removeprefix("tier")) if name.startswith("tier") else 99
 
 
-def write_atomic(path: str | Path, text: str) -> None:
+def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
     A symbolic link is written through: its target is replaced and the link stays. Anything
@@ -513,8 +514,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     ----------
     path : str or Path
         The output file, or a symbolic link to it.
-    text : str
-        The whole content, written as UTF-8.
+    text : str or bytes
+        The whole content: a string is written as UTF-8, bytes as they are (e.g. a Parquet
+        table).
 
     Raises
     ------
@@ -544,8 +546,8 @@ def write_atomic(path: str | Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -611,17 +613,50 @@ def long_number(path: str | Path, text: str) -> FormatError | None:
     )
 
 
+def too_deep(path: str | Path, prefix: str = "not JSON") -> FormatError:
+    """The error for a JSON file nested deeper than Python's parser can follow.
+
+    ``json.loads`` recurses once per level of nesting and raises :class:`RecursionError` past
+    the interpreter's recursion limit (:func:`sys.getrecursionlimit`, 1,000 by default); no
+    file topo reads needs more than a few levels.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (named in the error).
+    prefix : str
+        The reader's own words for a file that is not JSON (``"not JSON"``).
+
+    Returns
+    -------
+    FormatError
+        ``"PATH: not JSON: nested too deeply (over about 1,000 levels of arrays or objects)"``.
+
+    Examples
+    --------
+    >>> print(too_deep("deep.json"))
+    deep.json: not JSON: nested too deeply (over about 1,000 levels of arrays or objects)
+    """
+    limit = sys.getrecursionlimit()
+    return FormatError(
+        path, f"{prefix}: nested too deeply (over about {limit:,} levels of arrays or objects)"
+    )
+
+
 def parse_json(path: str | Path, text: str) -> Any:
     """``json.loads(text)``, its errors as :class:`FormatError` naming ``path`` and the line.
 
     Raises
     ------
     FormatError
-        If ``text`` is not JSON, or holds an integer too long for Python to convert (over
-        4,300 digits: ``json`` raises a plain ``ValueError``).
+        If ``text`` is not JSON, holds an integer too long for Python to convert (over
+        4,300 digits: ``json`` raises a plain ``ValueError``), or is nested too deeply
+        (:func:`too_deep`).
     """
     try:
         return json.loads(text)
+    except RecursionError:
+        raise too_deep(path) from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
     except ValueError as exc:  # int-conversion limit
@@ -701,6 +736,8 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
     """The JSON of a node-link file, its top level checked (an object with two lists)."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise too_deep(path) from None
     except json.JSONDecodeError as exc:
         hint = (
             "; a raw ibnetdiscover dump is read with "

@@ -202,3 +202,31 @@ def test_a_dead_point_is_reported_and_the_sweep_goes_on(spec: Path, tmp_path: Pa
     # every other row is the one a clean run gives
     full = run_sweep(parsed, tmp_path / "full.csv", SerialEngine())
     assert [r for i, r in enumerate(first.rows) if i != 1] == full.rows[:1] + full.rows[2:]
+
+
+@pytest.mark.parametrize("name", ["x.parquet", "x.csv"])
+def test_cli_refuses_a_missing_output_folder_before_the_cluster(
+    spec: Path, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh-user trial: the journal's open() gave a FileNotFoundError traceback after a
+    # Dask cluster had started.
+    import topo.commands.sweep as sweep_cmd
+
+    def no_engine(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(sweep_cmd, "open_engine", no_engine)
+    output = tmp_path / "nodir" / name
+    r = runner.invoke(app, ["sweep", str(spec), "-o", str(output), "--workers", "1"])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == (
+        f"topo: error: --output {output}: cannot write: folder {output.parent} does not exist\n"
+    )
+
+
+def test_a_journal_that_cannot_be_written_is_a_format_error(tmp_path: Path) -> None:
+    from topo.engine.table import Journal
+
+    output = tmp_path / "nodir" / "x.csv"
+    with pytest.raises(FormatError, match=r"x\.csv\.partial\.jsonl: cannot write: No such file"):
+        Journal(output, "digest", resume=False)

@@ -15,6 +15,7 @@ from topo.cli_common import (
     FabricOutputOpt,
     emit_fabric,
     from_command_line,
+    refuse_input_as_output,
     user_errors,
 )
 from topo.errors import SpecError, TopoError
@@ -136,6 +137,7 @@ def build(
     from topo.catalog import named_options
     from topo.spec import FabricSpec, load_spec, spec_file_error
 
+    refuse_input_as_output("--output", output, [spec])
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
         link_gbps=link_gbps,

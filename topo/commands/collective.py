@@ -12,7 +12,14 @@ import typer
 from rich import box
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, refuse_given, user_errors
+from topo.cli_common import (
+    err,
+    out,
+    print_json,
+    refuse_given,
+    refuse_input_as_output,
+    user_errors,
+)
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -175,6 +182,7 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
+    refuse_input_as_output("--output", output, [fabric, calibrate, constants])
     if node is not None and arch is not None:
         raise TopoError(
             "give --arch or --node, not both: --node chooses NCCL's constants by its GPU "

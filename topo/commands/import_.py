@@ -14,6 +14,7 @@ from topo.cli_common import (
     FabricOutputOpt,
     emit_fabric,
     refuse_given,
+    refuse_input_as_output,
     user_errors,
 )
 from topo.spec import ServerSpec
@@ -81,6 +82,7 @@ def ibnetdiscover(
     """Import an InfiniBand fabric from ibnetdiscover dumps (one per plane, or concatenated)."""
     from topo.formats import import_ibnetdiscover
 
+    refuse_input_as_output("--output", output, [*dumps, name_map])
     if gpus_per_host is None:
         refuse_given(
             ctx,

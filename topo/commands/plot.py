@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import InputFabric, err, user_errors
+from topo.cli_common import InputFabric, err, refuse_input_as_output, user_errors
 
 
 @user_errors
@@ -30,6 +30,7 @@ def plot(
     from topo.plot.html import check_html_path
 
     check_html_path(output)
+    refuse_input_as_output("--output", output, [fabric])
     G = fabric_mod.load(fabric)
     fig = plot_fabric(G, max_devices=max_devices)
     write_html(fig, output)

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topo.cli_common import err, out, print_json, progress_bar, user_errors
+from topo.cli_common import (
+    check_output_folder,
+    err,
+    out,
+    print_json,
+    progress_bar,
+    refuse_input_as_output,
+    user_errors,
+)
 from topo.commands.engine_options import (
     ClusterOpt,
     MemoryLimitOpt,
@@ -66,7 +74,10 @@ def sweep(
 
     check_engine_options(ctx, scheduler, cluster)
     parsed = load_sweep(spec)
-    table_format(output)  # a bad suffix before any cluster starts
+    table_format(output)  # a bad suffix or a missing folder before any cluster starts
+    check_output_folder("--output", output)
+    check_output_folder("--html", html)
+    refuse_input_as_output("--output", output, [spec])
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
     with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
         task = bar.add_task(spec.name, total=None)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -69,17 +67,11 @@ def write_table(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> N
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FormatError(path, f"cannot write: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Built in memory, then written by the same helper as the CSV (through a link, never
+    # over a FIFO or device, with a plain file's permissions).
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf)
+    write_atomic(path, buf.getvalue().to_pybytes())
 
 
 def read_table(path: Path) -> list[dict[str, Any]]:
@@ -117,7 +109,7 @@ class Journal:
     ------
     FormatError
         Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
-        of another spec.
+        of another spec; a journal that cannot be written (e.g. its folder is missing).
     """
 
     def __init__(self, output: Path, digest: str, resume: bool) -> None:
@@ -129,12 +121,15 @@ class Journal:
                 "an interrupted sweep's rows are here: give --resume to continue it, or "
                 "delete the file",
             )
-        if resume and self.path.exists():
-            self.rows = self._read(digest)
-        else:
-            with open(self.path, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps({"digest": digest}) + "\n")
-        self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+        try:
+            if resume and self.path.exists():
+                self.rows = self._read(digest)
+            else:
+                with open(self.path, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"digest": digest}) + "\n")
+            self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise FormatError(self.path, f"cannot write: {exc.strerror or exc}") from None
 
     def _read(self, digest: str) -> dict[int, dict[str, Any]]:
         lines = self.path.read_text(encoding="utf-8").splitlines()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.fabric import read_text, too_deep
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
 
 FORMAT_VERSION = 3
@@ -172,6 +172,8 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     path = Path(path)
     try:
         doc = json.loads(read_text(path))
+    except RecursionError:
+        raise too_deep(path, "not valid JSON") from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     if not isinstance(doc, dict):

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import long_number, read_text
+from topo.fabric import long_number, read_text, too_deep
 
 __all__ = [
     "GateResult",
@@ -162,6 +162,8 @@ def load_expert_loads(path: str | Path, n_experts: int | None = None) -> np.ndar
         raise too_long
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise too_deep(path) from None
     except json.JSONDecodeError:
         data = text.replace(",", " ").split()
     if not isinstance(data, list):
