@@ -15,9 +15,9 @@ with terminals (at least what the GPUs need: ``m_s m_t <= m_max^2``), routed by 
 - *orbit LP*: the exact router-level max concurrent flow of that uniform demand, folded by the
   router graph's automorphism group (found by bliss through python-igraph, each generator
   checked arc by arc): one commodity per orbit of routers, one capacity row per orbit of arcs,
-  as :func:`topo.flow.symmetry.solve_symmetric` (average any solution over the group). Slim
-  Fly's MMS graphs have two router orbits (Hafner, "Geometric realisation of the graphs of
-  McKay-Miller-Siran", JCTB 90, 2004: vertex-transitive for some q);
+  as :func:`topo.flow.symmetry.solve_symmetric` (average any solution over the group), then
+  each commodity averaged over the stabiliser of its source (:func:`orbit_rate`). bliss finds
+  one router orbit on Slim Fly q=5 (the Hoffman-Singleton graph) and two on q=27;
 - *group split LP* (Dragonfly): minimal routes, local-global-local, with each ordered pair of
   groups' traffic split over the global links between them by an LP that minimises the
   highest link utilisation (Kim et al., ISCA 2008, minimal routing; the split is ours).
@@ -29,11 +29,12 @@ the lower bound is ``min(router rate, server cut) x min(1, theta)``.
 **The dual (upper bound).** For any lengths ``l >= 0`` on the arcs, every feasible flow has
 ``sum_a c_a l_a >= lambda sum_pairs dist_l(pair)`` (LP duality of the max concurrent flow;
 Shahrokhi and Matula, J. ACM 37(2), 1990), so ``lambda <= sum_a c_a l_a / sum_pairs
-dist_l``. The lengths are the orbit LP's duals on the router arcs and ``eps`` on every NIC
-cable (tried over a few values, the least bound kept), 0 on NVLink and PCIe; the distances
-are shortest paths over the routers and through servers' NVLink (a server cabled to two
-routers is a path between them of two NIC cables). With uniform lengths (no orbit LP) this is
-the distance bound. The tighter of it and the cut bound of :mod:`topo.flow.certify` is kept.
+dist_l``. The lengths are the orbit LP's duals on the router arcs (uniform lengths without
+it), 0 on NVLink, PCIe and the cables of servers on one router, and ``t d / 2`` on the cables
+of a server on several routers (``d`` their least distance, ``t`` over :data:`EPS_GRID`, the
+least bound kept); the distances are shortest paths over the routers and through such servers'
+NVLink (two of their cables). With uniform lengths this is the distance bound. The tighter
+of it and the cut bound of :mod:`topo.flow.certify` is kept.
 """
 
 from __future__ import annotations
