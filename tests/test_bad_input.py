@@ -210,3 +210,20 @@ def test_mutated_fabrics_are_solved_or_refused(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_fabric_mutation_campaign(tmp_path: Path) -> None:
     _fabric_campaign(10_000, tmp_path, solve=True)
+
+
+def test_integer_switch_ids_across_planes_are_solved(tmp_path: Path) -> None:
+    # Node ids may be integers in node-link JSON; the plane matching reads them as text
+    # (found by the mutation campaign: a TypeError from the plane-prefix match).
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    old = next(v for v, d in G.nodes(data=True) if d["kind"] == "leaf" and d.get("plane") == 1)
+    G = nx.relabel_nodes(G, {old: -3})
+    path = tmp_path / "int-ids.json"
+    fabric.save(G, path)
+    res = CliRunner().invoke(app, ["bandwidth", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["alltoall_busbw_GBps"] > 0

@@ -136,8 +136,8 @@ def _candidate_maps(comps: list[list[str]]) -> list[dict[str, str]] | None:
     for comp in comps:
         if len(comp) != len(base):
             return None
-        key0 = {_PLANE_PREFIX.sub("", v): v for v in base}
-        m = {v: key0.get(_PLANE_PREFIX.sub("", v), "") for v in comp}
+        key0 = {_PLANE_PREFIX.sub("", str(v)): v for v in base}
+        m = {v: key0.get(_PLANE_PREFIX.sub("", str(v)), "") for v in comp}
         if "" in m.values() or len(set(m.values())) != len(base):
             m = dict(zip(comp, base, strict=True))
         maps.append(m)
