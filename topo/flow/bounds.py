@@ -245,7 +245,9 @@ def bounds_report(
     Returns
     -------
     BandwidthResult
-        At the lower bound, ``method == "bounds"``, ``exact`` False.
+        At the lower bound, ``method == "bounds"``, ``exact`` False; when the two bounds meet
+        (within :data:`topo.flow.certify.CERTIFY_TOL`), ``method == "certified"``, ``exact``
+        True and no ``bounds``.
     """
     ub, cut = cut_upper_bound(G)
     upper_from = f"cut around {cut}"
@@ -262,24 +264,10 @@ def bounds_report(
             ub, upper_from = direct[1]
     lb, how = max(found)
     lb = min(lb, ub)
-    if lb >= ub * (1 - CERTIFY_TOL):
-        return build_report(
-            G,
-            hs,
-            terminal,
-            lb,
-            [],
-            n=terminal_count(hs),
-            method="certified",
-            exact=True,
-            reductions=[
-                *reductions,
-                f"exact LP not solved: {why}",
-                f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})",
-            ],
-            sol=NO_LP,
-            t0=t0,
-        )
+    met = lb >= ub * (1 - CERTIFY_TOL)  # the routing reaches the bound: the rate is exact
+    notes = [*reductions, f"exact LP not solved: {why}"]
+    if met:
+        notes.append(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")
     return build_report(
         G,
         hs,
@@ -287,10 +275,12 @@ def bounds_report(
         lb,
         [],
         n=terminal_count(hs),
-        method="bounds",
-        exact=False,
-        reductions=[*reductions, f"exact LP not solved: {why}"],
+        method="certified" if met else "bounds",
+        exact=met,
+        reductions=notes,
         sol=NO_LP,
         t0=t0,
-        bounds=Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=upper_from),
+        bounds=None
+        if met
+        else Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=upper_from),
     )

@@ -155,13 +155,8 @@ def _is_automorphism(net: RouterNet, p: np.ndarray) -> bool:
         return False
     if np.any((net.mass[p] > 0) != (net.mass > 0)):
         return False
-    key = net.tail * net.n + net.head
-    order = np.argsort(key)
-    image = p[net.tail] * net.n + p[net.head]
-    pos = np.searchsorted(key[order], image)
-    pos = np.minimum(pos, len(key) - 1)
-    hit = key[order][pos] == image
-    return bool(hit.all() and np.array_equal(net.cap[order][pos], net.cap))
+    image, hit = _arc_lookup(net, p)
+    return bool(hit.all() and np.array_equal(net.cap[image], net.cap))
 
 
 def orbits(size: int, images: list[np.ndarray]) -> np.ndarray:
@@ -236,10 +231,18 @@ def orbit_rate(net: RouterNet, max_variables: int) -> RouterRate | None:
 
 
 def arc_image(net: RouterNet, p: np.ndarray) -> np.ndarray:
-    """Index of the image of every arc under the router permutation ``p``."""
+    """Index of the image of every arc under the router automorphism ``p``."""
+    return _arc_lookup(net, p)[0]
+
+
+def _arc_lookup(net: RouterNet, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every arc ``(u, v)``: the index of the arc ``(p[u], p[v])`` (any arc where there is
+    none) and whether there is one."""
     key = net.tail * net.n + net.head
     order = np.argsort(key)
-    return np.asarray(order[np.searchsorted(key[order], p[net.tail] * net.n + p[net.head])])
+    image = p[net.tail] * net.n + p[net.head]
+    pos = np.minimum(np.searchsorted(key[order], image), len(key) - 1)
+    return np.asarray(order[pos]), key[order][pos] == image
 
 
 def _commodity_part(net: RouterNet, r: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
