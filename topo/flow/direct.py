@@ -31,10 +31,12 @@ the lower bound is ``min(router rate, server cut) x min(1, theta)``.
 Shahrokhi and Matula, J. ACM 37(2), 1990), so ``lambda <= sum_a c_a l_a / sum_pairs
 dist_l``. The lengths are the orbit LP's duals on the router arcs (uniform lengths without
 it), 0 on NVLink, PCIe and the cables of servers on one router, and ``t d / 2`` on the cables
-of a server on several routers (``d`` their least distance, ``t`` over :data:`EPS_GRID`, the
-least bound kept); the distances are shortest paths over the routers and through such servers'
-NVLink (two of their cables). With uniform lengths this is the distance bound. The tighter
-of it and the cut bound of :mod:`topo.flow.certify` is kept.
+of a server on several routers (``d`` the longest distance from one of its routers to another,
+either way round, so at ``t >= 1`` no path through its NVLink is shorter than the routers' own;
+``t`` over :data:`EPS_GRID`, the least bound kept); the distances are shortest paths over the
+routers and through such servers' NVLink (two of their cables; of parallel arcs the shortest).
+With uniform lengths this is the distance bound. The tighter of it and the cut bound of
+:mod:`topo.flow.certify` is kept.
 """
 
 from __future__ import annotations
@@ -316,6 +318,30 @@ def inside_factor(G: nx.Graph, hs: list[Host], net: RouterNet, lam: float, termi
     return max(0.0, worst)
 
 
+def nvlink_span(net: RouterNet, dist: np.ndarray) -> np.ndarray:
+    """Per host, the longest distance from one of the routers it is cabled to to another.
+
+    The dual distances need not be symmetric (on Slim Fly q=27 only the arcs from one half of
+    the routers to the other have a length), so both ways round count: a server whose NVLink
+    costs at least this is no shortcut between any two of its routers. The least distance
+    instead let a server on an ``x`` and an ``m`` router carry every ``m -> x`` path at no
+    cost (Slim Fly q=27: an upper bound of 45.18 GB/s instead of 44.08).
+
+    Parameters
+    ----------
+    net : RouterNet
+        The routers and each host's routers.
+    dist : numpy.ndarray, shape (routers, routers)
+        Router distances (:func:`topo.flow.direct_lp.router_distances`), any length unit.
+
+    Returns
+    -------
+    numpy.ndarray, shape (hosts,)
+        In the unit of ``dist``; 0 for a host on one router.
+    """
+    return np.array([float(dist[np.ix_(rs, rs)].max()) for rs in net.host_routers])
+
+
 def dual_bound(
     hs: list[Host], net: RouterNet, lengths: np.ndarray | None
 ) -> tuple[float, str] | None:
@@ -323,18 +349,15 @@ def dual_bound(
     notes); None if no finite bound results.
 
     A server cabled to several routers ``R`` gets ``t d(R) / 2`` on each of its cables, ``d(R)``
-    the least router distance within ``R``, for each ``t`` of the grid: at ``t >= 1`` it is no
-    shorter path between them; every other server's cables get 0.
+    its :func:`nvlink_span`, for each ``t`` of the grid: at ``t >= 1`` its NVLink (two cables,
+    ``t d(R)``) is no shorter path between two of its routers than the router links; every
+    other server's cables get 0.
     """
     base_len = np.ones(len(net.tail)) if lengths is None else np.asarray(lengths, dtype=float)
     if not np.any(base_len > 0):
         return None
     base = router_distances(net, base_len)
-    span = np.zeros(len(hs))
-    for i, rs in enumerate(net.host_routers):
-        sub = base[np.ix_(rs, rs)]
-        if (sub > 0).any():
-            span[i] = float(sub[sub > 0].min())
+    span = nvlink_span(net, base)
     best = (math.inf, 0.0)
     for t in EPS_GRID:
         ub = dual_value(hs, net, base_len, t * span / 2, base)
@@ -345,7 +368,7 @@ def dual_bound(
     kind = "router LP duals" if lengths is not None else "uniform router-link lengths"
     return best[0], (
         f"LP duality with {kind}; the cables of servers on several routers at {best[1]:g} x "
-        "half their routers' distance"
+        "half the longest distance between their routers"
     )
 
 
@@ -414,6 +437,7 @@ __all__ = [
     "group_split_rate",
     "host_cut_rate",
     "inside_factor",
+    "nvlink_span",
     "orbit_rate",
     "orbits",
     "router_net",

@@ -346,7 +346,11 @@ def router_distances(
 ) -> np.ndarray:
     """Shortest distances between routers (routers x routers) with arc lengths ``lengths``,
     plus, for each ``(routers, length)`` of ``transit``, an arc of that length between every
-    two of the routers (a path through a server's NVLink)."""
+    two of the routers (a path through a server's NVLink).
+
+    Where several arcs join the same two routers (a link and a server's NVLink, or two
+    servers' NVLinks) the shortest counts: scipy's sparse matrices would add their lengths.
+    """
     tail, head, w = [net.tail], [net.head], [np.maximum(lengths, 0.0)]
     for rs, x in transit or []:
         a, b = np.meshgrid(rs, rs)
@@ -355,6 +359,10 @@ def router_distances(
         head.append(b[keep])
         w.append(np.full(int(keep.sum()), x))
     t, hd, wt = np.concatenate(tail), np.concatenate(head), np.concatenate(w)
+    key = t * net.n + hd
+    order = np.lexsort((wt, key))  # by arc, shortest first
+    first = order[np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])]
+    t, hd, wt = t[first], hd[first], wt[first]
     # scipy reads an explicit 0 as "no arc": shortest paths are unchanged by a tiny floor.
     floor = 1e-12 * max(float(wt.max()), 1.0)
     graph = csr_matrix((np.maximum(wt, floor), (t, hd)), shape=(net.n, net.n))
