@@ -72,6 +72,24 @@ def test_uniform_slim_fly_bounds_meet_at_the_exact_rate(q):
     assert hi == pytest.approx(exact.pair_rate_Bps, rel=1e-7)
 
 
+def test_bounds_path_results_are_written_as_json(tmp_path):
+    # `topo bandwidth --json` on a fabric the bounds certify (Slim Fly q=5 of one-GPU servers)
+    # and on one they only bracket (8-GPU servers): numpy scalars once reached the JSON writer.
+    import json
+
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+    from topo.fabric import save
+
+    for kw, method in [(dict(gpus_per_node=1, nics_per_node=1), "certified"), ({}, "bounds")]:
+        path = tmp_path / "sf.json"
+        save(build("slimfly", q=5, **kw), path)
+        out = CliRunner().invoke(app, ["bandwidth", str(path), "--max-variables", "10", "--json"])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout)["method"] == method
+
+
 def test_uniform_slim_fly_is_certified_exact_when_the_lp_is_too_large():
     G = build("slimfly", q=5, gpus_per_node=1, nics_per_node=1)
     exact = alltoall_bandwidth(G)

@@ -264,7 +264,7 @@ def bounds_report(
             ub, upper_from = direct[1]
     lb, how = max(found)
     lb = min(lb, ub)
-    met = lb >= ub * (1 - CERTIFY_TOL)  # the routing reaches the bound: the rate is exact
+    met = bool(lb >= ub * (1 - CERTIFY_TOL))  # the routing reaches the bound: the rate is exact
     notes = [*reductions, f"exact LP not solved: {why}"]
     if met:
         notes.append(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")

@@ -366,7 +366,7 @@ def dual_bound(
     if not math.isfinite(best[0]):
         return None
     kind = "router LP duals" if lengths is not None else "uniform router-link lengths"
-    return best[0], (
+    return float(best[0]), (
         f"LP duality with {kind}; the cables of servers on several routers at {best[1]:g} x "
         "half the longest distance between their routers"
     )
@@ -419,7 +419,7 @@ def direct_bounds(
     ub = None
     if DISTANCE_BYTES * net.n**2 <= memory_limit_bytes():
         ub = dual_bound(hs, net, orbit.lengths if orbit is not None else None)
-    lower = (lam, best.how + ("" if lam < cut else "; servers' cables full"))
+    lower = (float(lam), best.how + ("" if lam < cut else "; servers' cables full"))
     return lower, ub if ub is not None else (math.inf, "no dual bound")
 
 
