@@ -54,7 +54,12 @@ Graph attributes (``G.graph``, exactly these; :data:`GRAPH_KEYS` by family):
   :func:`topo.formats.read_ibnetdiscover`). Imported with hosts
   (:func:`topo.formats.add_hosts`), it adds ``gpus_per_node``, ``nvlink_GBps``, ``pcie_GBps``
   and ``host_regex``, and GPUs and NVSwitches as a built server has, their ``nvlink`` and
-  ``pcie`` edges carrying ``speed`` ``"nvlink"`` and ``"pcie"``.
+  ``pcie`` edges carrying ``speed`` ``"nvlink"`` and ``"pcie"``. Imported with NVLink domains
+  larger than a host (:mod:`topo.formats.nvlink_domains`, a GB200 NVL72 rack of 18 trays), a
+  GPU's and a NIC's ``node`` is the domain (one NVSwitch joins its GPUs; the solvers contract it
+  as one server) and each carries ``host``, the tray it sits in (a GPU's ``index`` is then its
+  position in the domain); ``G.graph`` adds ``nvlink_domain_regex`` and
+  ``hosts_outside_nvlink_domains``.
 
 :func:`check_schema` (run by :func:`load`) checks the attributes the rest of topo relies on;
 the others are documented here and kept as they are.
