@@ -321,6 +321,45 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
     return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
 
 
+def host_of_vertex(d: dict[str, Any]) -> Hashable:
+    """The host a GPU's or NIC's attributes place it in: its ``host`` where the fabric has
+    NVLink domains larger than a host (:mod:`topo.formats.nvlink_domains`), else its ``node``
+    (a server is one host)."""
+    return d["host"] if "host" in d else d["node"]
+
+
+def hosts(G: nx.Graph) -> dict[Hashable, list[str]]:
+    """The hosts of a fabric (what Slurm and nccl-tests call nodes), each with its GPUs and NICs.
+
+    On most fabrics a host is a server (:func:`servers`); where NVLink domains span several
+    hosts (a GB200 NVL72 rack of 18 trays), a server is a domain and its GPUs and NICs name
+    their host (tray) in a ``host`` attribute.
+
+    Returns
+    -------
+    dict
+        Host id -> its GPUs and NICs in natural order of their names; hosts in natural order of
+        their ids. NVSwitches belong to a server, not to a host, and are not listed.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> h = hosts(G); len(h), h[0][:2]
+    (8, ['node0/gpu0', 'node0/gpu1'])
+    """
+    by: dict[Hashable, list[str]] = defaultdict(list)
+    for v, d in G._node.items():
+        if d["kind"] in ("gpu", "nic"):
+            by[host_of_vertex(d)].append(v)
+    return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+
+
+def spans_hosts(G: nx.Graph) -> bool:
+    """Whether some server of the fabric is an NVLink domain of hosts (its GPUs carry ``host``)."""
+    return any(d["kind"] == "gpu" and "host" in d for d in G._node.values())
+
+
 def components_within(G: nx.Graph, within: Iterable[Hashable]) -> list[set[Any]]:
     """The connected components of the subgraph of ``G`` on the vertices ``within``.
 
