@@ -7,6 +7,7 @@ domain. References: the fabric's own cables (a rack's NICs at 50 GB/s each), cou
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -85,3 +86,24 @@ def test_gb200_rack_is_one_nccl_node_with_nvls() -> None:
     )
     assert (per_tray.nodes, per_tray.gpus_per_node) == (10, 4)
     assert per_tray.rows[-1].algorithm != "nvls"
+
+
+def test_cli_counts_ranks_per_host(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+    from topo.fabric import save
+
+    save(small_racks(tmp_path), tmp_path / "racks.json")
+    base = ["collective", str(tmp_path / "racks.json"), "--op", "all_reduce"]
+    sizes = ["--min-bytes", "1G", "--max-bytes", "1G"]
+    r = CliRunner().invoke(app, [*base, "--gpus", "16", "--gpus-per-node", "2", *sizes, "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    # 8 hosts of 2 ranks fill racks r0 and r1: two NCCL nodes of 8; each rack's ring over
+    # its 8 NICs at 50 GB/s.
+    assert (got["nodes"], got["gpus_per_node"]) == (2, 8)
+    assert got["rates"]["ring_per_server_GBps"] == pytest.approx(400.0)
+    r = CliRunner().invoke(app, [*base, "--gpus", "12", "--gpus-per-node", "2"])
+    assert r.exit_code == 1 and "e.g. --gpus 8: 2 x the 4 hosts of domain 'r0'" in r.output
+    assert len(r.output.strip().splitlines()) == 1

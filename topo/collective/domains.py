@@ -126,8 +126,8 @@ def select_domain_subcluster(
         raise TopoError(
             f"--gpus {n} at {g} per host fills NVLink domains unevenly "
             f"({', '.join(str(len(t)) for _, t in used)} hosts): NCCL's nodes are the domains, "
-            "and the model takes the same ranks on each; give --gpus a multiple of "
-            f"{g} x the hosts of a domain"
+            f"and the model takes the same ranks on each (e.g. --gpus {g * len(used[0][1])}: "
+            f"{g} x the {len(used[0][1])} hosts of domain {used[0][0]!r})"
         )
     keep: set[Any] = {v for v, d in G.nodes(data=True) if d["kind"] not in ("gpu", "nic")}
     keep -= {v for v, d in G.nodes(data=True) if d["kind"] == "nvswitch"}
