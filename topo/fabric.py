@@ -927,6 +927,8 @@ def _valid_nodes(
             node = item.get("node")
             if type(node) is not str and type(node) is not int:
                 return None
+            if "host" in item and type(item["host"]) is not str and type(item["host"]) is not int:
+                return None
             if kind != "nvswitch":
                 index = item.get("index")
                 key = (
@@ -1012,7 +1014,8 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     - graph ``planes``: a positive integer when present (default 1);
     - node ``kind``: one of :data:`NODE_KINDS`;
     - switch (``leaf``, ``spine``, ``core``, ``switch``) ``tier``: an integer >= 1;
-    - GPU, NIC and NVSwitch ``node``: a string or an integer;
+    - GPU, NIC and NVSwitch ``node``: a string or an integer; their ``host``
+      (NVLink domains of several hosts), where present, too;
     - edge ``capacity``: a finite number of B/s within :data:`CAPACITY_RANGE_Bps`;
     - edge ``links``: a positive integer;
     - edge ``kind``: one of :data:`EDGE_KINDS`.
@@ -1031,9 +1034,10 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     FormatError
         Naming ``path`` and the first node or edge that breaks a rule: an unknown
         ``kind``; a switch without an integer ``tier`` >= 1; a GPU, NIC or NVSwitch without a
-        string or integer ``node``; an edge whose ``capacity`` is not a finite number of B/s
-        within :data:`CAPACITY_RANGE_Bps`, whose ``links`` is not a positive integer, or whose
-        ``kind`` is unknown; a ``planes`` graph attribute that is not a positive integer.
+        string or integer ``node`` (or with a ``host`` that is neither); an edge whose
+        ``capacity`` is not a finite number of B/s within :data:`CAPACITY_RANGE_Bps`, whose
+        ``links`` is not a positive integer, or whose ``kind`` is unknown; a ``planes`` graph
+        attribute that is not a positive integer.
     """
     planes = G.graph.get("planes", 1)
     if not _is_int(planes) or planes < 1:
@@ -1055,6 +1059,12 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             isinstance(d.get("node"), str) or _is_int(d.get("node"))
         ):
             raise FormatError(path, f"{kind} {v!r}: 'node' must be a string or an integer")
+        if (
+            kind in ("gpu", "nic", "nvswitch")
+            and "host" in d
+            and not (isinstance(d["host"], str) or _is_int(d["host"]))
+        ):
+            raise FormatError(path, f"{kind} {v!r}: 'host' must be a string or an integer")
     for u, v, d in G.edges(data=True):
         cap = d.get("capacity")
         if not (_is_number(cap) and lo <= cap <= hi):

@@ -166,3 +166,13 @@ def test_cli_import_with_domains(tmp_path: Path) -> None:
         r = runner.invoke(app, [*base, *extra])
         assert r.exit_code == 1 and message in r.output, r.output
         assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_a_host_that_is_not_a_name_is_refused_on_load(tmp_path: Path) -> None:
+    from topo.errors import FormatError
+
+    G = import_ibnetdiscover(small_racks(tmp_path), gpus_per_host=2, nvlink_domain_regex=r"^(r\d)")
+    G.nodes["r0-c0/gpu0"]["host"] = [1]
+    save(G, tmp_path / "bad.json")
+    with pytest.raises(FormatError, match="'host' must be a string or an integer"):
+        load(tmp_path / "bad.json")
