@@ -54,7 +54,12 @@ Graph attributes (``G.graph``, exactly these; :data:`GRAPH_KEYS` by family):
   :func:`topo.formats.read_ibnetdiscover`). Imported with hosts
   (:func:`topo.formats.add_hosts`), it adds ``gpus_per_node``, ``nvlink_GBps``, ``pcie_GBps``
   and ``host_regex``, and GPUs and NVSwitches as a built server has, their ``nvlink`` and
-  ``pcie`` edges carrying ``speed`` ``"nvlink"`` and ``"pcie"``.
+  ``pcie`` edges carrying ``speed`` ``"nvlink"`` and ``"pcie"``. Imported with NVLink domains
+  larger than a host (:mod:`topo.formats.nvlink_domains`, a GB200 NVL72 rack of 18 trays), a
+  GPU's and a NIC's ``node`` is the domain (one NVSwitch joins its GPUs; the solvers contract it
+  as one server) and each carries ``host``, the tray it sits in (a GPU's ``index`` is then its
+  position in the domain); ``G.graph`` adds ``nvlink_domain_regex`` and
+  ``hosts_outside_nvlink_domains``.
 
 :func:`check_schema` (run by :func:`load`) checks the attributes the rest of topo relies on;
 the others are documented here and kept as they are.
@@ -314,6 +319,45 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
         if d["kind"] not in SWITCH_KINDS:
             by[d["node"]].append(v)
     return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+
+
+def host_of_vertex(d: dict[str, Any]) -> Hashable:
+    """The host a GPU's or NIC's attributes place it in: its ``host`` where the fabric has
+    NVLink domains larger than a host (:mod:`topo.formats.nvlink_domains`), else its ``node``
+    (a server is one host)."""
+    return d["host"] if "host" in d else d["node"]
+
+
+def hosts(G: nx.Graph) -> dict[Hashable, list[str]]:
+    """The hosts of a fabric (what Slurm and nccl-tests call nodes), each with its GPUs and NICs.
+
+    On most fabrics a host is a server (:func:`servers`); where NVLink domains span several
+    hosts (a GB200 NVL72 rack of 18 trays), a server is a domain and its GPUs and NICs name
+    their host (tray) in a ``host`` attribute.
+
+    Returns
+    -------
+    dict
+        Host id -> its GPUs and NICs in natural order of their names; hosts in natural order of
+        their ids. NVSwitches belong to a server, not to a host, and are not listed.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> h = hosts(G); len(h), h[0][:2]
+    (8, ['node0/gpu0', 'node0/gpu1'])
+    """
+    by: dict[Hashable, list[str]] = defaultdict(list)
+    for v, d in G._node.items():
+        if d["kind"] in ("gpu", "nic"):
+            by[host_of_vertex(d)].append(v)
+    return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+
+
+def spans_hosts(G: nx.Graph) -> bool:
+    """Whether some server of the fabric is an NVLink domain of hosts (its GPUs carry ``host``)."""
+    return any(d["kind"] == "gpu" and "host" in d for d in G._node.values())
 
 
 def components_within(G: nx.Graph, within: Iterable[Hashable]) -> list[set[Any]]:
@@ -883,6 +927,8 @@ def _valid_nodes(
             node = item.get("node")
             if type(node) is not str and type(node) is not int:
                 return None
+            if "host" in item and type(item["host"]) is not str and type(item["host"]) is not int:
+                return None
             if kind != "nvswitch":
                 index = item.get("index")
                 key = (
@@ -968,7 +1014,8 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     - graph ``planes``: a positive integer when present (default 1);
     - node ``kind``: one of :data:`NODE_KINDS`;
     - switch (``leaf``, ``spine``, ``core``, ``switch``) ``tier``: an integer >= 1;
-    - GPU, NIC and NVSwitch ``node``: a string or an integer;
+    - GPU, NIC and NVSwitch ``node``: a string or an integer; their ``host``
+      (NVLink domains of several hosts), where present, too;
     - edge ``capacity``: a finite number of B/s within :data:`CAPACITY_RANGE_Bps`;
     - edge ``links``: a positive integer;
     - edge ``kind``: one of :data:`EDGE_KINDS`.
@@ -987,9 +1034,10 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     FormatError
         Naming ``path`` and the first node or edge that breaks a rule: an unknown
         ``kind``; a switch without an integer ``tier`` >= 1; a GPU, NIC or NVSwitch without a
-        string or integer ``node``; an edge whose ``capacity`` is not a finite number of B/s
-        within :data:`CAPACITY_RANGE_Bps`, whose ``links`` is not a positive integer, or whose
-        ``kind`` is unknown; a ``planes`` graph attribute that is not a positive integer.
+        string or integer ``node`` (or with a ``host`` that is neither); an edge whose
+        ``capacity`` is not a finite number of B/s within :data:`CAPACITY_RANGE_Bps`, whose
+        ``links`` is not a positive integer, or whose ``kind`` is unknown; a ``planes`` graph
+        attribute that is not a positive integer.
     """
     planes = G.graph.get("planes", 1)
     if not _is_int(planes) or planes < 1:
@@ -1011,6 +1059,12 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             isinstance(d.get("node"), str) or _is_int(d.get("node"))
         ):
             raise FormatError(path, f"{kind} {v!r}: 'node' must be a string or an integer")
+        if (
+            kind in ("gpu", "nic", "nvswitch")
+            and "host" in d
+            and not (isinstance(d["host"], str) or _is_int(d["host"]))
+        ):
+            raise FormatError(path, f"{kind} {v!r}: 'host' must be a string or an integer")
     for u, v, d in G.edges(data=True):
         cap = d.get("capacity")
         if not (_is_number(cap) and lo <= cap <= hi):

@@ -26,8 +26,10 @@ from typing import Any
 
 import networkx as nx
 
+from topo.collective.domains import select_domain_subcluster
 from topo.errors import SolverError, TopoError
 from topo.fabric import servers as server_vertices
+from topo.fabric import spans_hosts
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.demand import server_demand_time
 from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
@@ -200,7 +202,15 @@ def select_subcluster(
     TopoError
         No GPUs; G < 1 or more than a server holds; N < 2, not a multiple of G, or more than
         the fabric's servers hold.
+
+    Notes
+    -----
+    Where the servers are NVLink domains of several hosts (:func:`topo.fabric.spans_hosts`, a
+    GB200 NVL72 rack of trays), G counts ranks per host and the NCCL node is the domain:
+    :func:`topo.collective.domains.select_domain_subcluster`.
     """
+    if spans_hosts(G):
+        return select_domain_subcluster(G, gpus, gpus_per_node)
     inv = _inventory(G)
     if not inv:
         raise TopoError("the fabric has no GPUs: collectives need a built fabric with servers")

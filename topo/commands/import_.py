@@ -57,6 +57,15 @@ HostRegexOpt = Annotated[
         "group 1); default: the description's first word.",
     ),
 ]
+DomainRegexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nvlink-domain-regex",
+        help="Regular expression on host names: hosts with the same match (group 'domain', "
+        "else group 1) form one NVLink domain, one NVSwitch joining their GPUs (a GB200 NVL72 "
+        "rack of 18 trays); hosts it does not match stay a domain each. With --gpus-per-host.",
+    ),
+]
 NvlinkOpt = Annotated[
     float,
     typer.Option("--nvlink-GBps", help="NVLink per GPU, GB/s per direction (with hosts)."),
@@ -76,6 +85,7 @@ def ibnetdiscover(
     host_regex: HostRegexOpt = None,
     nvlink_GBps: NvlinkOpt = _SERVER.nvlink_GBps,
     pcie_GBps: PcieOpt = _SERVER.pcie_GBps,
+    nvlink_domain_regex: DomainRegexOpt = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -97,6 +107,7 @@ def ibnetdiscover(
         host_regex=host_regex,
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
+        nvlink_domain_regex=nvlink_domain_regex,
     )
     summary = import_summary(G)
     emit_fabric(G, summary if as_json else _in_words(summary), output, as_json)
@@ -138,7 +149,21 @@ def import_summary(G: nx.Graph) -> dict[str, Any]:
         "terminals": counts["gpus"] if counts["gpus"] else counts["endpoints"],
         **counts,
     }
+    if "nvlink_domain_regex" in G.graph:
+        summary.update(_domain_counts(G))
     for key in ("loopback_cables", "unconnected_cas", "mismatched_cables", "unreachable_switches"):
         if key in G.graph:
             summary[key] = G.graph[key]
     return summary
+
+
+def _domain_counts(G: nx.Graph) -> dict[str, int]:
+    """``hosts`` (trays), ``nvlink_domains`` (the servers: one NVSwitch each) and
+    ``hosts_outside_nvlink_domains`` (hosts ``--nvlink-domain-regex`` did not match, a domain
+    each) of a fabric imported with NVLink domains."""
+    hosts = {d["host"] for _, d in G.nodes(data=True) if d["kind"] in ("gpu", "nic")}
+    return {
+        "hosts": len(hosts),
+        "nvlink_domains": sum(1 for _, k in G.nodes(data="kind") if k == "nvswitch"),
+        "hosts_outside_nvlink_domains": int(G.graph["hosts_outside_nvlink_domains"]),
+    }

@@ -35,6 +35,7 @@ from topo.export.slurm import (
     write_topology_conf,
     write_topology_yaml,
 )
+from topo.export.trays import domain_blocks, domain_hosts, host_view
 from topo.fabric import SWITCH_KINDS, servers
 from topo.formats.netfile import write_ibnetdiscover
 
@@ -56,9 +57,12 @@ __all__ = [
     "check_format",
     "check_hca_format",
     "check_options",
+    "domain_blocks",
+    "domain_hosts",
     "export",
     "fabric_hosts",
     "host_names",
+    "host_view",
     "hostlist_ranged",
     "nccl_env",
     "nccl_naming_notes",
@@ -171,24 +175,36 @@ def _slurm(G: nx.Graph, opts: ExportOptions) -> Export:
             f"slurm_format must be one of {', '.join(SLURM_FORMATS)}, got {opts.slurm_format!r}",
             param="slurm_format",
         )
+    domains = domain_hosts(G)  # NVLink domains of several hosts: a block each
+    G = host_view(G)  # Slurm's nodes are the hosts
     hosts = fabric_hosts(G, opts.hosts)
     if opts.slurm_format == "tree":
         header = _header(G, "TopologyPlugin=topology/tree")
         if G.graph.get("family") == "dragonfly":
             header += "\nwith TopologyParam=dragonfly"
         return Export(write_topology_conf(slurm_tree(G, hosts), header))
-    blocks = slurm_blocks(G, hosts)
+    notes: tuple[str, ...] = ()
+    if domains:
+        blocks = domain_blocks(domains, dict(zip(servers(G), hosts, strict=True)))
+        alone = len(hosts) - sum(len(b) for _, b in blocks.blocks)
+        if alone:
+            notes = (f"{alone} hosts outside every NVLink domain are in no block",)
+    else:
+        blocks = slurm_blocks(G, hosts)
     if opts.slurm_format == "block":
-        return Export(write_block_conf(blocks, _header(G, "TopologyPlugin=topology/block")))
+        text = write_block_conf(blocks, _header(G, "TopologyPlugin=topology/block"))
+        return Export(text, warnings=notes)
     try:
         tree: tuple[SlurmSwitch, ...] | None = slurm_tree(G, hosts)
     except SpecError:
         tree = None  # no tree (a Slim Fly): the block entry alone, as the default
     name = str(G.graph.get("name", "fabric"))
-    return Export(write_topology_yaml(name, tree, blocks, _header(G, "topology.yaml")))
+    text = write_topology_yaml(name, tree, blocks, _header(G, "topology.yaml"))
+    return Export(text, warnings=notes)
 
 
 def _nccl(G: nx.Graph, opts: ExportOptions) -> Export:
+    G = host_view(G)  # NCCL_IB_HCA and the topology file are per host
     hosts = fabric_hosts(G, opts.hosts)
     text = write_nccl_env(G, hosts, opts.node, opts.hca_format, opts.topo_xml)
     files = {}
@@ -214,6 +230,7 @@ def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
             "write it anyway",
             param="assign_ports",
         )
+    G = host_view(G)
     text = write_cabling_csv(cabling_plan(G, fabric_hosts(G, opts.hosts)))
     return Export(text, warnings=(ASSIGNED_PORTS_NOTE,) if imported else ())
 
@@ -226,6 +243,7 @@ ASSIGNED_DUMP_NOTE = (
 
 
 def _ibnetdiscover(G: nx.Graph, opts: ExportOptions) -> Export:
+    G = host_view(G)  # a CA's description names its host
     if G.graph.get("family") != "ibnetdiscover":
         return Export(write_ibnetdiscover(G))
     if not opts.assign_ports:

@@ -4,7 +4,8 @@
   files) into a fabric graph (schema in :mod:`topo.fabric`); :func:`read_name_map` reads the
   GUID -> name map it may be given;
 - :func:`import_ibnetdiscover` reads one dump or several (one per plane, :func:`merge_dumps`)
-  and, given GPUs per host, groups the CAs into servers (:func:`add_hosts`);
+  and, given GPUs per host, groups the CAs into servers (:func:`add_hosts`), and the hosts
+  into NVLink domains larger than a host where asked (:mod:`topo.formats.nvlink_domains`);
 - :func:`write_ibnetdiscover` writes a fabric in ibnetdiscover topology format (an ibsim net
   file);
 - :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``);

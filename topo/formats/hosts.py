@@ -23,6 +23,12 @@ import networkx as nx
 from topo.errors import FormatError, SpecError
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.formats.ibnetdiscover import read_ibnetdiscover
+from topo.formats.nvlink_domains import (
+    add_domain_servers,
+    compile_domain_regex,
+    domain_of,
+    nvlink_domains,
+)
 from topo.units import GBps_to_Bps
 
 HOST_GRAPH_KEYS = frozenset({"gpus_per_node", "nvlink_GBps", "pcie_GBps", "host_regex"})
@@ -68,6 +74,7 @@ def add_hosts(
     nvlink_GBps: float,
     pcie_GBps: float,
     host_regex: str | None = None,
+    nvlink_domain_regex: str | None = None,
 ) -> nx.Graph:
     """An imported fabric with its NICs grouped into servers of ``gpus_per_host`` GPUs each.
 
@@ -84,6 +91,13 @@ def add_hosts(
         Takes the host from each NIC's ``description`` (see :func:`host_of`); default: the
         NIC's ``node``, the host part the reader found (``"<host> <CA>"``; ``H-<guid>`` when
         the description has none, which makes that CA a server of its own).
+    nvlink_domain_regex : str, optional
+        Groups hosts into NVLink domains larger than a host (the 18 trays of a GB200 NVL72
+        rack) by their names (:func:`topo.formats.nvlink_domains.nvlink_domains`): one NVSwitch
+        joins the GPUs of every host of a domain, and the domain is the ``node`` of its GPUs and
+        NICs, each keeping its host in a ``host`` attribute
+        (:func:`topo.formats.nvlink_domains.add_domain_servers`). A host it does not match is a
+        domain of its own.
 
     Returns
     -------
@@ -94,18 +108,24 @@ def add_hosts(
         GPU ``i`` - NIC ``i * m // gpus_per_host`` of ``pcie_GBps``, each with ``links`` 1 and
         ``speed`` ``"nvlink"`` or ``"pcie"``. The NICs' ``node`` becomes the host.
         ``G.graph`` adds ``gpus_per_node``, ``nvlink_GBps``, ``pcie_GBps`` and
-        ``host_regex`` (:data:`HOST_GRAPH_KEYS`).
+        ``host_regex`` (:data:`HOST_GRAPH_KEYS`). With ``nvlink_domain_regex``, the servers are
+        the domains as above, and ``G.graph`` adds ``nvlink_domain_regex`` and
+        ``hosts_outside_nvlink_domains`` (the hosts it did not match;
+        :data:`topo.formats.nvlink_domains.DOMAIN_GRAPH_KEYS`).
 
     Raises
     ------
     SpecError
         If ``gpus_per_host`` is not 1 to 1024, a rate is not positive, the fabric already
         has GPUs, or ``host_regex`` is not a valid expression or names a host already used as
-        a vertex name.
+        a vertex name; or ``nvlink_domain_regex`` is not a valid expression, matches no host,
+        or names a domain after a host it does not match.
     FormatError
         If ``host_regex`` does not match a NIC's description (naming the NIC).
     """
     _check_host_args(G, gpus_per_host, nvlink_GBps, pcie_GBps)
+    if nvlink_domain_regex is not None:
+        compile_domain_regex(nvlink_domain_regex)
     pattern = _compile(host_regex) if host_regex is not None else None
     H = G.copy()
     hosts: dict[str, list[str]] = defaultdict(list)
@@ -121,15 +141,13 @@ def add_hosts(
             )
         hosts[host].append(v)
         H.nodes[v]["node"] = host
-    for host in sorted(hosts, key=natural_key):
-        _add_server(
-            H,
-            host,
-            sorted(hosts[host], key=natural_key),
-            gpus_per_host,
-            GBps_to_Bps(nvlink_GBps),
-            GBps_to_Bps(pcie_GBps),
-        )
+    rates = (GBps_to_Bps(nvlink_GBps), GBps_to_Bps(pcie_GBps))
+    if nvlink_domain_regex is not None:
+        _add_domains(H, hosts, gpus_per_host, rates, nvlink_domain_regex)
+    else:
+        for host in sorted(hosts, key=natural_key):
+            nics = {host: sorted(hosts[host], key=natural_key)}
+            add_domain_servers(H, host, nics, gpus_per_host, *rates, record_hosts=False)
     H.graph.update(
         gpus_per_node=gpus_per_host,
         nvlink_GBps=float(nvlink_GBps),
@@ -137,6 +155,24 @@ def add_hosts(
         host_regex=host_regex,
     )
     return H
+
+
+def _add_domains(
+    H: nx.Graph,
+    hosts: dict[str, list[str]],
+    gpus: int,
+    rates: tuple[float, float],
+    regex: str,
+) -> None:
+    """The servers of :func:`add_hosts` as NVLink domains of hosts (``nvlink_domain_regex``)."""
+    domains = nvlink_domains(list(hosts), regex)
+    for domain, members in domains.items():
+        nics = {h: sorted(hosts[h], key=natural_key) for h in members}
+        add_domain_servers(H, domain, nics, gpus, *rates)
+    H.graph.update(
+        nvlink_domain_regex=regex,
+        hosts_outside_nvlink_domains=sum(1 for h in hosts if domain_of(h, regex) is None),
+    )
 
 
 def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: float) -> None:
@@ -163,27 +199,6 @@ def _compile(host_regex: str) -> re.Pattern[str]:
         raise SpecError(
             f"--host-regex {host_regex!r} is not a regular expression: {exc}", param="host_regex"
         ) from None
-
-
-def _add_server(
-    H: nx.Graph, host: str, nics: list[str], gpus: int, nvlink_Bps: float, pcie_Bps: float
-) -> None:
-    """GPUs, NVSwitch, NVLink and PCIe of server ``host`` whose NICs are ``nics``."""
-    nvswitch = f"{host}/nvswitch"
-    names = [nvswitch, *(f"{host}/gpu{i}" for i in range(gpus))]
-    taken = [n for n in names if n in H]
-    if taken:
-        raise SpecError(
-            f"host {host!r}: its server's vertex {taken[0]!r} is already a vertex of the fabric",
-            param="host_regex",
-        )
-    H.add_node(nvswitch, kind="nvswitch", node=host)
-    m = len(nics)
-    for i in range(gpus):
-        gpu = f"{host}/gpu{i}"
-        H.add_node(gpu, kind="gpu", node=host, index=i)
-        H.add_edge(gpu, nvswitch, kind="nvlink", capacity=nvlink_Bps, links=1, speed="nvlink")
-        H.add_edge(gpu, nics[i * m // gpus], kind="pcie", capacity=pcie_Bps, links=1, speed="pcie")
 
 
 _SUMMED = (
@@ -268,6 +283,7 @@ def import_ibnetdiscover(
     host_regex: str | None = None,
     nvlink_GBps: float = 200.0,
     pcie_GBps: float = 64.0,
+    nvlink_domain_regex: str | None = None,
 ) -> nx.Graph:
     """Read one or more ``ibnetdiscover`` dumps into one fabric, with servers if asked.
 
@@ -282,6 +298,9 @@ def import_ibnetdiscover(
         NIC a terminal of its own.
     host_regex : str, optional
         The host part of a CA's description (:func:`host_of`); only with ``gpus_per_host``.
+    nvlink_domain_regex : str, optional
+        Hosts into NVLink domains by their names (:func:`add_hosts`); only with
+        ``gpus_per_host``.
     nvlink_GBps, pcie_GBps : float
         NVLink per GPU and PCIe per GPU-NIC link, GB/s per direction; the defaults are those
         of :class:`topo.spec.ServerSpec` (H800-class server, see there).
@@ -297,7 +316,8 @@ def import_ibnetdiscover(
     FormatError
         As :func:`topo.formats.read_ibnetdiscover` and :func:`merge_dumps` do.
     SpecError
-        If ``host_regex`` is given without ``gpus_per_host``, or as :func:`add_hosts` raises.
+        If ``host_regex`` or ``nvlink_domain_regex`` is given without ``gpus_per_host``,
+        ``nvlink_domain_regex`` is not a regular expression, or as :func:`add_hosts` raises.
     """
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
@@ -306,9 +326,21 @@ def import_ibnetdiscover(
         raise SpecError(
             "--host-regex groups CAs into servers: give --gpus-per-host too", param="host_regex"
         )
+    if nvlink_domain_regex is not None:
+        if gpus_per_host is None:
+            raise SpecError(
+                "--nvlink-domain-regex groups hosts into NVLink domains: give --gpus-per-host too",
+                param="nvlink_domain_regex",
+            )
+        compile_domain_regex(nvlink_domain_regex)
     G = merge_dumps([read_ibnetdiscover(p, name_map=name_map) for p in files])
     if gpus_per_host is None:
         return G
     return add_hosts(
-        G, gpus_per_host, nvlink_GBps=nvlink_GBps, pcie_GBps=pcie_GBps, host_regex=host_regex
+        G,
+        gpus_per_host,
+        nvlink_GBps=nvlink_GBps,
+        pcie_GBps=pcie_GBps,
+        host_regex=host_regex,
+        nvlink_domain_regex=nvlink_domain_regex,
     )
