@@ -56,3 +56,34 @@ def test_bounded_trials_are_unknown_and_bracket_the_exact_run():
         or bounded.range_GBps["median"][1] - bounded.range_GBps["median"][0]
         <= 1e-9 * bounded.range_GBps["median"][1]
     )
+
+
+def test_a_trial_that_cuts_nothing_is_no_faster_than_the_intact_fabric():
+    # 3:1 oversubscribed FT2 of 16-port switches, LP limit 100 variables: the trials have
+    # bounds only, and the cut bound of a damaged fabric (its servers' cables) can exceed the
+    # intact rate. Failing cables takes capacity away and keeps every terminal, so the intact
+    # fabric's rate (known exactly, by the symmetric reduction) caps each such trial.
+    G = build("ft2", switch_ports=16, gpus=96, oversubscription=3.0)
+    exact = resilience(G, trials=4, links=3, seed=0)
+    bounded = resilience(G, trials=4, links=3, seed=0, max_variables=100)
+    assert exact.intact_busbw_GBps is not None
+    assert bounded.intact_busbw_GBps == pytest.approx(exact.intact_busbw_GBps, rel=1e-9)
+    assert bounded.trials_with_disconnected == 0
+    for v, lo, hi in zip(
+        exact.busbw_GBps,
+        bounded.lower_bound_busbw_GBps,
+        bounded.upper_bound_busbw_GBps,
+        strict=True,
+    ):
+        assert lo <= v * (1 + 1e-6) and v <= hi * (1 + 1e-6)
+        assert hi <= exact.intact_busbw_GBps * (1 + 1e-9)
+    assert bounded.range_GBps["max"][1] <= exact.intact_busbw_GBps * (1 + 1e-9)
+
+
+def test_a_trial_with_every_gpu_cut_off_is_known_to_be_zero():
+    # 12 of the 16 switches of an 8-port MRFT failed: no two GPUs keep a path, so each
+    # trial's busbw is 0 exactly (not a bound), and the statistics are 0.
+    G = build("mrft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    r = resilience(G, trials=2, switches=12, seed=0)
+    assert r.busbw_GBps == [0.0, 0.0] and r.exact_trials == 2
+    assert r.min_GBps == 0.0 and r.max_GBps == 0.0

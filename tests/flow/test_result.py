@@ -76,3 +76,24 @@ def test_intact_bandwidth_does_not_copy_the_fabric() -> None:
         "lp_build_seconds": r.to_dict()["lp_build_seconds"],
         "lp_solve_seconds": r.to_dict()["lp_solve_seconds"],
     }
+
+
+def test_a_rate_known_only_by_bounds_is_null_in_json() -> None:
+    # exact false with bounds 1..4 GB/s per pair: every key that derives from the rate is null
+    # (a bound is never put where a value goes); the bounds carry the numbers.
+    r = result(
+        exact=False,
+        method="bounds",
+        bounds=Bounds(lower_Bps=1e9, upper_Bps=4e9, lower_from="lo", upper_from="hi"),
+    )
+    d = r.to_dict()
+    for k in ("pair_rate_GBps", "alltoall_algbw_GBps", "alltoall_busbw_GBps", "nic_utilization"):
+        assert d[k] is None, k
+    assert d["lower_bound_busbw_GBps"] == 3.0 and d["upper_bound_busbw_GBps"] == 12.0
+    # bounds that meet (certified): the value is known and stays
+    met = result(
+        exact=True,
+        method="certified",
+        bounds=Bounds(lower_Bps=2e9, upper_Bps=2e9, lower_from="lo", upper_from="hi"),
+    )
+    assert met.to_dict()["alltoall_busbw_GBps"] == 6.0

@@ -43,6 +43,8 @@ RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
         "failed_switches",
         "alltoall_busbw_GBps",
         "exact",
+        "lower_bound_busbw_GBps",
+        "upper_bound_busbw_GBps",
         "disconnected_gpus",
     ),
     "collective": (
@@ -182,6 +184,9 @@ def _alltoall(G: nx.Graph, ctx: Context, point: dict[str, Any]) -> dict[str, Any
         "failed_switches": switches,
         "alltoall_busbw_GBps": d["alltoall_busbw_GBps"],
         "exact": d["exact"],
+        # the certified bounds where the rate is unknown (its column is then null)
+        "lower_bound_busbw_GBps": d.get("lower_bound_busbw_GBps"),
+        "upper_bound_busbw_GBps": d.get("upper_bound_busbw_GBps"),
         "disconnected_gpus": d["disconnected_gpus"],
     }
 

@@ -10,6 +10,7 @@ distribution of the all-to-all busbw.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
@@ -320,8 +321,10 @@ class _Tally:
     worst_cut: int = 0
     exact: int = 0
 
-    def add(self, r: DamagedBandwidth) -> None:
-        """One trial's result."""
+    def add(self, r: DamagedBandwidth, ceiling: float = math.inf) -> None:
+        """One trial's result; ``ceiling`` (GB/s) caps the upper bound of a trial that cut no
+        GPU off: failing cables or switches takes capacity away and keeps the terminals, so
+        the rate cannot exceed the intact fabric's (its upper bound)."""
         value = busbw_GBps(r.report)
         self.lowers.append(value)
         if getattr(r.report, "exact", True):
@@ -331,6 +334,8 @@ class _Tally:
         else:
             assert isinstance(r.report, BandwidthResult) and r.report.bounds is not None
             upper = Bps_to_GBps(r.report.bounds.upper_Bps * (r.report.gpus - 1))
+            if not r.failures.disconnected:
+                upper = max(value, min(upper, ceiling))
             met = upper - value <= KNOWN_TOL * max(upper, 1.0)
             self.values.append(value if met else None)
             self.uppers.append(upper)
@@ -340,7 +345,8 @@ class _Tally:
 
     def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
         """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
-        pair without an up/down route (as routed)."""
+        pair without an up/down route (as routed). Its busbw, 0, is known exactly."""
+        self.exact += 1
         self.values.append(0.0)
         self.lowers.append(0.0)
         self.uppers.append(0.0)
@@ -437,15 +443,16 @@ def resilience(
         for i in range(trials)
     ]
     results = (trial_map or serial_trials)(G, tasks, progress)
+    intact_value, intact_range = intact_busbw(intact)
+    ceiling = intact_range[1] if routing == "optimal" else math.inf
     for i, r in enumerate(results):
         if r is None:
             # The trial's damage again (the same seed), for the GPUs it cut off.
             _, cut = _damage(G, links, switches, seed + i, ())
             tally.add_infeasible(routing, cut.disconnected_gpus)
         else:
-            tally.add(r)
+            tally.add(r, ceiling)
     values, ranges = statistics(tally.lowers, tally.uppers)
-    intact_value, intact_range = intact_busbw(intact)
     ranges["intact"] = intact_range
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),

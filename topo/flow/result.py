@@ -438,10 +438,11 @@ class BandwidthResult:
 
         The uniform all-to-all gives the keys ``topo bandwidth --json`` prints (with
         ``lower_bound_busbw_GBps``, ``upper_bound_busbw_GBps``, ``gap``, ``lower_bound_from``,
-        ``upper_bound_from`` when bounded; the failure keys when :attr:`failures` is set; then
-        ``routing``); an explicit demand gives ``time_s``, ``theta``, ``total_bytes`` and the
-        bottlenecks. An as-routed result gives ``routing``, ``seed``, ``flows_per_pair``,
-        ``pxn``, ``flows``, the rates, ``expected_pair_rate_GBps``,
+        ``upper_bound_from`` when bounded, and then, unless the bounds meet, ``null`` in the
+        rate's keys, :data:`UNKNOWN_WHEN_BOUNDED`; the failure keys when :attr:`failures` is
+        set; then ``routing``); an explicit demand gives ``time_s``, ``theta``,
+        ``total_bytes`` and the bottlenecks. An as-routed result gives ``routing``, ``seed``,
+        ``flows_per_pair``, ``pxn``, ``flows``, the rates, ``expected_pair_rate_GBps``,
         ``expected_alltoall_busbw_GBps``, ``collision_loss``, ``max_link_utilization``,
         ``bottleneck_tiers``, ``tiers``, ``most_loaded_links``, ``notes``, ``solve_seconds``,
         then the failure keys when set. ``link_load=True`` adds ``link_load``, a list of
@@ -461,6 +462,8 @@ class BandwidthResult:
         d = self._alltoall_dict() if self.uniform else self._demand_dict()
         if self.bounds is not None:
             n = self.gpus
+            if not self.exact:  # the rate is unknown: a bound is not put where a value goes
+                d.update(dict.fromkeys(k for k in UNKNOWN_WHEN_BOUNDED if k in d))
             d["lower_bound_busbw_GBps"] = Bps_to_GBps(self.bounds.lower_Bps * (n - 1))
             d["upper_bound_busbw_GBps"] = Bps_to_GBps(self.bounds.upper_Bps * (n - 1))
             d["gap"] = self.bounds.gap
@@ -545,6 +548,22 @@ class BandwidthResult:
             "lp_variables": self.lp.variables,
             "solve_seconds": self.solve_seconds,
         }
+
+
+UNKNOWN_WHEN_BOUNDED = (
+    "pair_rate_GBps",
+    "alltoall_algbw_GBps",
+    "alltoall_busbw_GBps",
+    "internode_per_gpu_GBps",
+    "internode_per_nic_GBps",
+    "nic_utilization",
+    "intranode_per_gpu_GBps",
+    "time_s",
+    "theta",
+)
+"""The keys of :meth:`BandwidthResult.to_dict` that are ``null`` when only bounds are known
+(``exact`` false with ``lower_bound_busbw_GBps`` and ``upper_bound_busbw_GBps``): each derives
+from the rate, which lies somewhere between the bounds."""
 
 
 def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, float]]:
