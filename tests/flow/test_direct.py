@@ -284,3 +284,37 @@ def test_damaged_dragonfly_bounds_bracket_the_exact_rate(seed):
     assert 0 < lo <= exact.pair_rate_Bps * (1 + 1e-7)
     assert hi >= exact.pair_rate_Bps * (1 - 1e-7)
     assert lo >= 0.8 * exact.pair_rate_Bps
+
+
+def test_a_router_lp_past_its_time_limit_gives_no_bound():
+    # A covering LP (300 rows >= 1, 3,000 columns): solved without a limit (its solution meets
+    # every row), abandoned (None, no bound) at a limit of 0.1 ms; --time-limit reaches it.
+    from topo.flow.direct_lp import solve_lp
+
+    rng = np.random.default_rng(0)
+    m, n = 300, 3000
+    rows = np.repeat(np.arange(m), 50)
+    cols = rng.integers(0, n, m * 50)
+    vals = rng.random(m * 50)
+    args = ((rows, cols, vals), n, np.ones(m), np.full(m, np.inf), rng.random(n))
+    out = solve_lp(*args)
+    assert out is not None
+    x = out[0]
+    lhs = np.bincount(rows, weights=vals * x[cols], minlength=m)
+    assert (lhs >= 1 - 1e-7).all() and (x >= -1e-9).all()
+    assert solve_lp(*args, time_limit_s=1e-4) is None
+
+
+def test_bounds_give_the_router_lps_the_time_limit(monkeypatch):
+    import topo.flow.bounds as bounds_mod
+
+    seen = []
+
+    def spy(G, hs, terminal, max_variables, time_limit_s=None):
+        seen.append(time_limit_s)
+        return None
+
+    monkeypatch.setattr(bounds_mod, "direct_bounds", spy)
+    G = build("slimfly", q=5)
+    alltoall_bandwidth(G, max_variables=10, time_limit_s=7.0)
+    assert seen == [7.0]

@@ -240,7 +240,8 @@ def bounds_report(
     max_variables : int
         LP limit of each plane's exact solve (:func:`plane_lower_bound`).
     time_limit_s : float, optional
-        HiGHS time limit of each plane's exact solve (s).
+        HiGHS time limit (s) of each plane's exact solve and of each router-level LP of
+        :func:`topo.flow.direct.direct_bounds`.
 
     Returns
     -------
@@ -257,7 +258,7 @@ def bounds_report(
         plane_lower_bound(G, max_variables, time_limit_s),
         tree_lower_bound(G),
     ]
-    direct = direct_bounds(G, hs, terminal, ROUTER_LP_MAX_COLUMNS)
+    direct = direct_bounds(G, hs, terminal, ROUTER_LP_MAX_COLUMNS, time_limit_s)
     if direct is not None:
         found.append(direct[0])
         if direct[1][0] < ub:

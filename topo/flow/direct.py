@@ -193,9 +193,12 @@ class RouterRate:
     how: str
 
 
-def orbit_rate(net: RouterNet, max_variables: int) -> RouterRate | None:
+def orbit_rate(
+    net: RouterNet, max_variables: int, time_limit_s: float | None = None
+) -> RouterRate | None:
     """The exact router-level rate of the uniform demand, folded twice by the automorphisms;
-    None with fewer than two terminal routers or a folded LP over ``max_variables`` columns.
+    None with fewer than two terminal routers, a folded LP over ``max_variables`` columns, or
+    one HiGHS does not solve within ``time_limit_s`` seconds (None: no limit).
 
     First the group ``A``: one commodity per orbit of terminal routers (its representative
     ``r`` sends 1 to every other terminal router), one capacity row per ``A``-orbit ``O`` of
@@ -218,7 +221,7 @@ def orbit_rate(net: RouterNet, max_variables: int) -> RouterRate | None:
     if sum(len(p[1]) for p in parts) > max_variables:
         return None
     weight = [float(np.count_nonzero(v_orbit[terms] == v_orbit[r])) for r in reps]
-    out = folded_lp(net, a_orbit, parts, weight)
+    out = folded_lp(net, a_orbit, parts, weight, time_limit_s)
     if out is None:
         return None
     lam, lengths = out
@@ -268,11 +271,14 @@ def dragonfly_groups(G: nx.Graph, net: RouterNet) -> np.ndarray | None:
     return np.array([int(f.group(1)) for f in found if f is not None], dtype=np.int64)
 
 
-def group_split_rate(G: nx.Graph, net: RouterNet, max_variables: int) -> RouterRate | None:
+def group_split_rate(
+    G: nx.Graph, net: RouterNet, max_variables: int, time_limit_s: float | None = None
+) -> RouterRate | None:
     """Minimal Dragonfly routing with each group pair's traffic split over its global links
     by an LP (module notes); None if ``G`` is not such a Dragonfly, two routers of a group
-    have no path of one or two local links, or the LP would have more than ``max_variables``
-    rows and columns or need more than the memory limit (:data:`SPLIT_LP_BYTES_PER_ENTRY`)."""
+    have no path of one or two local links, the LP would have more than ``max_variables``
+    rows and columns or need more than the memory limit (:data:`SPLIT_LP_BYTES_PER_ENTRY`), or
+    HiGHS does not solve it within ``time_limit_s`` seconds (None: no limit)."""
     grp = dragonfly_groups(G, net)
     if grp is None or len(net.tail) + net.n > max_variables:
         return None
@@ -280,7 +286,7 @@ def group_split_rate(G: nx.Graph, net: RouterNet, max_variables: int) -> RouterR
     entries = glob * (2 * int(np.bincount(grp).max()) - 1)  # 1 global + 2(a - 1) local rows
     if entries * SPLIT_LP_BYTES_PER_ENTRY > memory_limit_bytes():
         return None
-    mu = split_lp(net, grp)
+    mu = split_lp(net, grp, time_limit_s)
     if mu is None or mu <= 0:
         return None
     return RouterRate(
@@ -377,6 +383,7 @@ def direct_bounds(
     hs: list[Host],
     terminal: str,
     max_variables: int,
+    time_limit_s: float | None = None,
 ) -> tuple[tuple[float, str], tuple[float, str]] | None:
     """Lower and upper bounds (B/s, with what they are) on the all-to-all pair rate of a fabric
     whose routers are too many for the exact LP (module notes); None where no router-level
@@ -392,6 +399,9 @@ def direct_bounds(
         What the terminals are.
     max_variables : int
         Largest router-level LP to build (columns; rows too for the Dragonfly split).
+    time_limit_s : float, optional
+        HiGHS time limit of each router-level LP (s; None: none); one not solved in it gives
+        no bound.
 
     Returns
     -------
@@ -406,7 +416,10 @@ def direct_bounds(
         return None
     rates = [
         r
-        for r in (orbit_rate(net, max_variables), group_split_rate(G, net, max_variables))
+        for r in (
+            orbit_rate(net, max_variables, time_limit_s),
+            group_split_rate(G, net, max_variables, time_limit_s),
+        )
         if r is not None
     ]
     if not rates:

@@ -53,7 +53,7 @@ class RouterNet:
         return len(self.routers)
 
 
-def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
+def split_lp(net: RouterNet, grp: np.ndarray, time_limit_s: float | None = None) -> float | None:
     """The least highest utilisation ``mu`` (load per unit of pair rate over capacity, 1 / B/s)
     of the minimal Dragonfly routing with the best split of each ordered group pair's traffic
     over its global links; the routing carries pair rate ``1 / mu`` (B/s) on the router links.
@@ -64,6 +64,8 @@ def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
         The routers (:func:`topo.flow.direct.router_net`).
     grp : numpy.ndarray of int, shape (routers,)
         Each router's group.
+    time_limit_s : float, optional
+        HiGHS time limit (s); None: none.
 
     Returns
     -------
@@ -72,7 +74,7 @@ def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
         checked on every link (a failed local link's load goes over the group's two-hop
         paths, which the LP itself does not see); None when two routers of a group have no
         path of one or two local hops, two groups with traffic share no global link, or HiGHS
-        does not solve the LP.
+        does not solve the LP (within ``time_limit_s``).
     """
     tail, head, cap, e = net.tail, net.head, net.cap, net.mass
     ng = int(grp.max()) + 1
@@ -87,7 +89,7 @@ def split_lp(net: RouterNet, grp: np.ndarray) -> float | None:
     need = np.flatnonzero((E[:, None] * E[None, :] > 0) & ~np.eye(ng, dtype=bool))
     if not np.isin(need, pair).all():
         return None
-    f = _solve_split(net, grp, E, glob, loc, pair)
+    f = _solve_split(net, grp, E, glob, loc, pair, time_limit_s)
     if f is None:
         return None
     sums = np.bincount(pair, weights=f, minlength=ng * ng)
@@ -161,9 +163,10 @@ def _solve_split(
     glob: np.ndarray,
     loc: np.ndarray,
     pair: np.ndarray,
+    time_limit_s: float | None = None,
 ) -> np.ndarray | None:
     """Solve ``min mu`` over the split (module notes of :mod:`topo.flow.direct`); the split per
-    global arc, or None if HiGHS does not reach an optimum."""
+    global arc, or None if HiGHS does not reach an optimum (within ``time_limit_s``)."""
     tail, head, e = net.tail, net.head, net.mass
     n_g, n_l = len(glob), len(loc)
     scale = float(E.max() ** 2)
@@ -202,6 +205,7 @@ def _solve_split(
         np.concatenate((np.full(n_cap, -inf), np.ones(n_eq))),
         np.concatenate((upper, np.ones(n_eq))),
         cost,
+        time_limit_s,
     )
     if out is None:
         return None
@@ -227,10 +231,11 @@ def solve_lp(
     row_lower: np.ndarray,
     row_upper: np.ndarray,
     cost: np.ndarray,
+    time_limit_s: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """``min cost @ x`` over ``x >= 0`` with ``row_lower <= A x <= row_upper``, ``A`` given as
     ``(rows, cols, values)`` entries (repeats summed); the column values and the row duals, or
-    None when HiGHS does not reach an optimum."""
+    None when HiGHS does not reach an optimum (within ``time_limit_s`` seconds, if given)."""
     rows, cols, vals = entries
     n_row = len(row_lower)
     a = csc_matrix(
@@ -254,6 +259,8 @@ def solve_lp(
     with quiet_stdout(), solving():
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", float(time_limit_s))
         h.passModel(lp)
         h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -267,6 +274,7 @@ def folded_lp(
     a_orbit: np.ndarray,
     parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
     weight: list[float],
+    time_limit_s: float | None = None,
 ) -> tuple[float, np.ndarray] | None:
     """Solve the doubly folded router-level LP of :func:`topo.flow.direct.orbit_rate`.
 
@@ -281,13 +289,15 @@ def folded_lp(
         the orbit of every arc, one router per stabiliser orbit of routers.
     weight : list of float
         Routers in each commodity's orbit.
+    time_limit_s : float, optional
+        HiGHS time limit (s); None: none.
 
     Returns
     -------
     (float, numpy.ndarray) or None
         The router pair rate (B/s per unit of demand) and the dual length of every arc (its
         capacity row's dual per unit of flow on one arc, any common scale); None if HiGHS
-        does not solve it.
+        does not solve it (within ``time_limit_s``).
     """
     terminal = net.mass > 0
     n_term = int(terminal.sum())
@@ -333,6 +343,7 @@ def folded_lp(
         np.concatenate((np.full(n_orb, -highspy.kHighsInf), np.zeros(n_cons))),
         np.concatenate((orb_cap, np.zeros(n_cons))),
         cost,
+        time_limit_s,
     )
     if out is None:
         return None
