@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 
 from topo.builders import build
@@ -404,3 +405,20 @@ def test_an_empty_table_is_refused(h100):
     assert len(collective_table(h100, "all_gather", min_bytes=256, max_bytes=256).rows) == 1
     with pytest.raises(TopoError, match=r"holds one float \(4 B\) for all_gather on 16 ranks"):
         collective_table(h100, "all_gather", min_bytes=128, max_bytes=128)
+
+
+def test_fit_keeps_the_latency_non_negative_and_weighs_rows_by_their_time():
+    # Times that grow a little faster than linearly: an unconstrained fit puts alpha below 0.
+    # With alpha >= 0 the optimum here is alpha = 0 and, for the relative errors
+    # r_i = (x_i b - t_i) / t_i, b = sum(x/t) / sum((x/t)^2) (hand: d/db sum r_i^2 = 0).
+    sizes = [1e6, 1e9, 2e9]
+    times = [10.0, 10_000.0, 20_400.0]
+    f = fit_alpha_beta(sizes, times, 1.0)
+    x, t = np.array(sizes), np.array(times) * 1e-6
+    b = (x / t).sum() / ((x / t) ** 2).sum()
+    assert f.alpha_us == 0.0
+    assert f.busbw_GBps == pytest.approx(1 / b / 1e9, rel=1e-9)
+    resid = (x * b - t) / t
+    assert f.residual == pytest.approx(float(np.sqrt(np.mean(resid**2))), rel=1e-9)
+    unconstrained = np.linalg.lstsq(np.column_stack([np.ones(3), x]), t, rcond=None)[0]
+    assert unconstrained[0] < 0  # what the old fit printed as a latency
