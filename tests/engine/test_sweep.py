@@ -230,3 +230,23 @@ def test_a_journal_that_cannot_be_written_is_a_format_error(tmp_path: Path) -> N
     output = tmp_path / "nodir" / "x.csv"
     with pytest.raises(FormatError, match=r"x\.csv\.partial\.jsonl: cannot write: No such file"):
         Journal(output, "digest", resume=False)
+
+
+def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
+    from topo.plot.pareto import plot_pareto
+
+    # A cheap 128-GPU design beats every 256-GPU one on cost; it must not hide their front.
+    rows = [
+        {"family": "ft2", "gpus": 128, "cost_usd": 1.0, "alltoall_busbw_GBps": 50.0},
+        {"family": "ft2", "gpus": 256, "cost_usd": 2.0, "alltoall_busbw_GBps": 40.0},
+        {"family": "mpft", "gpus": 256, "cost_usd": 3.0, "alltoall_busbw_GBps": 45.0},
+        {"family": "mpft", "gpus": 256, "cost_usd": 4.0, "alltoall_busbw_GBps": 44.0},
+    ]
+    fig = plot_pareto(rows, "cost_usd", "alltoall_busbw_GBps", maximize_y=True)
+    fronts = {t.name: (list(t.x), list(t.y)) for t in fig.data if t.name.startswith("Pareto")}
+    assert fronts == {
+        "Pareto front, 128 GPUs": ([1.0], [50.0]),
+        "Pareto front, 256 GPUs": ([2.0, 3.0], [40.0, 45.0]),
+    }
+    one = plot_pareto(rows[1:], "cost_usd", "alltoall_busbw_GBps", maximize_y=True)
+    assert [t.name for t in one.data if t.name.startswith("Pareto")] == ["Pareto front"]

@@ -69,18 +69,32 @@ def _pareto_data(
         f["text"].append(
             ", ".join(f"{k} {r[k]}" for k in r if k not in (x, y, "error") and r[k] is not None)
         )
-    front = pareto_front(rows, x, y, maximize_y=maximize_y)
-    return {
-        "families": families,
-        "front_x": [rows[i][x] for i in front],
-        "front_y": [rows[i][y] for i in front],
-    }
+    return {"families": families, "fronts": _fronts(rows, x, y, maximize_y)}
+
+
+def _fronts(
+    rows: Sequence[dict[str, Any]], x: str, y: str, maximize_y: bool
+) -> dict[str, tuple[list[Any], list[Any]]]:
+    """The Pareto front of each GPU count (``gpus``), named by it when the rows hold several:
+    a design of fewer GPUs costs less and is no answer for more GPUs, so one front across GPU
+    counts would join designs that do not compete."""
+    sizes = sorted({r.get("gpus") for r in rows}, key=lambda g: (g is None, g or 0))
+    out: dict[str, tuple[list[Any], list[Any]]] = {}
+    for g in sizes:
+        group = [r for r in rows if r.get("gpus") == g]
+        front = pareto_front(group, x, y, maximize_y=maximize_y)
+        if not front:
+            continue
+        name = "Pareto front" if len(sizes) == 1 else f"Pareto front, {g} GPUs"
+        out[name] = ([group[i][x] for i in front], [group[i][y] for i in front])
+    return out
 
 
 def plot_pareto(
     rows: Sequence[dict[str, Any]], x: str, y: str, *, maximize_y: bool, title: str = ""
 ) -> go.Figure:
-    """Every successful row as a marker (coloured by family), the Pareto front as a line.
+    """Every successful row as a marker (coloured by family), the Pareto front as a line: one
+    per GPU count when the rows hold several (designs of different sizes do not compete).
 
     Parameters
     ----------
@@ -101,14 +115,15 @@ def plot_pareto(
     fig = go.Figure()
     for family, f in sorted(data["families"].items()):
         fig.add_trace(go.Scatter(x=f["x"], y=f["y"], text=f["text"], mode="markers", name=family))
-    fig.add_trace(
-        go.Scatter(
-            x=data["front_x"],
-            y=data["front_y"],
-            mode="lines+markers",
-            name="Pareto front",
-            line={"shape": "hv", "color": "black"},
+    for name, (fx, fy) in data["fronts"].items():
+        fig.add_trace(
+            go.Scatter(
+                x=fx,
+                y=fy,
+                mode="lines+markers",
+                name=name,
+                line={"shape": "hv", "color": "black" if len(data["fronts"]) == 1 else None},
+            )
         )
-    )
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white")
     return fig
