@@ -31,6 +31,7 @@ from topo.cli_common import (
     out,
     print_json,
     refuse_given,
+    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -96,6 +97,7 @@ def bandwidth(
 ) -> None:
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
+    refuse_outputs_over_inputs({"--html": html}, [fabric, lft])
     check_pxn(routing.value, pxn)
     check_routing_options(ctx, routing.value, bool(fail_links or fail_switches))
     if as_json:

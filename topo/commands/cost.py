@@ -16,6 +16,7 @@ from topo.cli_common import (
     out,
     print_json,
     refuse_given,
+    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -109,6 +110,7 @@ def cost(
     from topo.cost import compare as compare_fn
     from topo.cost.catalog_prices import with_catalog
 
+    refuse_outputs_over_inputs({"--html": html}, [fabric, prices, catalog])
     book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
