@@ -111,9 +111,9 @@ def html_fabric(tmp_path: Path) -> Path:
     """A fabric JSON named .html: the HTML writers' suffix check lets it through (the
     fresh-user trial: ``topo bandwidth f.html --html f.html`` replaced the fabric with a
     plotly page and exited 0)."""
-    path = tmp_path / "f.html"
-    assert runner.invoke(app, [*BUILD, "-o", str(path)]).exit_code == 0
-    return path
+    built = tmp_path / "f.json"
+    assert runner.invoke(app, [*BUILD, "-o", str(built)]).exit_code == 0
+    return built.rename(tmp_path / "f.html")
 
 
 @pytest.mark.parametrize(

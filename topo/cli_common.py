@@ -387,6 +387,30 @@ FabricOutputOpt = Annotated[
 CountsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
 
 
+def check_fabric_output(option: str, output: Path | None) -> None:
+    """Refuse a fabric output whose suffix says another format, before any work.
+
+    Parameters
+    ----------
+    option : str
+        The option that gave ``output``, as the user spells it (``"--output"``).
+    output : Path or None
+        The fabric file to be written; None (not given) passes.
+
+    Raises
+    ------
+    TopoError
+        ``"--output ft2.csv: a fabric is written as node-link JSON: name it .json, not .csv"``
+        (:func:`topo.fabric.check_fabric_path`).
+    """
+    if output is None:
+        return
+    try:
+        fabric_mod.check_fabric_path(output)
+    except TopoError as exc:
+        raise TopoError(f"{option} {exc}") from None
+
+
 def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
     """Write the fabric (if asked), then print its counts as JSON or as a table.
 

@@ -663,6 +663,31 @@ def parse_json(path: str | Path, text: str) -> Any:
         raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
 
 
+FABRIC_SUFFIXES = (".json",)
+"""The suffixes a fabric file may have (or none): :func:`save` writes node-link JSON only."""
+
+
+def check_fabric_path(path: str | Path) -> None:
+    """Refuse a fabric file name whose suffix says another format (``ft2.csv``): the file
+    would hold JSON under a name that promises CSV.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to be written; a name without a suffix passes.
+
+    Raises
+    ------
+    FormatError
+        Naming the file, its suffix and :data:`FABRIC_SUFFIXES`.
+    """
+    suffix = Path(path).suffix
+    if suffix and suffix.lower() not in FABRIC_SUFFIXES:
+        raise FormatError(
+            path, f"a fabric is written as node-link JSON: name it .json, not {suffix}"
+        )
+
+
 def save(G: nx.Graph, path: str | Path) -> None:
     """Write fabric ``G`` to ``path`` as networkx node-link JSON, whole or not at all.
 
@@ -676,8 +701,10 @@ def save(G: nx.Graph, path: str | Path) -> None:
     Raises
     ------
     FormatError
-        If the file cannot be written.
+        If the file cannot be written, or its name has a suffix other than ``.json``
+        (:func:`check_fabric_path`).
     """
+    check_fabric_path(path)
     data = nx.node_link_data(G, edges="edges")
     write_atomic(path, json.dumps(data, separators=(",", ":")))
 
