@@ -1027,9 +1027,7 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     for v, d in G.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:
-            raise FormatError(
-                path, f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
-            )
+            raise FormatError(path, _kind_fault(G, v, kind))
         if kind in SWITCH_KINDS and not (_is_int(d.get("tier")) and d["tier"] >= 1):
             raise FormatError(
                 path, f"switch {v!r}: 'tier' must be an integer >= 1, got {d.get('tier')!r}"
@@ -1085,6 +1083,19 @@ _EDGE_RULE = {
     "endpoint": "an endpoint edge joins a NIC and a switch",
     "fabric": "a fabric edge joins two switches",
 }
+
+
+def _kind_fault(G: nx.Graph, v: Any, kind: Any) -> str:
+    """What is wrong with node ``v`` of unknown ``kind``; a node without any attribute that
+    an edge names is what networkx makes of an edge end that no node of the file declares."""
+    text = f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
+    if G.nodes[v] or not G.adj[v]:
+        return text
+    u = next(iter(G.adj[v]))
+    return (
+        f"{text}: it has no attributes, as when edge {u!r}-{v!r} names an id that no node of "
+        "the file declares"
+    )
 
 
 def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:
