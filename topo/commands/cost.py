@@ -125,7 +125,13 @@ def cost(
             "servers",
         )
         assert fabric is not None
-        report = bill_of_materials(fabric_mod.load(fabric), book)
+        G = fabric_mod.load(fabric)
+        try:
+            report = bill_of_materials(G, book)
+        except TopoError as exc:
+            if exc.param != "link_gbps":
+                raise
+            raise exc.prefixed(f"{fabric}: ") from None
         if as_json:
             print_json(report.to_dict())
         else:
