@@ -482,3 +482,25 @@ def test_components_within_are_networkx_components_of_the_subgraph(seed) -> None
     )
     firsts = [next(v for v in within if v in c) for c in found]
     assert firsts == sorted(firsts, key=within.index)  # by first vertex in ``within``
+
+
+def test_an_edge_to_an_undeclared_node_is_named_as_such(tmp_path, saved) -> None:
+    """A fresh-user trial: an edge naming no declared node read "kind None is not one of
+    ...", as if the file declared a node without a kind; the message says which edge names
+    it (and stays the one networkx's reading gives, test above)."""
+    edge = saved["edges"][3]
+    path = _write(tmp_path, saved, lambda d: d["edges"].insert(3, {**edge, "target": "ghost"}))
+    with pytest.raises(FormatError) as got:
+        load(path)
+    assert str(got.value) == (
+        f"{path}: node 'ghost': kind None is not one of gpu, nic, nvswitch, leaf, spine, core, "
+        f"switch: it has no attributes, as when edge {edge['source']!r}-'ghost' names an id "
+        "that no node of the file declares"
+    )
+    # a declared node without a kind and without edges is told only its kind
+    path = _write(tmp_path, saved, lambda d: d["nodes"].append({"id": "lone"}))
+    with pytest.raises(FormatError) as got:
+        load(path)
+    assert str(got.value).endswith(
+        "node 'lone': kind None is not one of gpu, nic, nvswitch, leaf, spine, core, switch"
+    )

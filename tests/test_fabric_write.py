@@ -103,3 +103,34 @@ def test_build_o_refuses_a_fifo_and_writes_through_a_link(tmp_path: Path) -> Non
     r = CliRunner().invoke(app, [*args, "-o", str(link)])
     assert r.exit_code == 0, r.output
     assert link.is_symlink() and target.read_text().startswith("{")
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.parquet", "out.html", "f.toml"])
+def test_a_fabric_is_not_written_under_another_format_s_suffix(tmp_path: Path, name: str) -> None:
+    """``topo build ... -o out.csv`` wrote node-link JSON into a .csv (a fresh-user trial)."""
+    from typer.testing import CliRunner
+
+    from topo.builders import build
+    from topo.cli import app
+    from topo.fabric import save
+
+    path = tmp_path / name
+    with pytest.raises(FormatError, match=r"name it \.json, not \."):
+        save(build("ft2", switch_ports=4), path)
+    suffix = Path(name).suffix
+    r = CliRunner().invoke(app, ["build", "ft2", "--switch-ports", "4", "-o", str(path)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == (
+        f"topo: error: --output {path}: a fabric is written as node-link JSON: name it .json, "
+        f"not {suffix}\n"
+    )
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("name", ["out.json", "OUT.JSON", "fabric"])
+def test_a_json_or_bare_name_is_written(tmp_path: Path, name: str) -> None:
+    from topo.builders import build
+    from topo.fabric import load, save
+
+    save(build("ft2", switch_ports=4), tmp_path / name)
+    assert load(tmp_path / name).graph["family"] == "ft2"

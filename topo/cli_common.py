@@ -387,6 +387,30 @@ FabricOutputOpt = Annotated[
 CountsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
 
 
+def check_fabric_output(option: str, output: Path | None) -> None:
+    """Refuse a fabric output whose suffix says another format, before any work.
+
+    Parameters
+    ----------
+    option : str
+        The option that gave ``output``, as the user spells it (``"--output"``).
+    output : Path or None
+        The fabric file to be written; None (not given) passes.
+
+    Raises
+    ------
+    TopoError
+        ``"--output ft2.csv: a fabric is written as node-link JSON: name it .json, not .csv"``
+        (:func:`topo.fabric.check_fabric_path`).
+    """
+    if output is None:
+        return
+    try:
+        fabric_mod.check_fabric_path(output)
+    except TopoError as exc:
+        raise TopoError(f"{option} {exc}") from None
+
+
 def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_json: bool) -> None:
     """Write the fabric (if asked), then print its counts as JSON or as a table.
 
@@ -511,6 +535,15 @@ def check_output_folder(option: str, output: Path | None) -> None:
         raise TopoError(f"{option} {output}: cannot write: folder {folder} does not exist")
 
 
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """One file under two names: :func:`os.path.samefile` where both exist, else the same
+    :func:`os.path.realpath`."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def refuse_input_as_output(
     option: str, output: Path | None, inputs: Iterable[str | Path | None]
 ) -> None:
@@ -539,15 +572,46 @@ def refuse_input_as_output(
     for source in inputs:
         if source is None:
             continue
-        try:
-            same = os.path.samefile(output, source)
-        except OSError:
-            same = os.path.realpath(output) == os.path.realpath(source)
-        if same:
+        if _same_file(output, source):
             raise TopoError(
                 f"{option} {output} is the input file {source}: refusing to overwrite it; "
                 "write to another file"
             )
+
+
+def refuse_outputs_over_inputs(
+    outputs: dict[str, Path | None], inputs: Iterable[str | Path | None]
+) -> None:
+    """Refuse an output (``-o``, ``--html``, ...) that is one of the command's input files, or
+    that another of its outputs also names, before anything is read or solved.
+
+    Each output is checked as :func:`refuse_input_as_output` checks one; two outputs naming
+    one file (``--output a.html --html a.html``) would leave only the one written last.
+
+    Parameters
+    ----------
+    outputs : dict of str to Path or None
+        Each output option, as the user spells it (``"--html"``), to its file (None: not
+        given, skipped).
+    inputs : iterable of str, Path or None
+        The files the command reads (None entries, options not given, are skipped).
+
+    Raises
+    ------
+    TopoError
+        ``"--html c1.json is the input file c1.json: refusing to overwrite it; ..."``, or
+        ``"--html a.html is also --output a.html: give each output its own file"``.
+    """
+    sources = list(inputs)
+    given = [(option, path) for option, path in outputs.items() if path is not None]
+    for option, path in given:
+        refuse_input_as_output(option, path, sources)
+    for i, (option, path) in enumerate(given):
+        for other, earlier in given[:i]:
+            if _same_file(path, earlier):
+                raise TopoError(
+                    f"{option} {path} is also {other} {earlier}: give each output its own file"
+                )
 
 
 def progress_bar() -> Progress:

@@ -707,6 +707,31 @@ def parse_json(path: str | Path, text: str) -> Any:
         raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
 
 
+FABRIC_SUFFIXES = (".json",)
+"""The suffixes a fabric file may have (or none): :func:`save` writes node-link JSON only."""
+
+
+def check_fabric_path(path: str | Path) -> None:
+    """Refuse a fabric file name whose suffix says another format (``ft2.csv``): the file
+    would hold JSON under a name that promises CSV.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to be written; a name without a suffix passes.
+
+    Raises
+    ------
+    FormatError
+        Naming the file, its suffix and :data:`FABRIC_SUFFIXES`.
+    """
+    suffix = Path(path).suffix
+    if suffix and suffix.lower() not in FABRIC_SUFFIXES:
+        raise FormatError(
+            path, f"a fabric is written as node-link JSON: name it .json, not {suffix}"
+        )
+
+
 def save(G: nx.Graph, path: str | Path) -> None:
     """Write fabric ``G`` to ``path`` as networkx node-link JSON, whole or not at all.
 
@@ -720,8 +745,10 @@ def save(G: nx.Graph, path: str | Path) -> None:
     Raises
     ------
     FormatError
-        If the file cannot be written.
+        If the file cannot be written, or its name has a suffix other than ``.json``
+        (:func:`check_fabric_path`).
     """
+    check_fabric_path(path)
     data = nx.node_link_data(G, edges="edges")
     write_atomic(path, json.dumps(data, separators=(",", ":")))
 
@@ -1048,9 +1075,7 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     for v, d in G.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:
-            raise FormatError(
-                path, f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
-            )
+            raise FormatError(path, _kind_fault(G, v, kind))
         if kind in SWITCH_KINDS and not (_is_int(d.get("tier")) and d["tier"] >= 1):
             raise FormatError(
                 path, f"switch {v!r}: 'tier' must be an integer >= 1, got {d.get('tier')!r}"
@@ -1112,6 +1137,19 @@ _EDGE_RULE = {
     "endpoint": "an endpoint edge joins a NIC and a switch",
     "fabric": "a fabric edge joins two switches",
 }
+
+
+def _kind_fault(G: nx.Graph, v: Any, kind: Any) -> str:
+    """What is wrong with node ``v`` of unknown ``kind``; a node without any attribute that
+    an edge names is what networkx makes of an edge end that no node of the file declares."""
+    text = f"node {v!r}: kind {kind!r} is not one of {', '.join(NODE_KINDS)}"
+    if G.nodes[v] or not G.adj[v]:
+        return text
+    u = next(iter(G.adj[v]))
+    return (
+        f"{text}: it has no attributes, as when edge {u!r}-{v!r} names an id that no node of "
+        "the file declares"
+    )
 
 
 def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:

@@ -8,12 +8,14 @@ default price book. Closed-form counts are held against the builders at small ra
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
 from topo.builders import build
+from topo.cli import app
 from topo.cost import bill_of_materials, compare, family_counts, load_prices
 from topo.cost.prices import PriceBook
 from topo.errors import SpecError
-from topo.fabric import summarize
+from topo.fabric import save, summarize
 from topo.spec import SwitchSpec
 
 # family: endpoints, switches, links, cost (M$), cost per endpoint (k$)  -- ISCA 2025, Table 3
@@ -123,3 +125,49 @@ def test_the_dragonfly_note_states_the_groups_used():
     assert c["config"]["groups"] == 2047
     assert c["note"].startswith("2,047 groups: a*h - 1, Table 3's rule (511 groups at 64 ports)")
     assert family_counts("dragonfly", SwitchSpec(64))["note"].startswith("511 groups: a*h - 1")
+
+
+def _book_with_800g() -> PriceBook:
+    """The default book, and a 64-port 800G switch at twice the 400G one's price."""
+    book = load_prices()
+    fast = type(book.switches[0])("switch", 800.0, 2 * SWITCH, ports=64, source="test")
+    return PriceBook("test", (*book.switches, fast), book.cables)
+
+
+def test_a_link_gbps_that_contradicts_the_cables_is_refused(tmp_path):
+    """A fresh-user trial: an ft2 whose graph said link_gbps 800 over 400G cables was billed
+    800G switches and 400G cables, the switches' speed taken from the graph, not the edges."""
+    G = build("ft2", switch_ports=8)
+    G.graph["link_gbps"] = 800.0
+    with pytest.raises(
+        SpecError,
+        match=r"^graph attribute link_gbps 800 contradicts the edges: "
+        r"the fastest cable at switch \S+ is 400 Gb/s",
+    ):
+        bill_of_materials(G, _book_with_800g())
+    path = tmp_path / "f.json"
+    save(G, path)
+    r = CliRunner().invoke(app, ["cost", str(path)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr.startswith(f"topo: error: {path}: graph attribute link_gbps 800 ")
+    assert r.stderr.count("\n") == 1
+
+
+def test_switches_are_priced_at_their_cables_speed():
+    """Cables at 800G with no link_gbps: switches of 800G ports (8-port: a quarter of the
+    64-port price, per port)."""
+    G = build("ft2", switch_ports=8)
+    del G.graph["link_gbps"]
+    for _, _, d in G.edges(data=True):
+        d["capacity"] *= 2
+    book = _book_with_800g()
+    book = PriceBook(
+        book.path,
+        book.switches,
+        (*book.cables, *(type(c)(c.kind, 800.0, c.price_usd, source="test") for c in book.cables)),
+    )
+    r = bill_of_materials(G, book)
+    (switch,) = [x for x in r.lines if x.kind == "switch"]
+    # ft2 of 8-port switches: 8 leaves, 4 spines
+    want = ("switch 8x800G", 12, 2 * SWITCH / 8)
+    assert (switch.item, switch.quantity, switch.unit_usd) == want

@@ -113,3 +113,39 @@ def test_a_rate_no_lane_gives_is_refused() -> None:
         width_and_speed(100e9)
     with pytest.raises(SpecError, match="a cable of 333 Gb/s"):
         width_and_speed(333e9 / 8, ibsim=False)
+
+
+@pytest.mark.parametrize(
+    "dump", ["topograph_dgx_gb200_ndr_superpod.out", "loginoff_fdr10_sx6036.topo"]
+)
+def test_an_imported_fabric_keeps_its_dump_s_labels(tmp_path: Path, dump: str) -> None:
+    """A fresh-user trial: the GB200 SuperPOD's 4xNDR cables (the real dump's label) were
+    written back as 8xHDR. Each cable keeps the label the real ibnetdiscover printed; the
+    dump written reads back with the same speeds on the same cables."""
+    from formats._real import real_file
+
+    path = real_file("ibnetdiscover", dump)
+    G = read_ibnetdiscover(path)
+    text = write_ibnetdiscover(G)
+    out = tmp_path / "back.net"
+    out.write_text(text)
+    back = read_ibnetdiscover(out)
+    assert back.graph["link_speeds"] == G.graph["link_speeds"]
+    labels = {line.rsplit(" ", 1)[-1] for line in text.splitlines() if line.startswith("[")}
+    real = {
+        line.split('"')[-1].split()[-1]
+        for line in path.read_text().splitlines()
+        if line.startswith("[") and " lid " in line.split('"')[-1]
+    }
+    assert labels <= real and "8xHDR" not in labels
+
+
+def test_a_label_that_no_longer_matches_the_capacity_is_not_kept() -> None:
+    from topo.formats.netfile import recorded_speed
+
+    assert recorded_speed({"capacity": 50e9, "links": 1, "speed": "4xNDR"}) == "4xNDR"
+    assert recorded_speed({"capacity": 100e9, "links": 2, "speed": "4xNDR"}) == "4xNDR"
+    assert recorded_speed({"capacity": 25e9, "links": 1, "speed": "4xNDR"}) is None  # edited
+    assert recorded_speed({"capacity": 75e9, "links": 2, "speed": "4xHDR+4xNDR"}) is None
+    assert recorded_speed({"capacity": 50e9, "links": 1}) is None  # built: the rule's label
+    assert recorded_speed({"capacity": 50e9, "links": 1, "speed": "nvlink"}) is None

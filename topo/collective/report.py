@@ -185,16 +185,23 @@ def busbw_note(busbw_Bps: float, algorithm: str, r: FabricRates) -> str:
     Returns
     -------
     str
-        A sentence naming the link rate exceeded and the algorithm's reason; empty when busbw
-        is within the link rate or the algorithm has no such reason.
+        A sentence naming the link rate exceeded and the algorithm's reason, both rates
+        printed with the fewest decimals (0 to 2) at which they differ; empty when busbw is
+        within the link rate, equal to it at 2 decimals, or the algorithm has no such reason.
     """
     link = link_rate_Bps(r)
     if link <= 0 or busbw_Bps <= link * (1 + 1e-9) or algorithm not in _WHY:
         return ""
+    # The fewest decimals (up to the table's 2) at which the two rates read differently:
+    # "229 GB/s exceeds 229 GB/s" is no statement; equal at 2 decimals, no note.
+    shown = Bps_to_GBps(busbw_Bps), Bps_to_GBps(link)
+    digits = next((d for d in range(3) if f"{shown[0]:.{d}f}" != f"{shown[1]:.{d}f}"), None)
+    if digits is None:
+        return ""
     what = "NVLink" if r.nodes == 1 else "link"
     return (
-        f"busbw {Bps_to_GBps(busbw_Bps):.0f} GB/s exceeds the {what} rate "
-        f"{Bps_to_GBps(link):.0f} GB/s and is not a fault: {_WHY[algorithm]}"
+        f"busbw {shown[0]:.{digits}f} GB/s exceeds the {what} rate "
+        f"{shown[1]:.{digits}f} GB/s and is not a fault: {_WHY[algorithm]}"
     )
 
 

@@ -13,6 +13,7 @@ from topo import fabric as fabric_mod
 from topo.cli_common import (
     CountsJsonOpt,
     FabricOutputOpt,
+    check_fabric_output,
     emit_fabric,
     from_command_line,
     refuse_input_as_output,
@@ -138,6 +139,7 @@ def build(
     from topo.spec import FabricSpec, load_spec, spec_file_error
 
     refuse_input_as_output("--output", output, [spec])
+    check_fabric_output("--output", output)
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
         link_gbps=link_gbps,

@@ -17,7 +17,7 @@ from topo.cli_common import (
     out,
     print_json,
     refuse_given,
-    refuse_input_as_output,
+    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -182,7 +182,9 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
-    refuse_input_as_output("--output", output, [fabric, calibrate, constants])
+    refuse_outputs_over_inputs(
+        {"--output": output, "--html": html}, [fabric, compare, calibrate, constants]
+    )
     if node is not None and arch is not None:
         raise TopoError(
             "give --arch or --node, not both: --node chooses NCCL's constants by its GPU "

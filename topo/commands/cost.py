@@ -16,6 +16,7 @@ from topo.cli_common import (
     out,
     print_json,
     refuse_given,
+    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -109,6 +110,7 @@ def cost(
     from topo.cost import compare as compare_fn
     from topo.cost.catalog_prices import with_catalog
 
+    refuse_outputs_over_inputs({"--html": html}, [fabric, prices, catalog])
     book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
@@ -123,7 +125,13 @@ def cost(
             "servers",
         )
         assert fabric is not None
-        report = bill_of_materials(fabric_mod.load(fabric), book)
+        G = fabric_mod.load(fabric)
+        try:
+            report = bill_of_materials(G, book)
+        except TopoError as exc:
+            if exc.param != "link_gbps":
+                raise
+            raise exc.prefixed(f"{fabric}: ") from None
         if as_json:
             print_json(report.to_dict())
         else:

@@ -12,6 +12,7 @@ from topo import fabric as fabric_mod
 from topo.cli_common import (
     CountsJsonOpt,
     FabricOutputOpt,
+    check_fabric_output,
     emit_fabric,
     refuse_given,
     refuse_input_as_output,
@@ -93,6 +94,7 @@ def ibnetdiscover(
     from topo.formats import import_ibnetdiscover
 
     refuse_input_as_output("--output", output, [*dumps, name_map])
+    check_fabric_output("--output", output)
     if gpus_per_host is None:
         refuse_given(
             ctx,

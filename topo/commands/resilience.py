@@ -78,6 +78,9 @@ def resilience(
     seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
     With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
+    from topo.flow.resilience import check_trials
+
+    check_trials(trials)
     check_pxn(routing.value, pxn)
     check_engine_options(ctx, scheduler, cluster, serial=True)
     check_routing_options(ctx, routing.value, random_failures=True)

@@ -14,7 +14,7 @@ from topo.cli_common import (
     out,
     print_json,
     progress_bar,
-    refuse_input_as_output,
+    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.commands.engine_options import (
@@ -77,7 +77,7 @@ def sweep(
     table_format(output)  # a bad suffix or a missing folder before any cluster starts
     check_output_folder("--output", output)
     check_output_folder("--html", html)
-    refuse_input_as_output("--output", output, [spec])
+    refuse_outputs_over_inputs({"--output": output, "--html": html}, [spec])
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
     with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
         task = bar.add_task(spec.name, total=None)

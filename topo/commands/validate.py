@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from topo import fabric as fabric_mod
-from topo.cli_common import err, out, print_json, user_errors
+from topo.cli_common import err, out, print_json, refuse_outputs_over_inputs, user_errors
 from topo.commands.import_ import DumpsArg, GpusPerHostOpt, HostRegexOpt, NameMapOpt
 from topo.errors import SpecError
 
@@ -54,6 +54,7 @@ def validate(
     from topo.formats import import_ibnetdiscover
     from topo.validate import validate as run
 
+    refuse_outputs_over_inputs({"--html": html}, [design, *dumps, name_map])
     G = fabric_mod.load(design)
     per_node = G.graph.get("gpus_per_node")
     if gpus_per_host is not None and per_node is not None and gpus_per_host != per_node:

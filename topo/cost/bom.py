@@ -13,6 +13,7 @@ Power (W) is summed the same way when the price book gives ``watts`` for every i
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -127,13 +128,15 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
     -------
     CostReport
         One line per switch model (radix, speed) and per cable class and speed; totals in US
-        dollars. Switch speed is the fabric's ``link_gbps``, or for imported fabrics the
-        fastest cable at the switch; cable speed is the edge's capacity per cable.
+        dollars. Switch speed is the fastest cable at the switch (the edges' capacity per
+        cable, as the solvers read them; the graph's ``link_gbps`` only for a switch without
+        cables); cable speed is the edge's capacity per cable.
 
     Raises
     ------
     SpecError
-        If the price book lacks a switch or cable the fabric uses.
+        If the price book lacks a switch or cable the fabric uses, or the graph's
+        ``link_gbps`` contradicts a switch's cables (``param="link_gbps"``).
 
     Examples
     --------
@@ -154,11 +157,19 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
     for v, d in G.nodes(data=True):
         if d["kind"] not in SWITCH_KINDS:
             continue
-        if speed is not None:
-            gbps = float(speed)
+        rates = [_gbps(e["capacity"], e["links"]) for _, _, e in G.edges(v, data=True)]
+        if not rates:
+            gbps = float(speed) if speed is not None else 0.0
         else:
-            rates = [_gbps(e["capacity"], e["links"]) for _, _, e in G.edges(v, data=True)]
-            gbps = max(rates) if rates else 0.0
+            gbps = max(rates)
+            if speed is not None and not math.isclose(gbps, float(speed), rel_tol=1e-6):
+                raise SpecError(
+                    f"graph attribute link_gbps {float(speed):g} contradicts the edges: the "
+                    f"fastest cable at switch {v} is {gbps:g} Gb/s (capacity / links); the "
+                    "bill prices the edges: make link_gbps agree, or leave it out",
+                    param="link_gbps",
+                    names=(),
+                )
         ports = int(d.get("ports") or G.degree(v))
         switches[(ports, gbps)] += 1
     cables: Counter[tuple[str, float]] = Counter()

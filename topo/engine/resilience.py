@@ -8,19 +8,19 @@ decides where each runs, so any number of workers gives the serial run's numbers
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import TopoError
-from topo.flow.resilience import DamagedBandwidth, TrialMap, resilience_trial
+from topo.flow.resilience import DamagedBandwidth, TrialMap, resilience_trial, trial_summary
 
 
 def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
     """One resilience trial on a worker: :func:`topo.flow.resilience.resilience_trial`,
-    without the damaged graph (it stays on the worker; the report and failures travel back).
+    summarised (:func:`~topo.flow.resilience.trial_summary`: the damaged graph and the
+    per-link detail stay on the worker; the report and failures travel back).
 
     Parameters
     ----------
@@ -34,8 +34,7 @@ def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
     DamagedBandwidth or None
         None when the trial cannot complete (fewer than two GPUs connected).
     """
-    r = resilience_trial(G, **task)
-    return None if r is None else replace(r, graph=nx.Graph())
+    return trial_summary(resilience_trial(G, **task))
 
 
 def trial_map(engine: Engine | SerialEngine) -> TrialMap:

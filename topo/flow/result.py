@@ -125,7 +125,8 @@ class FailureSet:
 
 @dataclass(frozen=True)
 class LPStats:
-    """Size and time of the LP solved (zeros when none was).
+    """Size and time of the exact LP solved (zeros when none was: certified bounds, a
+    certificate without an LP).
 
     Attributes
     ----------
@@ -139,6 +140,18 @@ class LPStats:
     constraints: int = 0
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
+
+    @property
+    def solved(self) -> bool:
+        """An exact LP was solved (it has variables); False for the zeros of none."""
+        return self.variables > 0
+
+    def to_dict(self) -> dict[str, int | float | None]:
+        """``lp_variables``, ``lp_constraints``, ``lp_build_seconds``, ``lp_solve_seconds``
+        (s): None each when no exact LP was solved, so that no zero reads as an LP's size."""
+        values = (self.variables, self.constraints, self.build_seconds, self.solve_seconds)
+        keys = ("lp_variables", "lp_constraints", "lp_build_seconds", "lp_solve_seconds")
+        return {k: (v if self.solved else None) for k, v in zip(keys, values, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -521,10 +534,7 @@ class BandwidthResult:
             "method": self.method,
             "exact": self.exact,
             "reductions": list(self.reductions),
-            "lp_variables": self.lp.variables,
-            "lp_constraints": self.lp.constraints,
-            "lp_build_seconds": self.lp.build_seconds,
-            "lp_solve_seconds": self.lp.solve_seconds,
+            **self.lp.to_dict(),
             "solve_seconds": self.solve_seconds,
         }
 
@@ -545,7 +555,7 @@ class BandwidthResult:
             "exact": self.exact,
             "reductions": list(self.reductions),
             "planes": self.planes,
-            "lp_variables": self.lp.variables,
+            "lp_variables": self.lp.to_dict()["lp_variables"],
             "solve_seconds": self.solve_seconds,
         }
 

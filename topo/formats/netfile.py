@@ -18,8 +18,10 @@ descriptions (switch names, ``<host> mlx5_<j>`` of the NICs) carry the names acr
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Hashable
+from typing import Any
 
 import networkx as nx
 
@@ -32,6 +34,7 @@ IBSIM_SPEEDS = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR")
 """The lane speeds ibsim 0.10 parses (``parse_port_link_width_and_speed`` in ``sim_net.c``);
 NDR came only with ibsim 0.12, so 400 Gb/s is written as 8xHDR for it (8 x 50 Gb/s)."""
 
+_LABEL = re.compile(r"^(\d+x)([A-Za-z0-9]+)$")  # <width><speed>, as ibnetdiscover prints it
 _WIDTH_ORDER = ("4x", "8x", "12x", "2x", "1x")  # 4x is the common cable; then the others
 _SWITCH_GUID_BASE = 0x0002C90000000000
 _CA_GUID_BASE = 0x0002C90100000000
@@ -89,7 +92,9 @@ def write_ibnetdiscover(G: nx.Graph, *, plane: int | None = None, ibsim: bool = 
         order; plane ``p`` of an MPFT) and the NICs cabled to them; default: everything.
     ibsim : bool
         Write link speeds ibsim 0.10 knows (400 Gb/s as ``8xHDR``, see :func:`width_and_speed`);
-        False writes the plainest width and speed (``4xNDR``).
+        False writes the plainest width and speed (``4xNDR``). Either way a cable of an
+        imported fabric is written with the label its dump printed (``speed``, e.g.
+        ``4xNDR``, :func:`recorded_speed`) while its capacity is still that label's rate.
 
     Returns
     -------
@@ -178,12 +183,42 @@ def _description(G: nx.Graph, v: Hashable) -> str:
     return f"{host} mlx5_{d['index']}".replace('"', "'")
 
 
+def recorded_speed(d: dict[str, Any]) -> str | None:
+    """The ``<width><speed>`` an imported edge recorded from its dump (``speed``, e.g.
+    ``"4xNDR"``), when it is one label whose rate is the edge's capacity per cable; else None
+    (a built edge, parallel cables of different speeds, or a capacity edited since).
+
+    Parameters
+    ----------
+    d : dict
+        The edge's attributes (``capacity`` in B/s, ``links``, optional ``speed``).
+
+    Returns
+    -------
+    str or None
+        The label as the dump printed it.
+    """
+    speed = d.get("speed")
+    if not isinstance(speed, str):
+        return None
+    m = _LABEL.match(speed.strip())
+    if m is None or m.group(1).lower() not in LINK_WIDTHS:
+        return None
+    if m.group(2).upper() not in LANE_RATES_GBPS:
+        return None
+    rate = float(d["capacity"]) / int(d["links"])
+    if abs(link_rate_Bps(m.group(1), m.group(2)) - rate) > 1e-9 * rate:
+        return None
+    return speed.strip()
+
+
 def _port_numbers(
     G: nx.Graph, switches: list[str], nics: list[str]
-) -> dict[str, list[tuple[str, float]]]:
-    """Vertex -> its cabled ports in order: (far end, B/s of the cable); port p is entry p-1."""
+) -> dict[str, list[tuple[str, float, str | None]]]:
+    """Vertex -> its cabled ports in order: (far end, B/s of the cable, the label its dump
+    recorded or None); port p is entry p-1."""
     written = set(switches) | set(nics)
-    ports: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    ports: dict[str, list[tuple[str, float, str | None]]] = defaultdict(list)
     for v in [*switches, *nics]:
         far = sorted(
             (u for u in G.adj[v] if u in written),
@@ -192,14 +227,14 @@ def _port_numbers(
         for u in far:
             d = G.edges[v, u]
             links = int(d["links"])
-            ports[v] += [(u, float(d["capacity"]) / links)] * links
+            ports[v] += [(u, float(d["capacity"]) / links, recorded_speed(d))] * links
     return ports
 
 
 def _port_lines(
     G: nx.Graph,
     v: str,
-    ports: dict[str, list[tuple[str, float]]],
+    ports: dict[str, list[tuple[str, float, str | None]]],
     ids: dict[str, str],
     lids: dict[str, int],
     ibsim: bool,
@@ -207,11 +242,11 @@ def _port_lines(
     """The port lines of ``v``: each cable with the far end's port number for the same cable."""
     lines = []
     seen: dict[str, int] = defaultdict(int)
-    for p, (u, rate) in enumerate(ports[v], 1):
+    for p, (u, rate, label) in enumerate(ports[v], 1):
         k = seen[u]  # the k-th cable between v and u: the far end's k-th port towards v
         seen[u] += 1
-        far_port = [q for q, (w, _) in enumerate(ports[u], 1) if w == v][k]
-        rate_text = width_and_speed(rate, ibsim=ibsim)
+        far_port = [q for q, (w, _, _) in enumerate(ports[u], 1) if w == v][k]
+        rate_text = label or width_and_speed(rate, ibsim=ibsim)
         if G.nodes[v]["kind"] == "nic":
             guid = ids[v][2:]
             lines.append(

@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 
+from topo.errors import TopoError
 from topo.flow import alltoall_bandwidth
 from topo.flow.failures import disconnected_terminals, without_servers
 from topo.units import Bps_to_GBps
@@ -25,9 +26,18 @@ from topo.validate.defects import (
     as_built_fabric,
     cost_Bps,
     find_defects,
+    network_cables,
     with_defects,
 )
 from topo.validate.match import match_fabric
+
+MIN_MATCHED_FRACTION = 0.25
+"""The share of cables a dump must have as the design has them, of the larger of the two
+cable counts, for :func:`validate` to compare them. Below it the dump is of another fabric
+(or of one barely begun): every cable would be a defect, each costed by its own LP (a
+2,048-GPU ft2 against the 1,074 cables of the GB200 SuperPOD's dump: 1,335 defects and more
+than 6 minutes of LPs, with 9% of the cables matching by chance). Unrelated dumps of the real
+data match 2-15%; a fabric built as designed but for a few defects matches nearly all."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,7 @@ def validate(
     cost: bool = True,
     design_name: str | None = None,
     dump_name: str | None = None,
+    min_matched: float = MIN_MATCHED_FRACTION,
 ) -> ValidationReport:
     """Compare a fabric as built (an imported dump) with its design.
 
@@ -126,6 +137,9 @@ def validate(
         Solve the all-to-all of the design with each defect alone (one LP per defect).
     design_name, dump_name : str, optional
         Names for the report (default: the graphs' ``name`` and ``source``).
+    min_matched : float
+        Refuse a dump with fewer of its cables as designed than this share of the larger
+        cable count (:data:`MIN_MATCHED_FRACTION`; 0 compares any dump).
 
     Returns
     -------
@@ -135,6 +149,8 @@ def validate(
 
     Raises
     ------
+    TopoError
+        If the dump matches less than ``min_matched`` of the design (before any LP).
     InfeasibleError, LPTooLarge, SolverError
         As :func:`topo.flow.alltoall_bandwidth` raises them.
 
@@ -164,6 +180,8 @@ def validate(
     """
     match = match_fabric(design, dump)
     defects = find_defects(design, dump, match)
+    name = dump_name or str(dump.graph.get("source", dump.graph.get("name", "dump")))
+    _check_related(design, dump, defects, name, min_matched)
     design_bw, _ = connected_busbw(design)
     built_bw, cut = connected_busbw(as_built_fabric(design, dump, match))
     if cost:
@@ -173,7 +191,7 @@ def validate(
         ]
     return ValidationReport(
         design=design_name or str(design.graph.get("name", "design")),
-        dump=dump_name or str(dump.graph.get("source", dump.graph.get("name", "dump"))),
+        dump=name,
         defects=tuple(defects),
         design_busbw_Bps=design_bw,
         as_built_busbw_Bps=built_bw,
@@ -182,3 +200,21 @@ def validate(
         switches_by_structure=match.by_structure,
         design_graph=design,
     )
+
+
+def _check_related(
+    design: nx.Graph, dump: nx.Graph, defects: list[Defect], name: str, min_matched: float
+) -> None:
+    """Refuse a dump whose cables are mostly not the design's (:data:`MIN_MATCHED_FRACTION`):
+    the cables as designed are the dump's cables less the ``extra`` and ``miswired`` ones."""
+    built = sum(links for links, _ in network_cables(dump).values())
+    designed = sum(links for links, _ in network_cables(design).values())
+    wrong = sum(d.links for d in defects if d.kind in ("extra", "miswired"))
+    right, larger = max(0, built - wrong), max(built, designed)
+    if larger and right < min_matched * larger:
+        raise TopoError(
+            f"{name}: not a dump of this design: {right:,} of its {built:,} cables are as "
+            f"designed, {right / larger:.0%} of the larger cable count (the design has "
+            f"{designed:,}); topo validate compares from {min_matched:.0%}: below it nearly "
+            "every cable is a defect, each costed by its own LP"
+        )

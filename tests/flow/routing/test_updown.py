@@ -40,3 +40,19 @@ def test_ft3_tables_give_up_down_hops_and_dmodk_divisors():
     assert tree.below[3].all() and tree.upfull[1][0, 1] and tree.upfull[1][0, 2]
     assert tree.div == {1: 1, 2: 2, 3: 4}
     assert tree.up_valid[1].sum(1).tolist() == [2] * 8
+
+
+@pytest.mark.parametrize("family", ["slimfly", "dragonfly"])
+def test_a_direct_network_is_refused_in_its_own_terms(family):
+    """A fresh-user trial: ECMP on a Slim Fly read "the cable x0/r0-x0/r1 joins two tiers (1
+    and 1)"; every router is tier 1, so the message says the fabric is a direct network."""
+    G = build(family, switch_ports=8, gpus_per_node=1, nics_per_node=1)
+    assert {d["tier"] for _, d in G.nodes(data=True) if "tier" in d} == {1}
+    with pytest.raises(TopoError) as got:
+        routed_alltoall(G, "ecmp")
+    message = str(got.value)
+    assert message.startswith(
+        "not up/down routable: every switch is tier 1 and switches are cabled to each other ("
+    )
+    assert "a direct network (Dragonfly, Slim Fly, a ring) has no upper tier" in message
+    assert "(1 and 1)" not in message

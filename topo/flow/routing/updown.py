@@ -197,6 +197,15 @@ def _switch_cables(arcs: Arcs) -> np.ndarray:
     bad = np.nonzero(both & (gap != 1))[0]
     if bad.size:
         x, y = arcs.nodes[a[bad[0]]], arcs.nodes[b[bad[0]]]
+        if int(tier[arcs.kind == SWITCH].max()) == 1:
+            # Every switch carries servers and they are cabled to each other: a direct
+            # network (Dragonfly, Slim Fly, a ring), with no tier above to route up to.
+            raise TopoError(
+                f"not up/down routable: every switch is tier 1 and switches are cabled to "
+                f"each other ({x}-{y}): a direct network (Dragonfly, Slim Fly, a ring) has no "
+                "upper tier to route up to; ECMP and D-mod-k here route fat trees (folded "
+                "Clos) only: use --routing optimal"
+            )
         what = "two" if gap[bad[0]] == 0 else "non-adjacent"
         raise TopoError(
             f"not up/down routable: the cable {x}-{y} joins {what} tiers ({tier[a[bad[0]]]} and "
