@@ -97,3 +97,10 @@ def test_user_errors_are_one_line(tmp_path):
         r = run(*args)
         assert r.exit_code == 1, args
         assert r.stderr.startswith("topo: error: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_family_named_twice_is_designed_once():
+    # The same family twice is one design: the plan lists it once (it listed it twice).
+    r = run("plan", "--max-gpus", "--families", "ft2,mpft,ft2", "--json")
+    assert r.exit_code == 0, r.output
+    assert [x["family"] for x in json.loads(r.stdout)] == ["ft2", "mpft"]

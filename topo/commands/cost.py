@@ -37,7 +37,8 @@ PricesOption = Annotated[
 
 
 def _families(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
-    names = [f.strip() for f in text.split(",") if f.strip()]
+    # each family once, in the order first given ("ft2,ft2" is one design, not two rows)
+    names = list(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
     bad = [f for f in names if f not in allowed]
     if bad or not names:
         raise TopoError(
