@@ -206,3 +206,23 @@ def test_bounds_far_apart_say_the_value_is_unknown(tmp_path: Path) -> None:
     assert d["exact"] is False and d["gap"] > 0.02
     table = run("bandwidth", sf, "--max-variables", 10).stdout
     assert "value UNKNOWN" in table
+
+
+def test_a_cut_off_endpoint_of_a_fabric_without_gpus_is_not_called_a_gpu(
+    ft2: Path, tmp_path: Path
+) -> None:
+    # Exported and imported back without --gpus-per-host, the fabric's terminals are NIC
+    # endpoints: failing node0/nic0's cable cuts off one endpoint, not "1 GPU(s) in a server".
+    net, back = tmp_path / "f.net", tmp_path / "back.json"
+    assert run("export", "ibnetdiscover", ft2, "-o", net).exit_code == 0
+    assert run("import", "ibnetdiscover", net, "-o", back).exit_code == 0
+    G = json.loads(back.read_text())
+    ends = {n["id"] for n in G["nodes"] if n.get("kind") == "nic"}
+    (cable,) = [
+        f"{e['source']}--{e['target']}"
+        for e in G["edges"]
+        if (e["source"] in ends or e["target"] in ends)
+        and sorted(ends)[0] in (e["source"], e["target"])
+    ]
+    table = run("bandwidth", back, "--fail", cable).stdout
+    assert "DISCONNECTED: 1 endpoint(s) (" in table and "GPU" not in table.split("DISCONNECTED")[1]

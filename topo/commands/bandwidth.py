@@ -327,9 +327,13 @@ def _damage_lines(result: DamagedBandwidth) -> None:
     if f.disconnected:
         names = ", ".join(map(str, f.disconnected[:8]))
         more = "" if len(f.disconnected) <= 8 else f", ... ({len(f.disconnected)})"
+        where = (
+            f"{f.disconnected_gpus:,} GPU(s) in {len(f.disconnected):,} server(s)"
+            if getattr(result.report, "terminal", "gpu") == "gpu"
+            else f"{f.disconnected_gpus:,} endpoint(s)"
+        )
         out.print(
-            f"DISCONNECTED: {f.disconnected_gpus:,} GPU(s) in "
-            f"{len(f.disconnected):,} server(s) ({names}{more}) have no path to the rest; "
+            f"DISCONNECTED: {where} ({names}{more}) have no path to the rest; "
             "the all-to-all below is among the others"
         )
 
