@@ -134,3 +134,11 @@ def test_a_json_or_bare_name_is_written(tmp_path: Path, name: str) -> None:
 
     save(build("ft2", switch_ports=4), tmp_path / name)
     assert load(tmp_path / name).graph["family"] == "ft2"
+
+
+def test_a_dash_is_refused_not_written_as_a_file(tmp_path: Path, monkeypatch) -> None:
+    # "-o -" means standard output to a user; it used to create a file named "-".
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FormatError, match="standard output"):
+        write_atomic("-", "x")
+    assert not (tmp_path / "-").exists()

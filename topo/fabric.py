@@ -565,9 +565,16 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     Raises
     ------
     FormatError
-        If the folder does not exist or cannot be written, or ``path`` (or the target of the
-        link) exists and is not a regular file.
+        If the folder does not exist or cannot be written, ``path`` (or the target of the
+        link) exists and is not a regular file, or ``path`` is ``-`` (a user means standard
+        output by it; a file named ``-`` was written before).
     """
+    if str(path) == "-":
+        raise FormatError(
+            path,
+            "cannot write: '-' is not read as standard output here; give a file name (without "
+            "the output option the command prints its table, or --json, to standard output)",
+        )
     path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
         mode = os.stat(path).st_mode
