@@ -38,7 +38,6 @@ import networkx as nx
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
 from topo.flow.certify import CERTIFY_TOL, cut_bound, split_routing
-from topo.flow.direct import direct_bounds
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
@@ -258,6 +257,9 @@ def bounds_report(
         plane_lower_bound(G, max_variables, time_limit_s),
         tree_lower_bound(G),
     ]
+    # imported here: scipy's graph routines and igraph cost every command 0.25 s to load
+    from topo.flow.direct import direct_bounds
+
     direct = direct_bounds(G, hs, terminal, ROUTER_LP_MAX_COLUMNS, time_limit_s)
     if direct is not None:
         found.append(direct[0])
