@@ -229,12 +229,19 @@ class ServerSpec:
         NVLink rate from each GPU to the server's NVSwitch, GB/s per direction.
     pcie_GBps : float
         PCIe rate between a GPU and its NIC, GB/s per direction.
+    gpus_per_host : int, optional
+        GPUs of each host (``gpus_per_host``) when the server is an NVLink domain of several
+        hosts: a GB200 NVL72 rack is one server of 72 GPUs joined by NVLink and 18 compute
+        trays of 4, the nodes Slurm and nccl-tests count. None (default): the server is one
+        host. Must divide ``gpus``, and the hosts must divide ``nics`` (each host its own
+        NICs: GPU ``i`` is on host ``i // gpus_per_host`` and NIC ``i * nics // gpus``).
 
     Raises
     ------
     SpecError
         A count out of range or not whole; more NICs than GPUs, or NICs not dividing GPUs; a
-        rate outside :data:`RATE_RANGE`.
+        rate outside :data:`RATE_RANGE`; ``gpus_per_host`` not dividing the GPUs, or its hosts
+        not dividing the NICs.
 
     Examples
     --------
@@ -246,6 +253,7 @@ class ServerSpec:
     nics: int = 8
     nvlink_GBps: float = 200.0
     pcie_GBps: float = 64.0
+    gpus_per_host: int | None = None
 
     def __post_init__(self) -> None:
         gpn = as_int("gpus_per_node", self.gpus)
@@ -279,11 +287,38 @@ class ServerSpec:
             nvlink_GBps=positive_rate("nvlink_GBps", self.nvlink_GBps, "GB/s"),
             pcie_GBps=positive_rate("pcie_GBps", self.pcie_GBps, "GB/s"),
         )
+        if self.gpus_per_host is not None:
+            _set(self, gpus_per_host=_check_hosts(self.gpus_per_host, gpn, nics))
 
     @property
     def gpus_per_nic(self) -> int:
         """GPUs that share one NIC."""
         return self.gpus // self.nics
+
+    @property
+    def hosts(self) -> int:
+        """Hosts in the server: ``gpus / gpus_per_host``, 1 when it is one host."""
+        return 1 if self.gpus_per_host is None else self.gpus // self.gpus_per_host
+
+
+def _check_hosts(gph: Any, gpus: int, nics: int) -> int:
+    """``gpus_per_host`` checked against the server's GPUs and NICs (:class:`ServerSpec`)."""
+    g = as_int("gpus_per_host", gph)
+    if not 1 <= g <= gpus or gpus % g:
+        raise SpecError(
+            f"gpus_per_host ({g}) must divide gpus_per_node ({gpus}): every host of the "
+            "NVLink domain holds the same number of GPUs",
+            param="gpus_per_host",
+            names=("gpus_per_host", "gpus_per_node"),
+        )
+    if nics % (gpus // g):
+        raise SpecError(
+            f"gpus_per_host ({g}) makes {gpus // g} hosts, which do not divide the "
+            f"nics_per_node ({nics}): each host needs the same number of its own NICs",
+            param="gpus_per_host",
+            names=("gpus_per_host", "nics_per_node"),
+        )
+    return g
 
 
 @dataclass(frozen=True)
@@ -467,6 +502,8 @@ class FabricSpec:
             pcie_GBps=self.server.pcie_GBps,
             oversubscription=self.oversubscription,
         )
+        if self.server.gpus_per_host is not None:
+            d["gpus_per_host"] = self.server.gpus_per_host
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if (
@@ -482,6 +519,7 @@ _SERVER_KEYS = (
     ("nics_per_node", "nics"),
     ("nvlink_GBps", "nvlink_GBps"),
     ("pcie_GBps", "pcie_GBps"),
+    ("gpus_per_host", "gpus_per_host"),
 )
 _FAMILY_KEYS = frozenset(k for keys in FAMILY_OPTIONS.values() for k in keys)
 _COMMON_KEYS = frozenset(
@@ -533,6 +571,7 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "gpus": (int,),
     "gpus_per_node": (int,),
     "nics_per_node": (int,),
+    "gpus_per_host": (int,),
     "nvlink_GBps": (int, float),
     "pcie_GBps": (int, float),
     "oversubscription": (int, float),

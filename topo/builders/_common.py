@@ -87,16 +87,30 @@ def nic(n: int, j: int) -> str:
 
 
 def add_servers(G: nx.Graph, nodes: int, spec: FabricSpec) -> None:
-    """Add servers ``0 .. nodes-1``: GPUs, one NVSwitch, NICs, and their nvlink and pcie edges."""
+    """Add servers ``0 .. nodes-1``: GPUs, one NVSwitch, NICs, and their nvlink and pcie edges.
+
+    A server of several hosts (``spec.server.gpus_per_host``: an NVLink domain such as a GB200
+    NVL72 rack of compute trays) gives each GPU and NIC the attribute ``host``,
+    ``"node<n>-<h>"`` (GPU ``i`` on host ``i // gpus_per_host``, NIC ``j`` on host
+    ``j // (nics / hosts)``, so a GPU and its NIC share their host), as an import with
+    ``--nvlink-domain-regex`` does; the solvers still see one server per NVLink domain.
+    """
     gpn, nics = spec.server.gpus, spec.server.nics
+    trays = spec.server.hosts
+
+    def host(n: int, i: int, per: int) -> dict[str, Any]:
+        return {"host": f"node{n}-{i // per}"} if trays > 1 else {}
 
     def vertices() -> Iterable[tuple[str, dict[str, Any]]]:
         for n in range(nodes):
             yield f"node{n}/nvswitch", {"kind": "nvswitch", "node": n}
             for i in range(gpn):
-                yield f"node{n}/gpu{i}", {"kind": "gpu", "node": n, "index": i}
+                yield (
+                    f"node{n}/gpu{i}",
+                    {"kind": "gpu", "node": n, "index": i, **host(n, i, gpn // trays)},
+                )
             for j in range(nics):
-                yield nic(n, j), {"kind": "nic", "node": n, "index": j}
+                yield nic(n, j), {"kind": "nic", "node": n, "index": j, **host(n, j, nics // trays)}
 
     G.add_nodes_from(vertices())
     G.add_edges_from(

@@ -80,6 +80,14 @@ def build(
     ] = None,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
     nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
+    gpus_per_host: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-host",
+            help="GPUs per host when a server is an NVLink domain of several hosts (GB200 "
+            "NVL72: 4, 18 compute trays a rack): Slurm, NCCL and nccl-tests then count hosts.",
+        ),
+    ] = None,
     nvlink_GBps: Annotated[
         float, typer.Option("--nvlink-GBps", help="NVLink per GPU per direction, GB/s (H800: 200).")
     ] = 200.0,
@@ -146,6 +154,7 @@ def build(
         gpus=gpus,
         gpus_per_node=gpus_per_node,
         nics_per_node=nics_per_node,
+        gpus_per_host=gpus_per_host,
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
         oversubscription=oversubscription,

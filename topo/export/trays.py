@@ -82,8 +82,12 @@ def domain_blocks(
         count (Slurm requires every block to hold at least B nodes) and nothing between the
         domains and the top (a two-layer fabric's racks are alike).
     """
-    blocks = tuple(
-        (slurm_name(str(d)), tuple(names[h] for h in hosts)) for d, hosts in domains.items()
-    )
+    blocks = tuple((_block_name(d), tuple(names[h] for h in hosts)) for d, hosts in domains.items())
     base = min(len(nodes) for _, nodes in blocks)
     return SlurmBlocks(blocks, block_sizes(base, [], len(blocks)))
+
+
+def _block_name(domain: Hashable) -> str:
+    """A domain's block name: an imported rack's own name, ``block<n>`` for a built server
+    ``n`` (a bare number reads as a count in Slurm's files)."""
+    return f"block{domain}" if isinstance(domain, int) else slurm_name(str(domain))

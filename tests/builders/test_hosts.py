@@ -1,0 +1,89 @@
+"""Built servers that are NVLink domains of several hosts (``gpus_per_host``; GB200 NVL72:
+18 compute trays of 4 GPUs and 4 NICs in one 72-GPU NVLink domain)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from topo.builders import build
+from topo.cli import app
+from topo.collective import collective_table
+from topo.errors import SpecError
+from topo.fabric import hosts, save, servers
+from topo.flow import alltoall_bandwidth
+from topo.spec import FabricSpec, ServerSpec
+
+runner = CliRunner()
+
+
+def test_the_spec_counts_hosts_and_refuses_uneven_ones():
+    assert ServerSpec(72, 72, 900.0, 64.0, gpus_per_host=4).hosts == 18
+    assert ServerSpec(8, 8).hosts == 1
+    with pytest.raises(SpecError, match=r"gpus_per_host \(5\) must divide gpus_per_node \(72\)"):
+        ServerSpec(72, 72, gpus_per_host=5)
+    # 4 hosts of 2 GPUs cannot share 2 NICs evenly
+    with pytest.raises(SpecError, match=r"4 hosts, which do not divide the nics_per_node \(2\)"):
+        ServerSpec(8, 2, gpus_per_host=2)
+    spec = FabricSpec.from_options("ft2", gpus_per_node=72, nics_per_node=72, gpus_per_host=4)
+    assert spec.to_options()["gpus_per_host"] == 4
+    assert spec.replace(gpus=576).server.gpus_per_host == 4
+    assert "gpus_per_host" not in FabricSpec.from_options("ft2").to_options()
+
+
+@pytest.fixture(scope="module")
+def racks():
+    """8 GB200-like racks: 72 GPUs, 72 NICs, 18 trays of 4 each."""
+    opts = dict(gpus=576, gpus_per_node=72, nics_per_node=72, nvlink_GBps=900.0)
+    return build("ft2", **opts, gpus_per_host=4), build("ft2", **opts)
+
+
+def test_every_gpu_and_its_nic_name_one_tray(racks):
+    G, _ = racks
+    trays = hosts(G)
+    assert len(servers(G)) == 8 and len(trays) == 8 * 18
+    assert set(trays) == {f"node{n}-{t}" for n in range(8) for t in range(18)}
+    for v, d in G.nodes(data=True):
+        if d["kind"] == "gpu":
+            assert d["host"] == f"node{d['node']}-{d['index'] // 4}"
+            (nic,) = [w for w in G.neighbors(v) if G.nodes[w]["kind"] == "nic"]
+            assert G.nodes[nic]["host"] == d["host"]
+    assert all(len(members) == 8 for members in trays.values())  # 4 GPUs + 4 NICs
+
+
+def test_trays_change_no_rate(racks):
+    # The NVLink domain is the server the solver sees, with or without trays.
+    with_trays, without = (alltoall_bandwidth(G) for G in racks)
+    assert with_trays.pair_rate_Bps == pytest.approx(without.pair_rate_Bps, rel=1e-12)
+
+
+def test_slurm_sees_trays_and_a_block_per_rack(racks, tmp_path: Path):
+    G, _ = racks
+    path = tmp_path / "gb.json"
+    save(G, path)
+    r = runner.invoke(app, ["export", "slurm", str(path), "--format", "block"])
+    assert r.exit_code == 0, r.output
+    blocks = [ln for ln in r.stdout.splitlines() if ln.startswith("BlockName=")]
+    # by hand: rack n holds trays 18n .. 18n + 17, named node<position>
+    assert blocks == [f"BlockName=block{n} Nodes=node[{18 * n}-{18 * n + 17}]" for n in range(8)]
+
+
+def test_build_refuses_uneven_hosts_in_one_line(tmp_path: Path):
+    r = runner.invoke(
+        app, ["build", "ft2", "--node", "gb200-nvl72", "--gpus", "576", "--gpus-per-host", "5"]
+    )
+    assert r.exit_code == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--gpus-per-host" in lines[0] and "72" in lines[0]
+
+
+def test_collective_ranks_per_host_fill_whole_racks(racks):
+    # nccl-tests at 4 ranks per tray on 36 trays = 2 racks: NCCL's MNNVL nodes are the racks,
+    # 72 ranks each, the same run as 144 ranks on two 72-GPU servers without trays.
+    G, plain = racks
+    a = collective_table(G, "all_reduce", gpus=144, gpus_per_node=4, min_bytes=1 << 30)
+    b = collective_table(plain, "all_reduce", gpus=144, min_bytes=1 << 30)
+    assert (a.nodes, a.gpus_per_node) == (2, 72) == (b.nodes, b.gpus_per_node)
+    assert a.rows[0].busbw_GBps == pytest.approx(b.rows[0].busbw_GBps, rel=1e-12)
