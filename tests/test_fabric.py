@@ -404,6 +404,13 @@ REFUSED = {
         r"gpu 'node0/gpu0': no pcie edge to a NIC, but server 0 has NICs cabled to switches; "
         r"every GPU of a server in the network reaches it through a NIC$",
     ),
+    "cabled NIC no GPU reaches": (
+        # Both GPUs of server 0 on nic0: nic1 carried nothing, and the LP was given an arc of
+        # capacity 0 ("ValueError: arc capacities must be positive" from topo bandwidth).
+        lambda d: _edge(d, 3).update(target="node0/nic0"),
+        r"nic 'node0/nic1': cabled to a switch but no GPU of server 0 reaches it by a pcie "
+        r"edge; a server has at most as many NICs as GPUs, each NIC serving one GPU or more$",
+    ),
     "endpoint edge between two leaves": (
         lambda d: _edge(d).update(source="p0/leaf0"),
         r"edge 'p0/leaf0'-'p1/leaf0': an endpoint edge joins a NIC and a switch, not a leaf "
