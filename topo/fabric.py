@@ -604,7 +604,8 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 text file whole.
+    """Read a UTF-8 text file whole (a leading byte order mark, as Windows editors write,
+    is dropped).
 
     Raises
     ------
@@ -612,7 +613,7 @@ def read_text(path: str | Path) -> str:
         If the file is missing, cannot be read, or is not UTF-8 text.
     """
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise FormatError(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -778,6 +779,12 @@ def _gc_paused() -> Iterator[None]:
 
 def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
     """The JSON of a node-link file, its top level checked (an object with two lists)."""
+    if not text.strip():
+        raise FormatError(
+            path,
+            "empty file: expected a fabric JSON written by 'topo build -o' or 'topo import -o'",
+            line=1,
+        )
     try:
         data = json.loads(text)
     except RecursionError:
@@ -817,6 +824,7 @@ def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     for i, item in enumerate(data["edges"]):
         if not isinstance(item, dict):
             raise FormatError(path, f"edge #{i}: expected an object with 'source' and 'target'")
+    _check_edge_ends(path, data)
     repeat = _first_repeat(data)
     try:
         G = nx.Graph(nx.node_link_graph(data, edges="edges"))
@@ -826,6 +834,20 @@ def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     if repeat is not None:
         raise FormatError(path, repeat)
     return G
+
+
+def _check_edge_ends(path: Path, data: dict[str, Any]) -> None:
+    """Refuse an edge naming a node the file does not list (networkx would add it bare, and
+    the schema check would then blame a node with no ``kind``)."""
+    ids = {(type(item["id"]), item["id"]) for item in data["nodes"]}
+    for i, item in enumerate(data["edges"]):
+        for end in (item.get("source"), item.get("target")):
+            if isinstance(end, (str, int)) and (type(end), end) not in ids:
+                raise FormatError(
+                    path,
+                    f"edge #{i} {item.get('source')!r}-{item.get('target')!r} names node "
+                    f"{end!r}, which the file does not list in 'nodes'",
+                )
 
 
 def _first_repeat(data: dict[str, Any]) -> str | None:

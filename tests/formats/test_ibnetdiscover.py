@@ -661,3 +661,32 @@ def test_gb200_switches_are_priced_without_their_aggregation_node_port(tmp_path:
     r = CliRunner().invoke(app, ["cost", str(fabric)])
     assert r.exit_code == 0, r.output
     assert "switch 64x400G" in r.stdout and "65x" not in r.stdout
+
+
+def test_a_dump_and_a_map_with_a_byte_order_mark_read_as_without(tmp_path: Path) -> None:
+    # A dump saved by a Windows editor starts with U+FEFF: it was refused as
+    # "unrecognised line '\ufeffSwitch ...'".
+    dump = ibnd("topograph_dgx_gb200_ndr_superpod.out")
+    bom = tmp_path / "bom.out"
+    bom.write_bytes(b"\xef\xbb\xbf" + dump.read_bytes())
+    assert summarize(read_ibnetdiscover(bom)) == summarize(read_ibnetdiscover(dump))
+    name_map = ibnd("psmn_x5.map")
+    bom_map = tmp_path / "bom.map"
+    bom_map.write_bytes(b"\xef\xbb\xbf" + name_map.read_bytes())
+    assert read_name_map(bom_map) == read_name_map(name_map)
+
+
+def test_a_map_naming_one_guid_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    lines = ibnd("psmn_x5.map").read_text().splitlines()
+    first = next(i for i, x in enumerate(lines, 1) if x.startswith("H-003048c74e4a0000"))
+    path = tmp_path / "x.map"
+    path.write_text("\n".join([*lines, "0x003048c74e4a0000 x5570comp99"]) + "\n")
+    with pytest.raises(
+        FormatError,
+        match=rf"x\.map:{len(lines) + 1}: GUID 003048c74e4a0000 is mapped twice, to "
+        rf"'x5570comp1' \(line {first}\) and to 'x5570comp99': a GUID names one device$",
+    ):
+        read_name_map(path)
+    # The same name twice is the same map.
+    path.write_text("\n".join([*lines, "0x003048c74e4a0000 x5570comp1"]) + "\n")
+    assert read_name_map(path) == read_name_map(ibnd("psmn_x5.map"))

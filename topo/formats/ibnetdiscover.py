@@ -268,7 +268,8 @@ def read_name_map(path: str | Path) -> dict[str, str]:
     Raises
     ------
     FormatError
-        If the file is missing or unreadable, or a line is not ``<guid> <name>``.
+        If the file is missing or unreadable, a line is not ``<guid> <name>``, or a GUID is
+        mapped to two different names (naming both lines).
     """
     return _read_name_map(path)
 
@@ -285,6 +286,7 @@ def _read_text(path: str | Path) -> str:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data:
         raise FormatError(path, "binary file: expected the text output of ibnetdiscover")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Windows editors)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -297,6 +299,7 @@ def _read_text(path: str | Path) -> str:
 
 def _read_name_map(path: str | Path) -> dict[str, str]:
     names: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for lineno, raw in enumerate(_read_text(path).splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -312,7 +315,15 @@ def _read_name_map(path: str | Path) -> dict[str, str]:
         name = m[2].strip()
         if len(name) >= 2 and name[0] == name[-1] == '"':
             name = name[1:-1].strip()
-        names[f"{int(m[1], 16):016x}"] = name
+        guid = f"{int(m[1], 16):016x}"
+        if guid in names and names[guid] != name:
+            raise FormatError(
+                path,
+                f"GUID {guid} is mapped twice, to {names[guid]!r} (line {lines[guid]}) and to "
+                f"{name!r}: a GUID names one device",
+                lineno,
+            )
+        names[guid], lines[guid] = name, lineno
     return names
 
 
