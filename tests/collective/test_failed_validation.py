@@ -142,3 +142,40 @@ def test_a_malformed_rank_line_names_the_log_and_the_line(tmp_path: Path) -> Non
         "on': expected '#  Rank N Group G Pid P on HOST device D ...' (the ranks and hosts are "
         "counted from these lines)"
     ]
+
+
+def test_a_json_report_s_nwrong_counts_as_the_log_s_wrong_column(tmp_path: Path) -> None:
+    # nccl-tests -J writes "nwrong" in each half of a result (null with -c 0) and
+    # "out_of_bounds": {"count", "okay"} after the results (src/util.cu).
+    def result(size: int, nwrong: int | None) -> dict[str, Any]:
+        body = {"time": 100.0, "alg_bw": size / 1e5, "bus_bw": size / 1e5, "nwrong": nwrong}
+        return {
+            "size": size,
+            "count": size // 4,
+            "type": "float",
+            "redop": "none",
+            "root": "    -1",
+            "out_of_place": body,
+            "in_place": {**body, "nwrong": 0 if nwrong is not None else None},
+        }
+
+    doc = {
+        "version": 3,
+        "args": ["./build/all_gather_perf"],
+        "devices": [{"rank": r, "hostname": f"h{r // 8}"} for r in range(16)],
+        "results": [result(1 << 20, 0), result(1 << 21, 3), result(1 << 22, None)],
+        "out_of_bounds": {"count": 1, "okay": False},
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(doc))
+    from topo.formats.nccl_tests_json import read_nccl_tests_json
+
+    (t,) = read_nccl_tests_json(path)
+    assert [(r.wrong, r.inplace_wrong) for r in t.rows] == [(0, 0), (3, 0), (None, None)]
+    assert t.out_of_bounds == 1
+    (kept,), warnings = validated_tests([t], path)
+    assert [r.size_bytes for r in kept.rows] == [1 << 20, 1 << 22]
+    assert warnings == [
+        f"{path}: all_gather_perf: 1 of 3 sizes failed nccl-tests' data check (#wrong > 0, "
+        f"3 wrong elements in all) and are left out: sizes {1 << 21} B"
+    ]

@@ -216,8 +216,17 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
             nccl_version="" if version is None else str(version),
             avg_busbw_GBps=sum(r.busbw_GBps for r in rows) / len(rows),
             line=1,
+            out_of_bounds=_out_of_bounds(path, doc.get("out_of_bounds")),
         )
     ]
+
+
+def _out_of_bounds(path: Path, obj: Any) -> int | None:
+    """``out_of_bounds.count``: the report's wrong results (the text log's footer)."""
+    if not isinstance(obj, dict) or obj.get("count") is None:
+        return None
+    x = _number(path, "out_of_bounds", obj, "count")
+    return int(x)
 
 
 def read_nccl_tests_any(path: str | Path) -> list[NcclTest]:
