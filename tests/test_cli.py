@@ -521,7 +521,7 @@ def test_bad_fabric_file(
 @pytest.mark.parametrize(
     "content, fragments",
     [
-        (b"", ["bad.json:1", "not JSON"]),
+        (b"", ["bad.json:1", "empty file"]),  # it said "not JSON: Expecting value"
         (b"hello\n", ["not JSON"]),
         (b'{"nodes": [', ["not JSON"]),
         (bytes(range(256)) * 4, ["cannot read"]),

@@ -25,6 +25,7 @@ from topo.fabric import (
     load,
     natural_key,
     servers,
+    summarize,
     switch_components,
     terminal_kind,
 )
@@ -244,11 +245,6 @@ SAME_ERROR = {
     "node kind": lambda d: d["nodes"][-1].update(kind="router"),
     "tier bool": lambda d: d["nodes"][-1].update(tier=True),
     "node bool": lambda d: d["nodes"][1].update(node=False),
-    "edge to an undeclared node": lambda d: d["edges"].insert(3, {**_edge(d), "target": "ghost"}),
-    "undeclared node and a bad edge": lambda d: (
-        d["edges"].append({**_edge(d), "target": "ghost"}),
-        _edge(d, 0).update(capacity=0),
-    ),
     "no source": lambda d: _edge(d).pop("source"),
     "list source": lambda d: _edge(d).update(source=[1, 2]),
     "dict source": lambda d: _edge(d).update(source={"a": 1}),
@@ -309,8 +305,25 @@ def test_load_messages(tmp_path, saved) -> None:
         r"be a number of B/s from 1000 to 1e\+15, got 0$",
     ):
         load(path)
-    path = _write(tmp_path, saved, SAME_ERROR["edge to an undeclared node"])
-    with pytest.raises(FormatError, match=r"node 'ghost': kind None is not one of gpu, nic, "):
+    # An edge to a node the file does not list: networkx adds the node bare, and the schema
+    # check blamed "node 'ghost': kind None"; load names the edge and the missing node.
+    path = _write(tmp_path, saved, lambda d: d["edges"].insert(3, {**_edge(d), "target": "ghost"}))
+    with pytest.raises(
+        FormatError,
+        match=r"fabric\.json: edge #3 'node0/nic1'-'ghost' names node 'ghost', which the file "
+        r"does not list in 'nodes'$",
+    ):
+        load(path)
+    # ... before any later fault of an edge (nodes first, as check_schema orders them).
+    path = _write(
+        tmp_path,
+        saved,
+        lambda d: (
+            d["edges"].append({**_edge(d), "target": "ghost"}),
+            _edge(d, 0).update(capacity=0),
+        ),
+    )
+    with pytest.raises(FormatError, match=r"names node 'ghost', which the file does not list"):
         load(path)
 
 
@@ -404,6 +417,13 @@ REFUSED = {
         r"gpu 'node0/gpu0': no pcie edge to a NIC, but server 0 has NICs cabled to switches; "
         r"every GPU of a server in the network reaches it through a NIC$",
     ),
+    "cabled NIC no GPU reaches": (
+        # Both GPUs of server 0 on nic0: nic1 carried nothing, and the LP was given an arc of
+        # capacity 0 ("ValueError: arc capacities must be positive" from topo bandwidth).
+        lambda d: _edge(d, 3).update(target="node0/nic0"),
+        r"nic 'node0/nic1': cabled to a switch but no GPU of server 0 reaches it by a pcie "
+        r"edge; a server has at most as many NICs as GPUs, each NIC serving one GPU or more$",
+    ),
     "endpoint edge between two leaves": (
         lambda d: _edge(d).update(source="p0/leaf0"),
         r"edge 'p0/leaf0'-'p1/leaf0': an endpoint edge joins a NIC and a switch, not a leaf "
@@ -487,11 +507,18 @@ def test_components_within_are_networkx_components_of_the_subgraph(seed) -> None
 def test_an_edge_to_an_undeclared_node_is_named_as_such(tmp_path, saved) -> None:
     """A fresh-user trial: an edge naming no declared node read "kind None is not one of
     ...", as if the file declared a node without a kind; the message says which edge names
-    it (and stays the one networkx's reading gives, test above)."""
+    it, on load and in check_schema of a graph networkx made from such a file."""
     edge = saved["edges"][3]
     path = _write(tmp_path, saved, lambda d: d["edges"].insert(3, {**edge, "target": "ghost"}))
     with pytest.raises(FormatError) as got:
         load(path)
+    assert str(got.value) == (
+        f"{path}: edge #3 {edge['source']!r}-'ghost' names node 'ghost', which the file does "
+        "not list in 'nodes'"
+    )
+    G = nx.node_link_graph(json.loads(path.read_text()), edges="edges")
+    with pytest.raises(FormatError) as got:
+        check_schema(G, path)
     assert str(got.value) == (
         f"{path}: node 'ghost': kind None is not one of gpu, nic, nvswitch, leaf, spine, core, "
         f"switch: it has no attributes, as when edge {edge['source']!r}-'ghost' names an id "
@@ -504,3 +531,23 @@ def test_an_edge_to_an_undeclared_node_is_named_as_such(tmp_path, saved) -> None
     assert str(got.value).endswith(
         "node 'lone': kind None is not one of gpu, nic, nvswitch, leaf, spine, core, switch"
     )
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_empty_fabric_file_says_so(tmp_path: Path, text: str) -> None:
+    # It said "not JSON: Expecting value".
+    path = tmp_path / "fabric.json"
+    path.write_text(text)
+    with pytest.raises(
+        FormatError,
+        match=r"fabric\.json:1: empty file: expected a fabric JSON written by 'topo build -o' or "
+        r"'topo import -o'$",
+    ):
+        load(path)
+
+
+def test_a_fabric_file_with_a_byte_order_mark_loads(tmp_path: Path, saved) -> None:
+    plain = _write(tmp_path, saved, lambda d: None)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert summarize(load(bom)) == summarize(load(plain))

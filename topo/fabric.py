@@ -611,7 +611,8 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 text file whole.
+    """Read a UTF-8 text file whole (a leading byte order mark, as Windows editors write,
+    is dropped).
 
     Raises
     ------
@@ -619,7 +620,7 @@ def read_text(path: str | Path) -> str:
         If the file is missing, cannot be read, or is not UTF-8 text.
     """
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise FormatError(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -812,6 +813,12 @@ def _gc_paused() -> Iterator[None]:
 
 def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
     """The JSON of a node-link file, its top level checked (an object with two lists)."""
+    if not text.strip():
+        raise FormatError(
+            path,
+            "empty file: expected a fabric JSON written by 'topo build -o' or 'topo import -o'",
+            line=1,
+        )
     try:
         data = json.loads(text)
     except RecursionError:
@@ -851,6 +858,7 @@ def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     for i, item in enumerate(data["edges"]):
         if not isinstance(item, dict):
             raise FormatError(path, f"edge #{i}: expected an object with 'source' and 'target'")
+    _check_edge_ends(path, data)
     repeat = _first_repeat(data)
     try:
         G = nx.Graph(nx.node_link_graph(data, edges="edges"))
@@ -860,6 +868,20 @@ def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     if repeat is not None:
         raise FormatError(path, repeat)
     return G
+
+
+def _check_edge_ends(path: Path, data: dict[str, Any]) -> None:
+    """Refuse an edge naming a node the file does not list (networkx would add it bare, and
+    the schema check would then blame a node with no ``kind``)."""
+    ids = {(type(item["id"]), item["id"]) for item in data["nodes"]}
+    for i, item in enumerate(data["edges"]):
+        for end in (item.get("source"), item.get("target")):
+            if isinstance(end, (str, int)) and (type(end), end) not in ids:
+                raise FormatError(
+                    path,
+                    f"edge #{i} {item.get('source')!r}-{item.get('target')!r} names node "
+                    f"{end!r}, which the file does not list in 'nodes'",
+                )
 
 
 def _first_repeat(data: dict[str, Any]) -> str | None:
@@ -910,10 +932,19 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     index = {v: i for i, (v, _) in enumerate(nodes)}
     if len(index) != len(nodes):
         return None
-    wired: set[int] = set()  # the GPUs with a pcie edge
-    edges = _valid_edges(data["edges"], index, places, wired, drop_key="multigraph" not in data)
-    if edges is None or len(wired) != sum(1 for p in places if p[0] == "gpu"):
+    wired: set[int] = set()  # the GPUs and NICs with a pcie edge
+    cabled: set[int] = set()  # the NICs with an endpoint edge
+    edges = _valid_edges(
+        data["edges"], index, places, (wired, cabled), drop_key="multigraph" not in data
+    )
+    if edges is None:
         return None
+    gpus = [i for i, p in enumerate(places) if p[0] == "gpu"]
+    if not wired.issuperset(gpus):
+        return None
+    with_gpus = {places[i][1] for i in gpus}
+    if with_gpus and any(places[i][1] in with_gpus for i in cabled - wired):
+        return None  # a cabled NIC no GPU reaches: check_wiring names it
     G = nx.Graph()
     G.graph.update(data.get("graph", {}))
     # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
@@ -984,7 +1015,7 @@ def _valid_edges(
     items: list[Any],
     index: dict[Any, int],
     places: list[tuple[str, Any]],
-    wired: set[int],
+    seen: tuple[set[int], set[int]],
     *,
     drop_key: bool,
 ) -> list[tuple[Any, Any, dict[str, Any]]] | None:
@@ -993,7 +1024,9 @@ def _valid_edges(
     None at the first item to look at closer. ``drop_key``: a node-link file without
     ``multigraph`` is read as a multigraph, whose edge ``key`` is not an attribute. The
     wiring rules of :func:`check_wiring` on edges are checked here too; the positions of the
-    GPUs with a pcie edge are added to ``wired``."""
+    GPUs and NICs with a pcie edge are added to ``seen[0]``, those of the NICs with an
+    endpoint edge to ``seen[1]``."""
+    wired, cabled = seen
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
     edges = []
@@ -1022,7 +1055,10 @@ def _valid_edges(
             ):
                 return None
             if kind == "pcie":
-                wired.add(iu if pu[0] == "gpu" else iv)
+                wired.add(iu)
+                wired.add(iv)
+            elif kind == "endpoint":
+                cabled.add(iu if pu[0] == "nic" else iv)
             first = min(iu, iv)
             in_order = in_order and first >= last
             last = first
@@ -1176,7 +1212,8 @@ def check_wiring(G: nx.Graph, path: str | Path = "<graph>") -> None:
       an NVSwitch, ``pcie`` a GPU and a NIC, ``endpoint`` a NIC and a switch, ``fabric``
       two switches;
     - ``nvlink`` and ``pcie`` edges stay inside one server (both ends have the same ``node``);
-    - a GPU of a server with a NIC cabled to a switch has a ``pcie`` edge.
+    - a GPU of a server with a NIC cabled to a switch has a ``pcie`` edge, and so has a NIC
+      cabled to a switch in a server with GPUs (a NIC no GPU reaches).
 
     A server with no NIC cabled at all is accepted: the solvers report it cut off.
 
@@ -1253,7 +1290,9 @@ def _check_edges(G: nx.Graph, path: str | Path) -> None:
     place = {v: (_END_CLASS[k], d.get("node")) for v, d in G.nodes(data=True) if (k := d["kind"])}
     allowed = _ALLOWED_ENDS
     in_server = _IN_SERVER
-    wired, cabled = set(), set()  # GPUs with a pcie edge; servers with a NIC on a switch
+    wired: set[Any] = set()  # GPUs and NICs with a pcie edge
+    cabled: set[Any] = set()  # servers with a NIC on a switch
+    cabled_nics: set[Any] = set()
     for u, v, d in G.edges(data=True):
         pu, pv = place[u], place[v]
         kind = d["kind"]
@@ -1265,16 +1304,40 @@ def _check_edges(G: nx.Graph, path: str | Path) -> None:
         ):
             _edge_fault(G, path, u, v, d)
         if kind == "pcie":
-            wired.add(u if pu[0] == "gpu" else v)
+            wired.update((u, v))
         elif kind == "endpoint":
-            cabled.add(pu[1] if pu[0] == "nic" else pv[1])
+            nic = u if pu[0] == "nic" else v
+            cabled.add(place[nic][1])
+            cabled_nics.add(nic)
+    _check_served(G, path, wired, cabled, cabled_nics)
+
+
+def _check_served(
+    G: nx.Graph, path: str | Path, wired: set[Any], cabled: set[Any], cabled_nics: set[Any]
+) -> None:
+    """Every GPU of a cabled server has a pcie edge; every cabled NIC of a server with GPUs
+    too (a NIC no GPU reaches is a port of capacity 0 to the solvers)."""
+    with_gpus: set[Any] = set()
     for v, d in G.nodes(data=True):
-        if d["kind"] == "gpu" and v not in wired and d["node"] in cabled:
+        if d["kind"] != "gpu":
+            continue
+        with_gpus.add(d["node"])
+        if v not in wired and d["node"] in cabled:
             raise FormatError(
                 path,
                 f"gpu {v!r}: no pcie edge to a NIC, but server {d['node']!r} has NICs cabled to "
                 "switches; every GPU of a server in the network reaches it through a NIC",
             )
+    idle = [v for v in cabled_nics - wired if G.nodes[v]["node"] in with_gpus]
+    if idle:
+        v = min(idle, key=natural_key)
+        node = G.nodes[v]["node"]
+        raise FormatError(
+            path,
+            f"nic {v!r}: cabled to a switch but no GPU of server {node!r} reaches it by a "
+            "pcie edge; a server has at most as many NICs as GPUs, each NIC serving one "
+            "GPU or more",
+        )
 
 
 _ALLOWED_ENDS = frozenset((kind, a, b) for kind, pairs in _EDGE_ENDS.items() for a, b in pairs)

@@ -250,3 +250,67 @@ def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
     }
     one = plot_pareto(rows[1:], "cost_usd", "alltoall_busbw_GBps", maximize_y=True)
     assert [t.name for t in one.data if t.name.startswith("Pareto")] == ["Pareto front"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "[grid]\nfamily = ['ft2', 'ft9']\n",
+            r"/s\.toml:2: \[grid\] family must be one of ft2, ft3, mrft, mpft, dragonfly, "
+            r"slimfly, got 'ft9'$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\nfail_link_rate = [0.0, 1.5]\n",
+            r"/s\.toml:3: \[grid\] fail_link_rate must be from 0 to 1 \(the fraction of "
+            r"switch-to-switch cables\), got 1\.5$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\nfail_link_rate = nan\n",
+            r"/s\.toml:3: \[grid\] fail_link_rate must be from 0 to 1 .*, got nan$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\nlink_gbps = [400, inf]\n",
+            r"/s\.toml:3: \[grid\] link_gbps must be a positive finite number, got inf$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\nfail_links = -1\n",
+            r"/s\.toml:3: \[grid\] fail_links must be at least 0, got -1$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\ngpus = [64, 0]\n",
+            r"/s\.toml:3: \[grid\] gpus must be at least 1, got 0$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\n[collective]\nop = 'allreduce'\n",
+            r"/s\.toml:4: \[collective\] op must be one of all_reduce, all_gather, "
+            r"reduce_scatter, alltoall, broadcast, reduce, sendrecv, got 'allreduce'$",
+        ),
+        (
+            "[grid]\nfamily = 'ft2'\n[collective]\nsize_bytes = -5\n",
+            r"/s\.toml:4: \[collective\] size_bytes must be from 1 to 1,125,899,906,842,624 "
+            r"\(1 PiB\), got -5$",
+        ),
+    ],
+)
+def test_values_no_point_could_use_are_refused_up_front(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    # Each was accepted, and the sweep exited 0 with every point an error row (size_bytes = -5
+    # even named --min-bytes and --max-bytes, options of another command).
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=message):
+        load_sweep(path)
+
+
+def test_cli_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text("[grid]\nfamily = 'ft2'\nswitch_ports = 8\n[collective]\nsize_bytes = -5\n")
+    out = tmp_path / "o.csv"
+    r = CliRunner().invoke(app, ["sweep", str(path), "-o", str(out)])
+    assert r.exit_code == 1 and not out.exists(), r.output
+    assert r.output.strip().splitlines() == [
+        f"topo: error: {path}:5: [collective] size_bytes must be from 1 to "
+        "1,125,899,906,842,624 (1 PiB), got -5"
+    ]

@@ -79,6 +79,23 @@ def test_fewer_nics_than_gpus_share_them_as_the_builder_does(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize("gpus", [1, 7])
+def test_more_nics_than_gpus_is_refused_as_the_builder_does(tmp_path: Path, gpus: int) -> None:
+    # 8 NICs per server: with fewer GPUs a NIC had no GPU behind it, and topo bandwidth died
+    # with "ValueError: arc capacities must be positive" (topo build refuses the same shape).
+    design = build("mrft", gpus=128)
+    path = tmp_path / "m.net"
+    path.write_text(write_ibnetdiscover(design))
+    with pytest.raises(
+        SpecError,
+        match=rf"^--gpus-per-host {gpus}: host 'node0' of .*m\.net has 8 NICs, more than its "
+        rf"{gpus} GPUs \(16 hosts do\); each NIC needs a GPU behind it: give --gpus-per-host 8 "
+        "or more$",
+    ):
+        import_ibnetdiscover(path, gpus_per_host=gpus)
+    assert summarize(import_ibnetdiscover(path, gpus_per_host=8)).gpus == 128
+
+
 def test_host_regex(tmp_path: Path) -> None:
     text = (
         'Switch 4 "S-0000000000000001" # "leaf" enhanced port 0 lid 1 lmc 0\n'

@@ -171,7 +171,11 @@ def test_gb200_superpod() -> None:
     # Line 55: a CA with the default description "MT4129 ConnectX7   Mellanox Technologies".
     assert G.nodes["H-e09d730300858d88/p1"]["node"] == "H-e09d730300858d88"
     leaf = G.nodes["MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"]
-    assert leaf["ports"] == 65 and leaf["guid"] == "2c5eab0300b87b40" and leaf["plane"] == 0
+    # Its header says 65 ports; port 65 is cabled to its internal SHARP Aggregation Node
+    # (grep -c '^\[65\].*Aggregation Node' -> 40, one per switch): a QM9701 has 64 NDR ports,
+    # and topo cost priced it "switch 65x400G" when the import counted port 65.
+    assert leaf["ports"] == 64 and leaf["guid"] == "2c5eab0300b87b40" and leaf["plane"] == 0
+    assert {d["ports"] for _, d in G.nodes(data=True) if d["kind"] == "switch"} == {64}
     assert leaf["rail"] == -1
     # Lines 28-43, that leaf's ports 35-50: 2 cables to each of IBSPINE-02..09.
     spine2 = "MF0;A10-P1-IBSPINE-02:MQM9701/U1"
@@ -640,3 +644,49 @@ def test_real_file_skips_when_shared_data_is_absent(
     monkeypatch.setattr(_real, "REAL_DATA", tmp_path / "absent")
     with pytest.raises(pytest.skip.Exception, match="real data not available"):
         _real.real_file("ibnetdiscover", "ibtopotool_1.topo")
+
+
+def test_gb200_switches_are_priced_without_their_aggregation_node_port(tmp_path: Path) -> None:
+    # topo cost priced the 40 QM9701 of the dump as "switch 65x400G"; they are 64-port NDR
+    # switches (NVIDIA QM9700/QM9701: 64 x 400G), the 65th port being the internal SHARP
+    # Aggregation Node's, which the import already leaves out and counts apart.
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    G = read_ibnetdiscover(ibnd("topograph_dgx_gb200_ndr_superpod.out"))
+    assert G.graph["aggregation_nodes"] == 40
+    fabric = tmp_path / "gb.json"
+    save(G, fabric)
+    r = CliRunner().invoke(app, ["cost", str(fabric)])
+    assert r.exit_code == 0, r.output
+    assert "switch 64x400G" in r.stdout and "65x" not in r.stdout
+
+
+def test_a_dump_and_a_map_with_a_byte_order_mark_read_as_without(tmp_path: Path) -> None:
+    # A dump saved by a Windows editor starts with U+FEFF: it was refused as
+    # "unrecognised line '\ufeffSwitch ...'".
+    dump = ibnd("topograph_dgx_gb200_ndr_superpod.out")
+    bom = tmp_path / "bom.out"
+    bom.write_bytes(b"\xef\xbb\xbf" + dump.read_bytes())
+    assert summarize(read_ibnetdiscover(bom)) == summarize(read_ibnetdiscover(dump))
+    name_map = ibnd("psmn_x5.map")
+    bom_map = tmp_path / "bom.map"
+    bom_map.write_bytes(b"\xef\xbb\xbf" + name_map.read_bytes())
+    assert read_name_map(bom_map) == read_name_map(name_map)
+
+
+def test_a_map_naming_one_guid_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    lines = ibnd("psmn_x5.map").read_text().splitlines()
+    first = next(i for i, x in enumerate(lines, 1) if x.startswith("H-003048c74e4a0000"))
+    path = tmp_path / "x.map"
+    path.write_text("\n".join([*lines, "0x003048c74e4a0000 x5570comp99"]) + "\n")
+    with pytest.raises(
+        FormatError,
+        match=rf"x\.map:{len(lines) + 1}: GUID 003048c74e4a0000 is mapped twice, to "
+        rf"'x5570comp1' \(line {first}\) and to 'x5570comp99': a GUID names one device$",
+    ):
+        read_name_map(path)
+    # The same name twice is the same map.
+    path.write_text("\n".join([*lines, "0x003048c74e4a0000 x5570comp1"]) + "\n")
+    assert read_name_map(path) == read_name_map(ibnd("psmn_x5.map"))

@@ -176,3 +176,29 @@ def test_a_host_that_is_not_a_name_is_refused_on_load(tmp_path: Path) -> None:
     save(G, tmp_path / "bad.json")
     with pytest.raises(FormatError, match="'host' must be a string or an integer"):
         load(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("domains", [False, True])
+def test_the_gb200_dump_with_fewer_gpus_than_nics_is_refused_at_import(
+    tmp_path: Path, domains: bool
+) -> None:
+    # --gpus-per-host 2 on trays of 4 HCAs (3 in rack 01) left HCAs without a GPU, and
+    # topo bandwidth died with "ValueError: arc capacities must be positive". The count of
+    # hosts with more than 2 NICs is taken from the dump's NICs by their node.
+    path = real_file(*GB200)
+    nics = Counter(
+        d["node"] for _, d in read_ibnetdiscover(path).nodes(data=True) if d["kind"] == "nic"
+    )
+    over = sorted(h for h, m in nics.items() if m > 2)
+    assert len(over) == 120 and max(nics.values()) == 4
+    extra = ["--nvlink-domain-regex", RACK] if domains else []
+    out = tmp_path / "gb2.json"
+    r = CliRunner().invoke(
+        app, ["import", "ibnetdiscover", str(path), "--gpus-per-host", "2", *extra, "-o", str(out)]
+    )
+    assert r.exit_code == 1 and not out.exists(), r.output
+    assert r.output.strip().splitlines() == [
+        f"topo: error: --gpus-per-host 2: host 'a05-p1-dgx-01-c01' of {path} has 3 NICs, more "
+        "than its 2 GPUs (120 hosts do); each NIC needs a GPU behind it: give --gpus-per-host 4 "
+        "or more"
+    ]

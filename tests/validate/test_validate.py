@@ -196,3 +196,26 @@ def test_hosts_named_otherwise_pair_in_natural_order(tmp_path: Path, design: nx.
     assert kinds(r) == [("missing", ("node17/nic3", "p3/leaf4"), ("p3/leaf4",))]
     m = match_fabric(design, as_built(tmp_path, G, "again.net"))
     assert m.hosts[17] == "gpu-0017" and m.to_dump["node17/nic2"] == "gpu-0017/mlx5_2/p1"
+
+
+def test_an_imported_design_is_refused(tmp_path: Path) -> None:
+    # A fresh user validated the dump against its own import: 16 defects and "all-to-all
+    # busbw 0.00 GB/s designed". The design comes from topo build; an import is refused.
+    from topo.errors import FormatError
+    from topo.formats import import_ibnetdiscover
+
+    design = build("mrft", gpus=128)
+    net = tmp_path / "m.net"
+    net.write_text(write_ibnetdiscover(design))
+    back = tmp_path / "back.json"
+    save(import_ibnetdiscover(net), back)
+    r = CliRunner().invoke(app, ["validate", str(back), str(net), "--no-cost"])
+    assert r.exit_code == 1, r.output
+    assert r.output.strip().splitlines() == [
+        f"topo: error: {back}: an imported fabric (from {net}), not a design: topo validate "
+        "compares dumps with the fabric 'topo build -o' wrote"
+    ]
+    with pytest.raises(FormatError, match=r"^<design>: an imported fabric"):
+        validate(import_ibnetdiscover(net, gpus_per_host=8), read_ibnetdiscover(net), cost=False)
+    # The design itself is accepted: no defect.
+    assert validate(design, read_ibnetdiscover(net), cost=False).ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -339,6 +340,7 @@ def _log_tests(
 ) -> list[NcclTest]:
     """The tests of an nccl-tests log to compare (of ``op`` if given), checked against the
     --gpus and --gpus-per-node given."""
+    from topo.formats.nccl_tests import validated_tests
     from topo.formats.nccl_tests_json import read_nccl_tests_any
 
     tests = read_nccl_tests_any(log)
@@ -347,6 +349,9 @@ def _log_tests(
         tests = [t for t in tests if t.op == op.value]
         if not tests:
             raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
+    tests, warnings = validated_tests(tests, log)
+    for line in warnings:
+        print(f"topo: warning: {line}", file=sys.stderr)
     for t in tests:
         if gpus is not None and t.ranks is not None and gpus != t.ranks:
             raise TopoError(

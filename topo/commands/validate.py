@@ -52,10 +52,12 @@ def validate(
     """Compare the fabric as built (ibnetdiscover dumps) with its design: every defect and
     what it costs the exact all-to-all. Exit status 3 when there are defects."""
     from topo.formats import import_ibnetdiscover
+    from topo.validate import check_design
     from topo.validate import validate as run
 
     refuse_outputs_over_inputs({"--html": html}, [design, *dumps, name_map])
     G = fabric_mod.load(design)
+    check_design(G, design)
     per_node = G.graph.get("gpus_per_node")
     if gpus_per_host is not None and per_node is not None and gpus_per_host != per_node:
         raise SpecError(

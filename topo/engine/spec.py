@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from topo.collective.model import OPS
 from topo.engine.seeds import task_seeds
 from topo.errors import FormatError
 from topo.fabric import read_text
+from topo.spec import FAMILIES
 
 try:
     import tomllib
@@ -67,6 +70,22 @@ MOE_KEYS: dict[str, type] = {
     "seed": int,
 }
 COLLECTIVE_KEYS: dict[str, type] = {"op": str, "size_bytes": int}
+MAX_SIZE_BYTES = 1 << 50
+"""Largest ``[collective] size_bytes``: 1 PiB, thousands of times any GPU's memory (an
+nccl-tests size is one buffer on each GPU)."""
+
+_AT_LEAST: dict[str, float] = {
+    "switch_ports": 1,
+    "gpus": 1,
+    "gpus_per_node": 1,
+    "planes": 1,
+    "ep": 1,
+    "node_limit": 0,
+    "fail_links": 0,
+    "fail_switches": 0,
+}
+"""Grid axes that are counts, and their least value (whatever the point; ``node_limit`` 0 is
+DeepSeek's routing without a node limit)."""
 SWEEP_KEYS: dict[str, type] = {"seed": int, "evaluate": list, "sample": int, "prices": str}
 
 
@@ -169,6 +188,43 @@ def _table(path: Path, data: dict[str, Any], name: str, keys: dict[str, type]) -
     return out
 
 
+def _check_grid(path: Path, grid: dict[str, tuple[Any, ...]]) -> None:
+    """Refuse a grid value no point could use: an unknown family, a count below its least
+    value, a rate out of range, a non-finite or non-positive number."""
+
+    def bad(key: str, value: Any, rule: str) -> FormatError:
+        return FormatError(path, f"[grid] {key} {rule}, got {value!r}", line=_line(path, key))
+
+    for key, values in grid.items():
+        for v in values:
+            if key == "family" and v not in FAMILIES:
+                raise bad(key, v, f"must be one of {', '.join(FAMILIES)}")
+            if key in _AT_LEAST and v < _AT_LEAST[key]:
+                raise bad(key, v, f"must be at least {_AT_LEAST[key]:g}")
+            if key == "fail_link_rate" and not (math.isfinite(v) and 0 <= v <= 1):
+                raise bad(key, v, "must be from 0 to 1 (the fraction of switch-to-switch cables)")
+            if key in ("link_gbps", "oversubscription") and not (math.isfinite(v) and v > 0):
+                raise bad(key, v, "must be a positive finite number")
+
+
+def _check_collective(path: Path, collective: dict[str, Any]) -> None:
+    """Refuse an unknown ``[collective] op`` or a ``size_bytes`` out of range."""
+    op = collective.get("op")
+    if op is not None and op not in OPS:
+        raise FormatError(
+            path,
+            f"[collective] op must be one of {', '.join(OPS)}, got {op!r}",
+            line=_line(path, "op"),
+        )
+    size = collective.get("size_bytes")
+    if size is not None and not 1 <= size <= MAX_SIZE_BYTES:
+        raise FormatError(
+            path,
+            f"[collective] size_bytes must be from 1 to {MAX_SIZE_BYTES:,} (1 PiB), got {size}",
+            line=_line(path, "size_bytes"),
+        )
+
+
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep spec from a TOML file.
 
@@ -185,7 +241,11 @@ def load_sweep(path: str | Path) -> SweepSpec:
     ------
     FormatError
         Unreadable file, bad TOML, an unknown table or key, a value of the wrong type, an
-        empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a missing file named.
+        empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a missing file named;
+        a value no point could use: an unknown ``family`` or ``[collective] op``, a count
+        below its least value, ``fail_link_rate`` outside [0, 1], a ``link_gbps`` or
+        ``oversubscription`` that is not positive and finite, ``size_bytes`` outside 1 to
+        :data:`MAX_SIZE_BYTES`. Each message names the table, the key and its line.
     """
     path = Path(path)
     text = read_text(path)
@@ -202,6 +262,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
     grid = {k: v for k, v in _table(path, data, "grid", GRID_KEYS).items()}
     if "family" not in grid:
         raise FormatError(path, "[grid] needs family (ft2, ft3, mrft, mpft, dragonfly, slimfly)")
+    _check_grid(path, grid)
+    collective = _table(path, data, "collective", COLLECTIVE_KEYS)
+    _check_collective(path, collective)
     evaluate = tuple(sweep.get("evaluate", ("cost", "alltoall")))
     bad = [e for e in evaluate if e not in EVALUATE]
     if bad:
@@ -230,7 +293,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         seed=sweep.get("seed", 0),
         sample=sample,
         moe=moe,
-        collective=_table(path, data, "collective", COLLECTIVE_KEYS),
+        collective=collective,
         prices=sweep.get("prices"),
         digest=digest,
     )

@@ -116,10 +116,11 @@ def add_hosts(
     Raises
     ------
     SpecError
-        If ``gpus_per_host`` is not 1 to 1024, a rate is not positive, the fabric already
-        has GPUs, or ``host_regex`` is not a valid expression or names a host already used as
-        a vertex name; or ``nvlink_domain_regex`` is not a valid expression, matches no host,
-        or names a domain after a host it does not match.
+        If ``gpus_per_host`` is not 1 to 1024, a host has more NICs than ``gpus_per_host``
+        (naming the first such host and its NIC count), a rate is not positive, the fabric
+        already has GPUs, or ``host_regex`` is not a valid expression or names a host
+        already used as a vertex name; or ``nvlink_domain_regex`` is not a valid
+        expression, matches no host, or names a domain after a host it does not match.
     FormatError
         If ``host_regex`` does not match a NIC's description (naming the NIC).
     """
@@ -141,6 +142,7 @@ def add_hosts(
             )
         hosts[host].append(v)
         H.nodes[v]["node"] = host
+    _check_nics_per_host(G, hosts, gpus_per_host)
     rates = (GBps_to_Bps(nvlink_GBps), GBps_to_Bps(pcie_GBps))
     if nvlink_domain_regex is not None:
         _add_domains(H, hosts, gpus_per_host, rates, nvlink_domain_regex)
@@ -172,6 +174,22 @@ def _add_domains(
     H.graph.update(
         nvlink_domain_regex=regex,
         hosts_outside_nvlink_domains=sum(1 for h in hosts if domain_of(h, regex) is None),
+    )
+
+
+def _check_nics_per_host(G: nx.Graph, hosts: dict[str, list[str]], gpus: int) -> None:
+    """Refuse a host with more NICs than ``gpus``: a NIC no GPU reaches carries nothing, and
+    the solvers see a cabled port of capacity 0 (``topo build`` refuses the same shape)."""
+    over = [h for h in sorted(hosts, key=natural_key) if len(hosts[h]) > gpus]
+    if not over:
+        return
+    most = max(len(hosts[h]) for h in over)
+    h = over[0]
+    raise SpecError(
+        f"--gpus-per-host {gpus}: host {h!r} of {G.graph.get('source', '<fabric>')} has "
+        f"{len(hosts[h])} NICs, more than its {gpus} GPUs ({len(over):,} hosts do); each NIC "
+        f"needs a GPU behind it: give --gpus-per-host {most} or more",
+        param="gpus_per_host",
     )
 
 

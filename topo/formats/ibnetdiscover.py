@@ -182,7 +182,9 @@ def read_ibnetdiscover(path: str | Path, *, name_map: str | Path | None = None) 
           ``S-<guid>``), with ``kind`` ``"switch"``, ``tier`` (1 = a host CA port is cabled to
           it; the others 1 + their hop distance from the nearest such switch; switches with no
           path to one get the largest tier + 1), ``plane`` 0, ``rail`` -1, ``ports`` (its port
-          count), ``guid`` (16 hex digits, ``None`` in ibsim files) and ``description``;
+          count, less its ports cabled to SHARP Aggregation Nodes: a Quantum-2 reports 65, of
+          which port 65 is its internal Aggregation Node's), ``guid`` (16 hex digits, ``None``
+          in ibsim files) and ``description``;
         - one node per host CA port cabled to a switch, named ``<hostname>/<CA name>/p<port>``
           (from a description ``"<hostname> <CA name>"``, or the name map), or
           ``H-<guid>/p<port>`` when no hostname is known, with ``kind`` ``"nic"``, ``node``
@@ -266,7 +268,8 @@ def read_name_map(path: str | Path) -> dict[str, str]:
     Raises
     ------
     FormatError
-        If the file is missing or unreadable, or a line is not ``<guid> <name>``.
+        If the file is missing or unreadable, a line is not ``<guid> <name>``, or a GUID is
+        mapped to two different names (naming both lines).
     """
     return _read_name_map(path)
 
@@ -283,6 +286,7 @@ def _read_text(path: str | Path) -> str:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data:
         raise FormatError(path, "binary file: expected the text output of ibnetdiscover")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Windows editors)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -295,6 +299,7 @@ def _read_text(path: str | Path) -> str:
 
 def _read_name_map(path: str | Path) -> dict[str, str]:
     names: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for lineno, raw in enumerate(_read_text(path).splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -310,7 +315,15 @@ def _read_name_map(path: str | Path) -> dict[str, str]:
         name = m[2].strip()
         if len(name) >= 2 and name[0] == name[-1] == '"':
             name = name[1:-1].strip()
-        names[f"{int(m[1], 16):016x}"] = name
+        guid = f"{int(m[1], 16):016x}"
+        if guid in names and names[guid] != name:
+            raise FormatError(
+                path,
+                f"GUID {guid} is mapped twice, to {names[guid]!r} (line {lines[guid]}) and to "
+                f"{name!r}: a GUID names one device",
+                lineno,
+            )
+        names[guid], lines[guid] = name, lineno
     return names
 
 
@@ -595,6 +608,20 @@ def _pair_cables(
     return cables
 
 
+def _aggregation_ports(
+    devices: dict[str, _Device], cables: list[tuple[_PortEnd, _PortEnd]]
+) -> Counter[str]:
+    """Per switch id, its ports cabled to a SHARP Aggregation Node: a Quantum-2 (QM9700/9701)
+    reports 65 ports, port 65 being its internal Aggregation Node's, not a port a cable can
+    use (the switch has 64 NDR ports, 32 OSFP cages of two)."""
+    out: Counter[str] = Counter()
+    for a, b in cables:
+        for end, other in ((a, b), (b, a)):
+            if devices[end.device].type == "switch" and _is_aggregation_node(devices[other.device]):
+                out[end.device] += 1
+    return out
+
+
 def _is_aggregation_node(dev: _Device) -> bool:
     return dev.type == "ca" and "aggregation node" in dev.description.lower()
 
@@ -656,6 +683,7 @@ def _build_graph(
 ) -> nx.Graph:
     sorted_ = _sort_cables(devices, cables)
     switch_names, nic_names = _node_names(path, devices, sorted_.endpoints, names)
+    sharp = _aggregation_ports(devices, cables)
     G = nx.Graph()
     for dev in devices.values():
         if dev.type == "switch":
@@ -665,7 +693,7 @@ def _build_graph(
                 tier=0,
                 plane=0,
                 rail=-1,
-                ports=dev.nports,
+                ports=max(1, dev.nports - sharp[dev.id]),
                 guid=dev.guid,
                 description=dev.description,
             )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from topo.errors import FormatError
@@ -32,6 +32,8 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s.*\bon\s+(\S+)\s+device\s+(\d+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _FAIL = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)(.*)")
 _NTHREAD = re.compile(r"^#\s*nThread\s")
+_RANK_LINE = re.compile(r"^#\s+Rank\b")
+_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class NcclTestRow:
         The in-place columns, when the test printed them.
     line : int
         1-based line in the file.
+    wrong, inplace_wrong : int or None
+        The ``#wrong`` columns: elements that failed nccl-tests' data check (out-of-place,
+        in-place); None where it printed ``N/A`` (validation off, ``-c 0``) or no column.
     """
 
     size_bytes: int
@@ -66,6 +71,13 @@ class NcclTestRow:
     inplace_algbw_GBps: float | None
     inplace_busbw_GBps: float | None
     line: int
+    wrong: int | None = None
+    inplace_wrong: int | None = None
+
+    @property
+    def failed_validation(self) -> bool:
+        """Whether nccl-tests found wrong elements in this size (either column)."""
+        return bool(self.wrong or self.inplace_wrong)
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,9 @@ class NcclTest:
         The ``Avg bus bandwidth`` line.
     line : int
         1-based line where the test starts.
+    out_of_bounds : int or None
+        The ``# Out of bounds values : N OK|FAILED`` footer's ``N`` (wrong results over the
+        test); None when the log has no such line.
     """
 
     op: str
@@ -102,6 +117,7 @@ class NcclTest:
     avg_busbw_GBps: float
     line: int
     extra: dict[str, str] = field(default_factory=dict)
+    out_of_bounds: int | None = None
 
 
 @dataclass
@@ -114,6 +130,7 @@ class _Open:
     rows: list[NcclTestRow] = field(default_factory=list)
     avg: float | None = None
     failure: tuple[int, str] | None = None
+    out_of_bounds: int | None = None
 
 
 def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
@@ -135,6 +152,7 @@ def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
             path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
         ) from None
     _check_row(path, lineno, root, t, alg, bus, ip)
+    wrong = [_wrong(path, lineno, fields[i]) if len(fields) > i else None for i in (8, 12)]
     return NcclTestRow(
         size_bytes=size,
         count=count,
@@ -148,7 +166,24 @@ def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
         inplace_algbw_GBps=ip[1],
         inplace_busbw_GBps=ip[2],
         line=lineno,
+        wrong=wrong[0],
+        inplace_wrong=wrong[1],
     )
+
+
+def _wrong(path: Path, lineno: int, text: str) -> int | None:
+    """A ``#wrong`` column: nccl-tests prints ``%6g`` of the count, or ``N/A``."""
+    if text == "N/A":
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0 and x == int(x)):
+        raise FormatError(
+            path, f"#wrong must be a whole number of elements or N/A, got {text!r}", lineno
+        )
+    return int(x)
 
 
 def _check_row(
@@ -209,7 +244,39 @@ def _close(path: Path, cur: _Open) -> NcclTest:
         nccl_version=cur.library,
         avg_busbw_GBps=cur.avg,
         line=cur.line,
+        out_of_bounds=cur.out_of_bounds,
     )
+
+
+def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
+    """A ``#`` line inside a test: a rank, the out-of-bounds footer, the average busbw."""
+    m = _RANK.match(line)
+    if m:
+        cur.ranks[int(m.group(1))] = m.group(2)
+        return
+    if _RANK_LINE.match(line):
+        raise FormatError(
+            path,
+            f"malformed rank line {line[:80]!r}: expected '#  Rank N Group G Pid P on HOST "
+            "device D ...' (the ranks and hosts are counted from these lines)",
+            line=lineno,
+        )
+    m = _BOUNDS.match(line)
+    if m:
+        cur.out_of_bounds = int(m.group(1))
+        return
+    m = _AVG.match(line)
+    if m:
+        try:
+            cur.avg = float(m.group(1))
+        except ValueError:
+            cur.avg = math.nan
+        if not (math.isfinite(cur.avg) and cur.avg >= 0):
+            raise FormatError(
+                path,
+                f"bad Avg bus bandwidth {m.group(1)!r}: expected a non-negative number of GB/s",
+                line=lineno,
+            )
 
 
 def _read(path: Path) -> str:
@@ -288,24 +355,8 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
             continue
         if cur is None:
             continue
-        m = _RANK.match(line)
-        if m:
-            cur.ranks[int(m.group(1))] = m.group(2)
-            continue
-        m = _AVG.match(line)
-        if m:
-            try:
-                cur.avg = float(m.group(1))
-            except ValueError:
-                cur.avg = math.nan
-            if not (math.isfinite(cur.avg) and cur.avg >= 0):
-                raise FormatError(
-                    path,
-                    f"bad Avg bus bandwidth {m.group(1)!r}: expected a non-negative number of GB/s",
-                    line=lineno,
-                )
-            continue
         if line.startswith("#"):
+            _comment(path, lineno, line, cur)
             continue
         fields = line.split()
         if fields[0].isdigit():
@@ -317,3 +368,59 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
             path, "no nccl-tests result in the file (no '# Collective test starting' or table)"
         )
     return tests
+
+
+def validated_tests(tests: list[NcclTest], path: str | Path) -> tuple[list[NcclTest], list[str]]:
+    """The tests without the rows that failed nccl-tests' data check, and what was left out.
+
+    nccl-tests checks every result against the expected values (unless run with ``-c 0``)
+    and prints the count of wrong elements in each ``#wrong`` column (out-of-place and
+    in-place), then ``# Out of bounds values : N OK|FAILED`` under the table (``src/common.cu``).
+    A size with wrong elements measured a broken run, not the fabric.
+
+    Parameters
+    ----------
+    tests : list of NcclTest
+        As :func:`read_nccl_tests` (or the JSON reader) gives them.
+    path : str or Path
+        The log, named in the warnings and the error.
+
+    Returns
+    -------
+    tests : list of NcclTest
+        Each test with its rows of ``#wrong`` > 0 left out; a test whose footer counts wrong
+        values while no row's ``#wrong`` says which is left out whole, as is a test with no
+        row left.
+    warnings : list of str
+        One line per test that lost rows: the log, the test, the count and the sizes (B).
+
+    Raises
+    ------
+    FormatError
+        If no row of any test is left.
+    """
+    kept, warnings = [], []
+    for t in tests:
+        bad = [r for r in t.rows if r.failed_validation]
+        if not bad and t.out_of_bounds:
+            bad = list(t.rows)
+            why = f"its footer counts {t.out_of_bounds:,} out-of-bounds values (FAILED)"
+        else:
+            wrong = sum((r.wrong or 0) + (r.inplace_wrong or 0) for r in bad)
+            why = f"#wrong > 0, {wrong:,} wrong elements in all"
+        if bad:
+            sizes = ", ".join(str(r.size_bytes) for r in bad)
+            warnings.append(
+                f"{path}: {t.op}_perf: {len(bad)} of {len(t.rows)} sizes failed nccl-tests' "
+                f"data check ({why}) and are left out: sizes {sizes} B"
+            )
+        rows = [r for r in t.rows if not any(r is b for b in bad)]
+        if rows:
+            kept.append(t if len(rows) == len(t.rows) else replace(t, rows=rows))
+    if not kept:
+        raise FormatError(
+            path,
+            "every result row failed nccl-tests' data check (#wrong > 0 or 'Out of bounds "
+            "values' FAILED): nothing measured is left to use",
+        )
+    return kept, warnings

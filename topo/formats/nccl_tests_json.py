@@ -107,6 +107,7 @@ def _row(path: Path, i: int, r: Any) -> NcclTestRow | None:
         ) from None
     if size < 0 or count < 0:
         raise FormatError(path, f"{where}: size and count must be >= 0")
+    wrong = [_nwrong(path, f"{where}.{k}", r.get(k)) for k in ("out_of_place", "in_place")]
     return NcclTestRow(
         size_bytes=size,
         count=count,
@@ -120,7 +121,20 @@ def _row(path: Path, i: int, r: Any) -> NcclTestRow | None:
         inplace_algbw_GBps=ip[1],
         inplace_busbw_GBps=ip[2],
         line=i + 1,
+        wrong=wrong[0],
+        inplace_wrong=wrong[1],
     )
+
+
+def _nwrong(path: Path, where: str, body: Any) -> int | None:
+    """``nwrong`` of a result's body: the elements that failed the data check (null when
+    validation was off)."""
+    if not isinstance(body, dict) or body.get("nwrong") is None:
+        return None
+    x = _number(path, where, body, "nwrong")
+    if x != int(x):
+        raise FormatError(path, f"{where}.nwrong must be a whole number, got {x!r}")
+    return int(x)
 
 
 def _hosts(path: Path, devices: Any) -> tuple[int | None, list[str], int | None]:
@@ -202,8 +216,17 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
             nccl_version="" if version is None else str(version),
             avg_busbw_GBps=sum(r.busbw_GBps for r in rows) / len(rows),
             line=1,
+            out_of_bounds=_out_of_bounds(path, doc.get("out_of_bounds")),
         )
     ]
+
+
+def _out_of_bounds(path: Path, obj: Any) -> int | None:
+    """``out_of_bounds.count``: the report's wrong results (the text log's footer)."""
+    if not isinstance(obj, dict) or obj.get("count") is None:
+        return None
+    x = _number(path, "out_of_bounds", obj, "count")
+    return int(x)
 
 
 def read_nccl_tests_any(path: str | Path) -> list[NcclTest]:

@@ -17,7 +17,7 @@ from topo.validate.defects import (
     with_defects,
 )
 from topo.validate.match import Match, host_label, match_fabric
-from topo.validate.report import ValidationReport, connected_busbw, validate
+from topo.validate.report import ValidationReport, check_design, connected_busbw, validate
 
 __all__ = [
     "DEFECT_KINDS",
@@ -25,6 +25,7 @@ __all__ = [
     "Match",
     "ValidationReport",
     "as_built_fabric",
+    "check_design",
     "connected_busbw",
     "find_defects",
     "host_label",

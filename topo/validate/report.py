@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from topo.errors import TopoError
+from topo.errors import FormatError, TopoError
 from topo.flow import alltoall_bandwidth
 from topo.flow.failures import disconnected_terminals, without_servers
 from topo.units import Bps_to_GBps
@@ -116,6 +117,33 @@ def connected_busbw(G: nx.Graph) -> tuple[float, tuple[str, ...]]:
     return alltoall_bandwidth(H).alltoall_busbw_Bps, tuple(map(str, cut))
 
 
+def check_design(design: nx.Graph, path: str | Path = "<design>") -> None:
+    """Refuse a design that is an imported fabric (``family`` ``"ibnetdiscover"``).
+
+    An imported fabric names its devices after the dump (``node0/mlx5_1/p1``, the switches'
+    descriptions), not as :mod:`topo.builders` does, so nothing of it matches a dump by
+    name or by server: every cable reads as a defect and the design's all-to-all as 0.
+
+    Parameters
+    ----------
+    design : networkx.Graph
+        The design.
+    path : str or Path
+        Its file, named in the message.
+
+    Raises
+    ------
+    FormatError
+        If ``design.graph["family"]`` is ``"ibnetdiscover"`` (written by ``topo import``).
+    """
+    if design.graph.get("family") == "ibnetdiscover":
+        raise FormatError(
+            path,
+            f"an imported fabric (from {design.graph.get('source', 'a dump')}), not a design: "
+            "topo validate compares dumps with the fabric 'topo build -o' wrote",
+        )
+
+
 def validate(
     design: nx.Graph,
     dump: nx.Graph,
@@ -149,6 +177,8 @@ def validate(
 
     Raises
     ------
+    FormatError
+        If ``design`` is an imported fabric (:func:`check_design`).
     TopoError
         If the dump matches less than ``min_matched`` of the design (before any LP).
     InfeasibleError, LPTooLarge, SolverError
@@ -178,6 +208,7 @@ def validate(
     ----------
     docs/validate.md (the matching, the defects, the cost of a defect).
     """
+    check_design(design, design_name or "<design>")
     match = match_fabric(design, dump)
     defects = find_defects(design, dump, match)
     name = dump_name or str(dump.graph.get("source", dump.graph.get("name", "dump")))
