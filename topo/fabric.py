@@ -325,7 +325,8 @@ def host_of_vertex(d: dict[str, Any]) -> Hashable:
     """The host a GPU's or NIC's attributes place it in: its ``host`` where the fabric has
     NVLink domains larger than a host (:mod:`topo.formats.nvlink_domains`), else its ``node``
     (a server is one host)."""
-    return d["host"] if "host" in d else d["node"]
+    host: Hashable = d["host"] if "host" in d else d["node"]
+    return host
 
 
 def hosts(G: nx.Graph) -> dict[Hashable, list[str]]:
