@@ -66,8 +66,8 @@ def test_slurm_sees_trays_and_a_block_per_rack(racks, tmp_path: Path):
     r = runner.invoke(app, ["export", "slurm", str(path), "--format", "block"])
     assert r.exit_code == 0, r.output
     blocks = [ln for ln in r.stdout.splitlines() if ln.startswith("BlockName=")]
-    # by hand: rack n holds trays 18n .. 18n + 17, named node<position>
-    assert blocks == [f"BlockName=block{n} Nodes=node[{18 * n}-{18 * n + 17}]" for n in range(8)]
+    # by hand: rack n holds its 18 trays node<n>-0 .. node<n>-17
+    assert blocks == [f"BlockName=block{n} Nodes=node{n}-[0-17]" for n in range(8)]
 
 
 def test_build_refuses_uneven_hosts_in_one_line(tmp_path: Path):
@@ -87,3 +87,48 @@ def test_collective_ranks_per_host_fill_whole_racks(racks):
     b = collective_table(plain, "all_reduce", gpus=144, min_bytes=1 << 30)
     assert (a.nodes, a.gpus_per_node) == (2, 72) == (b.nodes, b.gpus_per_node)
     assert a.rows[0].busbw_GBps == pytest.approx(b.rows[0].busbw_GBps, rel=1e-12)
+
+
+def _cli_ok(*args):
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_every_export_names_a_tray_alike_and_validate_matches_its_dump(tmp_path: Path):
+    # 2 racks of 18 trays: Slurm, NCCL and the written dump all call rack 0's second tray
+    # node0-1 (Slurm called it node1, the dump node0-1); the dump validates with 0 defects
+    # (it gave 276 defects and 5.52 GB/s as built).
+    gb, net = tmp_path / "gb.json", tmp_path / "gb.net"
+    _cli_ok("build", "ft2", "--node", "gb200-nvl72", "--gpus", 144, "--gpus-per-host", 4, "-o", gb)
+    block = _cli_ok("export", "slurm", gb, "--format", "block").stdout
+    assert "BlockName=block0 Nodes=node0-[0-17]" in block
+    assert "BlockName=block1 Nodes=node1-[0-17]" in block
+    assert _cli_ok("export", "nccl", gb, "--node", 1).stdout.startswith("# node0-1")
+    _cli_ok("export", "ibnetdiscover", gb, "-o", net)
+    assert '"node0-1 mlx5_4"' in net.read_text()
+    r = runner.invoke(app, ["validate", str(gb), str(net), "--no-cost", "--json"])
+    assert r.exit_code == 0, r.output
+    # one cable gone: exactly that defect
+    lines = net.read_text().splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("Ca") and "node1-17 mlx5_71" in ln)
+    guid = lines[head].split('"')[1]
+    # the cable from both ends: the CA's port line and the switch's line naming the CA
+    drop = {head + 1} | {i for i, ln in enumerate(lines) if ln.startswith("[") and guid in ln}
+    kept = [ln for i, ln in enumerate(lines) if i not in drop]
+    (tmp_path / "cut.net").write_text("\n".join(kept) + "\n")
+    r = runner.invoke(app, ["validate", str(gb), str(tmp_path / "cut.net"), "--no-cost"])
+    assert r.exit_code == 3 and "1 defect(s)" in r.stdout, r.output
+
+
+def test_a_build_from_a_named_server_records_its_gpu(tmp_path: Path):
+    # topo collective takes NCCL's per-arch tables from it: a GB200 build read as Hopper.
+    from topo.collective.fabric_rates import gpu_arch
+    from topo.fabric import load
+
+    gb = tmp_path / "gb.json"
+    _cli_ok("build", "ft2", "--node", "gb200-nvl72", "--gpus", 144, "-o", gb)
+    assert gpu_arch(load(gb)) == "blackwell"
+    h = tmp_path / "h.json"
+    _cli_ok("build", "ft2", "--gpus", 64, "--switch-ports", 16, "-o", h)
+    assert gpu_arch(load(h)) is None

@@ -188,4 +188,10 @@ def build(
             G = build_fabric(fabric_spec)
         except SpecError as exc:
             raise spec_file_error(exc, spec, given) from None
+    if node is not None:
+        # the GPU model the server was built from: topo collective takes NCCL's per-arch
+        # tables from it (a GB200 rack read as Hopper gave 641 instead of 1,013 GB/s)
+        from topo.catalog import load_catalog
+
+        G.graph["gpu_model"] = str(load_catalog().get("node", node).get("model"))
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)

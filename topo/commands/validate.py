@@ -64,6 +64,10 @@ def validate(
             f"--gpus-per-host {gpus_per_host}: the design's servers have {per_node} GPUs",
             param="gpus_per_host",
         )
+    if fabric_mod.spans_hosts(G) and gpus_per_host is None and host_regex is None:
+        # a design of NVLink domains of hosts (build --gpus-per-host): its dump names the
+        # trays node<n>-<h>; they are matched as the design's servers node<n>
+        gpus_per_host, host_regex = per_node, r"^(node\d+)-\d+\s"
     dump = import_ibnetdiscover(
         dumps, name_map=name_map, gpus_per_host=gpus_per_host, host_regex=host_regex
     )

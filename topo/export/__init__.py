@@ -148,7 +148,9 @@ def fabric_hosts(G: nx.Graph, hosts: str | None = None) -> list[str]:
         A fabric.
     hosts : str, optional
         A pattern with ``{node}`` or a file of names, as :func:`host_names` reads it; None: an
-        imported fabric keeps the dump's host names, a built one gets ``node{node}``.
+        imported fabric keeps the dump's host names, and so do the hosts of a built fabric
+        whose servers are NVLink domains of hosts (``node<n>-<h>``); a built one gets
+        ``node{node}``.
 
     Returns
     -------
@@ -161,7 +163,10 @@ def fabric_hosts(G: nx.Graph, hosts: str | None = None) -> list[str]:
         As :func:`host_names`.
     """
     ids = list(servers(G))
-    default = [str(n) for n in ids] if G.graph.get("family") == "ibnetdiscover" else None
+    # an imported fabric's hosts, and a built one's trays (host_view: ``node<n>-<h>``, the
+    # names its written dump gives them too), keep their names; built servers get node{node}
+    named = G.graph.get("family") == "ibnetdiscover" or G.graph.get("hosts_named", False)
+    default = [str(n) for n in ids] if named else None
     return host_names(ids, hosts, default)
 
 

@@ -37,6 +37,7 @@ def host_view(G: nx.Graph) -> nx.Graph:
     if not any("host" in d for _, d in G.nodes(data=True)):
         return G
     H = G.copy()
+    H.graph["hosts_named"] = True  # its servers are hosts, whose ids are their names
     H.remove_nodes_from([v for v, k in G.nodes(data="kind") if k == "nvswitch"])
     for _, d in H.nodes(data=True):
         if "host" in d:
