@@ -19,7 +19,7 @@ from typing import Any
 import networkx as nx
 
 from topo.builders import clos, dragonfly, rails, slimfly
-from topo.builders._common import MAX_BUILD_GPUS
+from topo.builders._common import BUILT_HOST_REGEX, MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
 from topo.builders.ports import with_nic_ports
@@ -29,6 +29,7 @@ from topo.errors import SpecError
 from topo.spec import FAMILIES, FAMILY_OPTIONS, FabricSpec, ServerSpec, SwitchSpec
 
 __all__ = [
+    "BUILT_HOST_REGEX",
     "FAMILIES",
     "FabricSpec",
     "ServerSpec",

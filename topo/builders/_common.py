@@ -86,6 +86,18 @@ def nic(n: int, j: int) -> str:
     return f"node{n}/nic{j}"
 
 
+BUILT_HOST_REGEX = r"^(node\d+)-\d+\s"
+"""Takes a built server ``node<n>`` from the node description of a CA of one of its hosts,
+``"node<n>-<h> mlx5_<j>"`` (:func:`add_servers` names hosts ``node<n>-<h>``; ``topo export
+ibnetdiscover`` writes that description): how ``topo validate`` groups a dump's hosts into the
+servers of a design built with ``gpus_per_host``."""
+
+
+def built_host(node: int, host: int) -> str:
+    """The id of host ``host`` of built server ``node``: ``node<node>-<host>``."""
+    return f"node{node}-{host}"
+
+
 def add_servers(G: nx.Graph, nodes: int, spec: FabricSpec) -> None:
     """Add servers ``0 .. nodes-1``: GPUs, one NVSwitch, NICs, and their nvlink and pcie edges.
 
@@ -99,7 +111,7 @@ def add_servers(G: nx.Graph, nodes: int, spec: FabricSpec) -> None:
     trays = spec.server.hosts
 
     def host(n: int, i: int, per: int) -> dict[str, Any]:
-        return {"host": f"node{n}-{i // per}"} if trays > 1 else {}
+        return {"host": built_host(n, i // per)} if trays > 1 else {}
 
     def vertices() -> Iterable[tuple[str, dict[str, Any]]]:
         for n in range(nodes):

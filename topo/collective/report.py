@@ -436,7 +436,8 @@ def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> 
     Raises
     ------
     TopoError
-        Fewer than two sizes, or times that do not grow with size (no positive beta).
+        Fewer than two sizes, a time that is not a positive finite number of µs, or times
+        that do not grow with size (no positive beta).
 
     References
     ----------

@@ -143,7 +143,7 @@ def build(
 ) -> None:
     """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
     from topo.builders import build as build_fabric
-    from topo.catalog import named_options
+    from topo.catalog import load_catalog, named_options
     from topo.spec import FabricSpec, load_spec, spec_file_error
 
     refuse_input_as_output("--output", output, [spec])
@@ -167,7 +167,8 @@ def build(
         tiers=tiers,
         nic_ports=nic_ports,
     )
-    named = named_options(switch, node, link_gbps) if switch or node else {}
+    catalog = load_catalog() if switch or node else None
+    named = named_options(switch, node, link_gbps, catalog) if catalog is not None else {}
     for key, value in named.items():
         if not from_command_line(ctx, key):
             args[key] = value
@@ -188,10 +189,8 @@ def build(
             G = build_fabric(fabric_spec)
         except SpecError as exc:
             raise spec_file_error(exc, spec, given) from None
-    if node is not None:
+    if node is not None and catalog is not None:
         # the GPU model the server was built from: topo collective takes NCCL's per-arch
         # tables from it (a GB200 rack read as Hopper gave 641 instead of 1,013 GB/s)
-        from topo.catalog import load_catalog
-
-        G.graph["gpu_model"] = str(load_catalog().get("node", node).get("model"))
+        G.graph["gpu_model"] = str(catalog.get("node", node).get("model"))
     emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)

@@ -67,7 +67,9 @@ def validate(
     if fabric_mod.spans_hosts(G) and gpus_per_host is None and host_regex is None:
         # a design of NVLink domains of hosts (build --gpus-per-host): its dump names the
         # trays node<n>-<h>; they are matched as the design's servers node<n>
-        gpus_per_host, host_regex = per_node, r"^(node\d+)-\d+\s"
+        from topo.builders import BUILT_HOST_REGEX
+
+        gpus_per_host, host_regex = per_node, BUILT_HOST_REGEX
     dump = import_ibnetdiscover(
         dumps, name_map=name_map, gpus_per_host=gpus_per_host, host_regex=host_regex
     )
