@@ -4,7 +4,8 @@ At every hop each flow picks one of the eligible ports (cables: those on a minim
 route to its destination leaf) uniformly at random, independently (a seeded
 :class:`numpy.random.Generator`); the expected loads are the exact even split. Whole flows are
 counted by (switch, destination leaf) in chunks of destination leaves and split over the
-ports by conditional binomial draws (a multinomial), never flow by flow.
+ports by an exact multinomial draw (:mod:`topo.flow.routing.split`, compiled), never flow by
+flow.
 
 References
 ----------
@@ -134,17 +135,24 @@ def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
     if key not in tree.cache:
         child, pid, valid = tree.dn_child[t + 1], tree.dn_port[t + 1], tree.dn_valid[t + 1]
         L = len(tree.names[1])
-        cnt = np.zeros((len(tree.names[t + 1]), L), dtype=np.int64)
-        one_port = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
-        one_child = np.full((len(tree.names[t + 1]), L), -1, dtype=np.int64)
-        for q in range(child.shape[1]):
-            ok = tree.below[t][child[:, q]]
-            ok &= valid[:, q, None]
+        # switches with the same children port by port reach the same leaves by the same
+        # slots (in a fat tree, the cores of one group): one row per such list
+        rows, group = np.unique(np.where(valid, child, -1), axis=0, return_inverse=True)
+        group = group.ravel()
+        cnt = np.zeros((len(rows), L), dtype=np.int64)
+        slot = np.zeros((len(rows), L), dtype=np.int64)
+        for q in range(rows.shape[1]):
+            ok = tree.below[t][rows[:, q]]
+            ok &= (rows[:, q] >= 0)[:, None]
             cnt += ok
-            np.copyto(one_port, pid[:, q, None], where=ok)
-            np.copyto(one_child, child[:, q, None], where=ok)
-        single = cnt == 1
-        tree.cache[key] = (np.where(single, one_port, -1), np.where(single, one_child, -1))
+            np.copyto(slot, q, where=ok)
+        single = (cnt == 1)[group]
+        slot = slot[group]
+        at = np.arange(len(child))[:, None]
+        tree.cache[key] = (
+            np.where(single, pid[at, slot], -1),
+            np.where(single, child[at, slot], -1),
+        )
     found: tuple[np.ndarray, np.ndarray] = tree.cache[key]
     return found
 
@@ -217,17 +225,9 @@ def _turn(
     rep[inv] = np.arange(v.size)  # one candidate of each (v, w)
     sv = uk // n_t
     nv = valid[sv].sum(1)
-    X = np.zeros((uk.size, P))
-    rem, left = M.copy(), nv.copy()
-    for q in range(P):
-        vq = valid[sv, q]
-        take = np.where(vq & (left == 1), rem, 0)
-        draw = np.nonzero(vq & (left > 1) & (rem > 0))[0]
-        if draw.size:
-            take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
-        X[:, q] = take
-        rem -= take
-        left -= vq
+    from topo.flow.routing.split import seed_words, split_rows  # numba: only to sample
+
+    X = split_rows(M, np.ascontiguousarray(valid[sv]), seed_words(rng)).astype(np.float64)
     share = np.where(valid[sv], (Me / nv)[:, None], 0.0)
     up = pid[sv]
     # the single down port of each parent toward the destination leaf, (states, P)
@@ -256,7 +256,7 @@ def _hop(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One ECMP hop of every (switch, destination leaf) over its eligible ports ``elig``
     (switches x ports x destinations; None: every port, wherever there is traffic): a
-    multinomial split of the whole flows ``U``, drawn port by port as conditional binomials,
+    multinomial split of the whole flows ``U`` (:func:`topo.flow.routing.split.split_rows`),
     and the even split of ``Ue``."""
     (n_t, J), P = U.shape, other.shape[1]
     if not (U.any() or Ue.any()):
@@ -282,19 +282,17 @@ def _hop(
     share = Ue / np.maximum(cnt, 1)  # expected pair-units on each eligible port
     if bool((cnt[used] == P).all()):  # every port eligible wherever there is traffic
         return _hop_full(other, pid, n_next, rem, share, port, port_exp, rng)
-    left = cnt.astype(np.int64)
+    from topo.flow.routing.split import seed_words, split_rows  # numba: only to sample
+
+    rows = np.ascontiguousarray(elig.transpose(0, 2, 1)).reshape(n_t * J, P)
+    X = split_rows(rem.ravel(), rows, seed_words(rng)).reshape(n_t, J, P)
     cols = np.arange(J)
     nxt = np.zeros(n_next * J)
     nxt_e = np.zeros(n_next * J)
     for q in range(P):
         eq = elig[:, q, :]
-        take = np.where(eq & (left == 1), rem, 0)
-        draw = eq & (left > 1) & (rem > 0)
-        if draw.any():
-            take[draw] = rng.binomial(rem[draw], 1.0 / left[draw])
-        left -= eq
+        take = X[:, :, q]
         sh = np.where(eq, share, 0.0)
-        rem -= take
         to = ((other[:, q] * J)[:, None] + cols).ravel()
         port += np.bincount(pid[:, q], weights=take.sum(1), minlength=len(port))
         port_exp += np.bincount(pid[:, q], weights=sh.sum(1), minlength=len(port))
@@ -314,21 +312,24 @@ def _hop_full(
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_hop` where every one of the ``P`` ports is eligible wherever there is traffic:
-    scalar probabilities ``1 / (P - q)``, and the same ``share`` of ``Ue`` on every port."""
-    J, P = rem.shape[1], other.shape[1]
-    cols = np.arange(J)
+    the same ``share`` of ``Ue`` on every port, and the draws and sums compiled
+    (:func:`topo.flow.routing.split.hop_full`)."""
+    from topo.flow.routing.split import hop_full, seed_words  # numba: only to sample
+
+    J = rem.shape[1]
     nxt = np.zeros(n_next * J)
     nxt_e = np.zeros(n_next * J)
-    per_port = share.sum(1)  # (the same on every port)
-    flat = share.ravel()
-    for q in range(P):
-        take = rng.binomial(rem, 1.0 / (P - q)) if q < P - 1 else rem.copy()
-        rem -= take
-        to = ((other[:, q] * J)[:, None] + cols).ravel()
-        port += np.bincount(pid[:, q], weights=take.sum(1), minlength=len(port))
-        port_exp += np.bincount(pid[:, q], weights=per_port, minlength=len(port))
-        nxt += np.bincount(to, weights=take.ravel(), minlength=n_next * J)
-        nxt_e += np.bincount(to, weights=flat, minlength=n_next * J)
+    hop_full(
+        np.ascontiguousarray(rem),
+        np.ascontiguousarray(share, dtype=np.float64),
+        np.ascontiguousarray(other, dtype=np.int64),
+        np.ascontiguousarray(pid, dtype=np.int64),
+        port,
+        port_exp,
+        nxt,
+        nxt_e,
+        seed_words(rng),
+    )
     return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
 
 

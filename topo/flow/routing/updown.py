@@ -283,13 +283,19 @@ def _distances(
     h = {T: np.where(below[T], np.int32(T - 1), INF).astype(np.int32)}
     upfull: dict[int, np.ndarray] = {}
     for t in range(T - 1, 0, -1):
-        best = np.full((n[t], L), INF, dtype=np.int32)
-        worst = np.full((n[t], L), -1, dtype=np.int32)
-        for q in range(up_parent[t].shape[1]):
-            hq = h[t + 1][up_parent[t][:, q]]
-            ok = np.broadcast_to(up_valid[t][:, q, None], hq.shape)
+        # switches with the same parents have the same distances through them (in a fat
+        # tree, a pod's leaves; the spines of one index in every pod): one row per parent set
+        pset = np.where(up_valid[t], up_parent[t], -1)
+        pset, group = np.unique(np.sort(pset, axis=1), axis=0, return_inverse=True)
+        group = group.ravel()
+        best = np.full((len(pset), L), INF, dtype=np.int32)
+        worst = np.full((len(pset), L), -1, dtype=np.int32)
+        for q in range(pset.shape[1]):
+            hq = h[t + 1][pset[:, q]]
+            ok = np.broadcast_to((pset[:, q] >= 0)[:, None], hq.shape)
             np.minimum(best, hq, out=best, where=ok)  # (an invalid slot leaves both as they are)
             np.maximum(worst, hq, out=worst, where=ok)
+        best, worst = best[group], worst[group]
         upd = np.where(best >= INF, INF, best + 1).astype(np.int32)
         h[t] = np.where(below[t], np.int32(t - 1), upd).astype(np.int32)
         # every valid up port is on a minimal route to the leaf (the usual case in a fat tree)
