@@ -11,8 +11,8 @@ without going flow by flow:
   [0, 1), decided 64 trials at a time by comparing random words bit by bit with the binary
   expansion of ``a/s`` (bit-sliced, exact for every rational ``a/s``); for ``a/s = 1/2`` it is
   the popcount of ``m`` random bits, one bit per flow. When ``k`` is a power of two, as on
-  fat trees of 2^n-port switches, every split is a halving. Above a few thousand flows
-  (``_BITS_HALF``, ``_BITS_OTHER``) one binomial draw of numba's port of numpy's legacy
+  fat trees of 2^n-port switches, every split is a halving. Above 3,072 flows (p = 1/2) or 320
+  (``_BITS_HALF``, ``_BITS_OTHER``), where it is cheaper, one binomial draw of numba's port of numpy's legacy
   sampler is taken instead, whose cost does not grow with ``m``.
 
 The random bits come from xoshiro256** (Blackman and Vigna), seeded per call from the caller's
@@ -155,7 +155,7 @@ def _split(
     while top >= 0:
         start, size = lo[top], n[top]
         top -= 1
-        if size == 1:
+        if size <= 1:
             continue
         flows = out[start]
         a = size // 2
