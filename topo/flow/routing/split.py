@@ -11,9 +11,9 @@ without going flow by flow:
   [0, 1), decided 64 trials at a time by comparing random words bit by bit with the binary
   expansion of ``a/s`` (bit-sliced, exact for every rational ``a/s``); for ``a/s = 1/2`` it is
   the popcount of ``m`` random bits, one bit per flow. When ``k`` is a power of two, as on
-  fat trees of 2^n-port switches, every split is a halving. Above 3,072 flows (p = 1/2) or 320
-  (``_BITS_HALF``, ``_BITS_OTHER``), where it is cheaper, one binomial draw of numba's port of numpy's legacy
-  sampler is taken instead, whose cost does not grow with ``m``.
+  fat trees of 2^n-port switches, every split is a halving. Above 3,072 flows (p = 1/2) or
+  320 (``_BITS_HALF``, ``_BITS_OTHER``), where it is cheaper, one binomial draw of numba's
+  port of numpy's legacy sampler is taken instead, whose cost does not grow with ``m``.
 
 The random bits come from xoshiro256** (Blackman and Vigna), seeded per call from the caller's
 :class:`numpy.random.Generator` through splitmix64 (which seeds numba's generator too), so a
