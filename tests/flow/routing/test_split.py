@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,3 +136,22 @@ def test_hop_full_sums_its_draws_into_ports_and_next_switches() -> None:
     # next switch w, column j: share of every switch with a port to w
     assert np.allclose(nxt_e.reshape(3, 2), [[3.0, 3.5], [3.0, 3.5], [3.0, 3.5]])
     assert (port == np.round(port)).all() and (nxt >= 0).all()
+
+
+def test_ecmp_runs_where_numba_may_write_no_cache(tmp_path: Path) -> None:
+    # A read-only install and home: numba finds no cache folder ("no locator available") and
+    # used to raise at import. Here numba is told to use only a locator that never applies
+    # outside IPython, which is what it finds there; the draws are compiled without a cache.
+    fabric = tmp_path / "ft2.json"
+    env = {**os.environ, "NUMBA_CACHE_LOCATOR_CLASSES": "numba.core.caching.IPythonCacheLocator"}
+    topo = [sys.executable, "-c", "from topo.cli import main; main()"]
+    subprocess.run([*topo, "build", "ft2", "--switch-ports", "8", "-o", str(fabric)], check=True)
+    args = [*topo, "bandwidth", str(fabric), "--routing", "ecmp", "--seed", "1", "--json"]
+    r = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    cached = subprocess.run(args, capture_output=True, text=True)
+    assert (
+        json.loads(r.stdout)["alltoall_busbw_GBps"]
+        == json.loads(cached.stdout)["alltoall_busbw_GBps"]
+    )

@@ -38,6 +38,21 @@ from numba import njit
 # The compiled helpers take and return numpy uint64 scalars (typed Any here) and pass the
 # generator's four state words by value, so that they stay in registers.
 
+
+def _jit(**options: Any) -> Any:
+    """numba's ``njit`` with its on-disk cache (``__pycache__``, else the user's cache folder),
+    or without it where numba finds no folder it may write (a read-only install and home):
+    the functions are then compiled in each process, with nothing printed."""
+
+    def decorate(func: Any) -> Any:
+        try:
+            return njit(cache=True, **options)(func)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return njit(cache=False, **options)(func)
+
+    return decorate
+
+
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -54,12 +69,12 @@ _BITS_HALF = 3072
 _BITS_OTHER = 320
 
 
-@njit(cache=True, inline="always")
+@_jit(inline="always")
 def _rotl(x: Any, k: int) -> Any:
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True, inline="always")
+@_jit(inline="always")
 def _next(s0: Any, s1: Any, s2: Any, s3: Any) -> tuple[Any, ...]:
     """xoshiro256**: the next 64 random bits and the next state (kept in registers)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
@@ -73,7 +88,7 @@ def _next(s0: Any, s1: Any, s2: Any, s3: Any) -> tuple[Any, ...]:
     return result, s0, s1, s2, s3
 
 
-@njit(cache=True, inline="always")
+@_jit(inline="always")
 def _popcount(x: Any) -> int:
     x = x - ((x >> _ONE) & _M1)
     x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
@@ -81,7 +96,7 @@ def _popcount(x: Any) -> int:
     return int((x * _H01) >> np.uint64(56))
 
 
-@njit(cache=True)
+@_jit()
 def _state(seed: np.ndarray) -> np.ndarray:
     """xoshiro256** state from four seed words, each through splitmix64 (never all zero)."""
     s = np.empty(4, dtype=np.uint64)
@@ -96,7 +111,7 @@ def _state(seed: np.ndarray) -> np.ndarray:
     return s
 
 
-@njit(cache=True, inline="always")
+@_jit(inline="always")
 def _binomial(m: int, a: int, k: int, s0: Any, s1: Any, s2: Any, s3: Any) -> tuple[Any, ...]:
     """Exactly ``Binomial(m, a / k)`` for integers ``0 <= a <= k``, ``k >= 1``, and the next
     random state."""
@@ -133,7 +148,7 @@ def _binomial(m: int, a: int, k: int, s0: Any, s1: Any, s2: Any, s3: Any) -> tup
     return total, s0, s1, s2, s3
 
 
-@njit(cache=True, inline="always")
+@_jit(inline="always")
 def _split(
     m: int,
     k: int,
@@ -169,7 +184,7 @@ def _split(
     return s0, s1, s2, s3
 
 
-@njit(cache=True)
+@_jit()
 def hop_full(
     rem: np.ndarray,
     share: np.ndarray,
@@ -231,7 +246,7 @@ def hop_full(
             port_exp[p] += e
 
 
-@njit(cache=True)
+@_jit()
 def split_rows(counts: np.ndarray, mask: np.ndarray, seed: np.ndarray) -> np.ndarray:
     """Each row's whole flows split uniformly over the row's eligible slots.
 
