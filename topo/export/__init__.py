@@ -241,9 +241,9 @@ def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
 
 
 ASSIGNED_DUMP_NOTE = (
-    "its port numbers, GUIDs, LIDs and CA names are assigned by rule (docs/export.md), not "
-    "the dump's: the fabric file keeps which devices are cabled, not how the dump numbered and "
-    "named them, so this file will not match the installed fabric port for port"
+    "its port numbers, GUIDs and LIDs are assigned by rule (docs/export.md), not the dump's "
+    "(its CA names are the dump's): the fabric file keeps which devices are cabled, not how "
+    "the dump numbered them, so this file will not match the installed fabric port for port"
 )
 
 

@@ -6,9 +6,11 @@ The design names every device; a dump names switches by their node descriptions 
 1. **Servers**: a design server ``n`` is the dump host of the same name (``node<n>`` for the
    builders' integer ids); the hosts and servers left over pair in natural order of their
    names.
-2. **NICs**: NIC ``j`` of a server is the host's CA whose name ends in the number ``j``
-   (``mlx5_3`` is NIC 3) when every CA of the host carries a distinct number; otherwise the
-   host's CA ports in natural order.
+2. **NICs**: NIC ``j`` of a host is the host's CA whose name ends in the number ``j``
+   (``mlx5_3`` is NIC 3) when every CA of the host carries a distinct number, each one of the
+   host's NICs; otherwise the host's CA ports in natural order. In a server of several hosts
+   (trays, ``host``) this holds tray by tray (the dump's tray is the host part of the CA's
+   name), trays of other names pairing in natural order.
 3. **Switches**: by name where the dump's name is a design switch's; the others by structure,
    tier by tier: a dump switch votes for the design leaf its hosts' NICs are cabled to in the
    design (leaves by their hosts), then for the design switch its matched neighbours are
@@ -114,26 +116,45 @@ def _match_hosts(design: nx.Graph, dump: nx.Graph) -> dict[Hashable, str]:
 
 
 def _match_nics(design: nx.Graph, dump: nx.Graph, hosts: dict[Hashable, str]) -> dict[str, str]:
-    """Design NIC -> dump NIC, host by host."""
+    """Design NIC -> dump NIC, host by host (tray by tray in a server of several hosts)."""
     by_host = _dump_hosts(dump)
     to_dump: dict[str, str] = {}
     for n, vs in servers(design).items():
         if n not in hosts:
             continue
-        nics = sorted(
-            (v for v in vs if design.nodes[v]["kind"] == "nic"),
-            key=lambda v: design.nodes[v]["index"],
-        )
-        theirs = sorted(by_host[hosts[n]], key=natural_key)
-        numbers = [_ca_number(dump, v) for v in theirs]
-        if None not in numbers and len(set(numbers)) == len(numbers):
-            index = {design.nodes[v]["index"]: v for v in nics}
-            to_dump.update(
-                (index[k], v) for k, v in zip(numbers, theirs, strict=True) if k in index
-            )
-        else:
-            to_dump.update(zip(nics, theirs, strict=False))
+        ours: dict[str, list[str]] = defaultdict(list)
+        for v in sorted(vs, key=lambda v: natural_key(design.nodes[v].get("index", 0))):
+            if design.nodes[v]["kind"] == "nic":
+                ours[str(design.nodes[v].get("host", ""))].append(v)
+        trays = len(ours) > 1 or "" not in ours
+        theirs: dict[str, list[str]] = defaultdict(list)
+        for v in sorted(by_host[hosts[n]], key=natural_key):
+            theirs[str(v).split("/")[0] if trays else ""].append(v)
+        for tray, nics in _pair_trays(ours, theirs):
+            to_dump.update(_match_tray(dump, nics, theirs[tray]))
     return to_dump
+
+
+def _pair_trays(
+    ours: dict[str, list[str]], theirs: dict[str, list[str]]
+) -> list[tuple[str, list[str]]]:
+    """(dump tray, the design tray's NICs): a design tray is the dump's of the same name, the
+    others pair in natural order of their names (a server of one host is one tray ``""``)."""
+    named = [(t, ours[t]) for t in ours if t in theirs]
+    left = sorted(set(theirs) - set(ours), key=natural_key)
+    rest = [ours[t] for t in sorted(ours, key=natural_key) if t not in theirs]
+    return named + list(zip(left, rest, strict=False))
+
+
+def _match_tray(dump: nx.Graph, nics: list[str], theirs: list[str]) -> list[tuple[str, str]]:
+    """Design NIC ``j`` of a host (by index) is the dump CA whose name ends in ``j`` when every
+    CA of the host carries a distinct number and each is one of the design's; otherwise the
+    host's CA ports in natural order."""
+    numbers = [_ca_number(dump, v) for v in theirs]
+    if None not in numbers and len(set(numbers)) == len(numbers):
+        if all(k is not None and 0 <= k < len(nics) for k in numbers):
+            return [(nics[k], v) for k, v in zip(numbers, theirs, strict=True) if k is not None]
+    return list(zip(nics, theirs, strict=False))
 
 
 def _ca_number(dump: nx.Graph, v: str) -> int | None:
