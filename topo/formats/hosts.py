@@ -177,6 +177,65 @@ def add_hosts(
     return H
 
 
+def group_into_domains(
+    G: nx.Graph, nvlink_domain_regex: str, host_regex: str | None = None
+) -> nx.Graph:
+    """A dump's fabric, without GPUs, whose NICs' servers are their hosts' NVLink domains.
+
+    What ``topo validate --nvlink-domain-regex`` compares with a design whose servers are
+    NVLink domains (a GB200 NVL72 rack built with or without ``gpus_per_host``): the dump's
+    trays grouped into racks as :func:`add_hosts` groups them, and nothing added.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric read by :func:`topo.formats.read_ibnetdiscover` (or :func:`merge_dumps`),
+        without GPUs.
+    nvlink_domain_regex : str
+        Groups hosts into domains (:func:`topo.formats.nvlink_domains.nvlink_domains`); a host
+        it does not match is a domain of its own.
+    host_regex : str, optional
+        The host of a NIC from its description (:func:`host_of`); default its ``node``.
+
+    Returns
+    -------
+    networkx.Graph
+        A copy of ``G`` with each NIC's ``node`` its domain (its vertex name still begins with
+        the host the dump's description names).
+
+    Raises
+    ------
+    SpecError
+        If an expression does not compile, or as
+        :func:`topo.formats.nvlink_domains.nvlink_domains` raises.
+    FormatError
+        If ``host_regex`` does not match a NIC's description (naming the NIC).
+    """
+    if any(k == "gpu" for _, k in G.nodes(data="kind")):
+        raise SpecError("the fabric already has GPUs: group a dump's CAs", param="gpus_per_host")
+    pattern = _compile(host_regex) if host_regex is not None else None
+    host: dict[str, str] = {}
+    for v, d in G.nodes(data=True):
+        if d["kind"] == "nic":
+            h = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
+            if h is None:
+                raise FormatError(
+                    str(G.graph.get("source", "<fabric>")),
+                    f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
+                    f"{d['description']!r}",
+                )
+            host[v] = h
+    domain = {
+        h: d
+        for d, hs in nvlink_domains(sorted(set(host.values())), nvlink_domain_regex).items()
+        for h in hs
+    }
+    H = G.copy()
+    for v, h in host.items():
+        H.nodes[v]["node"] = domain[h]
+    return H
+
+
 def _add_domains(
     H: nx.Graph,
     hosts: dict[str, list[str]],

@@ -118,6 +118,7 @@ def _match_hosts(design: nx.Graph, dump: nx.Graph) -> dict[Hashable, str]:
 def _match_nics(design: nx.Graph, dump: nx.Graph, hosts: dict[Hashable, str]) -> dict[str, str]:
     """Design NIC -> dump NIC, host by host (tray by tray in a server of several hosts)."""
     by_host = _dump_hosts(dump)
+    numbering = _numbering(dump)
     to_dump: dict[str, str] = {}
     for n, vs in servers(design).items():
         if n not in hosts:
@@ -131,8 +132,19 @@ def _match_nics(design: nx.Graph, dump: nx.Graph, hosts: dict[Hashable, str]) ->
         for v in sorted(by_host[hosts[n]], key=natural_key):
             theirs[str(v).split("/")[0] if trays else ""].append(v)
         for tray, nics in _pair_trays(ours, theirs):
-            to_dump.update(_match_tray(dump, nics, theirs[tray]))
+            to_dump.update(_match_tray(nics, theirs[tray], numbering))
     return to_dump
+
+
+def _numbering(dump: nx.Graph) -> dict[str, list[int]]:
+    """CA name prefix -> the numbers the dump's CAs of that prefix use, in order
+    (``mlx5_`` -> ``[0, 1, 4, 5]`` on GB200 trays)."""
+    used: dict[str, set[int]] = defaultdict(set)
+    for v, d in dump.nodes(data=True):
+        label = _ca_label(v) if d["kind"] == "nic" else None
+        if label is not None:
+            used[label[0]].add(label[1])
+    return {p: sorted(ks) for p, ks in used.items()}
 
 
 def _pair_trays(
@@ -146,24 +158,35 @@ def _pair_trays(
     return named + list(zip(left, rest, strict=False))
 
 
-def _match_tray(dump: nx.Graph, nics: list[str], theirs: list[str]) -> list[tuple[str, str]]:
+def _match_tray(
+    nics: list[str], theirs: list[str], numbering: dict[str, list[int]]
+) -> list[tuple[str, str]]:
     """Design NIC ``j`` of a host (by index) is the dump CA whose name ends in ``j`` when every
-    CA of the host carries a distinct number and each is one of the design's; otherwise the
-    host's CA ports in natural order."""
-    numbers = [_ca_number(dump, v) for v in theirs]
-    if None not in numbers and len(set(numbers)) == len(numbers):
-        if all(k is not None and 0 <= k < len(nics) for k in numbers):
-            return [(nics[k], v) for k, v in zip(numbers, theirs, strict=True) if k is not None]
+    CA of the host carries a distinct number, each one of the design's; else, when the dump's
+    CAs of that name use as many numbers as the host has NICs (a GB200 tray's ``mlx5_0, 1, 4,
+    5``), the CA whose number is the ``j``-th of those; otherwise the CA ports in natural
+    order."""
+    labels = [_ca_label(v) for v in theirs]
+    if None in labels or len({lab[1] for lab in labels if lab}) != len(labels):
+        return list(zip(nics, theirs, strict=False))
+    numbers = [lab[1] for lab in labels if lab]
+    if all(0 <= k < len(nics) for k in numbers):
+        return [(nics[k], v) for k, v in zip(numbers, theirs, strict=True)]
+    prefixes = {lab[0] for lab in labels if lab}
+    if len(prefixes) == 1 and len(numbering[next(iter(prefixes))]) == len(nics):
+        order = numbering[next(iter(prefixes))]
+        return [(nics[order.index(k)], v) for k, v in zip(numbers, theirs, strict=True)]
     return list(zip(nics, theirs, strict=False))
 
 
-def _ca_number(dump: nx.Graph, v: str) -> int | None:
-    """The number the CA's name ends in (``node3/mlx5_2/p1`` -> 2), port 1 only."""
+def _ca_label(v: str) -> tuple[str, int] | None:
+    """The CA name's prefix and the number it ends in (``node3/mlx5_2/p1`` -> ``("mlx5_",
+    2)``), port 1 only."""
     parts = str(v).split("/")
     if len(parts) < 3 or parts[-1] != "p1":
         return None
     m = _TRAILING_NUMBER.search(parts[-2])
-    return int(m[1]) if m else None
+    return (parts[-2][: m.start(1)], int(m[1])) if m else None
 
 
 def _switches(G: nx.Graph) -> list[str]:
