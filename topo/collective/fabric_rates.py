@@ -162,8 +162,18 @@ def gpu_arch(G: nx.Graph) -> str | None:
 
 
 def arch_of_model(name: object) -> str | None:
-    """The GPU generation a model name names (a word starting with a prefix of
-    :data:`GPU_ARCHES`, ``"NVIDIA H100 80GB HBM3"`` -> ``hopper``), or None.
+    """The GPU generation a model name names.
+
+    Parameters
+    ----------
+    name : object
+        A model name (``"NVIDIA H100 80GB HBM3"``); anything else names none.
+
+    Returns
+    -------
+    str or None
+        The generation of the first prefix of :data:`GPU_ARCHES` a word of it starts with
+        (``hopper``), or None.
 
     Examples
     --------

@@ -15,8 +15,14 @@ from topo.errors import SpecError
 
 
 def known_gpu_models() -> list[str]:
-    """The names :func:`resolve_gpu_model` takes: the catalog's servers whose model names a GPU
-    of :data:`~topo.collective.fabric_rates.GPU_ARCHES` (file order), then those GPUs."""
+    """The names :func:`resolve_gpu_model` takes.
+
+    Returns
+    -------
+    list of str
+        The catalog's servers whose model names a GPU of
+        :data:`~topo.collective.fabric_rates.GPU_ARCHES` (file order), then those GPUs.
+    """
     catalog = load_catalog()
     servers = [
         n for n in catalog.names("node") if arch_of_model(catalog.get("node", n).get("model"))

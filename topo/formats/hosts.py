@@ -143,19 +143,9 @@ def add_hosts(
         compile_domain_regex(nvlink_domain_regex)
     if compute_host_regex is not None:
         _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
-    pattern = _compile(host_regex) if host_regex is not None else None
     H = G.copy()
     hosts: dict[str, list[str]] = defaultdict(list)
-    for v, d in G.nodes(data=True):
-        if d["kind"] != "nic":
-            continue
-        host = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
-        if host is None:
-            raise FormatError(
-                str(G.graph.get("source", "<fabric>")),
-                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
-                f"{d['description']!r}",
-            )
+    for v, host in _nic_hosts(G, host_regex).items():
         hosts[host].append(v)
         H.nodes[v]["node"] = host
     if compute_host_regex is not None:
@@ -213,18 +203,7 @@ def group_into_domains(
     """
     if any(k == "gpu" for _, k in G.nodes(data="kind")):
         raise SpecError("the fabric already has GPUs: group a dump's CAs", param="gpus_per_host")
-    pattern = _compile(host_regex) if host_regex is not None else None
-    host: dict[str, str] = {}
-    for v, d in G.nodes(data=True):
-        if d["kind"] == "nic":
-            h = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
-            if h is None:
-                raise FormatError(
-                    str(G.graph.get("source", "<fabric>")),
-                    f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
-                    f"{d['description']!r}",
-                )
-            host[v] = h
+    host = _nic_hosts(G, host_regex)
     domain = {
         h: d
         for d, hs in nvlink_domains(sorted(set(host.values())), nvlink_domain_regex).items()
@@ -234,6 +213,24 @@ def group_into_domains(
     for v, h in host.items():
         H.nodes[v]["node"] = domain[h]
     return H
+
+
+def _nic_hosts(G: nx.Graph, host_regex: str | None) -> dict[str, str]:
+    """NIC -> its host: its ``node``, or what ``host_regex`` takes from its description."""
+    pattern = _compile(host_regex) if host_regex is not None else None
+    out: dict[str, str] = {}
+    for v, d in G.nodes(data=True):
+        if d["kind"] != "nic":
+            continue
+        host = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
+        if host is None:
+            raise FormatError(
+                str(G.graph.get("source", "<fabric>")),
+                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
+                f"{d['description']!r}",
+            )
+        out[v] = host
+    return out
 
 
 def _add_domains(
