@@ -139,3 +139,40 @@ def test_collective_says_what_to_pass_on_uneven_racks(tmp_path: Path) -> None:
     ok = run("collective", tmp_path / "g.json", "--op", "all_reduce", "--gpus", 80, "--json")
     assert ok.exit_code == 0, ok.output
     assert (json.loads(ok.stdout)["nodes"], json.loads(ok.stdout)["gpus_per_node"]) == (2, 40)
+
+
+def test_slurm_and_nccl_list_only_the_hosts_with_gpus() -> None:
+    from topo.export import ExportOptions, export
+
+    path = real_file(*GB200)
+    G = import_ibnetdiscover(
+        path, gpus_per_host=4, nvlink_GBps=900, nvlink_domain_regex=RACK, compute_host_regex=TRAY
+    )
+    others = re.compile(r"CUFM|ubuntu|localhost|H-[0-9a-f]{16}")
+    block = export(G, "slurm", ExportOptions(slurm_format="block"))
+    assert block.warnings == ()  # no host outside the racks' blocks (72 before)
+    assert len([ln for ln in block.text.splitlines() if ln.startswith("BlockName=")]) == 8
+    tree = export(G, "slurm").text
+    assert not others.search(tree)
+    listed = {
+        h for ln in tree.splitlines() if " Nodes=" in ln for h in _expand(ln.split("Nodes=")[1])
+    }
+    assert listed == set(_trays(path.read_text()))  # the 119 trays, every one
+    env = export(G, "nccl", ExportOptions(hca_format="mlx5_{index}")).text
+    assert not others.search(env)
+    # the cables of the GPU-less hosts stay in the fabric (and in a cabling plan)
+    assert any(str(v).startswith("B11-P1-CUFM-02/") for v in G)
+
+
+def _expand(hostlist: str) -> list[str]:
+    """Slurm's ``a-c[01,03-04],b`` hostlist as names (a bracket per name, as topo writes)."""
+    names: list[str] = []
+    for prefix, inner, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", hostlist):
+        if plain:
+            names.append(plain)
+            continue
+        for part in inner.split(","):
+            lo, _, hi = part.partition("-")
+            for k in range(int(lo), int(hi or lo) + 1):
+                names.append(f"{prefix}{k:0{len(lo)}d}")
+    return names
