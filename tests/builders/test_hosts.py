@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,14 +105,19 @@ def test_every_export_names_a_tray_alike_and_validate_matches_its_dump(tmp_path:
     block = _cli_ok("export", "slurm", gb, "--format", "block").stdout
     assert "BlockName=block0 Nodes=node0-[0-17]" in block
     assert "BlockName=block1 Nodes=node1-[0-17]" in block
-    assert _cli_ok("export", "nccl", gb, "--node", 1).stdout.startswith("# node0-1")
+    nccl = _cli_ok("export", "nccl", gb, "--node", 1).stdout
+    assert nccl.startswith("# node0-1")
+    # a tray's 4 HCAs are mlx5_0..3 in NCCL_IB_HCA and in the written dump alike (the dump
+    # numbered them across the rack: node0-1 had mlx5_4..7)
+    assert "NCCL_IB_HCA==mlx5_0:1::0,mlx5_1:1::0,mlx5_2:1::0,mlx5_3:1::0" in nccl
     _cli_ok("export", "ibnetdiscover", gb, "-o", net)
-    assert '"node0-1 mlx5_4"' in net.read_text()
+    cas = re.findall(r'^Ca 1 "H-[0-9a-f]+" # "(node0-1 \S+)"', net.read_text(), re.M)
+    assert cas == [f"node0-1 mlx5_{j}" for j in range(4)]
     r = runner.invoke(app, ["validate", str(gb), str(net), "--no-cost", "--json"])
     assert r.exit_code == 0, r.output
     # one cable gone: exactly that defect
     lines = net.read_text().splitlines()
-    head = next(i for i, ln in enumerate(lines) if ln.startswith("Ca") and "node1-17 mlx5_71" in ln)
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("Ca") and "node1-17 mlx5_3" in ln)
     guid = lines[head].split('"')[1]
     # the cable from both ends: the CA's port line and the switch's line naming the CA
     drop = {head + 1} | {i for i, ln in enumerate(lines) if ln.startswith("[") and guid in ln}

@@ -1,7 +1,7 @@
 """``topo export ibnetdiscover`` of an imported fabric: the fabric file keeps which devices are
-cabled, not the dump's port numbers, GUIDs or CA names, so the file written numbers them by
-rule. As ``topo export cabling`` does, it is refused without ``--assign-ports`` (a fresh user's
-trial) and written with a warning with it."""
+cabled, not the dump's port numbers or GUIDs, so the file written numbers them by rule (the CA
+names are the dump's). As ``topo export cabling`` does, it is refused without
+``--assign-ports`` (a fresh user's trial) and written with a warning with it."""
 
 from __future__ import annotations
 
@@ -56,17 +56,18 @@ def imported(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_file_would_renumber_the_dump(imported) -> None:
-    """Why the refusal: the same cables, other port numbers and CA names than the dump's."""
+    """Why the refusal: the same cables and CA names, other port numbers than the dump's."""
     dump, G, _ = imported
     theirs = host_ports(dump.read_text())
     ours = host_ports(write_ibnetdiscover(G))
     assert len(theirs) == 144 and set(ours) == set(theirs)
     moved = [k for k in theirs if ours[k][0] != theirs[k][0]]
     renamed = [k for k in theirs if ours[k][1] != theirs[k][1]]
-    assert moved and renamed
-    # the dump's ib5 has "stage114 mlx4_0" on port 1; the rule puts it on port 18 as mlx5_1
+    # the CA names are the dump's (they were renamed mlx5_<CA port>, mlx5_1 for every CA)
+    assert moved and not renamed
+    # the dump's ib5 has "stage114 mlx4_0" on port 1; the rule puts it on port 18, same name
     key = ("MF0;ib5:SX6036/U1", "stage114")
-    assert theirs[key] == (1, "stage114 mlx4_0") and ours[key] == (18, "stage114 mlx5_1")
+    assert theirs[key] == (1, "stage114 mlx4_0") and ours[key] == (18, "stage114 mlx4_0")
 
 
 def test_cli_refuses_it_without_assign_ports_and_writes_nothing(imported, tmp_path) -> None:

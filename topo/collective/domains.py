@@ -77,6 +77,61 @@ def _ranks(
     return n, g
 
 
+def _uneven(
+    n: int, g: int, given: bool, used: list[int], inv: dict[Hashable, dict[Hashable, list[Any]]]
+) -> str:
+    """The message for ranks that fill the domains unevenly, with the ``--gpus`` that would do.
+
+    Domains fill in order, each taking as many of its hosts as ranks are left, so several
+    domains hold the same count only at the first domain's ``h`` hosts: the largest even fill
+    is ``g * h * d`` for the largest ``d`` whose fill (:func:`_fill`) is even (one domain alone
+    takes any ``g * c``, ``c <= h``)."""
+    ids = list(inv)
+    sizes = [len(inv[s]) for s in ids]
+    h = sizes[0]
+    d = max(k for k in range(1, len(ids) + 1) if len(set(_fill(sizes, h * k))) == 1)
+    what = (
+        f"--gpus {n} at {g} per host fills"
+        if given
+        else f"all {n} GPUs at {g} per host (no --gpus given) fill"
+    )
+    one = f"one domain (e.g. --gpus {g * h}: {g} x the {h} hosts of domain {ids[0]!r})"
+    many = (
+        f"--gpus {g * h * d} ({g} x {h} hosts in each of the domains {ids[0]!r} to "
+        f"{ids[d - 1]!r}), or "
+    )
+    return (
+        f"{what} NVLink domains unevenly ({_runs(used)} hosts): NCCL's nodes are the "
+        f"domains, and the model takes the same ranks on each; give {many if d > 1 else ''}{one}"
+    )
+
+
+def _fill(sizes: list[int], hosts: int) -> list[int]:
+    """How many hosts each domain gives ``hosts`` hosts' ranks, domains of ``sizes`` hosts
+    taken in order (what :func:`select_domain_subcluster` takes)."""
+    out = []
+    for size in sizes:
+        if hosts == 0:
+            break
+        out.append(min(size, hosts))
+        hosts -= out[-1]
+    return out
+
+
+def _runs(counts: list[int]) -> str:
+    """``10, 11, 18, 72 x 1``: the counts in order, a run of three or more equal ones as
+    ``k x c``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        parts += [f"{j - i} x {counts[i]}"] if j - i >= 3 else [str(counts[i])] * (j - i)
+        i = j
+    return ", ".join(parts)
+
+
 def select_domain_subcluster(
     G: nx.Graph, gpus: int | None, gpus_per_node: int | None
 ) -> tuple[nx.Graph, list[Hashable], int, int]:
@@ -123,12 +178,7 @@ def select_domain_subcluster(
         left -= len(take)
     counts = sorted({len(take) for _, take in used})
     if len(counts) > 1:
-        raise TopoError(
-            f"--gpus {n} at {g} per host fills NVLink domains unevenly "
-            f"({', '.join(str(len(t)) for _, t in used)} hosts): NCCL's nodes are the domains, "
-            f"and the model takes the same ranks on each (e.g. --gpus {g * len(used[0][1])}: "
-            f"{g} x the {len(used[0][1])} hosts of domain {used[0][0]!r})"
-        )
+        raise TopoError(_uneven(n, g, gpus is not None, [len(t) for _, t in used], inv))
     keep: set[Any] = {v for v, d in G.nodes(data=True) if d["kind"] not in ("gpu", "nic")}
     keep -= {v for v, d in G.nodes(data=True) if d["kind"] == "nvswitch"}
     members = servers(G)

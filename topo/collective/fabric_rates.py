@@ -155,12 +155,37 @@ def gpu_arch(G: nx.Graph) -> str | None:
     names = [G.graph.get("gpu_model")]
     names += [d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"][:1]
     for name in names:
-        if not isinstance(name, str):
-            continue
-        words = name.upper().replace("-", " ").split()
-        for prefix, arch in GPU_ARCHES:
-            if any(w.startswith(prefix) for w in words):
-                return arch
+        arch = arch_of_model(name)
+        if arch is not None:
+            return arch
+    return None
+
+
+def arch_of_model(name: object) -> str | None:
+    """The GPU generation a model name names.
+
+    Parameters
+    ----------
+    name : object
+        A model name (``"NVIDIA H100 80GB HBM3"``); anything else names none.
+
+    Returns
+    -------
+    str or None
+        The generation of the first prefix of :data:`GPU_ARCHES` a word of it starts with
+        (``hopper``), or None.
+
+    Examples
+    --------
+    >>> arch_of_model("NVIDIA GB200 NVL72"), arch_of_model("NVIDIA Quantum-2"), arch_of_model(3)
+    ('blackwell', None, None)
+    """
+    if not isinstance(name, str):
+        return None
+    words = name.upper().replace("-", " ").split()
+    for prefix, arch in GPU_ARCHES:
+        if any(w.startswith(prefix) for w in words):
+            return arch
     return None
 
 

@@ -67,6 +67,24 @@ DomainRegexOpt = Annotated[
         "rack of 18 trays); hosts it does not match stay a domain each. With --gpus-per-host.",
     ),
 ]
+ComputeRegexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--compute-host-regex",
+        help="Regular expression on host names: only the hosts it matches get GPUs; the "
+        "others (a UFM host, localhost, CAs with no hostname) stay in the fabric as endpoints "
+        "carrying no GPU traffic. With --gpus-per-host.",
+    ),
+]
+GpuModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-model",
+        help="The GPUs' model, recorded as the fabric's gpu_model (as topo build --node does), "
+        "from which topo collective takes its --arch: a catalog server (gb200-nvl72, h100, "
+        "...) or a GPU (GB200, H100, A100, ...). With --gpus-per-host.",
+    ),
+]
 NvlinkOpt = Annotated[
     float,
     typer.Option("--nvlink-GBps", help="NVLink per GPU, GB/s per direction (with hosts)."),
@@ -87,6 +105,8 @@ def ibnetdiscover(
     nvlink_GBps: NvlinkOpt = _SERVER.nvlink_GBps,
     pcie_GBps: PcieOpt = _SERVER.pcie_GBps,
     nvlink_domain_regex: DomainRegexOpt = None,
+    compute_host_regex: ComputeRegexOpt = None,
+    gpu_model: GpuModelOpt = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -102,6 +122,17 @@ def ibnetdiscover(
             "the servers of --gpus-per-host G",
             "without it the fabric has no GPUs, so no NVLink or PCIe links",
         )
+        refuse_given(
+            ctx,
+            ("gpu_model",),
+            "the servers of --gpus-per-host G",
+            "without it the fabric has no GPUs to be of a model",
+        )
+    model = None
+    if gpu_model is not None:
+        from topo.collective.gpu_models import resolve_gpu_model
+
+        model = resolve_gpu_model(gpu_model)
     G = import_ibnetdiscover(
         dumps,
         name_map=name_map,
@@ -110,7 +141,10 @@ def ibnetdiscover(
         nvlink_GBps=nvlink_GBps,
         pcie_GBps=pcie_GBps,
         nvlink_domain_regex=nvlink_domain_regex,
+        compute_host_regex=compute_host_regex,
     )
+    if model is not None:
+        G.graph["gpu_model"] = model  # the key topo build --node writes
     summary = import_summary(G)
     emit_fabric(G, summary if as_json else _in_words(summary), output, as_json)
 
@@ -141,7 +175,8 @@ def import_summary(G: nx.Graph) -> dict[str, Any]:
     dict
         ``family``, then ``terminal`` (``"gpu"``, or ``"endpoint"`` on a fabric without GPUs:
         its CAs cabled to a switch) and ``terminals`` (how many: ``topo bandwidth``'s ``gpus``
-        and ``terminal``), then the summary's keys and the dump's defect counts.
+        and ``terminal``), then the summary's keys and the dump's defect counts; with
+        ``--compute-host-regex``, ``non_compute_hosts`` (hosts left without GPUs).
     """
     counts = fabric_mod.summarize(G).to_dict()
     terminal = "gpu" if counts["gpus"] else "endpoint"
@@ -153,6 +188,8 @@ def import_summary(G: nx.Graph) -> dict[str, Any]:
     }
     if "nvlink_domain_regex" in G.graph:
         summary.update(_domain_counts(G))
+    if "non_compute_hosts" in G.graph:
+        summary["non_compute_hosts"] = int(G.graph["non_compute_hosts"])
     for key in ("loopback_cables", "unconnected_cas", "mismatched_cables", "unreachable_switches"):
         if key in G.graph:
             summary[key] = G.graph[key]
@@ -163,7 +200,9 @@ def _domain_counts(G: nx.Graph) -> dict[str, int]:
     """``hosts`` (trays), ``nvlink_domains`` (the servers: one NVSwitch each) and
     ``hosts_outside_nvlink_domains`` (hosts ``--nvlink-domain-regex`` did not match, a domain
     each) of a fabric imported with NVLink domains."""
-    hosts = {d["host"] for _, d in G.nodes(data=True) if d["kind"] in ("gpu", "nic")}
+    hosts = {
+        fabric_mod.host_of_vertex(d) for _, d in G.nodes(data=True) if d["kind"] in ("gpu", "nic")
+    }
     return {
         "hosts": len(hosts),
         "nvlink_domains": sum(1 for _, k in G.nodes(data="kind") if k == "nvswitch"),

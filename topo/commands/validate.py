@@ -18,6 +18,8 @@ from topo.commands.import_ import DumpsArg, GpusPerHostOpt, HostRegexOpt, NameMa
 from topo.errors import SpecError
 
 if TYPE_CHECKING:  # the solver loads when the command runs
+    import networkx as nx
+
     from topo.validate import ValidationReport
 
 DEFECTS_EXIT = 3
@@ -38,6 +40,16 @@ def validate(
     gpus_per_host: GpusPerHostOpt = None,
     host_regex: HostRegexOpt = None,
     name_map: NameMapOpt = None,
+    nvlink_domain_regex: Annotated[
+        str | None,
+        typer.Option(
+            "--nvlink-domain-regex",
+            help="Regular expression on the dump's host names: hosts with the same match "
+            "(group 'domain', else group 1) are one server of the design, an NVLink domain "
+            "(the trays of a GB200 NVL72 rack), as topo import groups them. Without "
+            "--gpus-per-host.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     html: Annotated[
         Path | None,
@@ -51,7 +63,6 @@ def validate(
 ) -> None:
     """Compare the fabric as built (ibnetdiscover dumps) with its design: every defect and
     what it costs the exact all-to-all. Exit status 3 when there are defects."""
-    from topo.formats import import_ibnetdiscover
     from topo.validate import check_design
     from topo.validate import validate as run
 
@@ -64,15 +75,7 @@ def validate(
             f"--gpus-per-host {gpus_per_host}: the design's servers have {per_node} GPUs",
             param="gpus_per_host",
         )
-    if fabric_mod.spans_hosts(G) and gpus_per_host is None and host_regex is None:
-        # a design of NVLink domains of hosts (build --gpus-per-host): its dump names the
-        # trays node<n>-<h>; they are matched as the design's servers node<n>
-        from topo.builders import BUILT_HOST_REGEX
-
-        gpus_per_host, host_regex = per_node, BUILT_HOST_REGEX
-    dump = import_ibnetdiscover(
-        dumps, name_map=name_map, gpus_per_host=gpus_per_host, host_regex=host_regex
-    )
+    dump = _dump(G, dumps, name_map, gpus_per_host, host_regex, nvlink_domain_regex)
     report = run(G, dump, cost=not no_cost, dump_name=", ".join(map(str, dumps)))
     if html is not None:
         from topo.plot import write_html
@@ -86,6 +89,58 @@ def validate(
         _render(report)
     if not report.ok:
         raise typer.Exit(DEFECTS_EXIT)
+
+
+def _dump(
+    G: nx.Graph,
+    dumps: list[Path],
+    name_map: Path | None,
+    gpus_per_host: int | None,
+    host_regex: str | None,
+    domain_regex: str | None,
+) -> nx.Graph:
+    """The dump as the design's servers see it: its hosts grouped into NVLink domains
+    (``--nvlink-domain-regex``), a tray design's ``node<n>-<h>`` hosts into ``node<n>``, or
+    its hosts as they are (with ``--gpus-per-host``: given GPUs, as ``topo import``)."""
+    from topo.formats import group_into_domains, import_ibnetdiscover
+
+    if domain_regex is not None:
+        if gpus_per_host is not None:
+            raise SpecError(
+                "--nvlink-domain-regex groups the dump's hosts into the design's servers, "
+                "which give their GPUs: give it without --gpus-per-host",
+                param="nvlink_domain_regex",
+            )
+        plain = import_ibnetdiscover(dumps, name_map=name_map)
+        return group_into_domains(plain, domain_regex, host_regex)
+    if fabric_mod.spans_hosts(G) and gpus_per_host is None and host_regex is None:
+        # a design of NVLink domains of hosts (build --gpus-per-host): its dump names the
+        # trays node<n>-<h>; they are matched as the design's servers node<n>
+        from topo.builders import BUILT_HOST_REGEX
+
+        _refuse_unbuilt_trays(import_ibnetdiscover(dumps, name_map=name_map), BUILT_HOST_REGEX)
+        gpus_per_host, host_regex = G.graph.get("gpus_per_node"), BUILT_HOST_REGEX
+    return import_ibnetdiscover(
+        dumps, name_map=name_map, gpus_per_host=gpus_per_host, host_regex=host_regex
+    )
+
+
+def _refuse_unbuilt_trays(dump: nx.Graph, regex: str) -> None:
+    """Refuse a dump whose hosts are not named ``node<n>-<h>`` as a tray design's written dump
+    names them, saying to give ``--nvlink-domain-regex`` (rather than quoting a
+    ``--host-regex`` the user never gave)."""
+    import re
+
+    pattern = re.compile(regex)
+    for v, d in dump.nodes(data=True):
+        if d["kind"] == "nic" and not pattern.search(str(d["description"])):
+            raise SpecError(
+                f"the design's servers are NVLink domains of hosts, named node<n>-<h> in the "
+                f"dump topo export writes, but the dump describes CA {v!r} as "
+                f"{d['description']!r}: give --nvlink-domain-regex to group its hosts into "
+                "the design's servers (e.g. '-dgx-(\\d+)-c' for aNN-p1-dgx-RR-cTT trays)",
+                param="nvlink_domain_regex",
+            )
 
 
 def _render(report: ValidationReport) -> None:

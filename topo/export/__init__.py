@@ -35,7 +35,7 @@ from topo.export.slurm import (
     write_topology_conf,
     write_topology_yaml,
 )
-from topo.export.trays import domain_blocks, domain_hosts, host_view
+from topo.export.trays import compute_view, domain_blocks, domain_hosts, host_view
 from topo.fabric import SWITCH_KINDS, servers
 from topo.formats.netfile import write_ibnetdiscover
 
@@ -57,6 +57,7 @@ __all__ = [
     "check_format",
     "check_hca_format",
     "check_options",
+    "compute_view",
     "domain_blocks",
     "domain_hosts",
     "export",
@@ -180,6 +181,7 @@ def _slurm(G: nx.Graph, opts: ExportOptions) -> Export:
             f"slurm_format must be one of {', '.join(SLURM_FORMATS)}, got {opts.slurm_format!r}",
             param="slurm_format",
         )
+    G = compute_view(G)  # hosts without GPUs (--compute-host-regex) are no Slurm nodes
     domains = domain_hosts(G)  # NVLink domains of several hosts: a block each
     G = host_view(G)  # Slurm's nodes are the hosts
     hosts = fabric_hosts(G, opts.hosts)
@@ -209,7 +211,7 @@ def _slurm(G: nx.Graph, opts: ExportOptions) -> Export:
 
 
 def _nccl(G: nx.Graph, opts: ExportOptions) -> Export:
-    G = host_view(G)  # NCCL_IB_HCA and the topology file are per host
+    G = host_view(compute_view(G))  # NCCL_IB_HCA and the topology file are per GPU host
     hosts = fabric_hosts(G, opts.hosts)
     text = write_nccl_env(G, hosts, opts.node, opts.hca_format, opts.topo_xml)
     files = {}
@@ -241,9 +243,9 @@ def _cabling(G: nx.Graph, opts: ExportOptions) -> Export:
 
 
 ASSIGNED_DUMP_NOTE = (
-    "its port numbers, GUIDs, LIDs and CA names are assigned by rule (docs/export.md), not "
-    "the dump's: the fabric file keeps which devices are cabled, not how the dump numbered and "
-    "named them, so this file will not match the installed fabric port for port"
+    "its port numbers, GUIDs and LIDs are assigned by rule (docs/export.md), not the dump's "
+    "(its CA names are the dump's): the fabric file keeps which devices are cabled, not how "
+    "the dump numbered them, so this file will not match the installed fabric port for port"
 )
 
 

@@ -24,7 +24,6 @@ fat tree, Dragonfly, Slim Fly, an imported fabric whose hosts each hang off one 
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ import networkx as nx
 from topo.errors import SpecError
 from topo.export.hostlist import hostlist_ranged
 from topo.fabric import SWITCH_KINDS, natural_key, servers, switch_components
+from topo.formats.hca_names import DEFAULT_HCA_FORMAT, LINUX_DEVICE, host_devices
 
 __all__ = [
     "DEFAULT_HCA_FORMAT",
@@ -52,10 +52,6 @@ __all__ = [
 ]
 
 
-DEFAULT_HCA_FORMAT = "mlx5_{index}"
-"""Device names of a built server: ``mlx5_0``, ``mlx5_1``, ... (Linux's names for ConnectX
-HCAs, in PCI order)."""
-
 HCA_RESERVED = ",:=^"
 """Characters ``NCCL_IB_HCA``'s syntax reserves, which no device name may hold: ``,`` between
 entries, ``:`` between an entry's fields, a leading ``^`` (exclude) or ``=`` (exact names)
@@ -66,10 +62,6 @@ entries, ``:`` between an entry's fields, a leading ``^`` (exclude) or ``=`` (ex
 HCA_NAME_MAX = 63
 """The longest device name NCCL keeps whole: ``struct netIf``'s ``prefix[64]`` with its NUL
 (``src/include/utils.h``), as Linux's ``IBV_SYSFS_NAME_MAX`` (64)."""
-
-LINUX_DEVICE = re.compile(r"[A-Za-z]\w*_\d+")
-"""A Linux RDMA device name as ibnetdiscover's node descriptions give it: a driver prefix,
-``_``, a number (``mlx5_4``; rdma-ndd's default description is ``<host> <device>``)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +159,7 @@ def nccl_nics(
     ctx = context if context is not None else _context(G)
     server, members = _server(ctx, node)
     nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
-    devices, foreign = _devices(G, str(server), nics)
+    devices, foreign = host_devices(G, str(server), nics)
     if foreign and hca_format is None:
         raise SpecError(_foreign_message(str(server), foreign), param="hca_format")
     keep = hca_format is None and all(name is not None for _, _, name, _ in devices)
@@ -186,36 +178,6 @@ def nccl_nics(
         speed = round(float(edge["capacity"]) / int(edge["links"]) * 8 / 1e6)
         out.append(NcclNic(hca, port, rail, plane, speed))
     return out
-
-
-def _devices(
-    G: nx.Graph, host: str, nics: list[str]
-) -> tuple[list[tuple[str, int, str | None, int]], list[str]]:
-    """(NIC, device index, device name or None, port) in device, then port order, and the
-    dump's device names that are not Linux device names (``HCA-5``).
-
-    A built NIC is one single-port device (port 1). An imported NIC is a CA port: the ports
-    of one CA (its GUID, else its vertex name without ``/p<port>``) are one device, named as
-    the dump's node description names it (``<host> mlx5_4``) where it does. A description
-    ``<host> <word>`` whose word is not a Linux name (:data:`LINUX_DEVICE`) is a foreign name.
-    """
-    if G.graph.get("family") != "ibnetdiscover":
-        ordered = sorted(nics, key=lambda v: natural_key(G.nodes[v]["index"]))
-        return [(v, i, None, 1) for i, v in enumerate(ordered)], []
-    info = []
-    foreign: list[str] = []
-    for v in nics:
-        d = G.nodes[v]
-        words = str(d.get("description") or "").split()
-        name = words[1] if len(words) == 2 and LINUX_DEVICE.fullmatch(words[1]) else None
-        if name is None and len(words) == 2 and words[0] == host:
-            foreign.append(words[1])
-        ca = d.get("guid") or str(v).rsplit("/p", 1)[0]
-        info.append((name, str(ca), int(d["index"]), v))
-    info.sort(key=lambda t: (natural_key(t[0] or t[1]), t[2]))
-    cas = list(dict.fromkeys(t[1] for t in info))
-    devices = [(v, cas.index(ca), name, port) for name, ca, port, v in info]
-    return devices, sorted(set(foreign), key=natural_key)
 
 
 def _foreign_message(hosts: str, foreign: Sequence[str]) -> str:
@@ -311,7 +273,7 @@ def nccl_naming_notes(
     for i in positions:
         server, members = _server(ctx, i)
         nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
-        devices, _ = _devices(G, str(server), nics)
+        devices, _ = host_devices(G, str(server), nics)
         if any(name is None for _, _, name, _ in devices):
             unnamed.append(hosts[i])
     if not unnamed:
@@ -442,7 +404,7 @@ def _refuse_foreign(
     for i in positions:
         server, members = _server(ctx, i)
         nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
-        theirs = _devices(G, str(server), nics)[1]
+        theirs = host_devices(G, str(server), nics)[1]
         if theirs:
             names.append(hosts[i])
             foreign.update(theirs)

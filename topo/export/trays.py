@@ -45,6 +45,35 @@ def host_view(G: nx.Graph) -> nx.Graph:
     return H
 
 
+def compute_view(G: nx.Graph) -> nx.Graph:
+    """A fabric without its servers of NICs alone, where other servers have GPUs.
+
+    ``topo import ibnetdiscover --compute-host-regex`` leaves the hosts it does not match (a
+    UFM host, ``localhost``, CAs with no hostname) as servers without GPUs: cabled, but no
+    compute nodes, so neither Slurm's topology nor NCCL's environment lists them.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    networkx.Graph
+        ``G`` itself when it has no GPUs or every server has some; else a copy without the
+        NICs of the servers that have none (and their cables). Only for the exporters.
+    """
+    with_gpus = {d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}
+    if not with_gpus:
+        return G
+    idle = [v for v, d in G.nodes(data=True) if d["kind"] == "nic" and d["node"] not in with_gpus]
+    if not idle:
+        return G
+    H = G.copy()
+    H.remove_nodes_from(idle)
+    return H
+
+
 def domain_hosts(G: nx.Graph) -> dict[Hashable, list[Hashable]]:
     """The NVLink domains of several hosts (or of one host named otherwise), with their hosts.
 

@@ -6,6 +6,8 @@
 - :func:`import_ibnetdiscover` reads one dump or several (one per plane, :func:`merge_dumps`)
   and, given GPUs per host, groups the CAs into servers (:func:`add_hosts`), and the hosts
   into NVLink domains larger than a host where asked (:mod:`topo.formats.nvlink_domains`);
+  :func:`group_into_domains` groups a dump's hosts into domains without adding GPUs (what
+  ``topo validate`` compares with a design of NVLink domains);
 - :func:`write_ibnetdiscover` writes a fabric in ibnetdiscover topology format (an ibsim net
   file);
 - :func:`link_rate_Bps` gives the data rate of an InfiniBand link (``"4x"``, ``"NDR"``);
@@ -14,7 +16,7 @@
   (``-J``, format version 3) into the same records, :func:`read_nccl_tests_any` either.
 """
 
-from topo.formats.hosts import add_hosts, import_ibnetdiscover, merge_dumps
+from topo.formats.hosts import add_hosts, group_into_domains, import_ibnetdiscover, merge_dumps
 from topo.formats.ibnetdiscover import link_rate_Bps, read_ibnetdiscover, read_name_map
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
 from topo.formats.nccl_tests_json import read_nccl_tests_any, read_nccl_tests_json
@@ -24,6 +26,7 @@ __all__ = [
     "NcclTest",
     "NcclTestRow",
     "add_hosts",
+    "group_into_domains",
     "import_ibnetdiscover",
     "merge_dumps",
     "link_rate_Bps",

@@ -34,6 +34,9 @@ from topo.units import GBps_to_Bps
 HOST_GRAPH_KEYS = frozenset({"gpus_per_node", "nvlink_GBps", "pcie_GBps", "host_regex"})
 """The graph attributes :func:`add_hosts` adds to an imported fabric."""
 
+COMPUTE_GRAPH_KEYS = frozenset({"compute_host_regex", "non_compute_hosts"})
+"""The graph attributes :func:`add_hosts` adds with ``compute_host_regex``."""
+
 
 def host_of(description: str, host_regex: str | re.Pattern[str]) -> str | None:
     """The host part of a CA's node description, by ``host_regex``.
@@ -75,6 +78,7 @@ def add_hosts(
     pcie_GBps: float,
     host_regex: str | None = None,
     nvlink_domain_regex: str | None = None,
+    compute_host_regex: str | None = None,
 ) -> nx.Graph:
     """An imported fabric with its NICs grouped into servers of ``gpus_per_host`` GPUs each.
 
@@ -98,6 +102,12 @@ def add_hosts(
         NICs, each keeping its host in a ``host`` attribute
         (:func:`topo.formats.nvlink_domains.add_domain_servers`). A host it does not match is a
         domain of its own.
+    compute_host_regex : str, optional
+        Only the hosts whose name it matches (``re.search``) get GPUs; the others (a UFM
+        host, ``localhost``, CAs with no hostname) stay in the fabric as they were imported:
+        NICs of a server without GPUs, cabled endpoints that carry no GPU traffic (the
+        solvers' terminals are the GPUs; :func:`topo.fabric.check_wiring` accepts a server
+        of NICs alone). Default: every host gets GPUs.
 
     Returns
     -------
@@ -111,13 +121,17 @@ def add_hosts(
         ``host_regex`` (:data:`HOST_GRAPH_KEYS`). With ``nvlink_domain_regex``, the servers are
         the domains as above, and ``G.graph`` adds ``nvlink_domain_regex`` and
         ``hosts_outside_nvlink_domains`` (the hosts it did not match;
-        :data:`topo.formats.nvlink_domains.DOMAIN_GRAPH_KEYS`).
+        :data:`topo.formats.nvlink_domains.DOMAIN_GRAPH_KEYS`). With ``compute_host_regex``,
+        ``G.graph`` adds it and ``non_compute_hosts`` (the hosts left without GPUs;
+        :data:`COMPUTE_GRAPH_KEYS`).
 
     Raises
     ------
     SpecError
         If ``gpus_per_host`` is not 1 to 1024, a host has more NICs than ``gpus_per_host``
-        (naming the first such host and its NIC count), a rate is not positive, the fabric
+        (naming the first such host and its NIC count), a host's NICs do not divide its GPUs
+        (:func:`check_nics_per_host`), ``compute_host_regex`` is not a valid expression or
+        matches no host, a rate is not positive, the fabric
         already has GPUs, or ``host_regex`` is not a valid expression or names a host
         already used as a vertex name; or ``nvlink_domain_regex`` is not a valid
         expression, matches no host, or names a domain after a host it does not match.
@@ -127,22 +141,16 @@ def add_hosts(
     _check_host_args(G, gpus_per_host, nvlink_GBps, pcie_GBps)
     if nvlink_domain_regex is not None:
         compile_domain_regex(nvlink_domain_regex)
-    pattern = _compile(host_regex) if host_regex is not None else None
+    if compute_host_regex is not None:
+        _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
     H = G.copy()
     hosts: dict[str, list[str]] = defaultdict(list)
-    for v, d in G.nodes(data=True):
-        if d["kind"] != "nic":
-            continue
-        host = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
-        if host is None:
-            raise FormatError(
-                str(G.graph.get("source", "<fabric>")),
-                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
-                f"{d['description']!r}",
-            )
+    for v, host in _nic_hosts(G, host_regex).items():
         hosts[host].append(v)
         H.nodes[v]["node"] = host
-    _check_nics_per_host(G, hosts, gpus_per_host)
+    if compute_host_regex is not None:
+        hosts = _compute_hosts(H, hosts, compute_host_regex)
+    check_nics_per_host(hosts, gpus_per_host, str(G.graph.get("source", "<fabric>")))
     rates = (GBps_to_Bps(nvlink_GBps), GBps_to_Bps(pcie_GBps))
     if nvlink_domain_regex is not None:
         _add_domains(H, hosts, gpus_per_host, rates, nvlink_domain_regex)
@@ -157,6 +165,72 @@ def add_hosts(
         host_regex=host_regex,
     )
     return H
+
+
+def group_into_domains(
+    G: nx.Graph, nvlink_domain_regex: str, host_regex: str | None = None
+) -> nx.Graph:
+    """A dump's fabric, without GPUs, whose NICs' servers are their hosts' NVLink domains.
+
+    What ``topo validate --nvlink-domain-regex`` compares with a design whose servers are
+    NVLink domains (a GB200 NVL72 rack built with or without ``gpus_per_host``): the dump's
+    trays grouped into racks as :func:`add_hosts` groups them, and nothing added.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric read by :func:`topo.formats.read_ibnetdiscover` (or :func:`merge_dumps`),
+        without GPUs.
+    nvlink_domain_regex : str
+        Groups hosts into domains (:func:`topo.formats.nvlink_domains.nvlink_domains`); a host
+        it does not match is a domain of its own.
+    host_regex : str, optional
+        The host of a NIC from its description (:func:`host_of`); default its ``node``.
+
+    Returns
+    -------
+    networkx.Graph
+        A copy of ``G`` with each NIC's ``node`` its domain (its vertex name still begins with
+        the host the dump's description names).
+
+    Raises
+    ------
+    SpecError
+        If an expression does not compile, or as
+        :func:`topo.formats.nvlink_domains.nvlink_domains` raises.
+    FormatError
+        If ``host_regex`` does not match a NIC's description (naming the NIC).
+    """
+    if any(k == "gpu" for _, k in G.nodes(data="kind")):
+        raise SpecError("the fabric already has GPUs: group a dump's CAs", param="gpus_per_host")
+    host = _nic_hosts(G, host_regex)
+    domain = {
+        h: d
+        for d, hs in nvlink_domains(sorted(set(host.values())), nvlink_domain_regex).items()
+        for h in hs
+    }
+    H = G.copy()
+    for v, h in host.items():
+        H.nodes[v]["node"] = domain[h]
+    return H
+
+
+def _nic_hosts(G: nx.Graph, host_regex: str | None) -> dict[str, str]:
+    """NIC -> its host: its ``node``, or what ``host_regex`` takes from its description."""
+    pattern = _compile(host_regex) if host_regex is not None else None
+    out: dict[str, str] = {}
+    for v, d in G.nodes(data=True):
+        if d["kind"] != "nic":
+            continue
+        host = str(d["node"]) if pattern is None else host_of(str(d["description"]), pattern)
+        if host is None:
+            raise FormatError(
+                str(G.graph.get("source", "<fabric>")),
+                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
+                f"{d['description']!r}",
+            )
+        out[v] = host
+    return out
 
 
 def _add_domains(
@@ -177,20 +251,56 @@ def _add_domains(
     )
 
 
-def _check_nics_per_host(G: nx.Graph, hosts: dict[str, list[str]], gpus: int) -> None:
-    """Refuse a host with more NICs than ``gpus``: a NIC no GPU reaches carries nothing, and
-    the solvers see a cabled port of capacity 0 (``topo build`` refuses the same shape)."""
-    over = [h for h in sorted(hosts, key=natural_key) if len(hosts[h]) > gpus]
-    if not over:
+def check_nics_per_host(hosts: dict[str, list[str]], gpus: int, source: str = "<fabric>") -> None:
+    """Refuse hosts whose NICs cannot serve ``gpus`` GPUs as a built server's do.
+
+    ``topo build`` requires a server's NICs to be at most its GPUs and to divide them, so that
+    every NIC serves the same number of GPUs (:class:`topo.spec.ServerSpec`); the same rule
+    holds here for every host with the fabric's most common NIC count or more. A host with
+    fewer NICs than that (a tray whose rail leaf is absent: 3 of its 4 HCAs cabled) is the
+    installed fabric's defect, kept: its GPUs share the NICs it has (GPU ``i`` on NIC
+    ``i * m // gpus``), and a host with more NICs than ``gpus`` is refused whatever its count
+    (a NIC no GPU reaches carries nothing; the solvers see a cabled port of capacity 0).
+
+    Parameters
+    ----------
+    hosts : dict
+        Host name -> its NIC vertices.
+    gpus : int
+        ``--gpus-per-host``.
+    source : str
+        The dump, named in the message.
+
+    Raises
+    ------
+    SpecError
+        (``.param`` ``gpus_per_host``) in one line naming the option, the first host at
+        fault, its NIC count and a count that would do.
+    """
+    if not hosts:
         return
-    most = max(len(hosts[h]) for h in over)
-    h = over[0]
-    raise SpecError(
-        f"--gpus-per-host {gpus}: host {h!r} of {G.graph.get('source', '<fabric>')} has "
-        f"{len(hosts[h])} NICs, more than its {gpus} GPUs ({len(over):,} hosts do); each NIC "
-        f"needs a GPU behind it: give --gpus-per-host {most} or more",
-        param="gpus_per_host",
-    )
+    order = sorted(hosts, key=natural_key)
+    over = [h for h in order if len(hosts[h]) > gpus]
+    if over:
+        most = max(len(hosts[h]) for h in over)
+        h = over[0]
+        raise SpecError(
+            f"--gpus-per-host {gpus}: host {h!r} of {source} has "
+            f"{len(hosts[h])} NICs, more than its {gpus} GPUs ({len(over):,} hosts do); each NIC "
+            f"needs a GPU behind it: give --gpus-per-host {most} or more",
+            param="gpus_per_host",
+        )
+    counts = Counter(len(n) for n in hosts.values())
+    usual = max(counts, key=lambda m: (counts[m], m))
+    odd = [h for h in order if len(hosts[h]) >= usual and gpus % len(hosts[h])]
+    if odd:
+        h, m = odd[0], len(hosts[odd[0]])
+        raise SpecError(
+            f"--gpus-per-host {gpus}: host {h!r} of {source} has {m} NICs, which do not "
+            f"divide its {gpus} GPUs ({len(odd):,} hosts so); every NIC serves the same number "
+            f"of GPUs, as topo build requires: give a multiple of {m}",
+            param="gpus_per_host",
+        )
 
 
 def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: float) -> None:
@@ -210,13 +320,31 @@ def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: floa
         raise SpecError("the fabric already has GPUs: hosts are added once", param="gpus_per_host")
 
 
-def _compile(host_regex: str) -> re.Pattern[str]:
+def _compile(
+    regex: str, option: str = "--host-regex", param: str = "host_regex"
+) -> re.Pattern[str]:
     try:
-        return re.compile(host_regex)
+        return re.compile(regex)
     except re.error as exc:
         raise SpecError(
-            f"--host-regex {host_regex!r} is not a regular expression: {exc}", param="host_regex"
+            f"{option} {regex!r} is not a regular expression: {exc}", param=param
         ) from None
+
+
+def _compute_hosts(H: nx.Graph, hosts: dict[str, list[str]], regex: str) -> dict[str, list[str]]:
+    """The hosts ``regex`` matches (they get GPUs); the others' NICs stay a server of NICs
+    alone. Records ``compute_host_regex`` and ``non_compute_hosts`` in ``H.graph``."""
+    pattern = _compile(regex, "--compute-host-regex", "compute_host_regex")
+    compute = {h: nics for h, nics in hosts.items() if pattern.search(h)}
+    if not compute:
+        first = min(hosts, key=natural_key) if hosts else None
+        raise SpecError(
+            f"--compute-host-regex {regex!r} matches none of the {len(hosts):,} hosts "
+            f"(e.g. {first!r}): no host would get GPUs",
+            param="compute_host_regex",
+        )
+    H.graph.update(compute_host_regex=regex, non_compute_hosts=len(hosts) - len(compute))
+    return compute
 
 
 _SUMMED = (
@@ -302,6 +430,7 @@ def import_ibnetdiscover(
     nvlink_GBps: float = 200.0,
     pcie_GBps: float = 64.0,
     nvlink_domain_regex: str | None = None,
+    compute_host_regex: str | None = None,
 ) -> nx.Graph:
     """Read one or more ``ibnetdiscover`` dumps into one fabric, with servers if asked.
 
@@ -319,6 +448,8 @@ def import_ibnetdiscover(
     nvlink_domain_regex : str, optional
         Hosts into NVLink domains by their names (:func:`add_hosts`); only with
         ``gpus_per_host``.
+    compute_host_regex : str, optional
+        Only the hosts it matches get GPUs (:func:`add_hosts`); only with ``gpus_per_host``.
     nvlink_GBps, pcie_GBps : float
         NVLink per GPU and PCIe per GPU-NIC link, GB/s per direction; the defaults are those
         of :class:`topo.spec.ServerSpec` (H800-class server, see there).
@@ -334,7 +465,8 @@ def import_ibnetdiscover(
     FormatError
         As :func:`topo.formats.read_ibnetdiscover` and :func:`merge_dumps` do.
     SpecError
-        If ``host_regex`` or ``nvlink_domain_regex`` is given without ``gpus_per_host``,
+        If ``host_regex``, ``nvlink_domain_regex`` or ``compute_host_regex`` is given without
+        ``gpus_per_host``,
         ``nvlink_domain_regex`` is not a regular expression, or as :func:`add_hosts` raises.
     """
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -351,6 +483,13 @@ def import_ibnetdiscover(
                 param="nvlink_domain_regex",
             )
         compile_domain_regex(nvlink_domain_regex)
+    if compute_host_regex is not None:
+        if gpus_per_host is None:
+            raise SpecError(
+                "--compute-host-regex chooses the hosts that get GPUs: give --gpus-per-host too",
+                param="compute_host_regex",
+            )
+        _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
     G = merge_dumps([read_ibnetdiscover(p, name_map=name_map) for p in files])
     if gpus_per_host is None:
         return G
@@ -361,4 +500,5 @@ def import_ibnetdiscover(
         pcie_GBps=pcie_GBps,
         host_regex=host_regex,
         nvlink_domain_regex=nvlink_domain_regex,
+        compute_host_regex=compute_host_regex,
     )

@@ -26,7 +26,8 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import SpecError
-from topo.fabric import SWITCH_KINDS, natural_key
+from topo.fabric import SWITCH_KINDS, host_of_vertex, natural_key
+from topo.formats.hca_names import hca_names
 from topo.formats.ibnetdiscover import LANE_RATES_GBPS, LINK_WIDTHS, link_rate_Bps
 from topo.units import Bps_to_gbps
 
@@ -100,14 +101,17 @@ def write_ibnetdiscover(G: nx.Graph, *, plane: int | None = None, ibsim: bool = 
     -------
     str
         One record per switch (``Switch <ports> "S-<guid>" # "<name>" enhanced port 0 lid <n>
-        lmc 0``), then one per NIC (``Ca 1 "H-<guid>" # "<host> mlx5_<index>"``), each cabled
+        lmc 0``), then one per NIC (``Ca 1 "H-<guid>" # "<host> <device>"``: its host, a tray's
+        own where NVLink domains span hosts, and the device
+        :func:`topo.formats.hca_names.hca_names` names: an imported CA's name from its dump,
+        else ``mlx5_<k>``, ``k`` its position within its host), each cabled
         port once per record, so every cable appears from both ends. A switch's ports: its NICs
         first, then its switch neighbours, in natural order of the names, one port per cable
         (an edge of ``links`` n is n ports of ``capacity / n``); the header says
         ``max(ports, used)``. GUIDs are made up (``0002c900...`` switches, ``0002c901...``
         CAs), LIDs numbered from 1. Reading it back with
         :func:`topo.formats.read_ibnetdiscover` gives the same switches (named by their
-        names), the same cables and capacities, and a NIC ``<host>/mlx5_<index>/p1`` for each
+        names), the same cables and capacities, and a NIC ``<host>/<device>/p1`` for each
         NIC.
 
     Raises
@@ -132,18 +136,19 @@ def write_ibnetdiscover(G: nx.Graph, *, plane: int | None = None, ibsim: bool = 
     ids = _ids(G)
     lids = {v: i + 1 for i, v in enumerate([*switches, *nics])}
     ports = _port_numbers(G, switches, nics)
+    hcas = hca_names(G)
+    names = {v: _description(G, v, hcas) for v in [*switches, *nics]}
     lines: list[str] = []
     for v in switches:
         nports = max(int(G.nodes[v].get("ports", 0)), len(ports[v]))
         lines.append(
-            f'Switch {nports} "{ids[v]}" # "{_description(G, v)}" enhanced port 0 '
-            f"lid {lids[v]} lmc 0"
+            f'Switch {nports} "{ids[v]}" # "{names[v]}" enhanced port 0 lid {lids[v]} lmc 0'
         )
-        lines += _port_lines(G, v, ports, ids, lids, ibsim)
+        lines += _port_lines(G, v, ports, (ids, names), lids, ibsim)
         lines.append("")
     for v in nics:
-        lines.append(f'Ca 1 "{ids[v]}" # "{_description(G, v)}"')
-        lines += _port_lines(G, v, ports, ids, lids, ibsim)
+        lines.append(f'Ca 1 "{ids[v]}" # "{names[v]}"')
+        lines += _port_lines(G, v, ports, (ids, names), lids, ibsim)
         lines.append("")
     return "\n".join(lines)
 
@@ -173,14 +178,15 @@ def _ids(G: nx.Graph) -> dict[str, str]:
     return ids
 
 
-def _description(G: nx.Graph, v: Hashable) -> str:
-    """A switch's name, or ``<host> mlx5_<index>`` for a NIC (as real hosts describe a CA)."""
+def _description(G: nx.Graph, v: Hashable, hcas: dict[str, str]) -> str:
+    """A switch's name, or ``<host> <device>`` for a NIC (as real hosts describe a CA): its
+    host (a tray's own where NVLink domains span hosts) and :func:`hca_names`' device."""
     d = G.nodes[v]
     if d["kind"] != "nic":
         return str(v).replace('"', "'")
-    node = d["node"]
+    node = host_of_vertex(d)
     host = f"node{node}" if isinstance(node, int) else str(node)
-    return f"{host} mlx5_{d['index']}".replace('"', "'")
+    return f"{host} {hcas[str(v)]}".replace('"', "'")
 
 
 def recorded_speed(d: dict[str, Any]) -> str | None:
@@ -235,11 +241,13 @@ def _port_lines(
     G: nx.Graph,
     v: str,
     ports: dict[str, list[tuple[str, float, str | None]]],
-    ids: dict[str, str],
+    labels: tuple[dict[str, str], dict[str, str]],
     lids: dict[str, int],
     ibsim: bool,
 ) -> list[str]:
-    """The port lines of ``v``: each cable with the far end's port number for the same cable."""
+    """The port lines of ``v``: each cable with the far end's port number for the same cable
+    (``labels``: the node ids and the descriptions)."""
+    ids, names = labels
     lines = []
     seen: dict[str, int] = defaultdict(int)
     for p, (u, rate, label) in enumerate(ports[v], 1):
@@ -251,10 +259,8 @@ def _port_lines(
             guid = ids[v][2:]
             lines.append(
                 f'[{p}]({guid}) "{ids[u]}"[{far_port}] # lid {lids[v]} lmc 0 '
-                f'"{_description(G, u)}" lid {lids[u]} {rate_text}'
+                f'"{names[u]}" lid {lids[u]} {rate_text}'
             )
         else:
-            lines.append(
-                f'[{p}] "{ids[u]}"[{far_port}] # "{_description(G, u)}" lid {lids[u]} {rate_text}'
-            )
+            lines.append(f'[{p}] "{ids[u]}"[{far_port}] # "{names[u]}" lid {lids[u]} {rate_text}')
     return lines

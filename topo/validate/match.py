@@ -6,9 +6,11 @@ The design names every device; a dump names switches by their node descriptions 
 1. **Servers**: a design server ``n`` is the dump host of the same name (``node<n>`` for the
    builders' integer ids); the hosts and servers left over pair in natural order of their
    names.
-2. **NICs**: NIC ``j`` of a server is the host's CA whose name ends in the number ``j``
-   (``mlx5_3`` is NIC 3) when every CA of the host carries a distinct number; otherwise the
-   host's CA ports in natural order.
+2. **NICs**: NIC ``j`` of a host is the host's CA whose name ends in the number ``j``
+   (``mlx5_3`` is NIC 3) when every CA of the host carries a distinct number, each one of the
+   host's NICs; otherwise the host's CA ports in natural order. In a server of several hosts
+   (trays, ``host``) this holds tray by tray (the dump's tray is the host part of the CA's
+   name), trays of other names pairing in natural order.
 3. **Switches**: by name where the dump's name is a design switch's; the others by structure,
    tier by tier: a dump switch votes for the design leaf its hosts' NICs are cabled to in the
    design (leaves by their hosts), then for the design switch its matched neighbours are
@@ -114,35 +116,77 @@ def _match_hosts(design: nx.Graph, dump: nx.Graph) -> dict[Hashable, str]:
 
 
 def _match_nics(design: nx.Graph, dump: nx.Graph, hosts: dict[Hashable, str]) -> dict[str, str]:
-    """Design NIC -> dump NIC, host by host."""
+    """Design NIC -> dump NIC, host by host (tray by tray in a server of several hosts)."""
     by_host = _dump_hosts(dump)
+    numbering = _numbering(dump)
     to_dump: dict[str, str] = {}
     for n, vs in servers(design).items():
         if n not in hosts:
             continue
-        nics = sorted(
-            (v for v in vs if design.nodes[v]["kind"] == "nic"),
-            key=lambda v: design.nodes[v]["index"],
-        )
-        theirs = sorted(by_host[hosts[n]], key=natural_key)
-        numbers = [_ca_number(dump, v) for v in theirs]
-        if None not in numbers and len(set(numbers)) == len(numbers):
-            index = {design.nodes[v]["index"]: v for v in nics}
-            to_dump.update(
-                (index[k], v) for k, v in zip(numbers, theirs, strict=True) if k in index
-            )
-        else:
-            to_dump.update(zip(nics, theirs, strict=False))
+        ours: dict[str, list[str]] = defaultdict(list)
+        for v in sorted(vs, key=lambda v: natural_key(design.nodes[v].get("index", 0))):
+            if design.nodes[v]["kind"] == "nic":
+                ours[str(design.nodes[v].get("host", ""))].append(v)
+        trays = len(ours) > 1 or "" not in ours
+        theirs: dict[str, list[str]] = defaultdict(list)
+        for v in sorted(by_host[hosts[n]], key=natural_key):
+            theirs[str(v).split("/")[0] if trays else ""].append(v)
+        for tray, nics in _pair_trays(ours, theirs):
+            to_dump.update(_match_tray(nics, theirs[tray], numbering))
     return to_dump
 
 
-def _ca_number(dump: nx.Graph, v: str) -> int | None:
-    """The number the CA's name ends in (``node3/mlx5_2/p1`` -> 2), port 1 only."""
+def _numbering(dump: nx.Graph) -> dict[str, list[int]]:
+    """CA name prefix -> the numbers the dump's CAs of that prefix use, in order
+    (``mlx5_`` -> ``[0, 1, 4, 5]`` on GB200 trays)."""
+    used: dict[str, set[int]] = defaultdict(set)
+    for v, d in dump.nodes(data=True):
+        label = _ca_label(v) if d["kind"] == "nic" else None
+        if label is not None:
+            used[label[0]].add(label[1])
+    return {p: sorted(ks) for p, ks in used.items()}
+
+
+def _pair_trays(
+    ours: dict[str, list[str]], theirs: dict[str, list[str]]
+) -> list[tuple[str, list[str]]]:
+    """(dump tray, the design tray's NICs): a design tray is the dump's of the same name, the
+    others pair in natural order of their names (a server of one host is one tray ``""``)."""
+    named = [(t, ours[t]) for t in ours if t in theirs]
+    left = sorted(set(theirs) - set(ours), key=natural_key)
+    rest = [ours[t] for t in sorted(ours, key=natural_key) if t not in theirs]
+    return named + list(zip(left, rest, strict=False))
+
+
+def _match_tray(
+    nics: list[str], theirs: list[str], numbering: dict[str, list[int]]
+) -> list[tuple[str, str]]:
+    """Design NIC ``j`` of a host (by index) is the dump CA whose name ends in ``j`` when every
+    CA of the host carries a distinct number, each one of the design's; else, when the dump's
+    CAs of that name use as many numbers as the host has NICs (a GB200 tray's ``mlx5_0, 1, 4,
+    5``), the CA whose number is the ``j``-th of those; otherwise the CA ports in natural
+    order."""
+    labels = [_ca_label(v) for v in theirs]
+    if None in labels or len({lab[1] for lab in labels if lab}) != len(labels):
+        return list(zip(nics, theirs, strict=False))
+    numbers = [lab[1] for lab in labels if lab]
+    if all(0 <= k < len(nics) for k in numbers):
+        return [(nics[k], v) for k, v in zip(numbers, theirs, strict=True)]
+    prefixes = {lab[0] for lab in labels if lab}
+    if len(prefixes) == 1 and len(numbering[next(iter(prefixes))]) == len(nics):
+        order = numbering[next(iter(prefixes))]
+        return [(nics[order.index(k)], v) for k, v in zip(numbers, theirs, strict=True)]
+    return list(zip(nics, theirs, strict=False))
+
+
+def _ca_label(v: str) -> tuple[str, int] | None:
+    """The CA name's prefix and the number it ends in (``node3/mlx5_2/p1`` -> ``("mlx5_",
+    2)``), port 1 only."""
     parts = str(v).split("/")
     if len(parts) < 3 or parts[-1] != "p1":
         return None
     m = _TRAILING_NUMBER.search(parts[-2])
-    return int(m[1]) if m else None
+    return (parts[-2][: m.start(1)], int(m[1])) if m else None
 
 
 def _switches(G: nx.Graph) -> list[str]:
