@@ -615,7 +615,8 @@ def refuse_outputs_over_inputs(
 
 
 def progress_bar() -> Progress:
-    """A transient progress bar on stderr: a description, the bar, done of all, time taken."""
+    """A transient progress bar on stderr: a description, the bar, done of all, time taken.
+    Only on a terminal: into a file or a pipe rich would leave an empty line behind."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -623,4 +624,5 @@ def progress_bar() -> Progress:
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,
     )

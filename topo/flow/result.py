@@ -308,7 +308,9 @@ class RoutingDetail:
     expected_pair_rate_Bps : float
         The pair rate with the expected (evenly split) routing (B/s).
     collision_loss : float
-        ``1 - pair rate / expected pair rate`` (at least 0): what hash collisions cost.
+        ``1 - pair rate / expected pair rate``: what hash collisions cost. Negative when this
+        sample's busiest link is less loaded than the even split's busiest (possible where
+        the even split is uneven, as on damaged fabrics: it is an average, not a bound).
     max_link_utilization : float
         Largest load over capacity of a cable.
     tiers : tuple of TierLoad

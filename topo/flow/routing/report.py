@@ -106,7 +106,7 @@ def routed_report(
         pxn=e.pxn,
         flows=int(round(float(e.D @ source_totals(e)))) * flows_per_pair * e.ports,
         expected_pair_rate_Bps=lam_e,
-        collision_loss=float(max(0.0, 1.0 - lam / lam_e)),
+        collision_loss=float(1.0 - lam / lam_e),
         max_link_utilization=float(util.max()),
         tiers=_tier_loads(arcs, tier_set, tier_code, load, load_e, util),
         loaded_links=_most_loaded_links(arcs, tier_arr, load, load_e, util),
