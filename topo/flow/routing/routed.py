@@ -83,7 +83,8 @@ def routed_flow(
         ``min_e capacity_e / c_e`` over every cable, NIC link, PCIe and NVLink link (``c_e``:
         pair-units it carries per unit rate), B/s; ``alltoall_busbw_Bps`` = ``lambda (n - 1)``
         (nccl-tests); ``routing.expected_pair_rate_Bps`` the same with ECMP's expected (evenly
-        split) loads, ``routing.collision_loss`` = 1 - their ratio (negative if the sample beats the even split);
+        split) loads, ``routing.collision_loss`` = 1 - their ratio (negative if the sample
+        beats the even split);
         ``routing.tiers``: per-tier expected and sampled loads (B/s at ``lambda``);
         ``routing.loaded_links``; ``bottleneck_links``: the saturated link directions;
         ``link_load`` (and ``routing.expected_link_load``): B/s on every directed arc at
