@@ -251,10 +251,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         (f"{who}s", f"{r.gpus:,}"),
         ("servers", f"{r.nodes:,}"),
         *rates,
-        (
-            "bottleneck",
-            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
-        ),
+        ("bottleneck", _bottleneck(r)),
         ("method", _method(r)),
         ("solve time", _solve_time(r)),
     ]
@@ -267,6 +264,15 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         out.print(f"  lower bound: {r.bounds.lower_from}")
         out.print(f"  upper bound: {r.bounds.upper_from}")
     _bottleneck_links(r, show)
+
+
+def _bottleneck(r: BandwidthResult) -> str:
+    """The bottleneck row: the binding links per tier, or plainly that none is known."""
+    if r.bottleneck_links:
+        return ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items())
+    if r.exact:
+        return "not identified (exact by meeting bounds)"
+    return "not identified (only bounds are known)"
 
 
 def _solve_time(r: BandwidthResult) -> str:

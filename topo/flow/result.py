@@ -367,7 +367,8 @@ class BandwidthResult:
     intranode_per_gpu_Bps : float
         Uniform demand: what each GPU sends to the GPUs of its own server (B/s).
     bottleneck_links : tuple of BottleneckLink
-        The link directions whose capacity binds, ordered by tier and source.
+        The link directions whose capacity binds, ordered by tier and source; empty when
+        none is known (certified bounds, or bounds that meet at a bound naming no links).
     method : str
         ``reduced``, ``general``, ``certified`` (a routing that meets a cut bound, no LP) or
         ``bounds`` (optimal), or the routing's name.
@@ -454,9 +455,11 @@ class BandwidthResult:
         ``upper_bound_from`` when bounded, and then, unless the bounds meet, ``null`` in the
         rate's keys, :data:`UNKNOWN_WHEN_BOUNDED`; the failure keys when :attr:`failures` is
         set; then ``routing``); an explicit demand gives ``time_s``, ``theta``,
-        ``total_bytes`` and the bottlenecks. An as-routed result gives ``routing``, ``seed``,
-        ``flows_per_pair``, ``pxn``, ``flows``, the rates, ``expected_pair_rate_GBps``,
-        ``expected_alltoall_busbw_GBps``, ``collision_loss``, ``max_link_utilization``,
+        ``total_bytes`` and the bottlenecks (``bottleneck_identified`` false when no link is
+        known to bind: only bounds, or bounds that meet without naming links). An as-routed
+        result gives ``routing``, ``seed``, ``flows_per_pair``, ``pxn``, ``flows``, the rates,
+        ``expected_pair_rate_GBps``, ``expected_alltoall_busbw_GBps``, ``collision_loss``,
+        ``max_link_utilization``,
         ``bottleneck_tiers``, ``tiers``, ``most_loaded_links``, ``notes``, ``solve_seconds``,
         then the failure keys when set. ``link_load=True`` adds ``link_load``, a list of
         ``[source, target, load_Bps]`` for every directed arc (when :attr:`link_load` is set).
@@ -531,6 +534,7 @@ class BandwidthResult:
             "intranode_per_gpu_GBps": Bps_to_GBps(self.intranode_per_gpu_Bps),
             "bottleneck_tiers": self.bottleneck_tiers,
             "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,
             "reductions": list(self.reductions),
@@ -551,6 +555,7 @@ class BandwidthResult:
             "total_bytes": self.total_bytes,
             "bottleneck_tiers": self.bottleneck_tiers,
             "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,
             "reductions": list(self.reductions),
