@@ -548,6 +548,50 @@ def _tier_order(name: str) -> int:
     return int(name.removeprefix("tier")) if name.startswith("tier") else 99
 
 
+def check_writable(path: str | Path) -> tuple[Path, Path]:
+    """Refuse an output :func:`write_atomic` would refuse, before anything is computed.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output file, or a symbolic link to it.
+
+    Returns
+    -------
+    (Path, Path)
+        The file to be replaced (a link's target) and its folder.
+
+    Raises
+    ------
+    FormatError
+        ``path`` is ``-`` (a user means standard output by it); it (or the target of the
+        link) exists and is not a regular file; its folder does not exist or cannot be written
+        (``os.access``: a user's permissions, not the superuser's).
+    """
+    if str(path) == "-":
+        raise FormatError(
+            path,
+            "cannot write: '-' is not read as standard output here; give a file name (without "
+            "the output option the command prints its table, or --json, to standard output)",
+        )
+    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+        raise FormatError(path, f"cannot write: it is {what}; refusing to replace it")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FormatError(path, f"cannot write: folder {folder} is not writable")
+    return path, folder
+
+
 def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
@@ -570,25 +614,7 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         link) exists and is not a regular file, or ``path`` is ``-`` (a user means standard
         output by it; a file named ``-`` was written before).
     """
-    if str(path) == "-":
-        raise FormatError(
-            path,
-            "cannot write: '-' is not read as standard output here; give a file name (without "
-            "the output option the command prints its table, or --json, to standard output)",
-        )
-    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
-    if mode is not None and not stat.S_ISREG(mode):
-        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
-        raise FormatError(path, f"cannot write: it is {what}; refusing to replace it")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    path, folder = check_writable(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:

@@ -25,13 +25,13 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    check_outputs,
     check_pxn,
     check_routing_options,
     err,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -97,7 +97,7 @@ def bandwidth(
 ) -> None:
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
-    refuse_outputs_over_inputs({"--html": html}, [fabric, lft])
+    check_outputs({"--html": html}, [fabric, lft])
     check_pxn(routing.value, pxn)
     check_routing_options(ctx, routing.value, bool(fail_links or fail_switches))
     if as_json:

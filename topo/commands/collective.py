@@ -14,11 +14,11 @@ from rich import box
 from rich.table import Table
 
 from topo.cli_common import (
+    check_outputs,
     err,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -183,9 +183,7 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
-    refuse_outputs_over_inputs(
-        {"--output": output, "--html": html}, [fabric, compare, calibrate, constants]
-    )
+    check_outputs({"--output": output, "--html": html}, [fabric, compare, calibrate, constants])
     if node is not None and arch is not None:
         raise TopoError(
             "give --arch or --node, not both: --node chooses NCCL's constants by its GPU "

@@ -11,12 +11,12 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    check_outputs,
     err,
     from_command_line,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -111,7 +111,7 @@ def cost(
     from topo.cost import compare as compare_fn
     from topo.cost.catalog_prices import with_catalog
 
-    refuse_outputs_over_inputs({"--html": html}, [fabric, prices, catalog])
+    check_outputs({"--html": html}, [fabric, prices, catalog])
     book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
