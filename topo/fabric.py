@@ -361,6 +361,31 @@ def spans_hosts(G: nx.Graph) -> bool:
     return any(d["kind"] == "gpu" and "host" in d for d in G._node.values())
 
 
+def nic_ports(G: nx.Graph) -> int:
+    """Ports per NIC: a server's NIC vertices over the fabric's ``nics_per_node``.
+
+    A fabric of multi-port NICs (``topo build --nic-ports P``, :mod:`topo.builders.ports`)
+    has one NIC vertex per port, ``P * nics_per_node`` per server. A fabric that does not
+    record ``nics_per_node`` (an imported dump) counts each NIC vertex as a NIC of one port.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    int
+        ``P`` (1 when the counts do not divide, or the fabric has no NIC).
+    """
+    per_node = G.graph.get("nics_per_node")
+    if not isinstance(per_node, int) or per_node < 1:
+        return 1
+    counts = Counter(d.get("node") for d in G._node.values() if d["kind"] == "nic")
+    most = max(counts.values(), default=0)
+    return most // per_node if most > per_node and most % per_node == 0 else 1
+
+
 def components_within(G: nx.Graph, within: Iterable[Hashable]) -> list[set[Any]]:
     """The connected components of the subgraph of ``G`` on the vertices ``within``.
 

@@ -238,11 +238,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         ("alltoall busbw (nccl-tests)", f"{GB(r.alltoall_busbw_Bps):.2f} GB/s"),
         ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
         (f"inter-node per {who}", f"{GB(r.internode_per_gpu_Bps):.2f} GB/s"),
-        (
-            "inter-node per NIC (of median NIC rate)",
-            f"{GB(r.internode_per_nic_Bps):.2f} of {GB(r.nic_line_rate_Bps):.2f} GB/s"
-            f" ({100 * r.nic_utilization:.1f}%)",
-        ),
+        *_per_nic_rows(r),
         (f"intra-node (NVLink) per {who}", f"{GB(r.intranode_per_gpu_Bps):.2f} GB/s"),
     ]
     if not r.exact:
@@ -264,6 +260,26 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         out.print(f"  lower bound: {r.bounds.lower_from}")
         out.print(f"  upper bound: {r.bounds.upper_from}")
     _bottleneck_links(r, show)
+
+
+def _per_nic_rows(r: BandwidthResult) -> list[tuple[str, str]]:
+    """The inter-node traffic per NIC; with multi-port NICs (each port a NIC vertex) per port,
+    and per NIC with all its ports."""
+    of = (
+        f"{GB(r.internode_per_nic_Bps):.2f} of {GB(r.nic_line_rate_Bps):.2f} GB/s"
+        f" ({100 * r.nic_utilization:.1f}%)"
+    )
+    if r.nic_ports == 1:
+        return [("inter-node per NIC (of median NIC rate)", of)]
+    p = r.nic_ports
+    return [
+        ("inter-node per NIC port (of median port rate)", of),
+        (
+            f"inter-node per NIC ({p} ports)",
+            f"{GB(r.internode_per_nic_all_ports_Bps):.2f} of {GB(p * r.nic_line_rate_Bps):.2f}"
+            " GB/s",
+        ),
+    ]
 
 
 def _bottleneck(r: BandwidthResult) -> str:

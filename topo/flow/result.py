@@ -390,6 +390,9 @@ class BandwidthResult:
         Set for an as-routed result.
     link_load : Mapping[(u, v), float] or None
         When asked for: load (B/s) of every NIC cable and switch link direction.
+    nic_ports : int
+        Ports per NIC (:func:`topo.fabric.nic_ports`): each port is a NIC vertex, so
+        ``internode_per_nic_Bps`` and ``nic_line_rate_Bps`` are per port when it is above 1.
     """
 
     fabric: str
@@ -419,6 +422,7 @@ class BandwidthResult:
     link_load: Mapping[tuple[Any, Any], float] | None = field(
         default=None, repr=False, compare=False
     )
+    nic_ports: int = 1
 
     @property
     def time_s(self) -> float:
@@ -441,6 +445,12 @@ class BandwidthResult:
         return (
             self.internode_per_nic_Bps / self.nic_line_rate_Bps if self.nic_line_rate_Bps else 0.0
         )
+
+    @property
+    def internode_per_nic_all_ports_Bps(self) -> float:
+        """Inter-server traffic per NIC with all its ports, ``nic_ports`` times
+        ``internode_per_nic_Bps`` (the same for single-port NICs), B/s."""
+        return self.internode_per_nic_Bps * self.nic_ports
 
     @property
     def bottleneck_tiers(self) -> dict[str, int]:
@@ -529,6 +539,8 @@ class BandwidthResult:
             "alltoall_busbw_GBps": Bps_to_GBps(self.alltoall_busbw_Bps),
             "internode_per_gpu_GBps": Bps_to_GBps(self.internode_per_gpu_Bps),
             "internode_per_nic_GBps": Bps_to_GBps(self.internode_per_nic_Bps),
+            "nic_ports": self.nic_ports,
+            "internode_per_nic_all_ports_GBps": Bps_to_GBps(self.internode_per_nic_all_ports_Bps),
             "nic_line_rate_GBps": Bps_to_GBps(self.nic_line_rate_Bps),
             "nic_utilization": self.nic_utilization,
             "intranode_per_gpu_GBps": Bps_to_GBps(self.intranode_per_gpu_Bps),
@@ -571,6 +583,7 @@ UNKNOWN_WHEN_BOUNDED = (
     "alltoall_busbw_GBps",
     "internode_per_gpu_GBps",
     "internode_per_nic_GBps",
+    "internode_per_nic_all_ports_GBps",
     "nic_utilization",
     "intranode_per_gpu_GBps",
     "time_s",
