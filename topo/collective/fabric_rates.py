@@ -152,15 +152,50 @@ def gpu_arch(G: nx.Graph) -> str | None:
     >>> G = nx.Graph(gpu_model="NVIDIA B200"); gpu_arch(G), gpu_arch(nx.Graph())
     ('blackwell', None)
     """
+    for name in _model_names(G):
+        known = gpu_family(name)
+        if known is not None:
+            return known[1]
+    return None
+
+
+def _model_names(G: nx.Graph) -> list[str]:
+    """``G.graph["gpu_model"]`` and the first GPU vertex's ``model``, those that are strings."""
     names = [G.graph.get("gpu_model")]
     names += [d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"][:1]
-    for name in names:
-        if not isinstance(name, str):
-            continue
-        words = name.upper().replace("-", " ").split()
-        for prefix, arch in GPU_ARCHES:
-            if any(w.startswith(prefix) for w in words):
-                return arch
+    return [n for n in names if isinstance(n, str)]
+
+
+def gpu_model(G: nx.Graph) -> str | None:
+    """The GPU model a fabric records: ``G.graph["gpu_model"]`` (``topo build --node``), else
+    the first GPU vertex's ``model``; None when neither is recorded."""
+    names = _model_names(G)
+    return names[0] if names else None
+
+
+def gpu_family(name: str) -> tuple[str, str] | None:
+    """The GPU a model name names, by :data:`GPU_ARCHES`: its prefix and generation.
+
+    Parameters
+    ----------
+    name : str
+        A GPU or server model, e.g. CUDA's device name ``"NVIDIA A100-SXM4-80GB"`` as
+        nccl-tests prints it, or ``"NVIDIA HGX H800 8-GPU"``.
+
+    Returns
+    -------
+    (str, str) or None
+        E.g. ``("A100", "ampere")``; None when no word of the name starts with a known prefix.
+
+    Examples
+    --------
+    >>> gpu_family("NVIDIA A100-SXM4-80GB"), gpu_family("Tesla T4")
+    (('A100', 'ampere'), None)
+    """
+    words = name.upper().replace("-", " ").split()
+    for prefix, arch in GPU_ARCHES:
+        if any(w.startswith(prefix) for w in words):
+            return prefix, arch
     return None
 
 

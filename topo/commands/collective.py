@@ -204,6 +204,7 @@ def collective(
         tests = _log_tests(compare, op, gpus, gpus_per_node)
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         c = _arch_constants(c, arch, G)
+        _warn_devices(compare, tests, G, c.arch, arch)
         comparisons = [
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
             for t in tests
@@ -282,6 +283,16 @@ def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     return c.with_arch(chosen) if chosen else c
 
 
+def _warn_devices(log: Path, tests: Any, G: nx.Graph, model_arch: str, arch: Arch | None) -> None:
+    """One ``topo: warning:`` line on stderr when the log ran on other GPUs than the model's
+    (:func:`topo.collective.log_devices.device_mismatch`); the numbers stay as they are."""
+    from topo.collective.log_devices import device_mismatch
+
+    line = device_mismatch(tests, G, model_arch, arch.value if arch is not None else None)
+    if line is not None:
+        print(f"topo: warning: {log}: {line}", file=sys.stderr)
+
+
 def _calibrate(
     fabric: Path | None,
     log: Path,
@@ -298,6 +309,7 @@ def _calibrate(
     tests = _log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
+    _warn_devices(log, tests, G, c.arch, arch)
     result = calibrate(G, tests, c)
     if output is not None:
         write_atomic(output, cluster_toml(result, log))
