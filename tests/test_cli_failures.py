@@ -226,3 +226,34 @@ def test_a_cut_off_endpoint_of_a_fabric_without_gpus_is_not_called_a_gpu(
     ]
     table = run("bandwidth", back, "--fail", cable).stdout
     assert "DISCONNECTED: 1 endpoint(s) (" in table and "GPU" not in table.split("DISCONNECTED")[1]
+
+
+def test_bounds_that_meet_show_the_cut_as_the_bottleneck(ft2: Path, tmp_path: Path) -> None:
+    # leaf0 keeps 3 of 4 uplinks: the bounds meet at the leaf0 cut, whose 3 cables (6
+    # directions) every flow at that rate fills; the table names them, not "-".
+    r = run("bandwidth", ft2, "--fail", "leaf0--spine0", "--max-variables", 10)
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.stdout.splitlines() if "│ bottleneck " in line)
+    assert "leaf->spine (3 links), spine->leaf (3 links)" in row
+    d = json.loads(
+        run("bandwidth", ft2, "--fail", "leaf0--spine0", "--max-variables", 10, "--json").stdout
+    )
+    assert d["bottleneck_identified"] is True and d["bottleneck_tiers"] == {
+        "leaf->spine": 3,
+        "spine->leaf": 3,
+    }
+    # Slim Fly q=5: exact by a dual bound that names no links: said plainly
+    sf = tmp_path / "sf.json"
+    assert (
+        run(
+            "build", "slimfly", "--q", 5, "--gpus-per-node", 1, "--nics-per-node", 1, "-o", sf
+        ).exit_code
+        == 0
+    )
+    r = run("bandwidth", sf, "--max-variables", 10)
+    row = next(line for line in r.stdout.splitlines() if "│ bottleneck " in line)
+    assert "not identified (exact by meeting bounds)" in row
+    d = json.loads(run("bandwidth", sf, "--max-variables", 10, "--json").stdout)
+    assert (
+        d["exact"] is True and d["bottleneck_identified"] is False and d["bottleneck_links"] == []
+    )

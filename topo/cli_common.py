@@ -614,6 +614,57 @@ def refuse_outputs_over_inputs(
                 )
 
 
+def check_outputs(
+    outputs: dict[str, Path | None],
+    inputs: Iterable[str | Path | None] = (),
+    *,
+    html: tuple[str, ...] = ("--html",),
+    fabric: tuple[str, ...] = (),
+) -> None:
+    """Refuse every bad output of a command before anything is read, solved or started: each
+    output as the writer at the end would refuse it (:func:`topo.fabric.check_writable`:
+    ``-``, a folder, FIFO or device, a missing or read-only folder), a name whose suffix says
+    another format, an output that is an input or another output
+    (:func:`refuse_outputs_over_inputs`).
+
+    Parameters
+    ----------
+    outputs : dict of str to Path or None
+        Each output option, as the user spells it (``"--output"``), to its file (None: not
+        given, skipped).
+    inputs : iterable of str, Path or None
+        The files the command reads.
+    html : tuple of str
+        The options among ``outputs`` that write an HTML page
+        (:func:`topo.plot.html.check_html_path`).
+    fabric : tuple of str
+        The options among ``outputs`` that write a fabric (:func:`check_fabric_output`).
+
+    Raises
+    ------
+    TopoError
+        ``"--output -: cannot write: '-' is not read as standard output here; ..."``, and the
+        messages of the checks named above.
+    """
+    refuse_outputs_over_inputs(outputs, inputs)
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        try:
+            fabric_mod.check_writable(path)
+        except TopoError as exc:
+            raise TopoError(f"{option} {exc}") from None
+        if option in fabric:
+            check_fabric_output(option, path)
+        if option in html:
+            from topo.plot.html import check_html_path  # (plotly: only when a page is asked)
+
+            try:
+                check_html_path(path)
+            except TopoError as exc:
+                raise TopoError(f"{option} {exc}") from None
+
+
 def progress_bar() -> Progress:
     """A transient progress bar on stderr: a description, the bar, done of all, time taken.
     Only on a terminal: into a file or a pipe rich would leave an empty line behind."""

@@ -361,6 +361,31 @@ def spans_hosts(G: nx.Graph) -> bool:
     return any(d["kind"] == "gpu" and "host" in d for d in G._node.values())
 
 
+def nic_ports(G: nx.Graph) -> int:
+    """Ports per NIC: a server's NIC vertices over the fabric's ``nics_per_node``.
+
+    A fabric of multi-port NICs (``topo build --nic-ports P``, :mod:`topo.builders.ports`)
+    has one NIC vertex per port, ``P * nics_per_node`` per server. A fabric that does not
+    record ``nics_per_node`` (an imported dump) counts each NIC vertex as a NIC of one port.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    int
+        ``P`` (1 when the counts do not divide, or the fabric has no NIC).
+    """
+    per_node = G.graph.get("nics_per_node")
+    if not isinstance(per_node, int) or per_node < 1:
+        return 1
+    counts = Counter(d.get("node") for d in G._node.values() if d["kind"] == "nic")
+    most = max(counts.values(), default=0)
+    return most // per_node if most > per_node and most % per_node == 0 else 1
+
+
 def components_within(G: nx.Graph, within: Iterable[Hashable]) -> list[set[Any]]:
     """The connected components of the subgraph of ``G`` on the vertices ``within``.
 
@@ -548,6 +573,50 @@ def _tier_order(name: str) -> int:
     return int(name.removeprefix("tier")) if name.startswith("tier") else 99
 
 
+def check_writable(path: str | Path) -> tuple[Path, Path]:
+    """Refuse an output :func:`write_atomic` would refuse, before anything is computed.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output file, or a symbolic link to it.
+
+    Returns
+    -------
+    (Path, Path)
+        The file to be replaced (a link's target) and its folder.
+
+    Raises
+    ------
+    FormatError
+        ``path`` is ``-`` (a user means standard output by it); it (or the target of the
+        link) exists and is not a regular file; its folder does not exist or cannot be written
+        (``os.access``: a user's permissions, not the superuser's).
+    """
+    if str(path) == "-":
+        raise FormatError(
+            path,
+            "cannot write: '-' is not read as standard output here; give a file name (without "
+            "the output option the command prints its table, or --json, to standard output)",
+        )
+    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+        raise FormatError(path, f"cannot write: it is {what}; refusing to replace it")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FormatError(path, f"cannot write: folder {folder} is not writable")
+    return path, folder
+
+
 def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
@@ -570,25 +639,7 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         link) exists and is not a regular file, or ``path`` is ``-`` (a user means standard
         output by it; a file named ``-`` was written before).
     """
-    if str(path) == "-":
-        raise FormatError(
-            path,
-            "cannot write: '-' is not read as standard output here; give a file name (without "
-            "the output option the command prints its table, or --json, to standard output)",
-        )
-    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
-    if mode is not None and not stat.S_ISREG(mode):
-        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
-        raise FormatError(path, f"cannot write: it is {what}; refusing to replace it")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FormatError(path, f"cannot write: folder {folder} does not exist")
+    path, folder = check_writable(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:

@@ -107,3 +107,32 @@ def test_cli_nic_ports_as_optimal_and_routed(tmp_path):
     r = runner.invoke(app, ["bandwidth", str(out), "--routing", "dmodk", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["pair_rate_GBps"] == pytest.approx(100 / 124, rel=1e-9)
+
+
+def test_per_port_and_per_nic_rows_with_two_port_nics(tmp_path):
+    # MPFT, 16 servers of 4 GPUs and 4 two-port NICs: each port's share of its NIC's 64 GB/s
+    # PCIe link (32 GB/s) is below its 50 GB/s cable, so a server sends at most 8 x 32 GB/s
+    # to the 60 GPUs outside it from its 4 GPUs: lambda = 256 / 240 GB/s; each of its 8 ports
+    # carries 4 x 60 x lambda / 8 = 32 GB/s, each NIC (2 ports) 64 GB/s of 2 x 50.
+    from topo.fabric import nic_ports, save
+
+    G = build("mpft", switch_ports=8, gpus=64, gpus_per_node=4, nics_per_node=4, nic_ports=2)
+    assert nic_ports(G) == 2
+    assert nic_ports(build("mpft", switch_ports=8, gpus=64, gpus_per_node=4, nics_per_node=4)) == 1
+    path = tmp_path / "mp2.json"
+    save(G, path)
+    r = CliRunner().invoke(app, ["bandwidth", str(path)])
+    assert r.exit_code == 0, r.output
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in r.stdout.splitlines()
+        if line.count("│") == 3
+    }
+    assert rows["inter-node per NIC port (of median port rate)"] == "32.00 of 50.00 GB/s (64.0%)"
+    assert rows["inter-node per NIC (2 ports)"] == "64.00 of 100.00 GB/s"
+    assert "inter-node per NIC (of median NIC rate)" not in rows
+    d = json.loads(CliRunner().invoke(app, ["bandwidth", str(path), "--json"]).stdout)
+    assert d["pair_rate_GBps"] == pytest.approx(256 / 240)
+    assert d["internode_per_nic_GBps"] == pytest.approx(32.0)  # per port, as before
+    assert d["nic_ports"] == 2
+    assert d["internode_per_nic_all_ports_GBps"] == pytest.approx(64.0)

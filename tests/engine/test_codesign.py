@@ -113,3 +113,57 @@ def test_search_space_by_hand() -> None:
     ]
     if MODEL.exists():  # DeepSeek-R1's config: the same 256 routed experts
         assert ep_sizes(load_config(MODEL), 32, 8) == [8, 16, 32]
+
+
+def _no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import topo.commands.codesign as codesign_cmd
+
+    def no_engine(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Dask cluster was started")
+
+    monkeypatch.setattr(codesign_cmd, "open_engine", no_engine)
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        # 12 GPUs is a server and a half of 8: no EP group of whole servers
+        (["--ep", "12"], "--ep 12 does not span whole servers of 8 GPUs"),
+        # more ranks than the 32 GPUs
+        (["--ep", "64"], "--ep must be from 1 to the fabric's 32 GPUs, got 64"),
+        (["--node-limit", "0,-1"], "--node-limit must be 0 (unlimited) or more, got -1"),
+        (["--tpot-ms", "0"], "--tpot-ms must be > 0"),
+        (["--families", "ft9"], "no family of ft9 builds 32 GPUs"),
+        (["--ep", "1x"], "--ep: expected comma-separated numbers"),
+        # EP 16 spans 2 servers, EP 32 spans 4: a node limit of 4 binds neither
+        (["--ep", "16,32", "--node-limit", "4"], "no point to time: every --node-limit"),
+    ],
+)
+def test_bad_options_are_refused_before_a_cluster_starts(
+    extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh-user trial: a bad --ep started a Dask cluster, then failed every task.
+    _no_engine(monkeypatch)
+    args = ["codesign", "--gpus", "32", "--switch-ports", "8", "--tpot-ms", "10", *extra]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr.startswith(f"topo: error: {says}") and len(r.stderr.splitlines()) == 1
+
+
+def test_plan_lays_out_the_points_codesign_times() -> None:
+    # 2 fabrics x EP {16, 32} x M {0, 2}: EP 16 spans 2 servers, so M = 2 cannot bind there
+    # and is skipped; EP 32 spans 4: 2 + 2 + ... = 3 points per fabric, 6 in all.
+    from topo.engine.codesign import plan_codesign
+
+    plan = plan_codesign(
+        default_config(),
+        32,
+        10.0,
+        families=["ft2", "mpft"],
+        grid={"switch_ports": [8], "link_gbps": [400.0], "oversubscription": [1.0]},
+        eps=[16, 32],
+        node_limits=[0, 2],
+    )
+    assert [f for f, _ in plan.fabrics] == ["ft2", "mpft"] and len(plan.graphs) == 2
+    points = {(t.fabric, t.ep, t.node_limit) for t in plan.tasks}
+    assert points == {(i, 16, 0) for i in (0, 1)} | {(i, 32, m) for i in (0, 1) for m in (0, 2)}

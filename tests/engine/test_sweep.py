@@ -314,3 +314,36 @@ def test_cli_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
         f"topo: error: {path}:5: [collective] size_bytes must be from 1 to "
         "1,125,899,906,842,624 (1 PiB), got -5"
     ]
+
+
+def _no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import topo.commands.sweep as sweep_cmd
+
+    def no_engine(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Dask cluster was started")
+
+    monkeypatch.setattr(sweep_cmd, "open_engine", no_engine)
+
+
+def test_checks_that_need_no_solve_come_before_the_cluster(
+    spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh-user trial: these were refused only after a Dask cluster had started (--html's
+    # columns after the whole sweep).
+    _no_engine(monkeypatch)
+    out = tmp_path / "t.csv"
+    plain = tmp_path / "plain.toml"
+    plain.write_text(SPEC.replace('["cost", "alltoall", "moe"]', '["alltoall"]'))
+    r = runner.invoke(
+        app, ["sweep", str(plain), "-o", str(out), "--html", str(tmp_path / "p.html")]
+    )
+    assert r.exit_code == 1, r.output
+    assert r.stderr == "topo: error: --html needs cost and moe or alltoall in the spec's evaluate\n"
+    journal = journal_path(out)
+    journal.write_text('{"digest": "not this spec"}\n')
+    r = runner.invoke(app, ["sweep", str(spec), "-o", str(out)])
+    assert r.exit_code == 1 and "give --resume to continue it" in r.stderr, r.output
+    r = runner.invoke(app, ["sweep", str(spec), "-o", str(out), "--resume"])
+    assert r.exit_code == 1 and "this journal is of another sweep spec" in r.stderr, r.output
+    assert journal.read_text() == '{"digest": "not this spec"}\n'  # left as it was
+    assert not out.exists()

@@ -106,3 +106,38 @@ def test_tree_lower_bound_of_a_two_leaf_tree_by_hand():
     lb, _ = tree_lower_bound(G)
     assert lb <= 50e9 / 7
     assert lb >= 50e9 / 16  # no tree edge carries more than 4 x 4 pair-units
+
+
+def test_bounds_that_meet_at_a_cut_name_its_cables_as_the_bottleneck():
+    # 8-port FT2, 16 servers x 2 GPUs (n = 32), leaf0--spine0 dead: leaf0 keeps 3 of its 4
+    # 50 GB/s uplinks for its 2 servers (W = 4 GPUs). The leaf0 cut bounds the pair rate by
+    # 3 x 50e9 / (4 x 28), and any flow at that rate fills its 3 cables both ways.
+    G, _ = fail(
+        build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2), named=["leaf0--spine0"]
+    )
+    b = alltoall_bandwidth(G, max_variables=10)  # no exact LP: the bounds path
+    assert b.exact and b.method == "certified" and b.lp.variables == 0
+    assert b.pair_rate_Bps == pytest.approx(3 * NIC / (4 * 28), rel=1e-9)
+    got = {(x.source, x.target) for x in b.bottleneck_links}
+    ups = {("leaf0", f"spine{i}") for i in (1, 2, 3)}
+    assert got == ups | {(v, u) for u, v in ups}
+    assert all(x.load_Bps == x.capacity_Bps == NIC for x in b.bottleneck_links)
+    assert b.bottleneck_tiers == {"leaf->spine": 3, "spine->leaf": 3}
+    # the exact LP agrees: its optimal flow fills these six directions
+    lp = alltoall_bandwidth(G, method="general", link_loads=True)
+    assert lp.pair_rate_Bps == pytest.approx(b.pair_rate_Bps, rel=1e-7)
+    assert lp.link_load is not None
+    for arc in got:
+        assert lp.link_load[arc] == pytest.approx(NIC, rel=1e-6), arc
+    assert b.to_dict()["bottleneck_identified"] is True
+
+
+def test_bounds_that_meet_at_a_dual_bound_say_the_bottleneck_is_not_identified():
+    # Slim Fly q=5, one GPU per router port: exact by the router LP's dual bound, which names no
+    # cut; the result must not pretend to know the binding links.
+    G = build("slimfly", q=5, gpus_per_node=1, nics_per_node=1)
+    b = alltoall_bandwidth(G, max_variables=10)
+    assert b.exact and b.method == "certified"
+    assert b.bottleneck_links == ()
+    assert b.to_dict()["bottleneck_identified"] is False
+    assert any(r.startswith("bottleneck: not identified") for r in b.reductions)

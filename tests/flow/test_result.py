@@ -89,6 +89,7 @@ def test_a_rate_known_only_by_bounds_is_null_in_json() -> None:
     d = r.to_dict()
     for k in ("pair_rate_GBps", "alltoall_algbw_GBps", "alltoall_busbw_GBps", "nic_utilization"):
         assert d[k] is None, k
+    assert d["internode_per_nic_all_ports_GBps"] is None  # a rate, so unknown too
     assert d["lower_bound_busbw_GBps"] == 3.0 and d["upper_bound_busbw_GBps"] == 12.0
     # bounds that meet (certified): the value is known and stays
     met = result(

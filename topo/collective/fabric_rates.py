@@ -152,12 +152,50 @@ def gpu_arch(G: nx.Graph) -> str | None:
     >>> G = nx.Graph(gpu_model="NVIDIA B200"); gpu_arch(G), gpu_arch(nx.Graph())
     ('blackwell', None)
     """
+    for name in _model_names(G):
+        known = gpu_family(name)
+        if known is not None:
+            return known[1]
+    return None
+
+
+def _model_names(G: nx.Graph) -> list[str]:
+    """``G.graph["gpu_model"]`` and the first GPU vertex's ``model``, those that are strings."""
     names = [G.graph.get("gpu_model")]
     names += [d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"][:1]
-    for name in names:
-        arch = arch_of_model(name)
-        if arch is not None:
-            return arch
+    return [n for n in names if isinstance(n, str)]
+
+
+def gpu_model(G: nx.Graph) -> str | None:
+    """The GPU model a fabric records: ``G.graph["gpu_model"]`` (``topo build --node``), else
+    the first GPU vertex's ``model``; None when neither is recorded."""
+    names = _model_names(G)
+    return names[0] if names else None
+
+
+def gpu_family(name: str) -> tuple[str, str] | None:
+    """The GPU a model name names, by :data:`GPU_ARCHES`: its prefix and generation.
+
+    Parameters
+    ----------
+    name : str
+        A GPU or server model, e.g. CUDA's device name ``"NVIDIA A100-SXM4-80GB"`` as
+        nccl-tests prints it, or ``"NVIDIA HGX H800 8-GPU"``.
+
+    Returns
+    -------
+    (str, str) or None
+        E.g. ``("A100", "ampere")``; None when no word of the name starts with a known prefix.
+
+    Examples
+    --------
+    >>> gpu_family("NVIDIA A100-SXM4-80GB"), gpu_family("Tesla T4")
+    (('A100', 'ampere'), None)
+    """
+    words = name.upper().replace("-", " ").split()
+    for prefix, arch in GPU_ARCHES:
+        if any(w.startswith(prefix) for w in words):
+            return prefix, arch
     return None
 
 
@@ -173,7 +211,7 @@ def arch_of_model(name: object) -> str | None:
     -------
     str or None
         The generation of the first prefix of :data:`GPU_ARCHES` a word of it starts with
-        (``hopper``), or None.
+        (``hopper``), or None (:func:`gpu_family`).
 
     Examples
     --------
@@ -182,11 +220,8 @@ def arch_of_model(name: object) -> str | None:
     """
     if not isinstance(name, str):
         return None
-    words = name.upper().replace("-", " ").split()
-    for prefix, arch in GPU_ARCHES:
-        if any(w.startswith(prefix) for w in words):
-            return arch
-    return None
+    known = gpu_family(name)
+    return known[1] if known is not None else None
 
 
 def _inventory(G: nx.Graph) -> dict[Hashable, dict[str, list[Any]]]:

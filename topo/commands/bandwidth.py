@@ -25,13 +25,13 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    check_outputs,
     check_pxn,
     check_routing_options,
     err,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -97,7 +97,7 @@ def bandwidth(
 ) -> None:
     """All-to-all bandwidth per GPU: optimal (max concurrent flow, HiGHS) or as routed (ECMP,
     D-mod-k), with failures; the bottleneck tier and links."""
-    refuse_outputs_over_inputs({"--html": html}, [fabric, lft])
+    check_outputs({"--html": html}, [fabric, lft])
     check_pxn(routing.value, pxn)
     check_routing_options(ctx, routing.value, bool(fail_links or fail_switches))
     if as_json:
@@ -238,11 +238,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         ("alltoall busbw (nccl-tests)", f"{GB(r.alltoall_busbw_Bps):.2f} GB/s"),
         ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
         (f"inter-node per {who}", f"{GB(r.internode_per_gpu_Bps):.2f} GB/s"),
-        (
-            "inter-node per NIC (of median NIC rate)",
-            f"{GB(r.internode_per_nic_Bps):.2f} of {GB(r.nic_line_rate_Bps):.2f} GB/s"
-            f" ({100 * r.nic_utilization:.1f}%)",
-        ),
+        *_per_nic_rows(r),
         (f"intra-node (NVLink) per {who}", f"{GB(r.intranode_per_gpu_Bps):.2f} GB/s"),
     ]
     if not r.exact:
@@ -251,10 +247,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         (f"{who}s", f"{r.gpus:,}"),
         ("servers", f"{r.nodes:,}"),
         *rates,
-        (
-            "bottleneck",
-            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
-        ),
+        ("bottleneck", _bottleneck(r)),
         ("method", _method(r)),
         ("solve time", _solve_time(r)),
     ]
@@ -267,6 +260,35 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         out.print(f"  lower bound: {r.bounds.lower_from}")
         out.print(f"  upper bound: {r.bounds.upper_from}")
     _bottleneck_links(r, show)
+
+
+def _per_nic_rows(r: BandwidthResult) -> list[tuple[str, str]]:
+    """The inter-node traffic per NIC; with multi-port NICs (each port a NIC vertex) per port,
+    and per NIC with all its ports."""
+    of = (
+        f"{GB(r.internode_per_nic_Bps):.2f} of {GB(r.nic_line_rate_Bps):.2f} GB/s"
+        f" ({100 * r.nic_utilization:.1f}%)"
+    )
+    if r.nic_ports == 1:
+        return [("inter-node per NIC (of median NIC rate)", of)]
+    p = r.nic_ports
+    return [
+        ("inter-node per NIC port (of median port rate)", of),
+        (
+            f"inter-node per NIC ({p} ports)",
+            f"{GB(r.internode_per_nic_all_ports_Bps):.2f} of {GB(p * r.nic_line_rate_Bps):.2f}"
+            " GB/s",
+        ),
+    ]
+
+
+def _bottleneck(r: BandwidthResult) -> str:
+    """The bottleneck row: the binding links per tier, or plainly that none is known."""
+    if r.bottleneck_links:
+        return ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items())
+    if r.exact:
+        return "not identified (exact by meeting bounds)"
+    return "not identified (only bounds are known)"
 
 
 def _solve_time(r: BandwidthResult) -> str:

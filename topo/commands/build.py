@@ -13,10 +13,9 @@ from topo import fabric as fabric_mod
 from topo.cli_common import (
     CountsJsonOpt,
     FabricOutputOpt,
-    check_fabric_output,
+    check_outputs,
     emit_fabric,
     from_command_line,
-    refuse_input_as_output,
     user_errors,
 )
 from topo.errors import SpecError, TopoError
@@ -146,8 +145,7 @@ def build(
     from topo.catalog import load_catalog, named_options
     from topo.spec import FabricSpec, load_spec, spec_file_error
 
-    refuse_input_as_output("--output", output, [spec])
-    check_fabric_output("--output", output)
+    check_outputs({"--output": output}, [spec], fabric=("--output",))
     args: dict[str, Any] = dict(
         switch_ports=switch_ports,
         link_gbps=link_gbps,

@@ -99,7 +99,7 @@ def codesign(
     slurm_walltime: SlurmWalltimeOpt = "01:00:00",
 ) -> None:
     """The cheapest design (fabric, EP size, node limit) whose MoE decode meets --tpot-ms."""
-    from topo.engine.codesign import codesign as search
+    from topo.engine.codesign import plan_codesign, run_codesign
     from topo.moe import default_config, load_config
 
     check_engine_options(ctx, scheduler, cluster)
@@ -111,18 +111,24 @@ def codesign(
         "gpus_per_node": [gpus_per_node],
         "nics_per_node": [nics_per_node],
     }
+    # every check that needs no timing (the grid, the EP sizes, the node limits, the fabrics
+    # built) before a Dask cluster starts
+    plan = plan_codesign(
+        config,
+        gpus,
+        tpot_ms,
+        families=[f.strip() for f in families.split(",") if f.strip()],
+        grid=grid,
+        eps=_numbers(ep, "--ep", int) if ep else None,
+        node_limits=_numbers(node_limit, "--node-limit", int),
+    )
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
     with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
         task = bar.add_task("designs", total=None)
-        result = search(
+        result = run_codesign(
+            plan,
             config,
-            gpus,
-            tpot_ms,
             engine,
-            families=[f.strip() for f in families.split(",") if f.strip()],
-            grid=grid,
-            eps=_numbers(ep, "--ep", int) if ep else None,
-            node_limits=_numbers(node_limit, "--node-limit", int),
             moe=dict(tokens_per_gpu=tokens_per_gpu, micro_batches=micro_batches, seed=seed),
             runners_up=runners_up,
             model_arg=str(model) if model is not None else None,

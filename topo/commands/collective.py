@@ -14,11 +14,11 @@ from rich import box
 from rich.table import Table
 
 from topo.cli_common import (
+    check_outputs,
     err,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -183,9 +183,7 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
-    refuse_outputs_over_inputs(
-        {"--output": output, "--html": html}, [fabric, compare, calibrate, constants]
-    )
+    check_outputs({"--output": output, "--html": html}, [fabric, compare, calibrate, constants])
     if node is not None and arch is not None:
         raise TopoError(
             "give --arch or --node, not both: --node chooses NCCL's constants by its GPU "
@@ -206,6 +204,7 @@ def collective(
         tests = _log_tests(compare, op, gpus, gpus_per_node)
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         c = _arch_constants(c, arch, G)
+        _warn_devices(compare, tests, G, c.arch, arch)
         comparisons = [
             compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
             for t in tests
@@ -284,6 +283,16 @@ def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     return c.with_arch(chosen) if chosen else c
 
 
+def _warn_devices(log: Path, tests: Any, G: nx.Graph, model_arch: str, arch: Arch | None) -> None:
+    """One ``topo: warning:`` line on stderr when the log ran on other GPUs than the model's
+    (:func:`topo.collective.log_devices.device_mismatch`); the numbers stay as they are."""
+    from topo.collective.log_devices import device_mismatch
+
+    line = device_mismatch(tests, G, model_arch, arch.value if arch is not None else None)
+    if line is not None:
+        print(f"topo: warning: {log}: {line}", file=sys.stderr)
+
+
 def _calibrate(
     fabric: Path | None,
     log: Path,
@@ -300,6 +309,7 @@ def _calibrate(
     tests = _log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
+    _warn_devices(log, tests, G, c.arch, arch)
     result = calibrate(G, tests, c)
     if output is not None:
         write_atomic(output, cluster_toml(result, log))

@@ -4,6 +4,7 @@ design per family, each family's ceiling). The model: docs/cost.md."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,12 +12,12 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    check_outputs,
     err,
     from_command_line,
     out,
     print_json,
     refuse_given,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.errors import TopoError
@@ -111,7 +112,7 @@ def cost(
     from topo.cost import compare as compare_fn
     from topo.cost.catalog_prices import with_catalog
 
-    refuse_outputs_over_inputs({"--html": html}, [fabric, prices, catalog])
+    check_outputs({"--html": html}, [fabric, prices, catalog])
     book = with_catalog(load_prices(prices), load_catalog(catalog))
     if (fabric is None) == (compare is None):
         raise TopoError("give a FABRIC.json or --compare FAMILIES (not both)")
@@ -182,6 +183,12 @@ def _check_compare_options(ctx: typer.Context, names: list[str], html: bool) -> 
         )
 
 
+class RankBy(str, Enum):
+    cost = "cost"
+    bandwidth = "bandwidth"
+    cost_per_bandwidth = "cost-per-bandwidth"
+
+
 @user_errors
 def plan(
     ctx: typer.Context,
@@ -235,8 +242,27 @@ def plan(
         typer.Option("--check/--no-check", help="Build each design, count and price it."),
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    rank_by: Annotated[
+        RankBy,
+        typer.Option(
+            "--rank-by",
+            help="Order of the designs: cost; bandwidth (exact all-to-all busbw per GPU, "
+            "highest first); cost-per-bandwidth (US$ per GB/s of the whole all-to-all, lowest "
+            "first). Designs whose bandwidth is unknown follow, by cost.",
+        ),
+    ] = RankBy.cost,
+    bandwidth_time_limit: Annotated[
+        float,
+        typer.Option(
+            "--bandwidth-time-limit",
+            help="HiGHS time limit of each design's all-to-all, seconds (past it, certified "
+            "bounds and no value).",
+            min=0.1,
+        ),
+    ] = 10.0,
 ) -> None:
-    """The cheapest fabric per family for N GPUs (integer program, HiGHS), ranked by cost."""
+    """The cheapest fabric per family for N GPUs (integer program, HiGHS), ranked by cost, with
+    each design's all-to-all bandwidth (flow solver on the built design)."""
     from topo.cost import PLAN_FAMILIES, load_prices, max_gpus_plan
     from topo.cost import plan as plan_fn
 
@@ -263,26 +289,103 @@ def plan(
         time_limit_s=time_limit,
     )
     if max_gpus:
-        if gpus is not None:
-            raise TopoError(
-                "give --gpus N or --max-gpus, not both: --max-gpus prints each family's "
-                "ceiling, whatever N is"
-            )
-        if from_command_line(ctx, "check"):
-            raise TopoError(
-                "--check/--no-check applies to a plan for --gpus N: --max-gpus builds no design"
-            )
+        _refuse_with_max_gpus(ctx, gpus)
         _ceilings(max_gpus_plan(**common), given, as_json)
         return
     if gpus is None:
         raise TopoError("give --gpus N (or --max-gpus for each family's ceiling)")
+    if not check:
+        _refuse_without_designs(ctx, rank_by)
     rows = plan_fn(gpus, check=check, **common)
     if rows and all(r.status == "infeasible" for r in rows):
         raise TopoError(_nothing_fits(gpus, names, common, given))
+    rows = _plan_bandwidth(rows, check, rank_by, bandwidth_time_limit)
     if as_json:
         print_json([_plan_dict(r, gpus) for r in rows])
         return
     _plan_table(rows, given["switch_ports"], given["link_gbps"], gpus, given["gpus_per_node"])
+    _bandwidth_notes(rows, rank_by)
+
+
+def _refuse_with_max_gpus(ctx: typer.Context, gpus: int | None) -> None:
+    """``--max-gpus``: refuse the options of a plan for ``--gpus N``."""
+    if gpus is not None:
+        raise TopoError(
+            "give --gpus N or --max-gpus, not both: --max-gpus prints each family's "
+            "ceiling, whatever N is"
+        )
+    if from_command_line(ctx, "check"):
+        raise TopoError(
+            "--check/--no-check applies to a plan for --gpus N: --max-gpus builds no design"
+        )
+    refuse_given(
+        ctx,
+        ("rank_by", "bandwidth_time_limit"),
+        "a plan for --gpus N",
+        "--max-gpus builds and solves no design",
+    )
+
+
+def _refuse_without_designs(ctx: typer.Context, rank_by: RankBy) -> None:
+    """``--no-check``: refuse what needs the designs built (their all-to-all)."""
+    refuse_given(
+        ctx,
+        ("bandwidth_time_limit",),
+        "the designs built (--check)",
+        "--no-check builds no design, so no all-to-all is solved",
+    )
+    if rank_by is not RankBy.cost:
+        raise TopoError(
+            f"--rank-by {rank_by.value} needs each design built and its all-to-all solved: "
+            "drop --no-check"
+        )
+
+
+def _plan_bandwidth(
+    rows: list[PlanRow], check: bool, rank_by: RankBy, time_limit_s: float
+) -> list[PlanRow]:
+    """Each design's all-to-all when it is built (:func:`topo.cost.plan_bandwidth.
+    with_bandwidth`), the rows in the order ``--rank-by`` asks."""
+    from dataclasses import replace
+
+    from topo.cost.plan_bandwidth import rank_plan, with_bandwidth
+
+    if check:
+        err.print("solving each design's all-to-all (--no-check skips it)")
+        rows = with_bandwidth(rows, time_limit_s=time_limit_s)
+    else:
+        note = "not solved: --no-check builds no design"
+        rows = [replace(r, alltoall_note=note) if r.feasible else r for r in rows]
+    return rank_plan(rows, rank_by.value)
+
+
+def _busbw_cell(r: PlanRow) -> str:
+    """The plan table's all-to-all cell: the exact busbw, else "unknown" (bounds only; they
+    are in the notes) or "-" (not solved)."""
+    if r.alltoall_busbw_GBps is not None:
+        return f"{r.alltoall_busbw_GBps:.2f}"
+    return "unknown" if r.alltoall_lower_busbw_GBps is not None else "-"
+
+
+def _bandwidth_notes(rows: list[PlanRow], rank_by: RankBy) -> None:
+    """Below the plan: what the all-to-all column is, each design whose value is not known,
+    and the order."""
+    out.print(
+        "  a2a busbw: the exact all-to-all busbw per GPU of the built design (flow solver, "
+        "topo bandwidth); $ per GB/s: cost over busbw x GPUs"
+    )
+    for r in rows:
+        if not r.feasible or r.alltoall_busbw_GBps is not None:
+            continue
+        if r.alltoall_lower_busbw_GBps is not None:
+            out.print(
+                f"  {r.family}: all-to-all busbw unknown: only certified bounds, "
+                f"{r.alltoall_lower_busbw_GBps:.2f} to {r.alltoall_upper_busbw_GBps:.2f} GB/s"
+            )
+        elif r.alltoall_note:
+            out.print(f"  {r.family}: all-to-all {r.alltoall_note}")
+    if rank_by is not RankBy.cost:
+        out.print(f"  ranked by {rank_by.value}; designs of unknown bandwidth follow, by cost")
 
 
 def _ceilings(ceilings: list[Ceiling], given: dict[str, Any], as_json: bool) -> None:
@@ -446,6 +549,8 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
         "switches",
         "links",
         "built",
+        "a2a busbw GB/s",
+        "$ per GB/s",
     )
     for col in cols:
         table.add_column(col, justify="left" if col == "family" else "right")
@@ -461,9 +566,13 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
                 f"{r.switches:,}",
                 f"{r.links:,}",
                 {True: "agrees", None: "-"}.get(r.checked, "no"),
+                _busbw_cell(r),
+                "-" if r.cost_per_GBps_usd is None else f"{r.cost_per_GBps_usd:,.1f}",
             )
         else:
-            table.add_row("-", r.family, r.status, "-", "-", str(r.planes or "-"), "-", "-", "-")
+            table.add_row(
+                "-", r.family, r.status, "-", "-", str(r.planes or "-"), "-", "-", "-", "-", "-"
+            )
     out.print(table)
     if rows and rows[0].gpus != gpus:  # --gpus N rounded up to whole servers
         out.print(

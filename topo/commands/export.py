@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import InputFabric, err, refuse_outputs_over_inputs, user_errors
+from topo.cli_common import InputFabric, check_outputs, err, user_errors
 from topo.errors import TopoError
 
 # The names the help shows, without importing topo.export (and its writers) when the app
@@ -100,7 +100,7 @@ def export_(
         assign_ports=assign_ports,
     )
     inputs = [fabric, hosts if hosts is not None and os.path.isfile(hosts) else None]
-    refuse_outputs_over_inputs({"--output": output, "--topo-xml": topo_xml}, inputs)
+    check_outputs({"--output": output, "--topo-xml": topo_xml}, inputs)
     # before reading the fabric: an unknown format, or an option it ignores, is the first fault
     check_format(fmt)
     given: dict[str, object] = {"hosts": hosts, "slurm_format": slurm_format, "node": node}

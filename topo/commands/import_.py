@@ -12,10 +12,9 @@ from topo import fabric as fabric_mod
 from topo.cli_common import (
     CountsJsonOpt,
     FabricOutputOpt,
-    check_fabric_output,
+    check_outputs,
     emit_fabric,
     refuse_given,
-    refuse_input_as_output,
     user_errors,
 )
 from topo.spec import ServerSpec
@@ -113,8 +112,7 @@ def ibnetdiscover(
     """Import an InfiniBand fabric from ibnetdiscover dumps (one per plane, or concatenated)."""
     from topo.formats import import_ibnetdiscover
 
-    refuse_input_as_output("--output", output, [*dumps, name_map])
-    check_fabric_output("--output", output)
+    check_outputs({"--output": output}, [*dumps, name_map], fabric=("--output",))
     if gpus_per_host is None:
         refuse_given(
             ctx,

@@ -10,11 +10,11 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    check_outputs,
     err,
     from_command_line,
     out,
     print_json,
-    refuse_outputs_over_inputs,
     refuse_with,
     user_errors,
 )
@@ -175,7 +175,7 @@ def moe(
         return
     if fabric is None:
         raise TopoError("give a FABRIC.json (from 'topo build -o'), or --paper-example")
-    refuse_outputs_over_inputs({"--html": html}, [fabric, model, expert_load])
+    check_outputs({"--html": html}, [fabric, model, expert_load])
     if zipf is not None and expert_load is not None:
         raise TopoError("give either --zipf or --expert-load, not both")
     if kernel_sms is not None and kernel is None:

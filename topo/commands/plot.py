@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import InputFabric, err, refuse_input_as_output, user_errors
+from topo.cli_common import InputFabric, check_outputs, err, user_errors
 
 
 @user_errors
@@ -27,10 +27,8 @@ def plot(
 ) -> None:
     """Draw the fabric in layers as an HTML page (plotly; aggregated for large fabrics)."""
     from topo.plot import plot_fabric, write_html
-    from topo.plot.html import check_html_path
 
-    check_html_path(output)
-    refuse_input_as_output("--output", output, [fabric])
+    check_outputs({"--output": output}, [fabric], html=("--output",))
     G = fabric_mod.load(fabric)
     fig = plot_fabric(G, max_devices=max_devices)
     write_html(fig, output)

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topo.cli_common import (
-    check_output_folder,
+    check_outputs,
     err,
     out,
     print_json,
     progress_bar,
-    refuse_outputs_over_inputs,
     user_errors,
 )
 from topo.commands.engine_options import (
@@ -68,16 +67,19 @@ def sweep(
     slurm_walltime: SlurmWalltimeOpt = "01:00:00",
 ) -> None:
     """Evaluate every point of a sweep spec on Dask workers; a row per point in OUTPUT."""
+    from topo.engine.evaluate import columns
     from topo.engine.spec import load_sweep
-    from topo.engine.sweep import run_sweep
-    from topo.engine.table import table_format
+    from topo.engine.sweep import check_sweep, run_sweep
 
     check_engine_options(ctx, scheduler, cluster)
+    # a bad output (``-``, a missing folder, a bad suffix) before anything is read or started
+    check_outputs({"--output": output, "--html": html}, [spec])
     parsed = load_sweep(spec)
-    table_format(output)  # a bad suffix or a missing folder before any cluster starts
-    check_output_folder("--output", output)
-    check_output_folder("--html", html)
-    refuse_outputs_over_inputs({"--output": output, "--html": html}, [spec])
+    # every check that needs no evaluation before a Dask cluster starts: the table's suffix,
+    # an interrupted sweep's journal, the model and prices, what --html draws
+    check_sweep(parsed, output, resume)
+    if html is not None:
+        _pareto_axis(columns(list(parsed.grid), parsed.evaluate))
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
     with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
         task = bar.add_task(spec.name, total=None)
@@ -106,15 +108,21 @@ def sweep(
     err.print(f"wrote {output}" + (f" and {html}" if html is not None else ""))
 
 
-def _pareto_html(result: SweepResult, html: Path) -> None:
+def _pareto_axis(cols: list[str]) -> str:
+    """The Pareto chart's y column (TPOT with moe, else the all-to-all busbw) of a table's
+    columns; a TopoError when the table has no cost or neither."""
     from topo.errors import TopoError
+
+    if "cost_usd" not in cols or not ({"tpot_ms", "alltoall_busbw_GBps"} & set(cols)):
+        raise TopoError("--html needs cost and moe or alltoall in the spec's evaluate")
+    return "tpot_ms" if "tpot_ms" in cols else "alltoall_busbw_GBps"
+
+
+def _pareto_html(result: SweepResult, html: Path) -> None:
     from topo.plot import write_html
     from topo.plot.pareto import plot_pareto
 
-    cols = result.columns
-    if "cost_usd" not in cols or not ({"tpot_ms", "alltoall_busbw_GBps"} & set(cols)):
-        raise TopoError("--html needs cost and moe or alltoall in the spec's evaluate")
-    y = "tpot_ms" if "tpot_ms" in cols else "alltoall_busbw_GBps"
+    y = _pareto_axis(result.columns)
     fig = plot_pareto(
         result.rows, "cost_usd", y, maximize_y=y != "tpot_ms", title=f"{result.output.name}"
     )

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from topo import fabric as fabric_mod
-from topo.cli_common import err, out, print_json, refuse_outputs_over_inputs, user_errors
+from topo.cli_common import check_outputs, err, out, print_json, user_errors
 from topo.commands.import_ import DumpsArg, GpusPerHostOpt, HostRegexOpt, NameMapOpt
 from topo.errors import SpecError
 
@@ -66,7 +66,7 @@ def validate(
     from topo.validate import check_design
     from topo.validate import validate as run
 
-    refuse_outputs_over_inputs({"--html": html}, [design, *dumps, name_map])
+    check_outputs({"--html": html}, [design, *dumps, name_map])
     G = fabric_mod.load(design)
     check_design(G, design)
     per_node = G.graph.get("gpus_per_node")

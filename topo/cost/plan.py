@@ -110,6 +110,20 @@ class PlanRow:
         Time to build and solve the program, seconds.
     bom : list of dict
         The bill of materials (:class:`topo.cost.bom.BomLine` as dicts; empty if infeasible).
+    alltoall_busbw_GBps : float or None
+        The design's exact all-to-all busbw per GPU (nccl-tests' ``alltoall_perf`` busbw, GB/s)
+        by the flow solver on the built design (:func:`topo.cost.plan_bandwidth.
+        with_bandwidth`); None when not solved or only bounds are known.
+    alltoall_lower_busbw_GBps, alltoall_upper_busbw_GBps : float or None
+        The certified bounds on it when only they are known (never a value), else None.
+    alltoall_method : str or None
+        How it was found (:attr:`topo.flow.BandwidthResult.method`: ``reduced``, ``general``,
+        ``certified``, ``bounds``); None when not solved.
+    alltoall_note : str or None
+        Why it was not solved (nothing built, too large, the solver's refusal).
+    cost_per_GBps_usd : float or None
+        ``cost_usd`` over the all-to-all bandwidth of all its GPUs (``gpus`` x busbw), US$ per
+        GB/s; None unless the busbw is exact.
     """
 
     family: str
@@ -128,6 +142,12 @@ class PlanRow:
     checked: bool | None = None
     solve_seconds: float = 0.0
     bom: list[dict[str, Any]] = field(default_factory=list)
+    alltoall_busbw_GBps: float | None = None
+    alltoall_lower_busbw_GBps: float | None = None
+    alltoall_upper_busbw_GBps: float | None = None
+    alltoall_method: str | None = None
+    alltoall_note: str | None = None
+    cost_per_GBps_usd: float | None = None
 
     @classmethod
     def infeasible(

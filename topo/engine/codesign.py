@@ -28,7 +28,7 @@ from topo.cost import PriceBook, bill_of_materials
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
-from topo.moe import MoEConfig, moe_report
+from topo.moe import MoEConfig, ep_layout, moe_report
 from topo.spec import FabricSpec
 
 CODESIGN_FAMILIES = ("ft2", "mrft", "mpft", "ft3")
@@ -209,6 +209,98 @@ def candidate_fabrics(
     return ok, refused
 
 
+@dataclass(frozen=True)
+class CodesignPlan:
+    """A search laid out and checked, before anything is timed (:func:`plan_codesign`).
+
+    Attributes
+    ----------
+    gpus : int
+    tpot_ms : float
+        The target, ms.
+    fabrics : list of (str, dict)
+        The candidate fabrics the families accept: family and build options.
+    refused : list of str
+        Why each refused combination was (one line each).
+    graphs : list of networkx.Graph
+        The candidates, built.
+    tasks : list
+        The (fabric, EP size, node limit) points to time.
+    """
+
+    gpus: int
+    tpot_ms: float
+    fabrics: list[tuple[str, dict[str, Any]]]
+    refused: list[str]
+    graphs: list[nx.Graph]
+    tasks: list[_Task]
+
+
+def plan_codesign(
+    config: MoEConfig,
+    gpus: int,
+    tpot_ms: float,
+    *,
+    families: Sequence[str] = CODESIGN_FAMILIES,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    eps: Sequence[int] | None = None,
+    node_limits: Sequence[int] = NODE_LIMITS,
+) -> CodesignPlan:
+    """Every check of :func:`codesign` that needs no timing, and the fabrics built: a command
+    calls it before it starts a Dask cluster.
+
+    Parameters
+    ----------
+    config, gpus, tpot_ms, families, grid, eps, node_limits
+        As :func:`codesign`.
+
+    Returns
+    -------
+    CodesignPlan
+
+    Raises
+    ------
+    TopoError
+        A target not above 0; a negative node limit; no fabric the families accept (the
+        first refusal named); an EP size the fabrics cannot lay out
+        (:func:`topo.moe.ep_layout`: not whole servers, not dividing the routed experts,
+        above the GPUs); no EP size to try.
+    """
+    if not tpot_ms > 0:
+        raise TopoError(f"tpot_ms must be > 0, got {tpot_ms}", param="tpot_ms")
+    bad = [m for m in node_limits if m < 0]
+    if bad:
+        raise TopoError(
+            f"node_limit must be 0 (unlimited) or more, got {bad[0]}", param="node_limit"
+        )
+    grid = dict(
+        grid or {"switch_ports": [64], "link_gbps": [400.0], "oversubscription": [1.0, 3.0]}
+    )
+    fabrics, refused = candidate_fabrics(gpus, families, grid)
+    if not fabrics:
+        raise TopoError(f"no family of {', '.join(families)} builds {gpus} GPUs: {refused[0]}")
+    graphs = [build(FabricSpec.from_options(f, **o)) for f, o in fabrics]
+    g = int(dict(fabrics[0][1]).get("gpus_per_node") or 8)
+    sizes = list(eps) if eps else ep_sizes(config, gpus, g)
+    for ep in sizes:  # every candidate has the same GPUs and servers
+        ep_layout(graphs[0], config.n_routed_experts, ep)
+    if not sizes:
+        raise TopoError(
+            f"no EP size to try: no multiple of {g} GPUs up to {gpus} divides the "
+            f"{config.n_routed_experts} routed experts: give ep sizes",
+            param="ep",
+        )
+    tasks = _tasks(graphs, sizes, node_limits, g)
+    if not tasks:
+        raise TopoError(
+            f"no point to time: every node_limit is at least the servers of the EP group "
+            f"(EP {max(sizes)} spans {-(-max(sizes) // g)}), where a limit cannot bind and is "
+            "skipped: add 0 (unlimited)",
+            param="node_limit",
+        )
+    return CodesignPlan(gpus, tpot_ms, fabrics, refused, graphs, tasks)
+
+
 def codesign(
     config: MoEConfig,
     gpus: int,
@@ -266,22 +358,58 @@ def codesign(
     Raises
     ------
     TopoError
-        A bad target, no fabric the families accept, no EP size to try.
+        What :func:`plan_codesign` refuses.
     InfeasibleError
         No design meets the target (the message names the fastest).
     """
-    if not tpot_ms > 0:
-        raise TopoError(f"tpot_ms must be > 0, got {tpot_ms}", param="tpot_ms")
-    grid = dict(
-        grid or {"switch_ports": [64], "link_gbps": [400.0], "oversubscription": [1.0, 3.0]}
+    plan = plan_codesign(
+        config, gpus, tpot_ms, families=families, grid=grid, eps=eps, node_limits=node_limits
     )
+    return run_codesign(
+        plan,
+        config,
+        engine,
+        moe=moe,
+        prices=prices,
+        runners_up=runners_up,
+        model_arg=model_arg,
+        progress=progress,
+    )
+
+
+def run_codesign(
+    plan: CodesignPlan,
+    config: MoEConfig,
+    engine: Engine | SerialEngine,
+    *,
+    moe: dict[str, Any] | None = None,
+    prices: PriceBook | None = None,
+    runners_up: int = 4,
+    model_arg: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CodesignResult:
+    """Time the points of a checked search on ``engine`` and choose (:func:`codesign`).
+
+    Parameters
+    ----------
+    plan : CodesignPlan
+        From :func:`plan_codesign` with the same ``config``.
+    config, engine, moe, prices, runners_up, model_arg, progress
+        As :func:`codesign`.
+
+    Returns
+    -------
+    CodesignResult
+
+    Raises
+    ------
+    TopoError
+        No point could be timed (the first error named).
+    InfeasibleError
+        No design meets the target.
+    """
     moe = {"tokens_per_gpu": 32, "micro_batches": 2, "seed": 0, **(moe or {})}
-    fabrics, refused = candidate_fabrics(gpus, families, grid)
-    if not fabrics:
-        raise TopoError(f"no family of {', '.join(families)} builds {gpus} GPUs: {refused[0]}")
-    graphs = [build(FabricSpec.from_options(f, **o)) for f, o in fabrics]
-    g = int(dict(fabrics[0][1]).get("gpus_per_node") or 8)
-    tasks = _tasks(graphs, list(eps) if eps else ep_sizes(config, gpus, g), node_limits, g)
+    tasks, graphs = plan.tasks, plan.graphs
     shared = [engine.scatter(G) for G in graphs]
     timed: dict[_Task, tuple[float, float]] = {}
     errors = []
@@ -292,8 +420,17 @@ def codesign(
             errors.append(o.error)
     if not timed:
         raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
-    designs = _designs(fabrics, graphs, timed, prices, moe, model_arg)
-    return _choose(designs, gpus, tpot_ms, config, len(graphs), len(timed), refused, runners_up)
+    designs = _designs(plan.fabrics, graphs, timed, prices, moe, model_arg)
+    return _choose(
+        designs,
+        plan.gpus,
+        plan.tpot_ms,
+        config,
+        len(graphs),
+        len(timed),
+        plan.refused,
+        runners_up,
+    )
 
 
 def _tasks(

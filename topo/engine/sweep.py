@@ -13,7 +13,7 @@ from topo.cost import load_prices
 from topo.engine.cluster import Engine, SerialEngine
 from topo.engine.evaluate import Context, columns, evaluate_point
 from topo.engine.spec import SweepSpec
-from topo.engine.table import Journal, table_format, write_table
+from topo.engine.table import Journal, check_journal, table_format, write_table
 from topo.moe import default_config, load_config
 
 
@@ -66,6 +66,35 @@ def context(spec: SweepSpec) -> Context:
     )
 
 
+def check_sweep(spec: SweepSpec, output: Path, resume: bool) -> Context:
+    """Every check of :func:`run_sweep` that needs no evaluation: a command calls it before
+    it starts a Dask cluster.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        From :func:`topo.engine.spec.load_sweep`.
+    output : Path
+        The table to write.
+    resume : bool
+        As :func:`run_sweep`.
+
+    Returns
+    -------
+    Context
+        The inputs the points share (:func:`context`).
+
+    Raises
+    ------
+    FormatError
+        A bad output suffix; a journal already there without ``resume``, or of another spec
+        (:func:`topo.engine.table.check_journal`); an unreadable price book or model config.
+    """
+    table_format(output)
+    check_journal(output, spec.digest, resume)
+    return context(spec)
+
+
 def run_sweep(
     spec: SweepSpec,
     output: Path,
@@ -101,7 +130,7 @@ def run_sweep(
         another spec.
     """
     t0 = time.perf_counter()
-    table_format(output)
+    shared_inputs = check_sweep(spec, output, resume)
     points = spec.points()
     cols = columns(list(spec.grid), spec.evaluate)
     journal = Journal(output, spec.digest, resume)
@@ -111,7 +140,7 @@ def run_sweep(
         todo = [p for p in points if p["point"] not in kept]
         if progress is not None:
             progress(len(kept), len(points))
-        shared = engine.scatter(context(spec))
+        shared = engine.scatter(shared_inputs)
         for done, outcome in enumerate(engine.map(evaluate_point, todo, shared), 1):
             row = outcome.value if outcome.ok else {**todo[outcome.index], "error": outcome.error}
             journal.add(row)  # on disk before anything else can stop the run

@@ -93,6 +93,49 @@ def read_table(path: Path) -> list[dict[str, Any]]:
         raise FormatError(path, f"cannot read: {exc}") from None
 
 
+def check_journal(output: Path, digest: str, resume: bool) -> None:
+    """Refuse what :class:`Journal` would, without opening it: a command calls this before it
+    starts a Dask cluster.
+
+    Parameters
+    ----------
+    output : Path
+        The table the sweep will write.
+    digest : str
+        The spec's digest (:attr:`topo.engine.spec.SweepSpec.digest`).
+    resume : bool
+        Whether the sweep continues the journal there.
+
+    Raises
+    ------
+    FormatError
+        Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
+        of another spec (its first line holds the digest), or one that cannot be read.
+    """
+    path = journal_path(output)
+    if not path.exists():
+        return
+    if not resume:
+        raise FormatError(
+            path,
+            "an interrupted sweep's rows are here: give --resume to continue it, or "
+            "delete the file",
+        )
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        header = json.loads(first) if first.strip() else {}
+    except json.JSONDecodeError:
+        header = {}
+    if not isinstance(header, dict) or header.get("digest") != digest:
+        raise FormatError(
+            path, "this journal is of another sweep spec (or the files it names changed)"
+        )
+
+
 class Journal:
     """Rows streamed to ``OUTPUT.partial.jsonl`` as they finish.
 
@@ -115,15 +158,10 @@ class Journal:
     def __init__(self, output: Path, digest: str, resume: bool) -> None:
         self.path = journal_path(output)
         self.rows: dict[int, dict[str, Any]] = {}
-        if self.path.exists() and not resume:
-            raise FormatError(
-                self.path,
-                "an interrupted sweep's rows are here: give --resume to continue it, or "
-                "delete the file",
-            )
+        check_journal(output, digest, resume)
         try:
             if resume and self.path.exists():
-                self.rows = self._read(digest)
+                self.rows = self._read()
             else:
                 with open(self.path, "w", encoding="utf-8") as fh:
                     fh.write(json.dumps({"digest": digest}) + "\n")
@@ -131,13 +169,9 @@ class Journal:
         except OSError as exc:
             raise FormatError(self.path, f"cannot write: {exc.strerror or exc}") from None
 
-    def _read(self, digest: str) -> dict[int, dict[str, Any]]:
+    def _read(self) -> dict[int, dict[str, Any]]:
+        """The rows of a journal whose header :func:`check_journal` has matched."""
         lines = self.path.read_text(encoding="utf-8").splitlines()
-        header = json.loads(lines[0]) if lines else {}
-        if header.get("digest") != digest:
-            raise FormatError(
-                self.path, "this journal is of another sweep spec (or the files it names changed)"
-            )
         rows = {}
         for line in lines[1:]:
             try:

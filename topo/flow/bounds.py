@@ -37,11 +37,11 @@ import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.certify import CERTIFY_TOL, cut_bound, split_routing
+from topo.flow.certify import CERTIFY_TOL, cut_bound, cut_links, split_routing
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
-from topo.flow.result import BandwidthResult, Bounds
+from topo.flow.result import BandwidthResult, BottleneckLink, Bounds
 from topo.flow.routing import routed_alltoall
 
 ROUTER_LP_MAX_COLUMNS = 2_000_000
@@ -250,7 +250,7 @@ def bounds_report(
         True and no ``bounds``.
     """
     ub, cut = cut_upper_bound(G)
-    upper_from = f"cut around {cut}"
+    upper_from = cut_from = f"cut around {cut}"
     found = [
         routing_lower_bound(G),
         split_lower_bound(G),
@@ -269,14 +269,16 @@ def bounds_report(
     lb = min(lb, ub)
     met = bool(lb >= ub * (1 - CERTIFY_TOL))  # the routing reaches the bound: the rate is exact
     notes = [*reductions, f"exact LP not solved: {why}"]
+    binding: list[BottleneckLink] = []
     if met:
         notes.append(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")
+        binding = _met_cut_links(G, hs, terminal, upper_from == cut_from, notes)
     return build_report(
         G,
         hs,
         terminal,
         lb,
-        [],
+        binding,
         n=terminal_count(hs),
         method="certified" if met else "bounds",
         exact=met,
@@ -287,3 +289,22 @@ def bounds_report(
         if met
         else Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=upper_from),
     )
+
+
+def _met_cut_links(
+    G: nx.Graph, hs: list[Host], terminal: str, by_cut: bool, notes: list[str]
+) -> list[BottleneckLink]:
+    """The bottleneck of a rate exact because its bounds meet: the cut's links when the upper
+    bound is the cut (:func:`topo.flow.certify.cut_links`: every optimal flow fills them), else
+    none, and a note saying which (appended to ``notes``)."""
+    found = cut_links(G, hs, terminal) if by_cut else None
+    if found:
+        notes.append(
+            f"bottleneck: the {len(found) // 2:,} cable(s) of that cut, full both ways in every "
+            "flow at this rate (other links may be full too)"
+        )
+        return found
+    notes.append(
+        "bottleneck: not identified (exact by meeting bounds; the upper bound names no links)"
+    )
+    return []

@@ -79,14 +79,23 @@ def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
     (float, str)
         The bound on the pair rate (B/s) and the cut that gives it.
     """
+    best, what, _ = _tightest_cut(G, hs, terminal)
+    return best, what
+
+
+def _tightest_cut(
+    G: nx.Graph, hs: list[Host], terminal: str
+) -> tuple[float, str, tuple[set[str], list[Host]]]:
+    """:func:`cut_bound`, and its side: (the switches in it, the hosts in it)."""
     n = terminal_count(hs)
     best, what = math.inf, ""
+    side: tuple[set[str], list[Host]] = (set(), [])
     for h in hs:
         dem = h.weight * (n - h.weight)
         cap = sum(h.attach.values())
         if dem and cap / dem < best:
             who = f"server {h.id}" if terminal == "gpu" else f"endpoint {h.id}"
-            best, what = cap / dem, f"the NIC cables of {who}"
+            best, what, side = cap / dem, f"the NIC cables of {who}", (set(), [h])
     by_switch: dict[str, list[Host]] = {}
     for h in hs:
         for s in h.attach:
@@ -111,7 +120,54 @@ def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
         if bound < best:
             name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
             best, what = bound, f"{name} with its {len(members)} attached host(s)"
-    return best, what
+            side = (block, list(members.values()))
+    return best, what, side
+
+
+def cut_links(G: nx.Graph, hs: list[Host], terminal: str) -> list[BottleneckLink] | None:
+    """The link directions of the tightest cut of :func:`cut_bound`, each at its capacity.
+
+    A concurrent flow at the cut's rate ``lambda = c(S) / (W (n - W))`` sends ``W (n - W)
+    lambda = c(S)`` across the cut each way (every pair split by it crosses it at least once),
+    so at that rate every cable of the cut is full in both directions: when a feasible rate
+    meets the cut bound, these are bottleneck links of every optimal flow.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hs : list of Host
+        Its hosts, at least two terminals.
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+
+    Returns
+    -------
+    list of BottleneckLink or None
+        Both directions of every switch link and NIC cable that leaves the cut's side, with
+        load equal to capacity (B/s); None when a NIC of the cut is bound by its PCIe side
+        (the cable is then not what binds) or the fabric has no finite cut.
+    """
+    rate, _, (block, members) = _tightest_cut(G, hs, terminal)
+    if not math.isfinite(rate):
+        return None
+    is_switch = {v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
+    arcs: list[tuple[Hashable, Hashable, float, float]] = []
+    for s in sorted(block, key=natural_key):
+        for t, e in G.adj[s].items():
+            if t in is_switch and t not in block:
+                c = float(e["capacity"])
+                arcs += [(s, t, c, c), (t, s, c, c)]
+    for h in members:
+        for s, nics in h.nics.items():
+            if s in block:
+                continue
+            if h.host_bound.intersection(nics):
+                return None
+            for nic in nics:
+                c = float(G.edges[nic, s]["capacity"])
+                arcs += [(nic, s, c, c), (s, nic, c, c)]
+    return links(G, arcs)
 
 
 @dataclass(frozen=True)

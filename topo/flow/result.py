@@ -369,7 +369,8 @@ class BandwidthResult:
     intranode_per_gpu_Bps : float
         Uniform demand: what each GPU sends to the GPUs of its own server (B/s).
     bottleneck_links : tuple of BottleneckLink
-        The link directions whose capacity binds, ordered by tier and source.
+        The link directions whose capacity binds, ordered by tier and source; empty when
+        none is known (certified bounds, or bounds that meet at a bound naming no links).
     method : str
         ``reduced``, ``general``, ``certified`` (a routing that meets a cut bound, no LP) or
         ``bounds`` (optimal), or the routing's name.
@@ -391,6 +392,9 @@ class BandwidthResult:
         Set for an as-routed result.
     link_load : Mapping[(u, v), float] or None
         When asked for: load (B/s) of every NIC cable and switch link direction.
+    nic_ports : int
+        Ports per NIC (:func:`topo.fabric.nic_ports`): each port is a NIC vertex, so
+        ``internode_per_nic_Bps`` and ``nic_line_rate_Bps`` are per port when it is above 1.
     """
 
     fabric: str
@@ -420,6 +424,7 @@ class BandwidthResult:
     link_load: Mapping[tuple[Any, Any], float] | None = field(
         default=None, repr=False, compare=False
     )
+    nic_ports: int = 1
 
     @property
     def time_s(self) -> float:
@@ -444,6 +449,12 @@ class BandwidthResult:
         )
 
     @property
+    def internode_per_nic_all_ports_Bps(self) -> float:
+        """Inter-server traffic per NIC with all its ports, ``nic_ports`` times
+        ``internode_per_nic_Bps`` (the same for single-port NICs), B/s."""
+        return self.internode_per_nic_Bps * self.nic_ports
+
+    @property
     def bottleneck_tiers(self) -> dict[str, int]:
         """Binding link directions per tier, e.g. ``{"nic->leaf": 16}``, sorted by tier."""
         return dict(sorted(Counter(b.tier for b in self.bottleneck_links).items()))
@@ -456,9 +467,11 @@ class BandwidthResult:
         ``upper_bound_from`` when bounded, and then, unless the bounds meet, ``null`` in the
         rate's keys, :data:`UNKNOWN_WHEN_BOUNDED`; the failure keys when :attr:`failures` is
         set; then ``routing``); an explicit demand gives ``time_s``, ``theta``,
-        ``total_bytes`` and the bottlenecks. An as-routed result gives ``routing``, ``seed``,
-        ``flows_per_pair``, ``pxn``, ``flows``, the rates, ``expected_pair_rate_GBps``,
-        ``expected_alltoall_busbw_GBps``, ``collision_loss``, ``max_link_utilization``,
+        ``total_bytes`` and the bottlenecks (``bottleneck_identified`` false when no link is
+        known to bind: only bounds, or bounds that meet without naming links). An as-routed
+        result gives ``routing``, ``seed``, ``flows_per_pair``, ``pxn``, ``flows``, the rates,
+        ``expected_pair_rate_GBps``, ``expected_alltoall_busbw_GBps``, ``collision_loss``,
+        ``max_link_utilization``,
         ``bottleneck_tiers``, ``tiers``, ``most_loaded_links``, ``notes``, ``solve_seconds``,
         then the failure keys when set. ``link_load=True`` adds ``link_load``, a list of
         ``[source, target, load_Bps]`` for every directed arc (when :attr:`link_load` is set).
@@ -528,11 +541,14 @@ class BandwidthResult:
             "alltoall_busbw_GBps": Bps_to_GBps(self.alltoall_busbw_Bps),
             "internode_per_gpu_GBps": Bps_to_GBps(self.internode_per_gpu_Bps),
             "internode_per_nic_GBps": Bps_to_GBps(self.internode_per_nic_Bps),
+            "nic_ports": self.nic_ports,
+            "internode_per_nic_all_ports_GBps": Bps_to_GBps(self.internode_per_nic_all_ports_Bps),
             "nic_line_rate_GBps": Bps_to_GBps(self.nic_line_rate_Bps),
             "nic_utilization": self.nic_utilization,
             "intranode_per_gpu_GBps": Bps_to_GBps(self.intranode_per_gpu_Bps),
             "bottleneck_tiers": self.bottleneck_tiers,
             "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,
             "reductions": list(self.reductions),
@@ -553,6 +569,7 @@ class BandwidthResult:
             "total_bytes": self.total_bytes,
             "bottleneck_tiers": self.bottleneck_tiers,
             "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,
             "reductions": list(self.reductions),
@@ -568,6 +585,7 @@ UNKNOWN_WHEN_BOUNDED = (
     "alltoall_busbw_GBps",
     "internode_per_gpu_GBps",
     "internode_per_nic_GBps",
+    "internode_per_nic_all_ports_GBps",
     "nic_utilization",
     "intranode_per_gpu_GBps",
     "time_s",

@@ -9,7 +9,7 @@ import time
 import networkx as nx
 import numpy as np
 
-from topo.fabric import natural_key
+from topo.fabric import natural_key, nic_ports
 from topo.flow.hosts import Host
 from topo.flow.lp import MCFSolution
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
@@ -97,6 +97,7 @@ def build_report(
         lp=lp_stats(sol),
         solve_seconds=time.perf_counter() - t0,
         bounds=bounds,
+        nic_ports=nic_ports(G),
     )
 
 

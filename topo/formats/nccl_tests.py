@@ -29,6 +29,9 @@ from topo.fabric import long_number, read_text
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s.*\bon\s+(\S+)\s+device\s+(\d+)")
+# nccl-tests common.cu: "device %2d [%04x:%02x:%02x] %s" (2.x; "[0x%02x] %s" before), the
+# last field the CUDA device name (cudaDeviceProp.name, e.g. "NVIDIA A100-SXM4-80GB")
+_DEVICE = re.compile(r"\bdevice\s+\d+\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _FAIL = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)(.*)")
 _NTHREAD = re.compile(r"^#\s*nThread\s")
@@ -105,6 +108,9 @@ class NcclTest:
     out_of_bounds : int or None
         The ``# Out of bounds values : N OK|FAILED`` footer's ``N`` (wrong results over the
         test); None when the log has no such line.
+    devices : list of str
+        The distinct GPU names of the rank lines (CUDA's device name, after the PCI bus id),
+        in rank order; empty when the lines name none.
     """
 
     op: str
@@ -118,6 +124,7 @@ class NcclTest:
     line: int
     extra: dict[str, str] = field(default_factory=dict)
     out_of_bounds: int | None = None
+    devices: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -127,6 +134,7 @@ class _Open:
     version: str = ""
     library: str = ""
     ranks: dict[int, str] = field(default_factory=dict)
+    devices: dict[int, str] = field(default_factory=dict)
     rows: list[NcclTestRow] = field(default_factory=list)
     avg: float | None = None
     failure: tuple[int, str] | None = None
@@ -245,6 +253,7 @@ def _close(path: Path, cur: _Open) -> NcclTest:
         avg_busbw_GBps=cur.avg,
         line=cur.line,
         out_of_bounds=cur.out_of_bounds,
+        devices=list(dict.fromkeys(cur.devices[r] for r in sorted(cur.devices))),
     )
 
 
@@ -253,6 +262,9 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
     m = _RANK.match(line)
     if m:
         cur.ranks[int(m.group(1))] = m.group(2)
+        device = _DEVICE.search(line)
+        if device:
+            cur.devices[int(m.group(1))] = device.group(1)
         return
     if _RANK_LINE.match(line):
         raise FormatError(

@@ -1,0 +1,101 @@
+"""``topo plan``: each design's all-to-all bandwidth (topo.cost.plan_bandwidth) and
+``--rank-by``.
+
+24 single-GPU servers, 8-port 400G switches, up to 3:1 at the leaf. The cheapest FT2 has 4
+leaves of 6 servers and 2 uplinks each: the leaf cut bounds every GPU pair by
+2 x 50 / (6 x 18) GB/s (Leighton-Rao: cut capacity over the pairs it separates), so the
+all-to-all busbw (pair rate x 23) is 100 x 23 / 108 = 21.30 GB/s. The FT3 is non-blocking: each
+GPU's one 50 GB/s NIC binds, 50 / 23 per pair, busbw 50 GB/s.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from topo.cli import app
+from topo.cost import plan
+from topo.cost.plan_bandwidth import rank_plan, with_bandwidth
+from topo.errors import TopoError
+from topo.spec import ServerSpec, SwitchSpec
+
+FT2_BUSBW = 2 * 50 * 23 / (6 * 18)
+ARGS = ["plan", "--gpus", "24", "--switch-ports", "8", "--gpus-per-node", "1"]
+ARGS += ["--nics-per-node", "1", "--max-oversubscription", "3", "--families", "ft2,ft3"]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Any]:
+    designs = plan(
+        24, SwitchSpec(8), ServerSpec(1, 1), max_oversubscription=3, families=("ft2", "ft3")
+    )
+    return with_bandwidth(designs)
+
+
+def test_each_design_gets_its_exact_busbw(rows: list[Any]) -> None:
+    got = {r.family: r for r in rows}
+    assert got["ft2"].alltoall_busbw_GBps == pytest.approx(FT2_BUSBW, rel=1e-6)
+    assert got["ft3"].alltoall_busbw_GBps == pytest.approx(50.0, rel=1e-6)
+    for r in rows:
+        assert r.alltoall_method in ("reduced", "general", "certified")
+        assert r.alltoall_lower_busbw_GBps is None and r.alltoall_upper_busbw_GBps is None
+        assert r.cost_per_GBps_usd == pytest.approx(r.cost_usd / (24 * r.alltoall_busbw_GBps))
+
+
+def test_rank_by_cost_bandwidth_and_cost_per_bandwidth(rows: list[Any]) -> None:
+    assert [r.family for r in rank_plan(rows, "cost")] == ["ft2", "ft3"]  # the plan's order
+    assert [r.family for r in rank_plan(rows, "bandwidth")] == ["ft3", "ft2"]
+    ft2, ft3 = (next(r for r in rows if r.family == f) for f in ("ft2", "ft3"))
+    cheaper = "ft2" if ft2.cost_per_GBps_usd < ft3.cost_per_GBps_usd else "ft3"
+    assert rank_plan(rows, "cost-per-bandwidth")[0].family == cheaper
+    with pytest.raises(TopoError, match="rank_by must be one of cost, bandwidth"):
+        rank_plan(rows, "speed")
+
+
+def test_a_bound_is_never_ranked_as_a_value(rows: list[Any]) -> None:
+    # A design known only by its bounds (and one not solved) ranks after every exact one,
+    # however high its upper bound.
+    bounded = replace(
+        rows[0],
+        family="slimfly",
+        alltoall_busbw_GBps=None,
+        cost_per_GBps_usd=None,
+        alltoall_method="bounds",
+        alltoall_lower_busbw_GBps=1.0,
+        alltoall_upper_busbw_GBps=1e6,
+    )
+    ranked = rank_plan([bounded, *rows], "bandwidth")
+    assert [r.family for r in ranked] == ["ft3", "ft2", "slimfly"]
+    assert [r.family for r in rank_plan([bounded, *rows], "cost-per-bandwidth")][-1] == "slimfly"
+
+
+def test_cli_table_and_json() -> None:
+    r = runner.invoke(app, [*ARGS, "--rank-by", "bandwidth"])
+    assert r.exit_code == 0, r.output
+    table = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert "ft3" in table[0] and "50.00" in table[0]
+    assert "ft2" in table[1] and f"{FT2_BUSBW:.2f}" in table[1]
+    assert "ranked by bandwidth" in r.stdout
+    d = json.loads(runner.invoke(app, [*ARGS, "--json"]).stdout)
+    assert [x["family"] for x in d] == ["ft2", "ft3"]  # by cost, as before
+    assert d[0]["alltoall_busbw_GBps"] == pytest.approx(FT2_BUSBW, rel=1e-6)
+    assert d[1]["alltoall_busbw_GBps"] == pytest.approx(50.0, rel=1e-6)
+
+
+def test_no_check_solves_nothing_and_refuses_a_bandwidth_rank() -> None:
+    d = json.loads(runner.invoke(app, [*ARGS, "--json", "--no-check"]).stdout)
+    assert all(x["alltoall_busbw_GBps"] is None for x in d)
+    assert all(x["alltoall_note"] == "not solved: --no-check builds no design" for x in d)
+    for extra, says in [
+        (["--no-check", "--rank-by", "bandwidth"], "--rank-by bandwidth needs each design built"),
+        (["--no-check", "--bandwidth-time-limit", "5"], "--bandwidth-time-limit applies to"),
+    ]:
+        r = runner.invoke(app, [*ARGS, *extra])
+        assert r.exit_code == 1 and r.stderr.startswith(f"topo: error: {says}"), r.output
+    r = runner.invoke(app, ["plan", "--max-gpus", "--rank-by", "cost-per-bandwidth"])
+    assert r.exit_code == 1 and "--rank-by applies to a plan for --gpus N" in r.stderr
