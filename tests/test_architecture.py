@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "cli_common": 6,
     "commands": 7,
     "cli": 8,
+    "console": 9,
 }
 
 

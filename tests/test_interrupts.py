@@ -81,3 +81,24 @@ def test_ctrl_c_in_a_library_solve_is_a_keyboard_interrupt() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "caught KeyboardInterrupt"
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line():
+    # The console script imports typer, rich, networkx and numpy before topo.cli.main can catch
+    # anything: an interrupt there printed a traceback of the import machinery.
+    code = textwrap.dedent(
+        """
+        import builtins
+        real = builtins.__import__
+        def interrupted(name, *args, **kwargs):
+            if name == "topo.cli":
+                raise KeyboardInterrupt
+            return real(name, *args, **kwargs)
+        builtins.__import__ = interrupted
+        from topo.console import main
+        main()
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130
+    assert r.stderr == "topo: interrupted\n"

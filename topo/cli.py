@@ -96,6 +96,9 @@ def main() -> None:
     gc.set_threshold(100_000, 50, 100)
     try:
         rc = app(standalone_mode=False)
+    except KeyboardInterrupt:  # while typer builds the app, before a command can catch it
+        print("topo: interrupted", file=sys.stderr)
+        sys.exit(130)
     except Exception as exc:
         names = {k.__name__ for k in type(exc).__mro__}
         if "NoArgsIsHelpError" in names:  # bare ``topo`` or ``topo import``: the help
