@@ -290,3 +290,15 @@ def test_routed_flow_refuses_other_demands_in_one_line():
                 routed_flow(G, demand, routing)
     with pytest.raises(TopoError, match="demand must be a topo.traffic.Demand, got str"):
         routed_flow(G, "alltoall", "ecmp")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "dmodk"])
+def test_a_switch_with_more_cables_than_ports_is_refused(routing):
+    # Routing models each cable as a port: leaf0 of an 8-port FT2 has 4 NIC cables and 4
+    # spine cables; 1,000 parallel cables on one of its spine edges make 4 + 3 + 1,000 on 8
+    # (the schema allows 10^6 links per edge: that ran for minutes and gigabytes before).
+    G = build("ft2", switch_ports=8)
+    spine = next(v for v in G["leaf0"] if G.nodes[v]["kind"] == "spine")
+    G["leaf0"][spine]["links"] = 1_000
+    with pytest.raises(TopoError, match=r"'leaf0' has 1,007 cables but 8 ports"):
+        routed_alltoall(G, routing, seed=0 if routing == "ecmp" else None)

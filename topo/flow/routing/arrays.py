@@ -45,6 +45,8 @@ class Arcs:
         (arcs,) int: parallel cables (the edge's ``links``).
     keys, order : numpy.ndarray
         Sorted ``u * len(nodes) + v`` and the arc ids in that order (for :meth:`find`).
+    ports : numpy.ndarray
+        (nodes,) int: a switch's ``ports``, 0 for the others.
     """
 
     nodes: list[Any]
@@ -58,6 +60,7 @@ class Arcs:
     cables: np.ndarray
     keys: np.ndarray
     order: np.ndarray
+    ports: np.ndarray
 
     def find(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Arc ids of the arcs ``u -> v``.
@@ -122,10 +125,12 @@ def fabric_arcs(G: nx.Graph) -> Arcs:
     kinds: list[int] = []
     tiers: list[int] = []
     lab: list[str] = []
+    ports: list[int] = []
     for _, d in G.nodes(data=True):
         k = KIND_CODE.get(d["kind"], SWITCH)
         kinds.append(k)
         tiers.append(int(d["tier"]) if k == SWITCH else 0)
+        ports.append(int(d["ports"]) if k == SWITCH else 0)
         lab.append(tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"]))
     labels = sorted(set(lab))
     code = {s: i for i, s in enumerate(labels)}
@@ -157,6 +162,7 @@ def fabric_arcs(G: nx.Graph) -> Arcs:
         cables=np.repeat(np.array(links, dtype=np.int64), 2),
         keys=keys[order],
         order=order,
+        ports=np.array(ports, dtype=np.int64),
     )
 
 

@@ -133,7 +133,9 @@ def updown_tree(arcs: Arcs) -> UpDownTree:
         switches of one tier or of non-adjacent tiers (Dragonfly, Slim Fly, rings).
     """
     tiers = _tiers(arcs)
-    ports = _ports(arcs, _switch_cables(arcs))
+    cables = _switch_cables(arcs)
+    _check_ports(arcs)
+    ports = _ports(arcs, cables)
     T, n = tiers.T, {t: tiers.ids[t].size for t in tiers.ids}
     up_parent, up_port, up_valid, dn_child, dn_port, dn_valid = {}, {}, {}, {}, {}, {}
     for t in range(1, T + 1):
@@ -214,6 +216,24 @@ def _switch_cables(arcs: Arcs) -> np.ndarray:
         )
     cables: np.ndarray = fwd[both]
     return cables
+
+
+def _check_ports(arcs: Arcs) -> None:
+    """Refuse a switch with more cables (edge ``links``) than its ``ports``: every cable is a
+    port of its own here (each ECMP choice, each D-mod-k entry), so such a file would route
+    cables no switch has, and with the schema's up to 10^6 links per edge allocate tables of
+    that many ports per switch."""
+    # (two arcs per edge, one from each end: each end counts the edge's cables once)
+    cables = np.bincount(arcs.u, weights=arcs.cables, minlength=len(arcs.nodes))
+    switch = np.nonzero(arcs.kind == SWITCH)[0]
+    over = switch[cables[switch] > arcs.ports[switch]]
+    if over.size:
+        i = int(over[0])
+        raise TopoError(
+            f"switch {arcs.nodes[i]!r} has {int(cables[i]):,} cables but {int(arcs.ports[i]):,} "
+            f"ports ({over.size:,} switch(es) so): as-routed models route every cable as a port "
+            "of its own; fix the edges' 'links' or the switches' 'ports'"
+        )
 
 
 def _ports(arcs: Arcs, e: np.ndarray) -> _Ports:
