@@ -260,6 +260,14 @@ def plan(
             min=0.1,
         ),
     ] = 10.0,
+    bandwidth: Annotated[
+        bool,
+        typer.Option(
+            "--bandwidth/--no-bandwidth",
+            help="Solve each built design's all-to-all (seconds to tens of seconds for "
+            "Dragonfly and Slim Fly); --no-bandwidth keeps the check and the prices only.",
+        ),
+    ] = True,
 ) -> None:
     """The cheapest fabric per family for N GPUs (integer program, HiGHS), ranked by cost, with
     each design's all-to-all bandwidth (flow solver on the built design)."""
@@ -296,10 +304,12 @@ def plan(
         raise TopoError("give --gpus N (or --max-gpus for each family's ceiling)")
     if not check:
         _refuse_without_designs(ctx, rank_by)
+    elif not bandwidth:
+        _refuse_without_bandwidth(ctx, rank_by)
     rows = plan_fn(gpus, check=check, **common)
     if rows and all(r.status == "infeasible" for r in rows):
         raise TopoError(_nothing_fits(gpus, names, common, given))
-    rows = _plan_bandwidth(rows, check, rank_by, bandwidth_time_limit)
+    rows = _plan_bandwidth(rows, check and bandwidth, rank_by, bandwidth_time_limit, check)
     if as_json:
         print_json([_plan_dict(r, gpus) for r in rows])
         return
@@ -341,20 +351,34 @@ def _refuse_without_designs(ctx: typer.Context, rank_by: RankBy) -> None:
         )
 
 
+def _refuse_without_bandwidth(ctx: typer.Context, rank_by: RankBy) -> None:
+    """``--no-bandwidth``: refuse what needs the all-to-all solved."""
+    refuse_given(
+        ctx,
+        ("bandwidth_time_limit",),
+        "the all-to-all solved",
+        "--no-bandwidth solves no all-to-all",
+    )
+    if rank_by is not RankBy.cost:
+        raise TopoError(
+            f"--rank-by {rank_by.value} needs each design's all-to-all solved: drop --no-bandwidth"
+        )
+
+
 def _plan_bandwidth(
-    rows: list[PlanRow], check: bool, rank_by: RankBy, time_limit_s: float
+    rows: list[PlanRow], solve: bool, rank_by: RankBy, time_limit_s: float, built: bool
 ) -> list[PlanRow]:
-    """Each design's all-to-all when it is built (:func:`topo.cost.plan_bandwidth.
-    with_bandwidth`), the rows in the order ``--rank-by`` asks."""
+    """Each design's all-to-all when it is built and ``solve`` (:func:`topo.cost.
+    plan_bandwidth.with_bandwidth`), the rows in the order ``--rank-by`` asks."""
     from dataclasses import replace
 
     from topo.cost.plan_bandwidth import rank_plan, with_bandwidth
 
-    if check:
-        err.print("solving each design's all-to-all (--no-check skips it)")
+    if solve:
+        err.print("solving each design's all-to-all (--no-bandwidth skips it)")
         rows = with_bandwidth(rows, time_limit_s=time_limit_s)
     else:
-        note = "not solved: --no-check builds no design"
+        note = "not solved: --no-bandwidth" if built else "not solved: --no-check builds no design"
         rows = [replace(r, alltoall_note=note) if r.feasible else r for r in rows]
     return rank_plan(rows, rank_by.value)
 
