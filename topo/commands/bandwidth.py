@@ -411,13 +411,21 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
 
 
 def _tier_table(how: RoutingDetail) -> None:
-    tiers = Table(title="load per tier (GB/s, at the pair rate above)", title_justify="left")
-    for col in ("tier", "links", "capacity", "mean", "max", "expected max", "max util."):
+    """Per tier: its links (a bundle of parallel cables counts once) and cables; capacity and
+    loads per link (the bundle's, GB/s); the busiest single cable's utilisation."""
+    tiers = Table(
+        title="load per tier (GB/s per link, a link being a bundle of parallel cables, at the "
+        "pair rate above; util. of the busiest single cable)",
+        title_justify="left",
+    )
+    cols = ("tier", "links", "cables", "capacity", "mean", "max", "expected max", "max util.")
+    for col in cols:
         tiers.add_column(col, justify="left" if col == "tier" else "right")
     for t in how.tiers:
         tiers.add_row(
             t.tier,
             f"{t.links:,}",
+            f"{t.cables:,}",
             f"{GB(t.capacity_Bps):.2f}",
             f"{GB(t.mean_Bps):.2f}",
             f"{GB(t.max_Bps):.2f}",
@@ -428,20 +436,26 @@ def _tier_table(how: RoutingDetail) -> None:
 
 
 def _loaded_links(how: RoutingDetail, show: int) -> None:
+    """The most loaded links, ordered by their busiest cable's utilisation (the report's
+    order): load and capacity of the whole bundle, its mean cable utilisation beside."""
     if show and how.loaded_links:
         links = Table(
-            title=f"most loaded links (first {min(show, len(how.loaded_links))})",
+            title=f"most loaded links (first {min(show, len(how.loaded_links))}, by the busiest "
+            "cable's utilisation; capacity and load of the bundle of parallel cables)",
             title_justify="left",
         )
-        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s", "util."):
+        cols = ("from", "to", "tier", "cables", "capacity GB/s", "load GB/s", "bundle util.")
+        for col in (*cols, "busiest cable util."):
             links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
         for b in how.loaded_links[:show]:
             links.add_row(
                 b.source,
                 b.target,
                 b.tier,
+                f"{b.cables:,}",
                 f"{GB(b.capacity_Bps):.2f}",
                 f"{GB(b.load_Bps):.2f}",
+                f"{100 * b.load_Bps / b.capacity_Bps:.1f}%",
                 f"{100 * b.utilization:.1f}%",
             )
         out.print(links)

@@ -290,9 +290,14 @@ class ResilienceReport:
     ``intact_busbw_GBps`` is None in the same way when the intact fabric itself is known only
     by bounds (a large Dragonfly or Slim Fly), with its range in ``range_GBps["intact"]``.
 
-    ``exact_trials`` counts the trials solved exactly; ``max_variables`` is the LP limit each
-    trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair had
-    no route (counted as 0).
+    ``exact_trials`` counts the trials whose outcome is known (optimal: solved exactly; as
+    routed: every trial, each one's rate being computed from its routes, a value and not a
+    bound); ``max_variables`` is the LP limit each trial ran with; ``trials_unroutable``
+    counts the as-routed trials in which some pair had no route, so that the all-to-all never
+    completes: they have no rate (None in ``busbw_GBps`` and both bound lists, their indices
+    in ``unroutable_trials``) and stay out of the statistics, which cover the other
+    ``statistics_trials`` trials. When every trial is unroutable, ``min_GBps`` ...
+    ``max_GBps`` are None and ``range_GBps`` holds only ``intact``.
     """
 
     fabric: str
@@ -313,11 +318,13 @@ class ResilienceReport:
     max_disconnected_gpus: int
     exact_trials: int
     seconds: float
-    upper_bound_busbw_GBps: list[float]
+    upper_bound_busbw_GBps: list[float | None]
     max_variables: int
     trials_unroutable: int
-    lower_bound_busbw_GBps: list[float] = field(default_factory=list)
+    lower_bound_busbw_GBps: list[float | None] = field(default_factory=list)
     range_GBps: dict[str, list[float]] = field(default_factory=dict)
+    unroutable_trials: list[int] = field(default_factory=list)
+    statistics_trials: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
@@ -364,9 +371,10 @@ class _Tally:
     """What the trials of :func:`resilience` found so far."""
 
     values: list[float | None] = field(default_factory=list)
-    lowers: list[float] = field(default_factory=list)
-    uppers: list[float] = field(default_factory=list)
+    lowers: list[float | None] = field(default_factory=list)
+    uppers: list[float | None] = field(default_factory=list)
     unroutable: int = 0
+    unrouted: list[int] = field(default_factory=list)
     cut_trials: int = 0
     worst_cut: int = 0
     exact: int = 0
@@ -394,17 +402,33 @@ class _Tally:
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
 
     def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
-        """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
-        pair without an up/down route (as routed). Its busbw, 0, is known exactly."""
+        """A trial that cannot complete. Optimal: fewer than two GPUs left connected, its
+        busbw 0 known exactly. As routed: some pair without an up/down route, so the
+        all-to-all never completes; it has no rate, so its entries are None and it stays out
+        of the statistics (counted in ``trials_unroutable``, its index in
+        ``unroutable_trials``)."""
         self.exact += 1
-        self.values.append(0.0)
-        self.lowers.append(0.0)
-        self.uppers.append(0.0)
         if routing == "optimal":
+            self.values.append(0.0)
+            self.lowers.append(0.0)
+            self.uppers.append(0.0)
             self.cut_trials += 1
             self.worst_cut = max(self.worst_cut, cut_gpus)
         else:
+            self.unrouted.append(len(self.values))
+            self.values.append(None)
+            self.lowers.append(None)
+            self.uppers.append(None)
             self.unroutable += 1
+
+    def statistics(self) -> tuple[dict[str, float | None], dict[str, list[float]]]:
+        """:func:`statistics` over the trials that have a rate (all but the unroutable);
+        every statistic None and no ranges when no trial has one."""
+        lo = [v for v in self.lowers if v is not None]
+        hi = [v for v in self.uppers if v is not None]
+        if not lo:
+            return dict.fromkeys(STATISTICS), {}
+        return statistics(lo, hi)
 
 
 def busbw_GBps(report: BandwidthResult) -> float:
@@ -502,7 +526,7 @@ def resilience(
             tally.add_infeasible(routing, cut.disconnected_gpus)
         else:
             tally.add(r, ceiling)
-    values, ranges = statistics(tally.lowers, tally.uppers)
+    values, ranges = tally.statistics()
     ranges["intact"] = intact_range
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
@@ -528,6 +552,8 @@ def resilience(
         trials_unroutable=tally.unroutable,
         lower_bound_busbw_GBps=tally.lowers,
         range_GBps=ranges,
+        unroutable_trials=tally.unrouted,
+        statistics_trials=trials - tally.unroutable,
     )
 
 

@@ -175,6 +175,9 @@ class TierLoad:
         Mean and largest load with this seed's routing (D-mod-k: the routing), B/s.
     max_utilization : float
         Largest load over capacity of a cable of the tier (1 on the bottleneck tier).
+    cables : int
+        Cables in the tier (parallel cables one by one; ``links`` when none are bundled; 0
+        when not counted).
     """
 
     tier: str
@@ -185,10 +188,12 @@ class TierLoad:
     mean_Bps: float
     max_Bps: float
     max_utilization: float
+    cables: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """``tier``, ``links``, ``capacity_GBps``, ``expected_mean_GBps``,
-        ``expected_max_GBps``, ``mean_GBps``, ``max_GBps``, ``max_utilization``."""
+        ``expected_max_GBps``, ``mean_GBps``, ``max_GBps``, ``max_utilization``,
+        ``cables``."""
         return {
             "tier": self.tier,
             "links": self.links,
@@ -198,6 +203,7 @@ class TierLoad:
             "mean_GBps": Bps_to_GBps(self.mean_Bps),
             "max_GBps": Bps_to_GBps(self.max_Bps),
             "max_utilization": self.max_utilization,
+            "cables": self.cables,
         }
 
 
