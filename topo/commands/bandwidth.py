@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
+from statistics import median
 from typing import TYPE_CHECKING, Annotated
 
 import networkx as nx
@@ -213,7 +214,7 @@ def _render(
         _damage_lines(result)
         r = result.report
         if r.routing is None:
-            _bandwidth_table(r, show)
+            _bandwidth_table(r, show, _nvlink_per_gpu(result.graph))
         else:
             _routed_table(r, r.routing, show)
     if html is not None:
@@ -223,7 +224,34 @@ def _render(
 # --------------------------------------------------------------------------- rendering
 
 
-def _bandwidth_table(r: BandwidthResult, show: int) -> None:
+def _nvlink_per_gpu(G: nx.Graph) -> float:
+    """Median NVLink capacity out of a GPU (B/s: the sum of its GPU-NVSwitch edges), 0 when
+    the fabric has no NVLink."""
+    caps = [
+        sum(d["capacity"] for _, w, d in G.edges(v, data=True) if d.get("kind") == "nvlink")
+        for v, k in G.nodes(data="kind")
+        if k == "gpu"
+    ]
+    return float(median(caps)) if caps else 0.0
+
+
+def _intra(r: BandwidthResult, nvlink_Bps: float) -> str:
+    """What a GPU sends to the GPUs of its own server, and how much of it NVLink can carry:
+    beyond a GPU's NVLink capacity the rest goes GPU -> NIC -> leaf -> NIC -> GPU."""
+    intra = r.intranode_per_gpu_Bps
+    text = f"{GB(intra):.2f} GB/s"
+    if nvlink_Bps <= 0 or intra <= 0:
+        return text
+    over = min(intra, nvlink_Bps)
+    if intra <= nvlink_Bps * (1 + 1e-9):
+        return f"{text} (fits its {GB(nvlink_Bps):.2f} GB/s of NVLink)"
+    return (
+        f"{text} ({GB(over):.2f} over NVLink, its capacity; {GB(intra - over):.2f} through "
+        "NIC, leaf, NIC)"
+    )
+
+
+def _bandwidth_table(r: BandwidthResult, show: int, nvlink_Bps: float = 0.0) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
     table = Table(
         title=f"all-to-all bandwidth: {r.fabric or r.family}",
@@ -239,7 +267,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
         (f"inter-node per {who}", f"{GB(r.internode_per_gpu_Bps):.2f} GB/s"),
         *_per_nic_rows(r),
-        (f"intra-node (NVLink) per {who}", f"{GB(r.intranode_per_gpu_Bps):.2f} GB/s"),
+        (f"intra-server per {who}", _intra(r, nvlink_Bps)),
     ]
     if not r.exact:
         rates = [(k + " - LOWER BOUND", v) for k, v in rates]
@@ -358,6 +386,23 @@ def _damage_lines(result: DamagedBandwidth) -> None:
             f"DISCONNECTED: {where} ({names}{more}) have no path to the rest; "
             "the all-to-all below is among the others"
         )
+        _island_note(result)
+
+
+def _island_note(result: DamagedBandwidth) -> None:
+    """Which island the report is about when the damage leaves several of the largest size."""
+    sizes = result.failures.islands
+    if len(sizes) < 2 or sizes[1] != sizes[0]:
+        return
+    ties = sizes.count(sizes[0])
+    servers = sorted(
+        {str(d["node"]) for _, d in result.graph.nodes(data=True) if d["kind"] == "gpu"}
+    )
+    which = f" (servers {', '.join(servers[:8])})" if servers else ""
+    out.print(
+        f"  islands: the fabric splits into {len(sizes)} islands, {ties} of them the largest "
+        f"with {sizes[0]:,} GPU(s) each; reported: the one with the first server by name{which}"
+    )
 
 
 def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:

@@ -21,7 +21,13 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.flow.alltoall import alltoall_bandwidth
-from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
+from topo.flow.failures import (
+    FailureSet,
+    disconnected_terminals,
+    fail,
+    island_sizes,
+    without_servers,
+)
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
@@ -115,11 +121,14 @@ def damaged_bandwidth(
     TopoError
         Bad failure counts or names, an unknown routing.
     InfeasibleError
-        Fewer than two GPUs remain connected.
+        Fewer than two GPUs remain connected; every GPU cut off (no GPU keeps a switch),
+        said plainly with the GPU count.
     """
     if routing not in ROUTINGS:
         raise TopoError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
     H, failures = _damage(G, links, switches, seed, tuple(named))
+    if failures.disconnected and not failures.islands:
+        raise InfeasibleError(_all_cut_off(G, failures))
     if routing != "optimal":
         routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
         routed = replace(routed, failures=failures)
@@ -151,8 +160,26 @@ def _damage(
     if not cut:
         return H, failures
     lost = _terminals(H, cut)
+    islands = island_sizes(H)
     H = without_servers(H, cut)
-    return H, replace(failures, disconnected=tuple(cut), disconnected_gpus=lost)
+    return H, replace(failures, disconnected=tuple(cut), disconnected_gpus=lost, islands=islands)
+
+
+def _all_cut_off(G: nx.Graph, failures: FailureSet) -> str:
+    """The plain message for damage that leaves no GPU (endpoint) on any switch."""
+    leaves = [v for v, k in G.nodes(data="kind") if k == "leaf"]
+    dead = set(failures.switches)
+    lost = sum(1 for v in leaves if v in dead)
+    who = "GPUs" if any(k == "gpu" for _, k in G.nodes(data="kind")) else "endpoints"
+    why = (
+        f"all {len(leaves):,} leaves failed"
+        if leaves and lost == len(leaves)
+        else f"{lost:,} of {len(leaves):,} leaves and {len(failures.links):,} cable(s) failed"
+    )
+    return (
+        f"every {who[:-1]} is disconnected: all {failures.disconnected_gpus:,} {who} lost "
+        f"their path to the fabric ({why}); there is no all-to-all to measure"
+    )
 
 
 def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
@@ -449,6 +476,17 @@ def intact_busbw(report: BandwidthResult) -> tuple[float | None, list[float]]:
     return None, [value, upper]
 
 
+def _add_failed_trial(
+    tally: _Tally, G: nx.Graph, links: int, switches: int, seed: int, routing: str
+) -> None:
+    """A trial that could not complete, told apart by its damage again (the same seed): every
+    GPU cut off is a cut-off trial (0, known) whatever the routing; as routed otherwise, some
+    pair had no route."""
+    _, cut = _damage(G, links, switches, seed, ())
+    every_gpu_cut = bool(cut.disconnected) and not cut.islands
+    tally.add_infeasible("optimal" if every_gpu_cut else routing, cut.disconnected_gpus)
+
+
 def resilience(
     G: nx.Graph,
     *,
@@ -521,9 +559,7 @@ def resilience(
     ceiling = intact_range[1] if routing == "optimal" else math.inf
     for i, r in enumerate(results):
         if r is None:
-            # The trial's damage again (the same seed), for the GPUs it cut off.
-            _, cut = _damage(G, links, switches, seed + i, ())
-            tally.add_infeasible(routing, cut.disconnected_gpus)
+            _add_failed_trial(tally, G, links, switches, seed + i, routing)
         else:
             tally.add(r, ceiling)
     values, ranges = tally.statistics()
