@@ -246,8 +246,8 @@ def _intra(r: BandwidthResult, nvlink_Bps: float) -> str:
     if intra <= nvlink_Bps * (1 + 1e-9):
         return f"{text} (fits its {GB(nvlink_Bps):.2f} GB/s of NVLink)"
     return (
-        f"{text} ({GB(over):.2f} over NVLink, its capacity; {GB(intra - over):.2f} through "
-        "NIC, leaf, NIC)"
+        f"{text} (at most {GB(over):.2f} over NVLink, its capacity; at least "
+        f"{GB(intra - over):.2f} through NIC, leaf, NIC)"
     )
 
 
