@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
+from statistics import median
 from typing import TYPE_CHECKING, Annotated
 
 import networkx as nx
@@ -213,7 +214,7 @@ def _render(
         _damage_lines(result)
         r = result.report
         if r.routing is None:
-            _bandwidth_table(r, show)
+            _bandwidth_table(r, show, _nvlink_per_gpu(result.graph))
         else:
             _routed_table(r, r.routing, show)
     if html is not None:
@@ -223,7 +224,34 @@ def _render(
 # --------------------------------------------------------------------------- rendering
 
 
-def _bandwidth_table(r: BandwidthResult, show: int) -> None:
+def _nvlink_per_gpu(G: nx.Graph) -> float:
+    """Median NVLink capacity out of a GPU (B/s: the sum of its GPU-NVSwitch edges), 0 when
+    the fabric has no NVLink."""
+    caps = [
+        sum(d["capacity"] for _, w, d in G.edges(v, data=True) if d.get("kind") == "nvlink")
+        for v, k in G.nodes(data="kind")
+        if k == "gpu"
+    ]
+    return float(median(caps)) if caps else 0.0
+
+
+def _intra(r: BandwidthResult, nvlink_Bps: float) -> str:
+    """What a GPU sends to the GPUs of its own server, and how much of it NVLink can carry:
+    beyond a GPU's NVLink capacity the rest goes GPU -> NIC -> leaf -> NIC -> GPU."""
+    intra = r.intranode_per_gpu_Bps
+    text = f"{GB(intra):.2f} GB/s"
+    if nvlink_Bps <= 0 or intra <= 0:
+        return text
+    over = min(intra, nvlink_Bps)
+    if intra <= nvlink_Bps * (1 + 1e-9):
+        return f"{text} (fits its {GB(nvlink_Bps):.2f} GB/s of NVLink)"
+    return (
+        f"{text} (at most {GB(over):.2f} over NVLink, its capacity; at least "
+        f"{GB(intra - over):.2f} through NIC, leaf, NIC)"
+    )
+
+
+def _bandwidth_table(r: BandwidthResult, show: int, nvlink_Bps: float = 0.0) -> None:
     who = "GPU" if r.terminal == "gpu" else "endpoint"
     table = Table(
         title=f"all-to-all bandwidth: {r.fabric or r.family}",
@@ -239,7 +267,7 @@ def _bandwidth_table(r: BandwidthResult, show: int) -> None:
         ("alltoall algbw (nccl-tests)", f"{GB(r.alltoall_algbw_Bps):.2f} GB/s"),
         (f"inter-node per {who}", f"{GB(r.internode_per_gpu_Bps):.2f} GB/s"),
         *_per_nic_rows(r),
-        (f"intra-node (NVLink) per {who}", f"{GB(r.intranode_per_gpu_Bps):.2f} GB/s"),
+        (f"intra-server per {who}", _intra(r, nvlink_Bps)),
     ]
     if not r.exact:
         rates = [(k + " - LOWER BOUND", v) for k, v in rates]
@@ -358,6 +386,23 @@ def _damage_lines(result: DamagedBandwidth) -> None:
             f"DISCONNECTED: {where} ({names}{more}) have no path to the rest; "
             "the all-to-all below is among the others"
         )
+        _island_note(result)
+
+
+def _island_note(result: DamagedBandwidth) -> None:
+    """Which island the report is about when the damage leaves several of the largest size."""
+    sizes = result.failures.islands
+    if len(sizes) < 2 or sizes[1] != sizes[0]:
+        return
+    ties = sizes.count(sizes[0])
+    servers = sorted(
+        {str(d["node"]) for _, d in result.graph.nodes(data=True) if d["kind"] == "gpu"}
+    )
+    which = f" (servers {', '.join(servers[:8])})" if servers else ""
+    out.print(
+        f"  islands: the fabric splits into {len(sizes)} islands, {ties} of them the largest "
+        f"with {sizes[0]:,} GPU(s) each; reported: the one with the first server by name{which}"
+    )
 
 
 def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
@@ -411,13 +456,21 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
 
 
 def _tier_table(how: RoutingDetail) -> None:
-    tiers = Table(title="load per tier (GB/s, at the pair rate above)", title_justify="left")
-    for col in ("tier", "links", "capacity", "mean", "max", "expected max", "max util."):
+    """Per tier: its links (a bundle of parallel cables counts once) and cables; capacity and
+    loads per link (the bundle's, GB/s); the busiest single cable's utilisation."""
+    tiers = Table(
+        title="load per tier (GB/s per link, a link being a bundle of parallel cables, at the "
+        "pair rate above; util. of the busiest single cable)",
+        title_justify="left",
+    )
+    cols = ("tier", "links", "cables", "capacity", "mean", "max", "expected max", "max util.")
+    for col in cols:
         tiers.add_column(col, justify="left" if col == "tier" else "right")
     for t in how.tiers:
         tiers.add_row(
             t.tier,
             f"{t.links:,}",
+            f"{t.cables:,}",
             f"{GB(t.capacity_Bps):.2f}",
             f"{GB(t.mean_Bps):.2f}",
             f"{GB(t.max_Bps):.2f}",
@@ -428,20 +481,26 @@ def _tier_table(how: RoutingDetail) -> None:
 
 
 def _loaded_links(how: RoutingDetail, show: int) -> None:
+    """The most loaded links, ordered by their busiest cable's utilisation (the report's
+    order): load and capacity of the whole bundle, its mean cable utilisation beside."""
     if show and how.loaded_links:
         links = Table(
-            title=f"most loaded links (first {min(show, len(how.loaded_links))})",
+            title=f"most loaded links (first {min(show, len(how.loaded_links))}, by the busiest "
+            "cable's utilisation; capacity and load of the bundle of parallel cables)",
             title_justify="left",
         )
-        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s", "util."):
+        cols = ("from", "to", "tier", "cables", "capacity GB/s", "load GB/s", "bundle util.")
+        for col in (*cols, "busiest cable util."):
             links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
         for b in how.loaded_links[:show]:
             links.add_row(
                 b.source,
                 b.target,
                 b.tier,
+                f"{b.cables:,}",
                 f"{GB(b.capacity_Bps):.2f}",
                 f"{GB(b.load_Bps):.2f}",
+                f"{100 * b.load_Bps / b.capacity_Bps:.1f}%",
                 f"{100 * b.utilization:.1f}%",
             )
         out.print(links)

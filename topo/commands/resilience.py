@@ -173,34 +173,49 @@ def _table(
             else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
         )
         if r.trials_unroutable:
-            cut += f"; {r.trials_unroutable} trial(s) unroutable (0)"
+            cut += f"; {r.trials_unroutable} trial(s) unroutable"
         table.add_row(
             r.fabric or r.family,
             _cell(r.intact_busbw_GBps, r.range_GBps.get("intact")),
-            *(
-                _cell(v, r.range_GBps.get(k))
-                for k, v in zip(
-                    ("min", "p5", "median", "mean", "max"),
-                    (r.min_GBps, r.p5_GBps, r.median_GBps, r.mean_GBps, r.max_GBps),
-                    strict=True,
-                )
-            ),
-            f"{r.exact_trials}/{r.trials}" if r.routing == "optimal" else "-",
+            *_stat_cells(r),
+            f"{r.exact_trials}/{r.trials}",
             cut,
         )
     out.print(table)
+    _notes(reports, routing)
+
+
+def _stat_cells(r: ResilienceReport) -> list[str]:
+    """min .. max cells: over the trials with a rate, "-" when no trial has one."""
+    values = (r.min_GBps, r.p5_GBps, r.median_GBps, r.mean_GBps, r.max_GBps)
+    if r.statistics_trials == 0:
+        return ["-"] * len(values)
+    keys = ("min", "p5", "median", "mean", "max")
+    return [_cell(v, r.range_GBps.get(k)) for k, v in zip(keys, values, strict=True)]
+
+
+def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
+    """The notes under the table that explain its columns."""
     if any(r.trials_unroutable for r in reports):
         out.print(
             f"  unroutable: some GPU pair had no {routing.value} route (a GPU's own NIC dead, or "
-            "leaves without a common live spine): the all-to-all cannot complete, counted as 0"
+            "leaves without a common live spine): the all-to-all cannot complete, so the trial "
+            "has no rate and is left out of min .. max, which cover the other trials"
         )
-    if routing is Routing.optimal and any(r.exact_trials < r.trials for r in reports):
+    if any(r.statistics_trials == 0 for r in reports):
+        out.print("  -: every trial unroutable, no statistic (null in --json)")
+    if routing is not Routing.optimal:
+        out.print(
+            f"  exact: as routed ({routing.value}) each trial's rate is computed from its "
+            "routes, a value and not a bound (an unroutable trial is known not to complete)"
+        )
+    elif any(r.exact_trials < r.trials for r in reports):
         out.print(
             "  exact: trials solved exactly; the others (LP over --max-variables or past "
             "--time-limit) have only certified bounds, so their values are unknown"
         )
     stats = ("min_GBps", "p5_GBps", "median_GBps", "mean_GBps", "max_GBps")
-    if any(getattr(r, s) is None for r in reports for s in stats):
+    if any(getattr(r, s) is None and r.statistics_trials for r in reports for s in stats):
         out.print(
             "  low..high: that statistic is unknown; it lies in this range, the statistic of "
             "the trials' certified lower bounds and of their upper bounds (--json has each "

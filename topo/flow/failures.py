@@ -32,6 +32,7 @@ __all__ = [
     "cables",
     "disconnected_terminals",
     "fail",
+    "island_sizes",
     "without_servers",
 ]
 
@@ -182,6 +183,29 @@ def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]
         kept = kept - split
         cut = cut | split
     return sorted(kept, key=str), sorted(cut, key=str)
+
+
+def island_sizes(G: nx.Graph) -> tuple[int, ...]:
+    """The GPUs (or host endpoints) of each connected group of ``G`` holding a switch.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A (damaged) fabric.
+
+    Returns
+    -------
+    tuple of int
+        Terminal counts, largest first (one entry per island; a lone server without a switch
+        is not an island).
+    """
+    kind = terminal_kind(G)
+    sizes = []
+    for comp in nx.connected_components(G):
+        kinds = [G.nodes[v]["kind"] for v in comp]
+        if any(k in SWITCH_KINDS for k in kinds):
+            sizes.append(sum(1 for k in kinds if k == kind))
+    return tuple(sorted((s for s in sizes if s), reverse=True))
 
 
 def without_servers(G: nx.Graph, servers: Iterable[Hashable]) -> nx.Graph:

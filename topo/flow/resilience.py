@@ -21,7 +21,13 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.flow.alltoall import alltoall_bandwidth
-from topo.flow.failures import FailureSet, disconnected_terminals, fail, without_servers
+from topo.flow.failures import (
+    FailureSet,
+    disconnected_terminals,
+    fail,
+    island_sizes,
+    without_servers,
+)
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
@@ -115,11 +121,14 @@ def damaged_bandwidth(
     TopoError
         Bad failure counts or names, an unknown routing.
     InfeasibleError
-        Fewer than two GPUs remain connected.
+        Fewer than two GPUs remain connected; every GPU cut off (no GPU keeps a switch),
+        said plainly with the GPU count.
     """
     if routing not in ROUTINGS:
         raise TopoError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
     H, failures = _damage(G, links, switches, seed, tuple(named))
+    if failures.disconnected and not failures.islands:
+        raise InfeasibleError(_all_cut_off(G, failures))
     if routing != "optimal":
         routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
         routed = replace(routed, failures=failures)
@@ -151,8 +160,26 @@ def _damage(
     if not cut:
         return H, failures
     lost = _terminals(H, cut)
+    islands = island_sizes(H)
     H = without_servers(H, cut)
-    return H, replace(failures, disconnected=tuple(cut), disconnected_gpus=lost)
+    return H, replace(failures, disconnected=tuple(cut), disconnected_gpus=lost, islands=islands)
+
+
+def _all_cut_off(G: nx.Graph, failures: FailureSet) -> str:
+    """The plain message for damage that leaves no GPU (endpoint) on any switch."""
+    leaves = [v for v, k in G.nodes(data="kind") if k == "leaf"]
+    dead = set(failures.switches)
+    lost = sum(1 for v in leaves if v in dead)
+    who = "GPUs" if any(k == "gpu" for _, k in G.nodes(data="kind")) else "endpoints"
+    why = (
+        f"all {len(leaves):,} leaves failed"
+        if leaves and lost == len(leaves)
+        else f"{lost:,} of {len(leaves):,} leaves and {len(failures.links):,} cable(s) failed"
+    )
+    return (
+        f"every {who[:-1]} is disconnected: all {failures.disconnected_gpus:,} {who} lost "
+        f"their path to the fabric ({why}); there is no all-to-all to measure"
+    )
 
 
 def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
@@ -290,9 +317,14 @@ class ResilienceReport:
     ``intact_busbw_GBps`` is None in the same way when the intact fabric itself is known only
     by bounds (a large Dragonfly or Slim Fly), with its range in ``range_GBps["intact"]``.
 
-    ``exact_trials`` counts the trials solved exactly; ``max_variables`` is the LP limit each
-    trial ran with; ``trials_unroutable`` counts the as-routed trials in which some pair had
-    no route (counted as 0).
+    ``exact_trials`` counts the trials whose outcome is known (optimal: solved exactly; as
+    routed: every trial, each one's rate being computed from its routes, a value and not a
+    bound); ``max_variables`` is the LP limit each trial ran with; ``trials_unroutable``
+    counts the as-routed trials in which some pair had no route, so that the all-to-all never
+    completes: they have no rate (None in ``busbw_GBps`` and both bound lists, their indices
+    in ``unroutable_trials``) and stay out of the statistics, which cover the other
+    ``statistics_trials`` trials. When every trial is unroutable, ``min_GBps`` ...
+    ``max_GBps`` are None and ``range_GBps`` holds only ``intact``.
     """
 
     fabric: str
@@ -313,11 +345,13 @@ class ResilienceReport:
     max_disconnected_gpus: int
     exact_trials: int
     seconds: float
-    upper_bound_busbw_GBps: list[float]
+    upper_bound_busbw_GBps: list[float | None]
     max_variables: int
     trials_unroutable: int
-    lower_bound_busbw_GBps: list[float] = field(default_factory=list)
+    lower_bound_busbw_GBps: list[float | None] = field(default_factory=list)
     range_GBps: dict[str, list[float]] = field(default_factory=dict)
+    unroutable_trials: list[int] = field(default_factory=list)
+    statistics_trials: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
@@ -364,9 +398,10 @@ class _Tally:
     """What the trials of :func:`resilience` found so far."""
 
     values: list[float | None] = field(default_factory=list)
-    lowers: list[float] = field(default_factory=list)
-    uppers: list[float] = field(default_factory=list)
+    lowers: list[float | None] = field(default_factory=list)
+    uppers: list[float | None] = field(default_factory=list)
     unroutable: int = 0
+    unrouted: list[int] = field(default_factory=list)
     cut_trials: int = 0
     worst_cut: int = 0
     exact: int = 0
@@ -394,17 +429,33 @@ class _Tally:
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
 
     def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
-        """A trial that cannot complete: fewer than two GPUs left connected (optimal), or some
-        pair without an up/down route (as routed). Its busbw, 0, is known exactly."""
+        """A trial that cannot complete. Optimal: fewer than two GPUs left connected, its
+        busbw 0 known exactly. As routed: some pair without an up/down route, so the
+        all-to-all never completes; it has no rate, so its entries are None and it stays out
+        of the statistics (counted in ``trials_unroutable``, its index in
+        ``unroutable_trials``)."""
         self.exact += 1
-        self.values.append(0.0)
-        self.lowers.append(0.0)
-        self.uppers.append(0.0)
         if routing == "optimal":
+            self.values.append(0.0)
+            self.lowers.append(0.0)
+            self.uppers.append(0.0)
             self.cut_trials += 1
             self.worst_cut = max(self.worst_cut, cut_gpus)
         else:
+            self.unrouted.append(len(self.values))
+            self.values.append(None)
+            self.lowers.append(None)
+            self.uppers.append(None)
             self.unroutable += 1
+
+    def statistics(self) -> tuple[dict[str, float | None], dict[str, list[float]]]:
+        """:func:`statistics` over the trials that have a rate (all but the unroutable);
+        every statistic None and no ranges when no trial has one."""
+        lo = [v for v in self.lowers if v is not None]
+        hi = [v for v in self.uppers if v is not None]
+        if not lo:
+            return dict.fromkeys(STATISTICS), {}
+        return statistics(lo, hi)
 
 
 def busbw_GBps(report: BandwidthResult) -> float:
@@ -423,6 +474,17 @@ def intact_busbw(report: BandwidthResult) -> tuple[float | None, list[float]]:
     if upper - value <= KNOWN_TOL * max(upper, 1.0):
         return value, [value, upper]
     return None, [value, upper]
+
+
+def _add_failed_trial(
+    tally: _Tally, G: nx.Graph, links: int, switches: int, seed: int, routing: str
+) -> None:
+    """A trial that could not complete, told apart by its damage again (the same seed): every
+    GPU cut off is a cut-off trial (0, known) whatever the routing; as routed otherwise, some
+    pair had no route."""
+    _, cut = _damage(G, links, switches, seed, ())
+    every_gpu_cut = bool(cut.disconnected) and not cut.islands
+    tally.add_infeasible("optimal" if every_gpu_cut else routing, cut.disconnected_gpus)
 
 
 def resilience(
@@ -497,12 +559,10 @@ def resilience(
     ceiling = intact_range[1] if routing == "optimal" else math.inf
     for i, r in enumerate(results):
         if r is None:
-            # The trial's damage again (the same seed), for the GPUs it cut off.
-            _, cut = _damage(G, links, switches, seed + i, ())
-            tally.add_infeasible(routing, cut.disconnected_gpus)
+            _add_failed_trial(tally, G, links, switches, seed + i, routing)
         else:
             tally.add(r, ceiling)
-    values, ranges = statistics(tally.lowers, tally.uppers)
+    values, ranges = tally.statistics()
     ranges["intact"] = intact_range
     return ResilienceReport(
         fabric=str(G.graph.get("name", "")),
@@ -528,6 +588,8 @@ def resilience(
         trials_unroutable=tally.unroutable,
         lower_bound_busbw_GBps=tally.lowers,
         range_GBps=ranges,
+        unroutable_trials=tally.unrouted,
+        statistics_trials=trials - tally.unroutable,
     )
 
 

@@ -98,6 +98,10 @@ class FailureSet:
         Servers (or host endpoints) cut off from the rest; their GPUs are out of the result.
     disconnected_gpus : int
         GPUs (or endpoints) in those servers.
+    islands : tuple of int
+        When the damage splits the fabric: the GPUs (or endpoints) of each connected group
+        holding a switch, largest first (the result is about the first; among equal ones the
+        one with the first server by name). Empty when nothing is cut off.
     """
 
     links: tuple[tuple[str, str], ...] = ()
@@ -105,6 +109,7 @@ class FailureSet:
     capacity_lost_Bps: float = 0.0
     disconnected: tuple[Hashable, ...] = ()
     disconnected_gpus: int = 0
+    islands: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -113,13 +118,14 @@ class FailureSet:
 
     def to_dict(self) -> dict[str, Any]:
         """``failed_links`` (``u--v``), ``failed_switches``, ``capacity_lost_GBps``,
-        ``disconnected`` (as strings), ``disconnected_gpus``."""
+        ``disconnected`` (as strings), ``disconnected_gpus``, ``islands``."""
         return {
             "failed_links": [f"{u}{LINK_SEPARATOR}{v}" for u, v in self.links],
             "failed_switches": list(self.switches),
             "capacity_lost_GBps": Bps_to_GBps(self.capacity_lost_Bps),
             "disconnected": [str(s) for s in self.disconnected],
             "disconnected_gpus": self.disconnected_gpus,
+            "islands": list(self.islands),
         }
 
 
@@ -175,6 +181,9 @@ class TierLoad:
         Mean and largest load with this seed's routing (D-mod-k: the routing), B/s.
     max_utilization : float
         Largest load over capacity of a cable of the tier (1 on the bottleneck tier).
+    cables : int
+        Cables in the tier (parallel cables one by one; ``links`` when none are bundled; 0
+        when not counted).
     """
 
     tier: str
@@ -185,10 +194,12 @@ class TierLoad:
     mean_Bps: float
     max_Bps: float
     max_utilization: float
+    cables: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """``tier``, ``links``, ``capacity_GBps``, ``expected_mean_GBps``,
-        ``expected_max_GBps``, ``mean_GBps``, ``max_GBps``, ``max_utilization``."""
+        ``expected_max_GBps``, ``mean_GBps``, ``max_GBps``, ``max_utilization``,
+        ``cables``."""
         return {
             "tier": self.tier,
             "links": self.links,
@@ -198,6 +209,7 @@ class TierLoad:
             "mean_GBps": Bps_to_GBps(self.mean_Bps),
             "max_GBps": Bps_to_GBps(self.max_Bps),
             "max_utilization": self.max_utilization,
+            "cables": self.cables,
         }
 
 

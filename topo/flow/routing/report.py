@@ -221,6 +221,7 @@ def _tier_loads(
     order = np.argsort(tier_code, kind="stable")
     ends = np.cumsum(np.bincount(tier_code, minlength=len(tier_set)))
     cap, ld, ld_e, ut = arcs.cap[order], load[order], load_e[order], util[order]
+    cables = arcs.cables[order]
     tiers = []
     for k in sorted(range(len(tier_set)), key=lambda k: _tier_sort(str(tier_set[k]))):
         m = slice(int(ends[k - 1]) if k else 0, int(ends[k]))
@@ -234,6 +235,7 @@ def _tier_loads(
                 mean_Bps=float(ld[m].mean()),
                 max_Bps=float(ld[m].max()),
                 max_utilization=float(ut[m].max()),
+                cables=int(cables[m].sum()),
             )
         )
     return tuple(tiers)
