@@ -513,28 +513,6 @@ def refuse_given(ctx: typer.Context, params: tuple[str, ...], needs: str, why: s
         raise TopoError(f"{', '.join(given)} {verb} to {needs}: {why}")
 
 
-def check_output_folder(option: str, output: Path | None) -> None:
-    """Refuse an output whose folder does not exist, before any work (or cluster) starts.
-
-    Parameters
-    ----------
-    option : str
-        The option that gave ``output``, as the user spells it (``"--output"``).
-    output : Path or None
-        The file to be written; None (not given) passes.
-
-    Raises
-    ------
-    TopoError
-        ``"--output nodir/x.csv: cannot write: folder nodir does not exist"``.
-    """
-    if output is None:
-        return
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise TopoError(f"{option} {output}: cannot write: folder {folder} does not exist")
-
-
 def _same_file(a: str | Path, b: str | Path) -> bool:
     """One file under two names: :func:`os.path.samefile` where both exist, else the same
     :func:`os.path.realpath`."""
