@@ -35,13 +35,15 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, switch_components
+from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key
 from topo.flow.hosts import Host, InnerSignature, terminal_count
 from topo.flow.lp import NO_LP
 from topo.flow.network import links, twin_classes
+from topo.flow.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
 from topo.flow.planes import Scope
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.server_check import FEASIBILITY_TOL, Load, inside_theta
+from topo.flow.switch_arcs import SwitchArcs
 from topo.flow.uniform_report import build_report
 
 CERTIFY_TOL = 1e-7
@@ -50,9 +52,6 @@ CERTIFY_TOL = 1e-7
 
 IPF_ROUNDS = 400
 """Most rounds of proportional fitting of the plane split."""
-
-MAX_CELLS = 30_000_000
-"""Largest array (class pairs x planes, or leaf pairs x spines) the routing builds (floats)."""
 
 SATURATED = 1e-9
 """A link whose load is within this fraction of its capacity at the rate is saturated."""
@@ -186,8 +185,10 @@ class SplitRouting:
         the same fraction of its capacity.
     plane_of : dict of str to int
         Switch -> its plane (switch component).
-    switch_load : dict of (str, str) to float
-        Load per unit pair rate of every switch link direction that carries traffic.
+    arcs : SwitchArcs
+        The fabric's switch link directions.
+    arc_load : numpy.ndarray, shape (arcs,)
+        Load per unit pair rate of each of them (in ``arcs`` order).
     switch_util : float
         The largest load over capacity among them, per unit pair rate (1/(B/s)).
     """
@@ -196,8 +197,18 @@ class SplitRouting:
     classes: list[list[Host]]
     host_util: np.ndarray
     plane_of: dict[str, int]
-    switch_load: dict[tuple[str, str], float]
+    arcs: SwitchArcs
+    arc_load: np.ndarray
     switch_util: float = math.inf
+
+    @property
+    def switch_load(self) -> dict[tuple[str, str], float]:
+        """Load per unit pair rate of every switch link direction that carries traffic."""
+        names, a = self.arcs.names, self.arcs
+        return {
+            (names[a.tail[e]], names[a.head[e]]): float(self.arc_load[e])
+            for e in np.flatnonzero(self.arc_load)
+        }
 
 
 def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
@@ -217,7 +228,8 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         servers shares no plane, two leaves with traffic share no path of the routing, or
         the arrays would exceed :data:`MAX_CELLS`.
     """
-    found = _structure(G, hs)
+    arcs = SwitchArcs.of(G)
+    found = _structure(arcs, hs)
     if found is None:
         return None
     leaves, plane_of, depth = found
@@ -243,16 +255,18 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     with np.errstate(divide="ignore", invalid="ignore"):
         host_util[:, :, 0] = np.where(cap > 0, x.sum(axis=1) / cap, 0.0)
         host_util[:, :, 1] = np.where(cap > 0, x.sum(axis=0) / cap, 0.0)
-    switch_load: dict[tuple[str, str], float] = {}
+    loads = Loads(arcs)
+    leaf_ids = arcs.ids(leaves)
     for p in range(planes):
         in_p = np.nonzero(leaf_plane == p)[0]
         rows, cols = np.nonzero(m[:, in_p])
         vals = m[rows, in_p[cols]] / cap[rows, p]
         traffic = _leaf_traffic(x[:, :, p], rows, cols, vals, len(in_p))
-        route = _two_hop if depth[p] == 2 else _three_tier
-        if not route(G, [leaves[i] for i in in_p], traffic, switch_load):
+        route = route_two_tier if depth[p] == 2 else route_three_tier
+        if not route(arcs, leaf_ids[in_p], traffic, loads):
             return None
-    switch_util = _worst(G, switch_load)
+    arc_load = loads.per_arc()
+    switch_util = float((arc_load / arcs.cap).max()) if len(arc_load) else 0.0
     worst = max(float(host_util.max()), switch_util)
     if worst <= 0:
         return None
@@ -261,7 +275,8 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         classes=classes,
         host_util=host_util,
         plane_of=plane_of,
-        switch_load=switch_load,
+        arcs=arcs,
+        arc_load=arc_load,
         switch_util=switch_util,
     )
 
@@ -294,6 +309,11 @@ def plane_split(D: np.ndarray, cap: np.ndarray) -> np.ndarray | None:
         iterative proportional fitting reach (the caller measures the loads). None if a pair
         with demand shares no plane.
     """
+    if cap.shape[1] == 1:  # one plane: every pair's demand goes there, which meets both
+        reach = cap[:, 0] > 0  # marginals exactly (a class's only plane holds all of it)
+        if np.any((D > 0) & ~(reach[:, None] & reach[None, :])):
+            return None
+        return D[:, :, None].copy()
     x = D[:, :, None] * cap[:, None, :] * cap[None, :, :]
     total = x.sum(axis=2)
     if np.any((D > 0) & (total <= 0)):
@@ -329,29 +349,27 @@ def _leaf_traffic(
 ) -> np.ndarray:
     """``S^T xp S`` for the sparse class-to-leaf shares ``S[rows, cols] = vals``: the
     leaf-to-leaf traffic of one plane (per unit pair rate)."""
-    xs = np.zeros((xp.shape[0], n))
-    np.add.at(xs.T, cols, (xp[:, rows] * vals).T)
+    if not len(cols):
+        return np.zeros((n, n))
+    order = np.argsort(cols, kind="stable")  # the shares grouped by leaf
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    start = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    xs_t = np.zeros((n, xp.shape[0]))  # (xp S)^T: what each leaf receives from each class
+    xs_t[cols[start]] = _sum_runs(xp.T[rows] * vals[:, None], start)
+    xs = np.ascontiguousarray(xs_t.T)
     T = np.zeros((n, n))
-    np.add.at(T, cols, xs[rows] * vals[:, None])
+    T[cols[start]] = _sum_runs(xs[rows] * vals[:, None], start)
     return T
 
 
-def _worst(G: nx.Graph, switch_load: dict[tuple[str, str], float]) -> float:
-    """The largest load over capacity of the switch link directions."""
-    adj = G._adj  # the raw dicts (no views): these loops visit every link
-    return max((x / float(adj[u][v]["capacity"]) for (u, v), x in switch_load.items()), default=0)
+def _sum_runs(A: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The sums of ``A``'s rows over the runs beginning at ``start`` (rows in order)."""
+    return A if len(start) == len(A) else np.add.reduceat(A, start, axis=0)
 
 
-def _add_all(
-    switch_load: dict[tuple[str, str], float], tails: list[str], heads: list[str], x: np.ndarray
-) -> None:
-    """Add ``x[e]`` to ``switch_load[(tails[e], heads[e])]`` for each ``e`` in turn."""
-    get = switch_load.get
-    for u, v, y in zip(tails, heads, x.tolist(), strict=True):
-        switch_load[(u, v)] = get((u, v), 0.0) + y
-
-
-def _structure(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int], list[int]] | None:
+def _structure(
+    arcs: SwitchArcs, hs: list[Host]
+) -> tuple[list[str], dict[str, int], list[int]] | None:
     """The leaves (switches hosts attach to), each switch's plane, and each plane's number of
     tiers, when every plane is a Clos of two or three tiers; else None.
 
@@ -359,257 +377,35 @@ def _structure(G: nx.Graph, hs: list[Host]) -> tuple[list[str], dict[str, int], 
     every link joins adjacent tiers (the ``tier`` attribute), the leaves are the lowest tier,
     the plane has exactly three.
     """
-    comps = switch_components(G)
-    plane_of = {s: i for i, comp in enumerate(comps) for s in comp}
+    plane = arcs.components(np.ones(len(arcs.names), dtype=bool))
+    names = arcs.names
+    plane_of = dict(zip(names, plane.tolist(), strict=True))
     leafset = {s for h in hs for s in h.attach}
+    is_leaf = np.zeros(len(names), dtype=bool)
+    is_leaf[arcs.ids(sorted(leafset & plane_of.keys()))] = True
+    n_planes = int(plane.max()) + 1 if len(plane) else 0
+    # per plane: a link between two leaves or two non-leaves (not two-tier), and one whose
+    # tiers are not adjacent (not three-tier)
+    same = np.bincount(
+        plane[arcs.tail], weights=is_leaf[arcs.tail] == is_leaf[arcs.head], minlength=n_planes
+    )
+    skip = np.bincount(
+        plane[arcs.tail],
+        weights=np.abs(arcs.tier[arcs.tail] - arcs.tier[arcs.head]) != 1,
+        minlength=n_planes,
+    )
     depth = []
-    for comp in comps:
-        if all((s in leafset) != (t in leafset) for s in comp for t in G._adj[s] if t in plane_of):
+    for p in range(n_planes):
+        if not same[p]:
             depth.append(2)
             continue
-        tier = {s: int(G._node[s].get("tier", -1)) for s in comp}
-        low = min(tier.values())
-        ok = set(tier.values()) == {low, low + 1, low + 2} and all(
-            (s in leafset) == (tier[s] == low) for s in comp
-        )
-        if not ok or any(
-            abs(tier[s] - tier[t]) != 1 for s in comp for t in G._adj[s] if t in plane_of
-        ):
+        tier, leaf = arcs.tier[plane == p], is_leaf[plane == p]
+        low = int(tier.min())
+        tiers_ok = set(tier.tolist()) == {low, low + 1, low + 2}
+        if skip[p] or not tiers_ok or np.any(leaf != (tier == low)):
             return None
         depth.append(3)
     return sorted(leafset, key=natural_key), plane_of, depth
-
-
-def _two_hop(
-    G: nx.Graph,
-    leaves: list[str],
-    traffic: np.ndarray,
-    switch_load: dict[tuple[str, str], float],
-) -> bool:
-    """Route the leaf-to-leaf ``traffic`` over the switches above the leaves common to both,
-    in proportion to the smaller cable; add the loads to ``switch_load``. False if two leaves
-    with traffic share none (or the arrays would exceed :data:`MAX_CELLS`)."""
-    T = traffic.copy()
-    np.fill_diagonal(T, 0.0)
-    if not T.any():
-        return True
-    spines = sorted({t for s in leaves for t in G._adj[s] if G._node[t]["kind"] in SWITCH_KINDS})
-    if not spines or len(leaves) ** 2 * len(spines) > MAX_CELLS:
-        return False
-    ki = {t: k for k, t in enumerate(spines)}
-    C = np.zeros((len(leaves), len(spines)))
-    for a, s in enumerate(leaves):
-        for t, e in G._adj[s].items():
-            if t in ki:
-                C[a, ki[t]] = float(e["capacity"])
-    v = np.minimum(C[:, None, :], C[None, :, :])
-    norm = v.sum(axis=2)
-    if np.any((T > 0) & (norm <= 0)):
-        return False
-    w = T / np.where(norm > 0, norm, 1.0)
-    up = np.einsum("ab,abk->ak", w, v)
-    down = np.einsum("ab,abk->kb", w, v)
-    rows, cols = np.nonzero(up)
-    _add_all(switch_load, [leaves[i] for i in rows], [spines[i] for i in cols], up[rows, cols])
-    rows, cols = np.nonzero(down)
-    _add_all(switch_load, [spines[i] for i in rows], [leaves[i] for i in cols], down[rows, cols])
-    return True
-
-
-@dataclass(frozen=True)
-class _Clos3:
-    """A three-tier plane: its leaves, aggregation switches and cores, their pods, and the
-    cables between tiers as index arrays (tail, head, capacity B/s)."""
-
-    leaves: list[str]
-    aggs: list[str]
-    cores: list[str]
-    pods: list[np.ndarray]
-    pod_leaf: np.ndarray
-    pod_agg: np.ndarray
-    la: tuple[np.ndarray, np.ndarray, np.ndarray]
-    ac: tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-def _clos3(G: nx.Graph, leaves: list[str]) -> _Clos3 | None:
-    """The three-tier plane above ``leaves``, if every pod's leaves and aggregation switches
-    are fully cabled and every core reaches every pod; else None."""
-    li = {s: i for i, s in enumerate(leaves)}
-    aggs = sorted({t for s in leaves for t in G._adj[s] if G._node[t]["kind"] in SWITCH_KINDS})
-    ai = {k: i for i, k in enumerate(aggs)}
-    cores = sorted(
-        {t for k in aggs for t in G._adj[k] if G._node[t]["kind"] in SWITCH_KINDS and t not in li},
-        key=natural_key,
-    )
-    ci = {c: i for i, c in enumerate(cores)}
-    blocks = blocks_below_top(G, [*leaves, *aggs, *cores])
-    pod_of = {s: q for q, b in enumerate(blocks) for s in b}
-    pod_leaf = np.array([pod_of[s] for s in leaves])
-    pod_agg = np.array([pod_of[k] for k in aggs])
-    adj = G._adj
-    la = [
-        (li[s], ai[k], float(e["capacity"])) for s in leaves for k, e in adj[s].items() if k in ai
-    ]
-    ac = [(ai[k], ci[c], float(e["capacity"])) for k in aggs for c, e in adj[k].items() if c in ci]
-    if not la or not ac:
-        return None
-    la_arr = tuple(np.array(col) for col in zip(*la, strict=True))
-    ac_arr = tuple(np.array(col) for col in zip(*ac, strict=True))
-    n_pods = len(blocks)
-    per_pod = np.bincount(pod_leaf[la_arr[0].astype(int)], minlength=n_pods)
-    want = np.bincount(pod_leaf, minlength=n_pods) * np.bincount(pod_agg, minlength=n_pods)
-    reach = np.zeros((len(cores), n_pods), dtype=bool)
-    reach[ac_arr[1].astype(int), pod_agg[ac_arr[0].astype(int)]] = True
-    if np.any(per_pod != want) or not reach.all():
-        return None
-    if set(ac_arr[0].astype(int)) != set(range(len(aggs))):
-        return None  # an aggregation switch without a core
-    return _Clos3(
-        leaves=leaves,
-        aggs=aggs,
-        cores=cores,
-        pods=[np.nonzero(pod_leaf == q)[0] for q in range(n_pods)],
-        pod_leaf=pod_leaf,
-        pod_agg=pod_agg,
-        la=la_arr,  # type: ignore[arg-type]
-        ac=ac_arr,  # type: ignore[arg-type]
-    )
-
-
-def _three_tier(
-    G: nx.Graph,
-    leaves: list[str],
-    traffic: np.ndarray,
-    switch_load: dict[tuple[str, str], float],
-) -> bool:
-    """Route one three-tier plane's leaf-to-leaf ``traffic``: inside a pod over its
-    aggregation switches (:func:`_two_hop`); between pods up from the leaf over its cables in
-    proportion to capacity, up from the aggregation switch over its cores likewise, down from
-    the core to the destination pod's aggregation switches likewise, then to the leaf. Adds
-    the loads to ``switch_load``; False if the plane is not fully cabled as that needs."""
-    net = _clos3(G, leaves)
-    if net is None:
-        return False
-    for pod in net.pods:
-        if not _two_hop(G, [leaves[i] for i in pod], traffic[np.ix_(pod, pod)], switch_load):
-            return False
-    T = np.where(net.pod_leaf[:, None] == net.pod_leaf[None, :], 0.0, traffic)
-    n_pods = len(net.pods)
-    X = np.stack([T[:, pod].sum(axis=1) for pod in net.pods], axis=1)  # leaf -> other pods
-    a_l, k_l, c_l = (net.la[0].astype(int), net.la[1].astype(int), net.la[2])
-    k_a, c_a, cap_a = (net.ac[0].astype(int), net.ac[1].astype(int), net.ac[2])
-    w = c_l / np.bincount(a_l, weights=c_l)[a_l]
-    v = cap_a / np.bincount(k_a, weights=cap_a, minlength=len(net.aggs))[k_a]
-    key = c_a * n_pods + net.pod_agg[k_a]
-    u = cap_a / np.bincount(key, weights=cap_a)[key]
-    by_agg = np.argsort(k_l, kind="stable")  # (every switch here has a cable below)
-    leaf_slots = _cable_slots(a_l[by_agg], w[by_agg], np.bincount(k_l, minlength=len(net.aggs)))
-    by_core = np.argsort(c_a, kind="stable")
-    core_slots = _cable_slots(k_a[by_core], v[by_core], np.bincount(c_a, minlength=len(net.cores)))
-    Y = _slot_sum(leaf_slots, X)  # what each aggregation switch sends up to each pod
-    Z = _slot_sum(core_slots, Y)  # and each core down
-    up_leaf = w * X.sum(axis=1)[a_l]
-    up_agg = v * Y.sum(axis=1)[k_a]
-    down_core = u * Z[c_a, net.pod_agg[k_a]]
-    aggs, cores = [net.aggs[i] for i in k_a], [net.cores[i] for i in c_a]
-    _add_all(switch_load, [leaves[i] for i in a_l], [net.aggs[i] for i in k_l], up_leaf)
-    _add_all(switch_load, aggs, cores, up_agg)  # (the two directions' keys differ: the
-    _add_all(switch_load, cores, aggs, down_core)  # order of the sums is unchanged)
-    _three_tier_down(net, T, leaf_slots, v, u, switch_load)
-    return True
-
-
-def _three_tier_down(
-    net: _Clos3,
-    T: np.ndarray,
-    leaf_slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]],
-    v: np.ndarray,
-    u: np.ndarray,
-    switch_load: dict[tuple[str, str], float],
-) -> None:
-    """The last hop between pods: aggregation switch to leaf. For each destination pod,
-    ``R[k, k']`` is the fraction of what aggregation switch ``k`` sends up to that pod that
-    arrives at its aggregation switch ``k'`` (over every core), and ``TW[b, k]`` what leaf
-    ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
-    traffic is not in ``T``: it went the two-hop way); the hop ``k' -> b`` carries
-    ``(TW R)[b, k']``. The sums over each switch's leaf cables (``leaf_slots``) run in
-    cable order (:func:`_slot_sum`), one destination pod at a time (the arrays stay in
-    cache)."""
-    k_a, c_a = net.ac[0].astype(int), net.ac[1].astype(int)
-    for q, pod in enumerate(net.pods):
-        aggs_q = np.nonzero(net.pod_agg == q)[0]
-        local = np.full(len(net.aggs), -1)
-        local[aggs_q] = np.arange(len(aggs_q))
-        R = _core_shares(k_a, c_a, v, u, local, len(net.cores), len(aggs_q), len(net.aggs))
-        TW = _slot_sum(leaf_slots, T[:, pod])
-        # destination leaf x aggregation switch of the pod (einsum: these products are small,
-        # and a threaded BLAS spends more on its threads than on them)
-        down = np.einsum("kb,kq->bq", TW, R)
-        b, k = np.nonzero(down)
-        tails = [net.aggs[i] for i in aggs_q[k]]
-        _add_all(switch_load, tails, [net.leaves[i] for i in pod[b]], down[b, k])
-
-
-def _cable_slots(
-    rows: np.ndarray, w: np.ndarray, count: np.ndarray
-) -> list[tuple[np.ndarray | None, np.ndarray, np.ndarray]]:
-    """The cables of each switch (``rows``, ``w``: lower ends and weights, sorted by switch;
-    ``count`` per switch, each at least 1) by rank ``r`` within their switch: per rank, the
-    switches with an ``r``-th cable (None: all), that cable's lower end and its weight (a
-    column). Adding rank by rank sums each switch's cables in their order, as a sequential
-    sum over them does."""
-    if count.min() < 1:  # pragma: no cover - _clos3 takes the switches from their cables
-        raise AssertionError("a switch without a cable below")
-    first = np.cumsum(count) - count
-    out: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]] = []
-    for r in range(int(count.max())):
-        has = np.nonzero(count > r)[0]
-        at = first[has] + r
-        out.append((None if len(has) == len(count) else has, rows[at], w[at][:, None]))
-    return out
-
-
-def _slot_sum(
-    slots: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]], M: np.ndarray
-) -> np.ndarray:
-    """``out[k] = sum of w[e] * M[rows[e]]`` over switch ``k``'s cables ``e``
-    (:func:`_cable_slots`), added in cable order: the sums :func:`numpy.add.at` and a
-    sequential :func:`numpy.add.reduceat` over the cables sorted by switch give, bit for bit."""
-    out: np.ndarray = M[slots[0][1]] * slots[0][2]
-    for has, rows, wr in slots[1:]:
-        if has is None:
-            out += M[rows] * wr
-        else:
-            out[has] += M[rows] * wr
-    return out
-
-
-def _core_shares(
-    k_a: np.ndarray,
-    c_a: np.ndarray,
-    v: np.ndarray,
-    u: np.ndarray,
-    local: np.ndarray,
-    n_cores: int,
-    n_local: int,
-    n_aggs: int,
-) -> np.ndarray:
-    """``R[k, k']``: the sum over aggregation switch ``k``'s core cables ``e`` (in order) of
-    ``v[e] u[e']``, for each cable ``e'`` from the same core down to the destination pod's
-    switch ``k'`` (``local[k']`` its column, -1 outside the pod). Only the pairs of cables
-    meeting at a core are formed (a core has few cables into one pod), and each sum adds its
-    terms in cable order, as the dense sum over every core does."""
-    into = np.nonzero(local[k_a] >= 0)[0]
-    into = into[np.argsort(c_a[into], kind="stable")]  # the cables into the pod, by core
-    count = np.bincount(c_a[into], minlength=n_cores)
-    first = np.cumsum(count) - count
-    reps = count[c_a]
-    e = np.repeat(np.arange(len(k_a)), reps)  # each cable once per cable of its core
-    offset = np.arange(len(e)) - np.repeat(np.cumsum(reps) - reps, reps)
-    down = into[first[c_a[e]] + offset]
-    cell = k_a[e] * n_local + local[k_a[down]]
-    R = np.bincount(cell, weights=v[e] * u[down], minlength=n_aggs * n_local)
-    return R.reshape(-1, n_local)
 
 
 def host_loads(r: SplitRouting, ci: int, rate: float) -> list[Load]:
@@ -646,12 +442,14 @@ def _links(
     them, or those within :data:`SATURATED` of their capacity."""
     out: list[tuple[Hashable, Hashable, float, float]] = []
     edge = G._adj
-    # (none of the switch links can be saturated when the most loaded is clearly below)
-    if not saturated_only or r.switch_util * rate >= (1 - SATURATED) * (1 - 1e-12):
-        for (u, v), x in r.switch_load.items():
-            c = float(edge[u][v]["capacity"])
-            if not saturated_only or rate * x >= c * (1 - SATURATED):
-                out.append((u, v, c, rate * x))
+    a, names = r.arcs, r.arcs.names
+    load = rate * r.arc_load
+    busy = load >= a.cap * (1 - SATURATED) if saturated_only else r.arc_load > 0
+    e = np.flatnonzero(busy)
+    for u, v, c, x in zip(
+        a.tail[e].tolist(), a.head[e].tolist(), a.cap[e].tolist(), load[e].tolist(), strict=True
+    ):
+        out.append((names[u], names[v], c, x))
     for ci, cls in enumerate(r.classes):
         for h in cls:
             for s, nics in h.nics.items():
