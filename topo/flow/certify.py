@@ -240,14 +240,18 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     if len(classes) ** 2 * planes > MAX_CELLS:
         return None
     li = {s: i for i, s in enumerate(leaves)}
-    m = np.zeros((len(classes), len(leaves)))
-    for ci, cls in enumerate(classes):
-        for s, c in cls[0].attach.items():
-            m[ci, li[s]] = len(cls) * c
+    # each class's cables: (class, leaf, capacity of the class's servers there, B/s)
+    share = [
+        (ci, li[s], len(cls) * c)
+        for ci, cls in enumerate(classes)
+        for s, c in cls[0].attach.items()
+    ]
+    if not share:
+        return None
+    cls_of, leaf_of, share_cap = (np.array(col) for col in zip(*share, strict=True))
     leaf_plane = np.array([plane_of[s] for s in leaves], dtype=int)
     cap = np.zeros((len(classes), planes))  # each class's cable capacity per plane (B/s)
-    for p in range(planes):
-        cap[:, p] = m[:, leaf_plane == p].sum(axis=1)
+    np.add.at(cap, (cls_of, leaf_plane[leaf_of]), share_cap)
     x = plane_split(_pair_demand(classes), cap)
     if x is None:
         return None
@@ -257,11 +261,13 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
         host_util[:, :, 1] = np.where(cap > 0, x.sum(axis=0) / cap, 0.0)
     loads = Loads(arcs)
     leaf_ids = arcs.ids(leaves)
+    local = np.zeros(len(leaves), dtype=int)  # each leaf's position among its plane's
     for p in range(planes):
-        in_p = np.nonzero(leaf_plane == p)[0]
-        rows, cols = np.nonzero(m[:, in_p])
-        vals = m[rows, in_p[cols]] / cap[rows, p]
-        traffic = _leaf_traffic(x[:, :, p], rows, cols, vals, len(in_p))
+        in_p = np.flatnonzero(leaf_plane == p)
+        local[in_p] = np.arange(len(in_p))
+        e = np.flatnonzero(leaf_plane[leaf_of] == p)
+        rows, cols = cls_of[e], local[leaf_of[e]]
+        traffic = _leaf_traffic(x[:, :, p], rows, cols, share_cap[e] / cap[rows, p], len(in_p))
         route = route_two_tier if depth[p] == 2 else route_three_tier
         if not route(arcs, leaf_ids[in_p], traffic, loads):
             return None
@@ -313,7 +319,7 @@ def plane_split(D: np.ndarray, cap: np.ndarray) -> np.ndarray | None:
         reach = cap[:, 0] > 0  # marginals exactly (a class's only plane holds all of it)
         if np.any((D > 0) & ~(reach[:, None] & reach[None, :])):
             return None
-        return D[:, :, None].copy()
+        return D[:, :, None]
     x = D[:, :, None] * cap[:, None, :] * cap[None, :, :]
     total = x.sum(axis=2)
     if np.any((D > 0) & (total <= 0)):
@@ -354,17 +360,26 @@ def _leaf_traffic(
     order = np.argsort(cols, kind="stable")  # the shares grouped by leaf
     rows, cols, vals = rows[order], cols[order], vals[order]
     start = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-    xs_t = np.zeros((n, xp.shape[0]))  # (xp S)^T: what each leaf receives from each class
-    xs_t[cols[start]] = _sum_runs(xp.T[rows] * vals[:, None], start)
-    xs = np.ascontiguousarray(xs_t.T)
-    T = np.zeros((n, n))
-    T[cols[start]] = _sum_runs(xs[rows] * vals[:, None], start)
-    return T
+    if len(start) == len(cols) == n:  # one share per leaf: S's columns are scaled units
+        T = xp[np.ix_(rows, rows)]
+        T *= vals[:, None]
+        T *= vals[None, :]
+        return np.asarray(T)
+    xs_t = _by_leaf(xp.T[rows], vals, cols, start, n)  # (xp S)^T: what each leaf receives
+    return _by_leaf(np.ascontiguousarray(xs_t.T)[rows], vals, cols, start, n)
 
 
-def _sum_runs(A: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The sums of ``A``'s rows over the runs beginning at ``start`` (rows in order)."""
-    return A if len(start) == len(A) else np.add.reduceat(A, start, axis=0)
+def _by_leaf(
+    A: np.ndarray, vals: np.ndarray, cols: np.ndarray, start: np.ndarray, n: int
+) -> np.ndarray:
+    """``out[c] = sum of vals[e] * A[e]`` over the shares ``e`` of leaf ``c`` (``cols``
+    sorted; runs beginning at ``start``), ``n`` rows; ``A`` is scaled in place."""
+    A *= vals[:, None]
+    if len(start) == len(A) == n:  # one share per leaf, every leaf (cols is 0..n-1)
+        return A
+    out = np.zeros((n, A.shape[1]))
+    out[cols[start]] = A if len(start) == len(A) else np.add.reduceat(A, start, axis=0)
+    return out
 
 
 def _structure(

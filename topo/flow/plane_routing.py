@@ -176,7 +176,7 @@ def route_three_tier(arcs: SwitchArcs, leaves: np.ndarray, traffic: np.ndarray, 
     leaves : numpy.ndarray of int, shape (n,)
         The plane's leaves (switch positions), the lowest of its three tiers.
     traffic : numpy.ndarray, shape (n, n)
-        Leaf-to-leaf traffic per unit pair rate.
+        Leaf-to-leaf traffic per unit pair rate; each pod's own block is zeroed in place.
     out : Loads
         Where the loads go.
 
@@ -204,10 +204,12 @@ def route_three_tier(arcs: SwitchArcs, leaves: np.ndarray, traffic: np.ndarray, 
     pb = PodBlocks.of(net, w)
     if pb.cells(len(leaves)) > MAX_CELLS:
         return False
-    T = np.where(net.pod_leaf[:, None] == net.pod_leaf[None, :], 0.0, traffic)
-    TW = pb.up(T)  # what each aggregation switch receives from its pod's leaves, per leaf
+    T = traffic  # (in place: the pods' own traffic went the two-hop way)
+    for pod in net.pods:
+        T[np.ix_(pod, pod)] = 0.0
+    TWt = pb.up_t(T)  # what each leaf receives through each aggregation switch, from its pod
     X = np.stack([T[:, pod].sum(axis=1) for pod in net.pods], axis=1)  # leaf -> other pods
-    Y = np.stack([TW[:, pod].sum(axis=1) for pod in net.pods], axis=1)  # aggregation -> pods
+    Y = np.stack([TWt[pod].sum(axis=0) for pod in net.pods], axis=1)  # aggregation -> pods
     v = cap_a / np.bincount(k_a, weights=cap_a, minlength=len(net.aggs))[k_a]
     key = c_a * len(net.pods) + net.pod_agg[k_a]
     u = cap_a / np.bincount(key, weights=cap_a)[key]
@@ -215,7 +217,7 @@ def route_three_tier(arcs: SwitchArcs, leaves: np.ndarray, traffic: np.ndarray, 
     out.add(leaves[a_l], net.aggs[k_l], w * X.sum(axis=1)[a_l])
     out.add(net.aggs[k_a], net.cores[c_a], v * Y.sum(axis=1)[k_a])
     out.add(net.cores[c_a], net.aggs[k_a], u * Z[c_a, net.pod_agg[k_a]])
-    _down_to_leaves(net, TW, v, u, out)
+    _down_to_leaves(net, TWt, v, u, out)
     return True
 
 
@@ -242,20 +244,32 @@ class PodBlocks:
         return PodBlocks(Wt, net.pod_leaf * size_l + lpos, net.pod_agg * size_a + apos)
 
     def cells(self, columns: int) -> int:
-        """Floats in the largest array :meth:`up` builds for ``columns`` columns."""
+        """Floats in the largest array :meth:`up_t` builds for ``columns`` columns."""
         return int(self.Wt.shape[0] * max(self.Wt.shape[1:]) * columns)
 
-    def up(self, M: np.ndarray) -> np.ndarray:
-        """``out[k] = sum of w[a, k] * M[a]`` over the leaves ``a`` cabled to aggregation
-        switch ``k``: one (aggregation switches x leaves) x (leaves x columns) product per
-        pod. ``M`` has a row per leaf; ``out`` a row per aggregation switch."""
+    def up_t(self, M: np.ndarray) -> np.ndarray:
+        """``out[b, k] = sum of w[a, k] * M[a, b]`` over the leaves ``a`` cabled to
+        aggregation switch ``k``: one (aggregation switches x leaves) x (leaves x columns)
+        product per pod. ``M`` has a row per leaf; ``out`` a row per column of ``M`` and a
+        column per aggregation switch."""
         n_pods, size_a, size_l = self.Wt.shape
-        Mb = np.zeros((n_pods * size_l, M.shape[1]))
-        Mb[self.leaf_at] = M
+        if len(self.leaf_at) == n_pods * size_l and _is_identity(self.leaf_at):
+            Mb = M  # (the leaves are already pod by pod, in full pods)
+        else:
+            Mb = np.zeros((n_pods * size_l, M.shape[1]))
+            Mb[self.leaf_at] = M
         # (einsum, not matmul: a threaded BLAS spends more on its threads than on products
         # this small, and far more when other processes share the cores)
-        out = np.einsum("pal,plb->pab", self.Wt, Mb.reshape(n_pods, size_l, -1))
-        return np.asarray(out.reshape(n_pods * size_a, -1)[self.agg_at])
+        out = np.einsum("pal,plb->bpa", self.Wt, Mb.reshape(n_pods, size_l, -1))
+        out = out.reshape(M.shape[1], n_pods * size_a)
+        if len(self.agg_at) == n_pods * size_a and _is_identity(self.agg_at):
+            return np.asarray(out)
+        return np.asarray(out[:, self.agg_at])
+
+
+def _is_identity(at: np.ndarray) -> bool:
+    """Is ``at`` the sequence 0, 1, ..., len - 1?"""
+    return bool(np.array_equal(at, np.arange(len(at))))
 
 
 def _positions(pod: np.ndarray, n_pods: int) -> tuple[np.ndarray, int]:
@@ -273,20 +287,21 @@ def _core_sums(
 ) -> np.ndarray:
     """``Z[c] = sum of v[e] * Y[k_a[e]]`` over core ``c``'s cables ``e``: what each core
     receives for each pod."""
-    Z = np.zeros((n_cores, Y.shape[1]))
-    np.add.at(Z, c_a, v[:, None] * Y[k_a])
-    return Z
+    order = np.argsort(c_a, kind="stable")  # (every core has a cable: cores come from them)
+    A = Y[k_a[order]]
+    A *= v[order, None]
+    start = np.cumsum(np.bincount(c_a, minlength=n_cores)) - np.bincount(c_a, minlength=n_cores)
+    return np.asarray(np.add.reduceat(A, start, axis=0))
 
 
-def _down_to_leaves(net: Clos3, TW: np.ndarray, v: np.ndarray, u: np.ndarray, out: Loads) -> None:
+def _down_to_leaves(net: Clos3, TWt: np.ndarray, v: np.ndarray, u: np.ndarray, out: Loads) -> None:
     """The last hop between pods: aggregation switch to leaf. For each destination pod,
     ``R[k, k']`` is the fraction of what aggregation switch ``k`` sends up to that pod that
-    arrives at its aggregation switch ``k'`` (over every core), and ``TW[k, b]`` what leaf
+    arrives at its aggregation switch ``k'`` (over every core), and ``TWt[b, k]`` what leaf
     ``b`` of the pod receives through ``k`` from the leaves of ``k``'s pod (the pod's own
     traffic is not in it: it went the two-hop way); the hop ``k' -> b`` carries
-    ``(TW^T R)[b, k']``."""
+    ``(TWt R)[b, k']``."""
     k_a, c_a = net.ac[0], net.ac[1]
-    TWt = np.ascontiguousarray(TW.T)  # (a pod's rows are then contiguous)
     for q, pod in enumerate(net.pods):
         aggs_q = np.flatnonzero(net.pod_agg == q)
         local = np.full(len(net.aggs), -1)
