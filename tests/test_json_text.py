@@ -66,6 +66,31 @@ def test_a_report_shaped_object() -> None:
     assert json_text(obj) == json.dumps(obj, indent=2)
 
 
+def test_long_lists_of_records() -> None:
+    # Lists of 64 or more dicts are written column by column (cli_common._json_records):
+    # the same text as json.dumps, whatever the columns hold, and the general writer where
+    # they are not records.
+    rng = random.Random(5)
+    specials = [float("nan"), float("inf"), -float("inf"), -0.0, 1e-300, 0.1]
+    columns: dict[str, Any] = {
+        "source": lambda i: f"node{i}/nic0",
+        "pct%s%d": lambda i: rng.choice(specials),
+        'q"\\é': lambda i: i * 7 - 100,
+        "flag": lambda i: rng.choice([True, False, None]),
+        "mixed": lambda i: rng.choice([1, 2.5, "x", None, True]),
+    }
+    records = [{k: f(i) for k, f in columns.items()} for i in range(200)]
+    assert json_text({"links": records}) == json.dumps({"links": records}, indent=2)
+    assert json_text(tuple(records)) == json.dumps(tuple(records), indent=2)
+    odd = [dict(r) for r in records]
+    odd[100] = dict(reversed(list(odd[100].items())))  # keys in another order
+    odd[150]["source"] = np.float64(2.0)  # a float subclass
+    odd[170]["mixed"] = [1, {"a": 2}]  # not a scalar
+    assert json_text(odd) == json.dumps(odd, indent=2)
+    with pytest.raises(TypeError):
+        json_text([*records, {**records[0], "source": object()}])
+
+
 @pytest.mark.parametrize("obj", [{"a": object()}, {(1, 2): 3}, [1, {2, 3}], [np.int64(5)]])
 def test_what_json_cannot_hold_is_refused_alike(obj: Any) -> None:
     with pytest.raises(TypeError):

@@ -181,6 +181,62 @@ def _json_scalar(v: Any) -> str | None:
     return None
 
 
+_RECORDS_MIN = 64
+"""Lists at least this long are tried as records (:func:`_json_records`)."""
+
+_PLAIN_COLUMN = {
+    str: _json_str,
+    int: int.__repr__,
+    float: float.__repr__,  # (NaN and the infinities are put right after: _json_floats)
+}
+
+
+def _json_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
+    """The items of a list of records, joined as :func:`json.dumps` with ``indent=2`` writes
+    them one level in (``inner``: a newline and that indent), or None when they are not
+    records: dicts with the same string keys in the same order, every value a plain ``str``,
+    ``int``, ``float``, ``bool`` or None (exact types). A report's tables (131,072 bottleneck
+    links on a 65,536-GPU FT3) are such lists; their columns are written by the C functions
+    of :func:`_json_scalar`, each over a whole column, and the rows by one template."""
+    first = items[0]
+    if type(first) is not dict or not first:
+        return None
+    keys = tuple(first)
+    if any(type(k) is not str for k in keys):
+        return None
+    rows = []
+    for d in items:
+        if type(d) is not dict or tuple(d) != keys:
+            return None
+        rows.append(tuple(d.values()))
+    columns: list[list[Any]] = []
+    for col in zip(*rows, strict=True):
+        kinds = set(map(type, col))
+        write = _PLAIN_COLUMN.get(kinds.pop()) if len(kinds) == 1 else None
+        if write is None:
+            mixed = list(map(_json_scalar, col))
+            if None in mixed:
+                return None  # (a value of another type: the general writer handles or refuses it)
+            columns.append(mixed)
+            continue
+        text: list[str] = list(map(write, col))
+        if write is float.__repr__:
+            _json_floats(text)
+        columns.append(text)
+    deeper = inner + "  "
+    fields = [deeper + _json_str(k).replace("%", "%%") + ": %s" for k in keys]
+    template = "{" + ",".join(fields) + inner + "}"
+    return ("," + inner).join(map(template.__mod__, zip(*columns, strict=True)))
+
+
+def _json_floats(text: list[str]) -> None:
+    """Put ``repr``'s ``nan``, ``inf`` and ``-inf`` right as JSON (``NaN``, ``Infinity``,
+    ``-Infinity``), in place."""
+    for i, t in enumerate(text):
+        if t[-1] in "nf":  # (a finite repr ends in a digit)
+            text[i] = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[t]
+
+
 def _json_into(o: Any, nl: str, out: list[str], seen: set[int]) -> None:
     """Append the JSON of ``o`` to ``out``; ``nl``: a newline and the current indent."""
     text = _json_scalar(o)
@@ -196,8 +252,13 @@ def _json_into(o: Any, nl: str, out: list[str], seen: set[int]) -> None:
         return
     if id(o) in seen:
         raise ValueError("Circular reference detected")
-    seen.add(id(o))
     inner = nl + "  "
+    if t is not dict and len(o) >= _RECORDS_MIN:
+        text = _json_records(o, inner)
+        if text is not None:
+            out.append("[" + inner + text + nl + "]")
+            return
+    seen.add(id(o))
     sep = inner
     out.append("{" if t is dict else "[")
     for k, v in o.items() if t is dict else zip(o, o, strict=True):

@@ -192,3 +192,24 @@ def test_core_links_that_bind_are_the_bottleneck_links():
     assert r is not None and r.pair_rate_Bps == pytest.approx(16 * NIC / 2 / (16 * 112), rel=1e-9)
     assert len(r.bottleneck_links) == 2 * 8 * 16
     assert {b.tier for b in r.bottleneck_links} == {"spine->core", "core->spine"}
+
+
+@pytest.mark.parametrize("certify_first", [0, 10**18])
+def test_two_disjoint_fabrics_are_refused_whichever_path_runs_first(monkeypatch, certify_first):
+    # Two 8-port FT2s side by side, no cable between them: the terminals are in two parts.
+    # Where the certified routing is tried before anything (a fabric past CERTIFY_FIRST), it
+    # finds no routing and the connectivity check, deferred to then, still names the parts.
+    import networkx as nx
+
+    from topo.errors import InfeasibleError
+    from topo.flow import exact
+
+    one = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    G = nx.union(one, one, rename=("a:", "b:"))
+    for v, d in G.nodes(data=True):
+        if "node" in d:
+            d["node"] = f"{v.split(':')[0]}:{d['node']}"
+    monkeypatch.setattr(exact, "CERTIFY_FIRST", certify_first)
+    with pytest.raises(InfeasibleError, match="2 disconnected parts"):
+        alltoall_bandwidth(G)
+    assert certified(G) is None

@@ -19,7 +19,7 @@ from topo.errors import LPTimeLimit, LPTooLarge, TopoError
 from topo.fabric import require_fabric
 from topo.flow.bounds import bounds_report
 from topo.flow.exact import exact_alltoall
-from topo.flow.hosts import check_terminals, hosts
+from topo.flow.hosts import check_connected, check_terminals, hosts
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 from topo.flow.matrix import matrix_flow
 from topo.flow.result import BandwidthResult
@@ -114,7 +114,7 @@ def _uniform(
     """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach."""
     t0 = time.perf_counter()
     hs, terminal = hosts(G)
-    check_terminals(G, hs, terminal)
+    check_terminals(G, hs, terminal, connectivity=False)  # (connected: checked by need, below)
     n = sum(h.weight for h in hs)
     if len(demand.terminals) != n or (demand.level == "server" and terminal == "gpu"):
         raise TopoError(
@@ -134,6 +134,7 @@ def _uniform(
             time_limit_s=time_limit_s,
             t0=t0,
             reductions=reductions,
+            check=lambda: check_connected(G, hs, terminal),
         )
     except (LPTooLarge, LPTimeLimit) as exc:
         if method != "auto" or len(hs) == 1:

@@ -8,6 +8,7 @@ The reductions and the proofs that they are exact are in :mod:`topo.flow.alltoal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import networkx as nx
@@ -57,6 +58,7 @@ def exact_alltoall(
     time_limit_s: float | None,
     t0: float,
     reductions: list[str],
+    check: Callable[[], None] | None = None,
 ) -> BandwidthResult:
     """The exact all-to-all: the reduced LP (``method="auto"``, more than one host) or the
     general LP.
@@ -82,6 +84,10 @@ def exact_alltoall(
     reductions : list of str
         What was reduced, appended to in place (so a caller that gives bounds instead can
         still say it).
+    check : callable, optional
+        Run before any LP is built (raising what it raises): a check the certified routing
+        makes needless, as :func:`topo.flow.hosts.check_connected` (a routing at a positive
+        rate joins every pair of terminals).
 
     Returns
     -------
@@ -97,6 +103,12 @@ def exact_alltoall(
     if method == "auto" and len(hosts) == 1:
         reductions.append("one server: nothing to reduce; general LP")
         method = "general"
+    if method == "auto" and certify_first(G, hosts):
+        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        if done is not None:
+            return done
+    if check is not None:
+        check()
     if method == "auto":
         return reduced_report(
             G, hosts, terminal, max_variables, want_loads, t0, reductions, time_limit_s
@@ -109,6 +121,12 @@ def exact_alltoall(
         raise LPTimeLimit(
             f"the general LP: {exc}; use --method auto (exact reductions) or a larger --time-limit"
         ) from None
+
+
+def certify_first(G: nx.Graph, hosts: list[Host]) -> bool:
+    """Is the fabric large enough that the certified routing is tried before the reduced
+    network is built (:data:`CERTIFY_FIRST`)?"""
+    return len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST
 
 
 def reduced_report(
@@ -133,10 +151,6 @@ def reduced_report(
         HiGHS fails, or the server check fails and the general LP is too large.
     """
     n_terms = sum(h.weight for h in hosts)
-    if len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST:
-        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
-        if done is not None:
-            return done
     red = reduce(G, hosts)
     gens = symmetry(G, red)
     if _estimate(red, gens) > CERTIFY_ABOVE:

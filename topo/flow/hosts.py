@@ -178,7 +178,9 @@ def terminal_count(hosts: Iterable[Host]) -> int:
     return sum(h.weight for h in hosts)
 
 
-def check_terminals(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
+def check_terminals(
+    G: nx.Graph, hosts: list[Host], terminal: str, *, connectivity: bool = True
+) -> None:
     """Refuse an all-to-all whose rate is 0 by construction.
 
     Parameters
@@ -189,6 +191,9 @@ def check_terminals(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
         Its hosts (:func:`hosts`).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
+    connectivity : bool
+        Also check that the terminals are connected (:func:`check_connected`); a caller that
+        runs that check later, where it is still needed, passes False.
 
     Raises
     ------
@@ -207,6 +212,28 @@ def check_terminals(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
     what = "GPUs" if terminal == "gpu" else "host endpoints"
     if n < 2:
         raise InfeasibleError(f"all-to-all needs at least two {what}; the fabric has {n}")
+    if connectivity:
+        check_connected(G, hosts, terminal)
+
+
+def check_connected(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
+    """Refuse terminals that lie in several disconnected parts of the fabric.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of Host
+        Its hosts (:func:`hosts`; not read: the parts are the graph's).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+
+    Raises
+    ------
+    InfeasibleError
+        The parts of the fabric with terminals, and the smallest one's least vertex.
+    """
+    what = "GPUs" if terminal == "gpu" else "host endpoints"
     kind = "gpu" if terminal == "gpu" else "nic"
     parts = [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
     if len(parts) > 1:

@@ -17,7 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from topo.units import Bps_to_GBps
 
@@ -25,9 +25,11 @@ LINK_SEPARATOR = "--"
 """Between the two ends of a named link: ``leaf3--spine0`` (``--fail``, ``failed_links``)."""
 
 
-@dataclass(frozen=True)
-class BottleneckLink:
+class BottleneckLink(NamedTuple):
     """One direction of a link whose capacity binds the rate.
+
+    A named tuple (immutable, by field name or position): a 65,536-GPU FT3 has 131,072 binding
+    NIC cable directions, and a tuple is made several times faster than a frozen dataclass.
 
     Attributes
     ----------
