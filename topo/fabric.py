@@ -88,6 +88,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import orjson
 
 from topo.errors import FormatError, TopoError
 
@@ -863,6 +864,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_NOT_READ = object()
+
+
 def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
     """The JSON of a node-link file, its top level checked (an object with two lists)."""
     if not text.strip():
@@ -872,7 +876,12 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
             line=1,
         )
     try:
-        data = json.loads(text)
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:  # not strict JSON: read as Python's json reads it (NaN,
+        data = _NOT_READ  # integers past 64 bits, deep nesting), or say where it is wrong
+    try:
+        if data is _NOT_READ:
+            data = json.loads(text)
     except RecursionError:
         raise too_deep(path) from None
     except json.JSONDecodeError as exc:

@@ -35,7 +35,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key
+from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.hosts import Host, InnerSignature, terminal_count
 from topo.flow.lp import NO_LP
 from topo.flow.network import links, twin_classes
@@ -57,7 +57,9 @@ SATURATED = 1e-9
 """A link whose load is within this fraction of its capacity at the rate is saturated."""
 
 
-def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
+def cut_bound(
+    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
+) -> tuple[float, str]:
     """The tightest of the server and switch-block cuts: (lambda bound in B/s, the cut named).
 
     For a vertex set ``S`` holding ``W`` of the ``n`` terminals, ``lambda <= c(S) / (W (n -
@@ -72,18 +74,20 @@ def cut_bound(G: nx.Graph, hs: list[Host], terminal: str) -> tuple[float, str]:
         Its hosts (:func:`topo.flow.hosts.hosts`), at least two terminals.
     terminal : {"gpu", "endpoint"}
         What the terminals are.
+    arcs : SwitchArcs, optional
+        ``G``'s switch arcs, where the caller has them.
 
     Returns
     -------
     (float, str)
         The bound on the pair rate (B/s) and the cut that gives it.
     """
-    best, what, _ = _tightest_cut(G, hs, terminal)
+    best, what, _ = _tightest_cut(G, hs, terminal, arcs)
     return best, what
 
 
 def _tightest_cut(
-    G: nx.Graph, hs: list[Host], terminal: str
+    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
 ) -> tuple[float, str, tuple[set[str], list[Host]]]:
     """:func:`cut_bound`, and its side: (the switches in it, the hosts in it)."""
     n = terminal_count(hs)
@@ -99,28 +103,46 @@ def _tightest_cut(
     for h in hs:
         for s in h.attach:
             by_switch.setdefault(s, []).append(h)
-    blocks: list[set[str]] = [{s} for s in by_switch]
-    adj = G._adj  # the raw dicts (no views): these loops visit every link
-    is_switch = {v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
-    blocks += [set(b) for b in blocks_below_top(G) if len(b) > 1]
-    for block in blocks:
+    a = arcs if arcs is not None else SwitchArcs.of(G)
+    out_of = np.bincount(a.tail, weights=a.cap, minlength=len(a.names))  # (a switch alone)
+    blocks: list[tuple[list[str], float]] = [([s], float(out_of[a.index[s]])) for s in by_switch]
+    blocks += _blocks_below_top(a)
+    for block, cap in blocks:
+        inside = set(block)
         members = {id(h): h for s in block for h in by_switch.get(s, [])}
         W = sum(h.weight for h in members.values())
         if W == 0 or W == n:
             continue
-        cap = 0.0
-        for s in block:
-            for t, e in adj[s].items():
-                if t in is_switch and t not in block:
-                    cap += float(e["capacity"])
         for h in members.values():
-            cap += sum(c for s, c in h.attach.items() if s not in block)
+            cap += sum(c for s, c in h.attach.items() if s not in inside)
         bound = cap / (W * (n - W))
         if bound < best:
             name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
             best, what = bound, f"{name} with its {len(members)} attached host(s)"
-            side = (block, list(members.values()))
+            side = (inside, list(members.values()))
     return best, what, side
+
+
+def _blocks_below_top(a: SwitchArcs) -> list[tuple[list[str], float]]:
+    """The blocks below the top tier with more than one switch (pods), each with the capacity
+    of its links to switches outside it (B/s), in the order of
+    :func:`topo.fabric.blocks_below_top`: by their first switch in (tier, natural name)."""
+    lower = a.tier < a.tier.max() if len(a.names) else np.zeros(0, dtype=bool)
+    if not lower.any():
+        return []
+    block = a.components(lower)
+    n_blocks = int(block.max()) + 1
+    size = np.bincount(block[block >= 0], minlength=n_blocks)
+    cross = (block[a.tail] >= 0) & (block[a.tail] != block[a.head])
+    out = np.bincount(block[a.tail[cross]], weights=a.cap[cross], minlength=n_blocks)
+    members: dict[int, list[str]] = {}
+    for i in np.flatnonzero((block >= 0) & (size[np.maximum(block, 0)] > 1)).tolist():
+        members.setdefault(int(block[i]), []).append(a.names[i])
+    first = {  # the natural key of each block's first switch by (tier, natural name)
+        q: min((int(a.tier[a.index[s]]), natural_key(s)) for s in names)[1]
+        for q, names in members.items()
+    }
+    return [(members[q], float(out[q])) for q in sorted(members, key=first.__getitem__)]
 
 
 def cut_links(G: nx.Graph, hs: list[Host], terminal: str) -> list[BottleneckLink] | None:
@@ -513,7 +535,7 @@ def certified_alltoall(
     r = split_routing(G, hs)
     if r is None:
         return None
-    ub, cut = cut_bound(G, hs, terminal)
+    ub, cut = cut_bound(G, hs, terminal, r.arcs)
     if r.rate_Bps < ub * (1 - CERTIFY_TOL):
         return None
     ok, _ = insides_carry(G, r, r.rate_Bps) if terminal == "gpu" else (True, 1.0)

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
+
+if TYPE_CHECKING:
+    import highspy
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,8 @@ def _highs_lp(
     cap_upper: np.ndarray,
 ) -> highspy.HighsLp:
     """The HiGHS model: bounds, objective ``min -theta``, column-wise matrix."""
+    import highspy  # (loaded when an LP is built: topo.flow.lp)
+
     n_col = theta_column + 1
     n_row = n_cons + n_cap
     rows = np.concatenate(entries.rows) if entries.rows else np.zeros(0, np.int64)

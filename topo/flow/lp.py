@@ -29,7 +29,6 @@ import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
@@ -268,6 +267,8 @@ def _solve(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Run HiGHS on ``model``; return the column values, the row duals and its wall time (s).
     Non-optimal is an error."""
+    import highspy  # (here: loading HiGHS takes 0.05 s, and most commands solve no LP)
+
     t1 = time.perf_counter()
     with quiet_stdout(), solving():
         h = highspy.Highs()  # type: ignore[no-untyped-call]
