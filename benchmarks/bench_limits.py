@@ -12,6 +12,7 @@ the busbw). Run from the project root with the project installed::
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -86,6 +87,20 @@ def found(out: str) -> str:
     )
 
 
+def speed_index() -> float:
+    """Seconds this machine takes for ten million additions in a Python loop, the best of
+    three: the cores' speed at that moment, to compare runs of this benchmark made at
+    different times (a shared virtual machine's speed varies by tens of percent)."""
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(10_000_000):
+            total += i
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,13 +110,14 @@ def main() -> None:
                 ["topo", "build", *args, "-o", name], cwd=cwd, check=True, capture_output=True
             )
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"speed index {speed_index():.2f} s (ten million Python additions; lower is faster)")
         print(f"{'case':<42} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'peak MB':>8}  found")
         print("-" * 110)
         for label, args, limit in CASES + ([] if quick else [RESILIENCE]):
             wall, cpu, peak, out = run(args, cwd)
             lim = f"{limit}" if limit else "-"
             print(f"{label:<42} {lim:>7} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f}  {found(out)}")
-        print(f"load average {os.getloadavg()[0]:.1f}")
+        print(f"load average {os.getloadavg()[0]:.1f}; speed index {speed_index():.2f} s")
 
 
 if __name__ == "__main__":
