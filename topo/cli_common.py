@@ -125,7 +125,9 @@ def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
 
 def print_json(obj: Any) -> None:
     """Write ``obj`` to stdout as :func:`json_text` gives it, with a final newline."""
-    sys.stdout.write(json_text(obj) + "\n")
+    with fabric_mod.gc_paused():  # (the text's pieces: strings, no cycles)
+        text = json_text(obj)
+    sys.stdout.write(text + "\n")
 
 
 def json_text(obj: Any) -> str:

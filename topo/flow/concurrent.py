@@ -16,7 +16,7 @@ from dataclasses import replace
 import networkx as nx
 
 from topo.errors import LPTimeLimit, LPTooLarge, TopoError
-from topo.fabric import require_fabric
+from topo.fabric import gc_paused, require_fabric
 from topo.flow.bounds import bounds_report
 from topo.flow.exact import exact_alltoall
 from topo.flow.hosts import check_connected, check_terminals, hosts
@@ -113,7 +113,8 @@ def _uniform(
 ) -> BandwidthResult:
     """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach."""
     t0 = time.perf_counter()
-    hs, terminal = hosts(G)
+    with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)
+        hs, terminal = hosts(G)
     check_terminals(G, hs, terminal, connectivity=False)  # (connected: checked by need, below)
     n = sum(h.weight for h in hs)
     if len(demand.terminals) != n or (demand.level == "server" and terminal == "gpu"):

@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
-from topo.fabric import SWITCH_KINDS
+from topo.fabric import SWITCH_KINDS, gc_paused
 from topo.flow.certify import certified_alltoall
 from topo.flow.general import general_lp
 from topo.flow.hosts import Host
@@ -104,7 +104,8 @@ def exact_alltoall(
         reductions.append("one server: nothing to reduce; general LP")
         method = "general"
     if method == "auto" and certify_first(G, hosts):
-        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        with gc_paused():  # (arrays, and the report's links: no cycles)
+            done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
         if done is not None:
             return done
     if check is not None:
