@@ -21,6 +21,8 @@ from topo.flow.routing.ecmp import route_ecmp
 from topo.flow.routing.endpoints import Ends, check_routable, traffic_ends
 from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import updown_tree
+from topo.flow.seeds import ROUTING as ROUTING_STREAM
+from topo.flow.seeds import stream
 from topo.traffic import Demand
 
 ROUTINGS = ("ecmp", "dmodk")
@@ -60,7 +62,10 @@ def routed_flow(
         ``ecmp``: each flow hashes uniformly at random over the eligible ports (cables) at
         every hop; ``dmodk``: destination-mod-k port selection (OpenSM ``ftree``).
     seed : int, numpy.random.Generator or None
-        Seeds the ECMP hashing (``numpy.random.default_rng(seed)``); ignored by D-mod-k.
+        Seeds the ECMP hashing: an int draws from its hashing stream
+        (:func:`topo.flow.seeds.stream` ``(seed, ROUTING)``, independent of the failures drawn
+        with the same seed), a Generator is drawn from as is, None is fresh entropy;
+        ignored by D-mod-k.
     flows_per_pair : int
         Flows (RDMA queue pairs) per ordered GPU pair, 1 to 1024, each carrying an equal share.
         D-mod-k routes by destination, so all flows of a pair share one path.
@@ -208,7 +213,7 @@ def _routed(
     notes: list[str] = list(ends.notes)
     sample = name == "ecmp" and not expected
     if name == "ecmp":
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = seed if isinstance(seed, np.random.Generator) else stream(seed, ROUTING_STREAM)
         # F flows of a pair on every NIC port: each carries 1 / (F * ports) pair-units
         loads = route_ecmp(tree, ends, F * ends.ports, rng, sample=sample)
         if sample and ends.dead:
