@@ -134,7 +134,8 @@ def damaged_bandwidth(
     if failures.disconnected and not failures.islands:
         raise InfeasibleError(_all_cut_off(G, failures))
     if routing != "optimal":
-        routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
+        hashing = seed if routing == "ecmp" else None  # D-mod-k draws nothing
+        routed = routed_alltoall(H, routing, seed=hashing, flows_per_pair=flows_per_pair, pxn=pxn)
         routed = replace(routed, failures=failures)
         return DamagedBandwidth(report=routed, failures=failures, routing=routing, graph=H)
     report = alltoall_bandwidth(
