@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "units": 0,
     "interrupts": 0,
+    "wording": 0,
     "fabric": 1,
     "spec": 2,
     "formats": 2,

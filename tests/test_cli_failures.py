@@ -149,8 +149,9 @@ def test_resilience_compares_fabrics_reproducibly(ft2: Path, mpft: Path) -> None
         v = sorted(x["busbw_GBps"])
         assert x["min_GBps"] == v[0] and x["max_GBps"] == v[-1] and x["median_GBps"] == v[1]
         assert x["min_GBps"] <= x["p5_GBps"] <= x["median_GBps"] <= x["intact_busbw_GBps"] + 1e-9
-    # Each trial matches a single bandwidth run with the same seed.
-    one = json.loads(run("bandwidth", ft2, "--fail-links", 2, "--seed", 5, "--json").stdout)
+    # Each trial matches a single bandwidth run with its seed (listed in trial_seeds).
+    seed = a[0]["trial_seeds"][1]
+    one = json.loads(run("bandwidth", ft2, "--fail-links", 2, "--seed", seed, "--json").stdout)
     assert a[0]["busbw_GBps"][1] == pytest.approx(one["alltoall_busbw_GBps"])
     table = run(*args[:-1]).stdout
     assert "p5" in table and "median" in table

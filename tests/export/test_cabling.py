@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import Counter
 
 from tests.formats._real import real_file
@@ -105,3 +106,43 @@ def test_dragonfly_hosts_then_local_then_global():
     assert {ports[p][0] for p in (3, 4, 5)} == {"g0/r0", "g0/r2", "g0/r3"}
     assert {ports[p][1] for p in (3, 4, 5)} == {"medium"}
     assert all(not ports[p][0].startswith("g0/") and ports[p][1] == "long" for p in (6, 7))
+
+
+def test_host_ports_follow_the_dumps_hca_names():
+    # NVIDIA topograph's GB200 SuperPOD dump: each compute tray's CAs are named mlx5_0, mlx5_1,
+    # mlx5_4, mlx5_5 in their descriptions ("<host> <device>"). UFM's mapping port n <-> HCA
+    # n - 1 puts mlx5_N on port N + 1, cabled to the leaf the dump's switch section lists it on.
+    path = real_file("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out")
+    switch = re.compile(r'^Switch\s+\d+\s+"[^"]+"\s+# "([^"]+)"')
+    ca_port = re.compile(r'^\[\d+\]\s+"H-[0-9a-f]+"\[\d+\].*# "(\S+) (mlx5_(\d+))"')
+    want, leaf = set(), None
+    for line in path.read_text().splitlines():
+        if m := switch.match(line):
+            leaf = m.group(1)
+        elif line.startswith(("Ca", "vendid", "devid", "sysimgguid", "caguid")) or not line:
+            leaf = None if line.startswith("Ca") else leaf
+        elif leaf is not None and (m := ca_port.match(line)):
+            want.add((m.group(1), int(m.group(3)) + 1, leaf))
+    headers = [x for x in path.read_text().splitlines() if x.startswith("Ca") and "mlx5_" in x]
+    assert len(want) == len(headers) == 72  # every CA named mlx5_N, each cabled once
+    tray = {(p, s) for h, p, s in want if h == "a08-p1-dgx-04-c01"}
+    assert sorted(p for p, _ in tray) == [1, 2, 5, 6]
+    G = read_ibnetdiscover(path)
+    plan = [
+        c
+        for c in cabling_plan(G, fabric_hosts(G))
+        if c.a_type == "Host" and c.a_name in {h for h, _, _ in want}
+    ]
+    assert {(c.a_name, c.a_port, c.z_name) for c in plan} == want
+    check_ports(G, [dict(zip(CABLING_COLUMNS, map(str, c.row()), strict=True)) for c in plan])
+
+
+def test_built_hosts_keep_nic_order():
+    # a built NIC i is mlx5_i (hca_names), so port i + 1 as before
+    G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    plan = [r for r in rows(G) if r["A-Node Name"] == "node1"]
+    got = sorted((int(r["A-Port"]), r["Z-Node Name"]) for r in plan)
+    assert got == sorted(
+        (i + 1, next(s for s in G.adj[f"node1/nic{i}"] if G.nodes[s]["kind"] == "leaf"))
+        for i in range(4)
+    )

@@ -48,7 +48,10 @@ def certified(G):
     ],
 )
 def test_certified_equals_the_general_lp_on_damaged_fabrics(family, kw, seed, links, switches):
-    G, _ = fail(build(family, **kw), links=links, switches=switches, seed=seed)
+    # The damage these cases were chosen with: drawn from numpy.random.default_rng(seed) itself
+    # (before the failures had their own stream of the seed, topo.flow.seeds).
+    rng = np.random.default_rng(seed)
+    G, _ = fail(build(family, **kw), links=links, switches=switches, seed=rng)
     r = certified(G)
     assert r is not None and r.exact and r.method == "certified" and r.lp.variables == 0
     general = alltoall_bandwidth(G, method="general")

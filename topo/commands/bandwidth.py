@@ -37,6 +37,7 @@ from topo.cli_common import (
 )
 from topo.errors import TopoError
 from topo.units import Bps_to_GBps as GB
+from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
     from topo.flow.resilience import DamagedBandwidth
@@ -273,7 +274,7 @@ def _bandwidth_table(r: BandwidthResult, show: int, nvlink_Bps: float = 0.0) -> 
         rates = [(k + " - LOWER BOUND", v) for k, v in rates]
     rows = [
         (f"{who}s", f"{r.gpus:,}"),
-        ("servers", f"{r.nodes:,}"),
+        _hosts_row(r),
         *rates,
         ("bottleneck", _bottleneck(r)),
         ("method", _method(r)),
@@ -310,10 +311,15 @@ def _per_nic_rows(r: BandwidthResult) -> list[tuple[str, str]]:
     ]
 
 
+def _hosts_row(r: BandwidthResult) -> tuple[str, str]:
+    """The servers row; on a fabric without GPUs (an import) the hosts its endpoints are on."""
+    return ("servers" if r.terminal == "gpu" else "hosts (of the endpoints)", f"{r.nodes:,}")
+
+
 def _bottleneck(r: BandwidthResult) -> str:
     """The bottleneck row: the binding links per tier, or plainly that none is known."""
     if r.bottleneck_links:
-        return ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items())
+        return ", ".join(f"{t} ({count(n, 'link')})" for t, n in r.bottleneck_tiers.items())
     if r.exact:
         return "not identified (exact by meeting bounds)"
     return "not identified (only bounds are known)"
@@ -421,7 +427,7 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     }[how.name]
     rows = [
         (f"{who}s", f"{r.gpus:,}"),
-        ("servers", f"{r.nodes:,}"),
+        _hosts_row(r),
         ("routing", kind + ("" if r.terminal != "gpu" else f"; PXN {'on' if how.pxn else 'off'}")),
         (f"pair rate (every {who} to every other)", f"{GB(r.pair_rate_Bps):.6g} GB/s"),
         ("alltoall busbw (nccl-tests)", f"{GB(r.alltoall_busbw_Bps):.2f} GB/s"),
@@ -442,7 +448,7 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     rows += [
         (
             "bottleneck",
-            ", ".join(f"{t} ({n:,} links)" for t, n in r.bottleneck_tiers.items()) or "-",
+            ", ".join(f"{t} ({count(n, 'link')})" for t, n in r.bottleneck_tiers.items()) or "-",
         ),
         ("solve time", f"{r.solve_seconds:.2f} s"),
     ]
@@ -484,9 +490,18 @@ def _loaded_links(how: RoutingDetail, show: int) -> None:
     """The most loaded links, ordered by their busiest cable's utilisation (the report's
     order): load and capacity of the whole bundle, its mean cable utilisation beside."""
     if show and how.loaded_links:
+        from topo.flow.routing import TOP_LINKS
+
+        shown = min(show, len(how.loaded_links))
+        kept = (
+            f"; --show {show} asked, the report keeps the {TOP_LINKS} most loaded"
+            if show > shown == TOP_LINKS
+            else ""
+        )
+        # the caption says when --show asked for more than the report keeps
         links = Table(
-            title=f"most loaded links (first {min(show, len(how.loaded_links))}, by the busiest "
-            "cable's utilisation; capacity and load of the bundle of parallel cables)",
+            title=f"most loaded links (first {shown}{kept}; by the busiest cable's utilisation; "
+            "capacity and load of the bundle of parallel cables)",
             title_justify="left",
         )
         cols = ("from", "to", "tier", "cables", "capacity GB/s", "load GB/s", "bundle util.")

@@ -75,7 +75,9 @@ def resilience(
     """All-to-all busbw under random failures: min, p5, median over --trials failure sets.
 
     Trial i fails --fail-links random cables and --fail-switches random switches drawn with
-    seed --seed + i, so every fabric given sees the same number of failures, reproducibly.
+    its own seed, derived from --seed (numpy SeedSequence children: runs of different seeds
+    share no trial; --json lists them as trial_seeds), so every fabric given sees the same
+    number of failures, reproducibly.
     With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
     from topo.flow.resilience import check_trials
@@ -160,8 +162,8 @@ def _table(
     """The reports as one table, and the notes that explain its columns."""
     table = Table(
         title=f"all-to-all busbw (GB/s, {routing.value}) with {fail_links} cable(s) and "
-        f"{fail_switches} switch(es) failed at random, {trials} trials (seeds {seed}.."
-        f"{seed + trials - 1})",
+        f"{fail_switches} switch(es) failed at random, {trials} trials (seed {seed}; each "
+        "trial's own seed in --json trial_seeds)",
         title_justify="left",
     )
     for col in ("fabric", "intact", "min", "p5", "median", "mean", "max", "exact", "cut off"):

@@ -1,8 +1,8 @@
 """``topo resilience`` on the engine: the trials of :func:`topo.flow.resilience.resilience`
 run on Dask workers, the fabric shipped to each worker once.
 
-The trials and their seeds are the library's (trial ``i`` seeded ``seed + i``); the engine only
-decides where each runs, so any number of workers gives the serial run's numbers.
+The trials and their seeds are the library's (:func:`topo.flow.seeds.trial_seeds`); the
+engine only decides where each runs, so any number of workers gives the serial run's numbers.
 """
 
 from __future__ import annotations

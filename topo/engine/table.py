@@ -30,7 +30,12 @@ def table_format(path: Path) -> str:
     """
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise FormatError(path, f"output must end in .parquet or .csv, got {suffix or 'none'!r}")
+        has = f"its suffix is {path.suffix!r}" if suffix else "it has no suffix"
+        raise FormatError(
+            path,
+            f"output must end in .parquet or .csv (the table's format is taken from the "
+            f"output's suffix, and {has})",
+        )
     return suffix[1:]
 
 

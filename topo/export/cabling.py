@@ -11,7 +11,13 @@ Port assignment (docs/builders.md: a leaf's down ports, then its up ports):
   the far end; cables to higher tiers take the high ports, ending at the switch's radix;
   cables between switches of one tier (Dragonfly, Slim Fly) follow the down ports, local
   (same group) before global;
-- on a host, NIC ``i`` (in server order) is port ``i + 1``.
+- on a host, the port follows the HCA's device name (:func:`topo.formats.hca_names`: an
+  imported CA keeps its dump's name, a built NIC is ``mlx5_<i>`` in NIC order): HCA
+  ``mlx5_N`` is port ``N + 1``, the tool's default mapping, so a GB200 compute tray's
+  ``mlx5_0, mlx5_1, mlx5_4, mlx5_5`` are ports 1, 2, 5, 6. Where the names do not give one
+  port per NIC (a multi-port CA, whose ports share its name, or names such as ``HCA-2`` that
+  are not Linux device names) the host's NICs are numbered 1, 2, ... in natural order of
+  their names, then their ports.
 
 ``Cable`` is the price book's class (``endpoint`` for a NIC-to-switch cable, ``optical`` for
 switch-to-switch, topo/data/prices.toml). ``Length`` is a class, not metres: ``short``
@@ -30,6 +36,7 @@ import networkx as nx
 
 from topo.errors import SpecError
 from topo.fabric import SWITCH_KINDS, natural_key, servers
+from topo.formats.hca_names import LINUX_DEVICE, hca_names
 
 __all__ = ["CABLING_COLUMNS", "Cable", "cabling_plan", "write_cabling_csv"]
 
@@ -127,6 +134,16 @@ def _switch_ports(G: nx.Graph) -> dict[tuple[str, str], list[int]]:
     return ports
 
 
+def _host_ports(G: nx.Graph, nics: list[str], devices: dict[str, str]) -> dict[str, int]:
+    """A host's NIC -> its port (1-based): ``mlx5_N`` is ``N + 1`` when every NIC has a Linux
+    device name of its own; else 1, 2, ... in natural order of the names, then the ports."""
+    names = [devices[v] for v in nics]
+    if len(set(names)) == len(names) and all(LINUX_DEVICE.fullmatch(n) for n in names):
+        return {v: int(n.rsplit("_", 1)[1]) + 1 for v, n in zip(nics, names, strict=True)}
+    order = sorted(nics, key=lambda v: (natural_key(devices[v]), natural_key(G.nodes[v]["index"])))
+    return {v: i + 1 for i, v in enumerate(order)}
+
+
 def cabling_plan(G: nx.Graph, hosts: Sequence[str]) -> list[Cable]:
     """Every cable of a fabric with its two ends' ports (the rules of the module).
 
@@ -150,11 +167,12 @@ def cabling_plan(G: nx.Graph, hosts: Sequence[str]) -> list[Cable]:
         If a switch has more cables than ports.
     """
     ports = _switch_ports(G)
+    devices = hca_names(G)
     host_of: dict[str, tuple[str, int, int]] = {}
     for pos, ((_, members), name) in enumerate(zip(servers(G).items(), hosts, strict=True)):
         nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
-        for i, nic in enumerate(sorted(nics, key=lambda v: natural_key(G.nodes[v]["index"]))):
-            host_of[nic] = (name, i + 1, pos)
+        for nic, port in _host_ports(G, nics, devices).items():
+            host_of[nic] = (name, port, pos)
     rows: list[tuple[tuple[object, ...], Cable]] = []
     for u, v, e in G.edges(data=True):
         if e["kind"] not in ("endpoint", "fabric"):

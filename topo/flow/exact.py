@@ -26,6 +26,7 @@ from topo.flow.server_check import server_check
 from topo.flow.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.uniform_report import build_report, lp_stats, sort_links
 from topo.units import Bps_to_GBps
+from topo.wording import count
 
 __all__ = [
     "CERTIFY_ABOVE",
@@ -200,7 +201,7 @@ def _note_reductions(
 ) -> None:
     """Say which reductions apply (appended to ``reductions``)."""
     if terminal == "gpu":
-        reductions.append(f"server contraction: {len(hosts)} servers")
+        reductions.append(f"server contraction: {count(len(hosts), 'server')}")
     if red.sc.planes > 1:
         reductions.append(f"plane decomposition: {red.sc.planes} isomorphic planes, one solved")
     if red.sc.copies is not None:
@@ -214,7 +215,8 @@ def _note_reductions(
             "multiplied capacity"
         )
     reductions.append(
-        f"twin classes: {sum(len(c) for c in red.classes)} hosts in {len(red.classes)} classes"
+        f"twin classes: {count(sum(len(c) for c in red.classes), 'host')} in "
+        f"{count(len(red.classes), 'class', 'classes')}"
     )
 
 

@@ -8,7 +8,9 @@ it. NVLink and PCIe inside servers do not fail here (a server's failure is its N
 
 Random failures draw cables uniformly among all cables (so a bundle of 4 is 4 times as likely
 to be hit as a single cable) and switches uniformly among switches, without replacement, from
-``numpy.random.default_rng(seed)``: the same seed on the same fabric fails the same elements.
+the failures' own stream of the seed (:func:`topo.flow.seeds.stream`, child
+:data:`~topo.flow.seeds.FAILURES` of ``numpy.random.SeedSequence(seed)``, independent of the
+stream ECMP hashes with): the same seed on the same fabric fails the same elements.
 
 After damage, some servers (or, on imported fabrics, host endpoints) may be cut off from the
 rest: :func:`disconnected_terminals` names them, and the all-to-all is then computed among the
@@ -25,6 +27,7 @@ import numpy as np
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, terminal_kind
 from topo.flow.result import LINK_SEPARATOR, FailureSet
+from topo.flow.seeds import FAILURES, stream
 
 __all__ = [
     "LINK_SEPARATOR",
@@ -52,7 +55,7 @@ def fail(
     *,
     links: int = 0,
     switches: int = 0,
-    seed: int = 0,
+    seed: int | np.random.Generator = 0,
     named: Iterable[str] = (),
 ) -> tuple[nx.Graph, FailureSet]:
     """A damaged copy of the fabric.
@@ -65,8 +68,10 @@ def fail(
         Random cables to fail (endpoint cables and switch-to-switch links alike).
     switches : int
         Random switches to fail.
-    seed : int
-        Seed of the random draw (``numpy.random.default_rng``).
+    seed : int or numpy.random.Generator
+        Seed of the random draw, >= 0: the failures' stream of it
+        (:func:`topo.flow.seeds.stream` ``(seed, FAILURES)``), independent of ECMP's; a
+        Generator is drawn from as is.
     named : iterable of str
         Switches (``spine3``) or links (``leaf0--spine3``, either order) to fail, each once;
         a named link that bundles several cables loses all of them.
@@ -79,8 +84,8 @@ def fail(
     Raises
     ------
     TopoError
-        A negative count, more failures than the fabric has elements, or a name that is not
-        a switch or a link of the fabric.
+        A negative count or seed, more failures than the fabric has elements, or a name that
+        is not a switch or a link of the fabric.
     """
     if links < 0 or switches < 0:
         raise TopoError("--fail-links and --fail-switches must be >= 0")
@@ -108,7 +113,7 @@ def fail(
         failed_links += [(u, v)] * int(d.get("links", 1))
         H.remove_edge(u, v)
 
-    rng = np.random.default_rng(seed)
+    rng = stream(seed, FAILURES)
     if switches:
         pool = sorted((v for v, k in H.nodes(data="kind") if k in SWITCH_KINDS), key=str)
         if switches > len(pool):

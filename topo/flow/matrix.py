@@ -38,6 +38,7 @@ from topo.flow.network import Reduced, bottleneck_links, network
 from topo.flow.planes import Scope, scope
 from topo.flow.result import BandwidthResult
 from topo.traffic import Demand
+from topo.wording import count
 
 Pairs = Mapping[tuple[Hashable, Hashable], float]
 
@@ -178,7 +179,7 @@ def _result(
     sc = red.sc
     reductions = []
     if terminal == "gpu":
-        reductions.append(f"server contraction: {len(used)} servers (NVLink not modelled)")
+        reductions.append(f"server contraction: {count(len(used), 'server')} (NVLink not modelled)")
     if sc.planes > 1:
         reductions.append(f"plane decomposition: {sc.planes} isomorphic planes, one solved")
     elif sc.copies is not None:

@@ -4,8 +4,10 @@
 servers the damage cuts off (reported, never dropped silently), and measures the all-to-all
 among the others: optimally (the maximum concurrent flow, :mod:`topo.flow.alltoall`) or as
 routed (ECMP, D-mod-k; :mod:`topo.flow.routing`). :func:`resilience` repeats it for ``trials``
-independent random failure sets (seeds ``seed, seed + 1, ...``) and summarises the
-distribution of the all-to-all busbw.
+independent random failure sets and summarises the distribution of the all-to-all busbw.
+Trial ``i`` is seeded by :func:`topo.flow.seeds.trial_seeds` (child ``(TRIALS, i)`` of
+``numpy.random.SeedSequence(seed)``), so runs of different seeds share no trial, and within a
+trial the seed's failure and hashing streams are independent (:mod:`topo.flow.seeds`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from topo.flow.failures import (
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
+from topo.flow.seeds import trial_seeds
 from topo.units import Bps_to_GBps
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
@@ -104,7 +107,8 @@ def damaged_bandwidth(
     G : networkx.Graph
         The intact fabric (not modified).
     links, switches, seed, named
-        The failures (``seed`` also seeds ECMP hashing).
+        The failures (``seed`` also seeds ECMP hashing, from a stream independent of the
+        failures': :mod:`topo.flow.seeds`).
     routing : {"optimal", "ecmp", "dmodk"}
         ``optimal``: maximum concurrent flow; the others: :func:`topo.flow.routing.routed_alltoall`.
     flows_per_pair, pxn
@@ -130,7 +134,8 @@ def damaged_bandwidth(
     if failures.disconnected and not failures.islands:
         raise InfeasibleError(_all_cut_off(G, failures))
     if routing != "optimal":
-        routed = routed_alltoall(H, routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn)
+        hashing = seed if routing == "ecmp" else None  # D-mod-k draws nothing
+        routed = routed_alltoall(H, routing, seed=hashing, flows_per_pair=flows_per_pair, pxn=pxn)
         routed = replace(routed, failures=failures)
         return DamagedBandwidth(report=routed, failures=failures, routing=routing, graph=H)
     report = alltoall_bandwidth(
@@ -325,6 +330,10 @@ class ResilienceReport:
     in ``unroutable_trials``) and stay out of the statistics, which cover the other
     ``statistics_trials`` trials. When every trial is unroutable, ``min_GBps`` ...
     ``max_GBps`` are None and ``range_GBps`` holds only ``intact``.
+
+    ``seed`` is the run's seed; ``trial_seeds[i]`` is trial ``i``'s own
+    (:func:`topo.flow.seeds.trial_seeds`): :func:`damaged_bandwidth` with it and the same
+    failure counts reproduces that trial.
     """
 
     fabric: str
@@ -352,6 +361,7 @@ class ResilienceReport:
     range_GBps: dict[str, list[float]] = field(default_factory=dict)
     unroutable_trials: list[int] = field(default_factory=list)
     statistics_trials: int = 0
+    trial_seeds: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
@@ -502,7 +512,8 @@ def resilience(
     progress: Callable[[int], None] | None = None,
     trial_map: TrialMap | None = None,
 ) -> ResilienceReport:
-    """Run ``trials`` random failure sets (seeds ``seed .. seed + trials - 1``) and summarise.
+    """Run ``trials`` random failure sets (trial ``i`` seeded ``trial_seeds(seed, trials)[i]``,
+    :func:`topo.flow.seeds.trial_seeds`) and summarise.
 
     Parameters
     ----------
@@ -513,7 +524,9 @@ def resilience(
     links, switches : int
         Random cables and switches failed in each trial.
     seed : int
-        Seed of the first trial.
+        The run's seed, >= 0: it seeds the intact fabric's ECMP hashing and derives every
+        trial's seed (:func:`topo.flow.seeds.trial_seeds`; runs of different seeds share no
+        trial, the same seed gives the same trials).
     routing, flows_per_pair, pxn, max_variables, time_limit_s
         As for :func:`damaged_bandwidth` (per trial).
     progress : callable, optional
@@ -541,11 +554,12 @@ def resilience(
         G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn
     ).report
     tally = _Tally()
+    seeds = trial_seeds(seed, trials)
     tasks = [
         dict(
             links=links,
             switches=switches,
-            seed=seed + i,
+            seed=seeds[i],
             routing=routing,
             flows_per_pair=flows_per_pair,
             pxn=pxn,
@@ -559,7 +573,7 @@ def resilience(
     ceiling = intact_range[1] if routing == "optimal" else math.inf
     for i, r in enumerate(results):
         if r is None:
-            _add_failed_trial(tally, G, links, switches, seed + i, routing)
+            _add_failed_trial(tally, G, links, switches, seeds[i], routing)
         else:
             tally.add(r, ceiling)
     values, ranges = tally.statistics()
@@ -590,6 +604,7 @@ def resilience(
         range_GBps=ranges,
         unroutable_trials=tally.unrouted,
         statistics_trials=trials - tally.unroutable,
+        trial_seeds=seeds,
     )
 
 

@@ -8,6 +8,7 @@ the uniform all-to-all among every terminal, and :func:`routed_alltoall` is that
 from __future__ import annotations
 
 import time
+from typing import TypeGuard
 
 import networkx as nx
 import numpy as np
@@ -21,6 +22,8 @@ from topo.flow.routing.ecmp import route_ecmp
 from topo.flow.routing.endpoints import Ends, check_routable, traffic_ends
 from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import updown_tree
+from topo.flow.seeds import ROUTING as ROUTING_STREAM
+from topo.flow.seeds import stream
 from topo.traffic import Demand
 
 ROUTINGS = ("ecmp", "dmodk")
@@ -60,19 +63,24 @@ def routed_flow(
         ``ecmp``: each flow hashes uniformly at random over the eligible ports (cables) at
         every hop; ``dmodk``: destination-mod-k port selection (OpenSM ``ftree``).
     seed : int, numpy.random.Generator or None
-        Seeds the ECMP hashing (``numpy.random.default_rng(seed)``); ignored by D-mod-k.
+        Seeds the ECMP hashing: an int draws from its hashing stream
+        (:func:`topo.flow.seeds.stream` ``(seed, ROUTING)``, independent of the failures drawn
+        with the same seed), a Generator is drawn from as is, None is fresh entropy. D-mod-k
+        is deterministic and draws nothing: a seed other than the default 0 (or None) is
+        not refused (one seed for every routing of a loop is the common call) but said
+        unused in the result's notes, whose ``routing.seed`` is None.
     flows_per_pair : int
         Flows (RDMA queue pairs) per ordered GPU pair, 1 to 1024, each carrying an equal share.
         D-mod-k routes by destination, so all flows of a pair share one path.
     pxn : bool
-        NCCL's PXN: a flow to a destination whose NIC has another index first crosses NVLink
-        to the local GPU of the NIC with that index (same rail or plane). Off: every GPU
-        leaves by its own NIC (in MPFT, cross-plane pairs then have no route). Ignored for
-        fabrics without GPUs.
+        (True or False; anything else is refused) NCCL's PXN: a flow to a destination whose
+        NIC has another index first crosses NVLink to the local GPU of the NIC with that
+        index (same rail or plane). Off: every GPU leaves by its own NIC (in MPFT,
+        cross-plane pairs then have no route). Ignored for fabrics without GPUs.
     expected : bool
-        ECMP: route by the expected (evenly split) loads alone, without drawing flows (the
-        routed loads are the expected ones; ``seed`` unused, reported None). D-mod-k is
-        deterministic: no effect.
+        (True or False) ECMP: route by the expected (evenly split) loads alone, without
+        drawing flows (the routed loads are the expected ones; ``seed`` unused, reported
+        None). D-mod-k is deterministic: no effect.
 
     Returns
     -------
@@ -95,9 +103,10 @@ def routed_flow(
     ------
     TopoError
         A demand other than the uniform all-to-all among every terminal; unknown
-        ``routing``; ``flows_per_pair`` outside 1 to 1024; a fabric that is not up/down
-        routable (cables within a tier or skipping one, hosts on upper tiers), or whose
-        servers are not GPUs each with one NIC joined by an NVSwitch.
+        ``routing``; ``flows_per_pair`` outside 1 to 1024; a ``seed`` that is not a whole
+        number >= 0, None or a Generator; ``pxn`` or ``expected`` not a bool; a fabric that
+        is not up/down routable (cables within a tier or skipping one, hosts on upper
+        tiers), or whose servers are not GPUs each with one NIC joined by an NVSwitch.
     InfeasibleError
         Fewer than two terminals, GPUs with no NIC cabled to a switch, or pairs with no
         up/down route (e.g. cross-plane pairs of an MPFT without PXN); the message gives the
@@ -120,7 +129,7 @@ def routed_flow(
     """
     if not isinstance(demand, Demand):
         raise TopoError(f"demand must be a topo.traffic.Demand, got {type(demand).__name__}")
-    return _routed(G, demand, routing, seed, flows_per_pair, bool(pxn), bool(expected))
+    return _routed(G, demand, routing, seed, flows_per_pair, pxn, expected)
 
 
 def routed_alltoall(
@@ -164,7 +173,7 @@ def routed_alltoall(
     ----------
     See :func:`routed_flow`.
     """
-    return _routed(G, None, routing, seed, flows_per_pair, bool(pxn), False)
+    return _routed(G, None, routing, seed, flows_per_pair, pxn, False)
 
 
 def _routed(
@@ -187,16 +196,8 @@ def _routed(
             f"--routing must be one of {', '.join(ROUTINGS)} here (optimal is "
             f"topo.flow.alltoall_bandwidth), got {name!r}"
         )
-    if (
-        isinstance(flows_per_pair, bool)
-        or not isinstance(flows_per_pair, (int, np.integer))
-        or not 1 <= flows_per_pair <= MAX_FLOWS_PER_PAIR
-    ):
-        raise TopoError(
-            f"--flows-per-pair must be a whole number from 1 to {MAX_FLOWS_PER_PAIR}, "
-            f"got {flows_per_pair!r}"
-        )
-    F = int(flows_per_pair)
+    pxn, expected = _flag("pxn", pxn), _flag("expected", expected)
+    F = _check_flows(flows_per_pair)
     if demand is not None:
         _check_demand(G, demand)
     arcs = fabric_arcs(G)
@@ -206,9 +207,11 @@ def _routed(
         _check_terminals(demand, arcs, ends)
     check_routable(tree, ends, int(G.graph.get("planes", 1)))
     notes: list[str] = list(ends.notes)
+    if name == "dmodk" and not (seed is None or (_is_whole(seed) and seed == 0)):
+        notes.append(_UNUSED_SEED.format(seed=seed))
     sample = name == "ecmp" and not expected
     if name == "ecmp":
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = seed if isinstance(seed, np.random.Generator) else stream(seed, ROUTING_STREAM)
         # F flows of a pair on every NIC port: each carries 1 / (F * ports) pair-units
         loads = route_ecmp(tree, ends, F * ends.ports, rng, sample=sample)
         if sample and ends.dead:
@@ -224,7 +227,7 @@ def _routed(
             notes.append("D-mod-k routes by destination: all flows of a pair share one path")
     if pxn and ends.terminal != "gpu":
         notes.append("no GPUs (imported fabric): PXN does not apply")
-    report_seed = seed if isinstance(seed, int) and sample else None
+    report_seed = int(seed) if _is_whole(seed) and sample else None
     return routed_report(
         G,
         arcs,
@@ -239,11 +242,41 @@ def _routed(
     )
 
 
+_UNUSED_SEED = "seed {seed!r} unused: D-mod-k is deterministic (the seed seeds only ECMP's hashing)"
+"""The note of a D-mod-k result given a seed other than the default. Not refused: one seed
+passed to every routing of a loop over :data:`ROUTINGS` is the common call, and D-mod-k's
+result does not depend on it."""
+
+
+def _is_whole(x: object) -> TypeGuard[int | np.integer]:
+    """Python or numpy integer, not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _flag(name: str, value: object) -> bool:
+    """``value`` as a bool; TopoError naming ``name`` unless it is True or False (numpy's
+    included): None or 0 would otherwise mean False silently."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TopoError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_flows(flows_per_pair: object) -> int:
+    """``flows_per_pair`` as an int; TopoError unless a whole number from 1 to
+    :data:`MAX_FLOWS_PER_PAIR`."""
+    if not _is_whole(flows_per_pair) or not 1 <= flows_per_pair <= MAX_FLOWS_PER_PAIR:
+        raise TopoError(
+            f"--flows-per-pair must be a whole number from 1 to {MAX_FLOWS_PER_PAIR}, "
+            f"got {flows_per_pair!r}"
+        )
+    return int(flows_per_pair)
+
+
 def _check_seed(seed: object) -> None:
     """TopoError unless ``seed`` is None, a numpy Generator, or a whole number >= 0."""
     if seed is None or isinstance(seed, np.random.Generator):
         return
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+    if _is_whole(seed) and seed >= 0:
         return
     raise TopoError(f"seed must be a whole number >= 0 or a numpy Generator, got {seed!r}")
 

@@ -30,8 +30,10 @@ V. Kachitvichyanukul and B. W. Schmeiser, "Binomial random variate generation", 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -51,6 +53,23 @@ def _jit(**options: Any) -> Any:
             return njit(cache=False, **options)(func)
 
     return decorate
+
+
+def _wrapping(func: Any) -> Any:
+    """An entry point that also runs quietly as Python (``NUMBA_DISABLE_JIT=1``, numba's debug
+    switch): xoshiro256**, splitmix64 and the popcount multiply numpy uint64 scalars modulo
+    2**64 on purpose, which numpy reports as overflow RuntimeWarnings. The same wrap-around as
+    the compiled code, whose uint64 arithmetic wraps silently, so the draws are the same;
+    compiled, the dispatcher is returned as is (nothing added to its calls)."""
+    if not numba.config.DISABLE_JIT:  # type: ignore[attr-defined]
+        return func
+
+    @functools.wraps(func)
+    def interpreted(*args: Any) -> Any:
+        with np.errstate(over="ignore"):
+            return func(*args)
+
+    return interpreted
 
 
 _M1 = np.uint64(0x5555555555555555)
@@ -184,6 +203,7 @@ def _split(
     return s0, s1, s2, s3
 
 
+@_wrapping
 @_jit()
 def hop_full(
     rem: np.ndarray,
@@ -246,6 +266,7 @@ def hop_full(
             port_exp[p] += e
 
 
+@_wrapping
 @_jit()
 def split_rows(counts: np.ndarray, mask: np.ndarray, seed: np.ndarray) -> np.ndarray:
     """Each row's whole flows split uniformly over the row's eligible slots.
