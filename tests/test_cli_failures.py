@@ -89,8 +89,12 @@ def test_a_cut_off_server_is_reported_not_dropped(ft2: Path) -> None:
     "args,message",
     [
         (["--fail", "spine77"], "--fail 'spine77' is neither a switch nor a link"),
-        (["--fail-links", 100000], "--fail-links 100000: the fabric has 64 cables left"),
-        (["--fail-switches", 13], "--fail-switches 13: the fabric has 12 switches"),
+        (["--fail-links", 100000], "--fail-links 100000: fabric ft2-32 has 64 cables"),
+        (["--fail-switches", 13], "--fail-switches 13: fabric ft2-32 has 12 switches"),
+        (
+            ["--fail-switches", 2, "--fail-links", 60],
+            "--fail-links 60: fabric ft2-32 has 48 cables left after the other failures",
+        ),
     ],
 )
 def test_bad_failures_are_one_line_errors(ft2: Path, args: list, message: str) -> None:

@@ -50,6 +50,13 @@ def cables(G: nx.Graph) -> list[tuple[str, str]]:
     return out
 
 
+def _which(G: nx.Graph) -> str:
+    """The fabric as an error names it: by its name where it has one (a resilience run
+    compares several)."""
+    name = G.graph.get("name")
+    return f"fabric {name}" if name else "the fabric"
+
+
 def fail(
     G: nx.Graph,
     *,
@@ -117,7 +124,7 @@ def fail(
     if switches:
         pool = sorted((v for v, k in H.nodes(data="kind") if k in SWITCH_KINDS), key=str)
         if switches > len(pool):
-            raise TopoError(f"--fail-switches {switches}: the fabric has {len(pool)} switches")
+            raise TopoError(f"--fail-switches {switches}: {_which(G)} has {len(pool)} switches")
         for i in sorted(rng.choice(len(pool), size=switches, replace=False)):
             lost += _remove_switch(H, pool[i])
             failed_switches.append(pool[i])
@@ -126,7 +133,8 @@ def fail(
         count = np.array([int(H.edges[e].get("links", 1)) for e in edges], dtype=np.int64)
         total = int(count.sum())
         if links > total:
-            raise TopoError(f"--fail-links {links}: the fabric has {total} cables left")
+            left = " left after the other failures" if failed_links or failed_switches else ""
+            raise TopoError(f"--fail-links {links}: {_which(G)} has {total} cables{left}")
         # Cable c belongs to the edge whose cumulative count first exceeds c.
         picks = rng.choice(total, size=links, replace=False)
         owner = np.searchsorted(np.cumsum(count), picks, side="right")
