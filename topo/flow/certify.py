@@ -397,8 +397,6 @@ def _by_leaf(
     """``out[c] = sum of vals[e] * A[e]`` over the shares ``e`` of leaf ``c`` (``cols``
     sorted; runs beginning at ``start``), ``n`` rows; ``A`` is scaled in place."""
     A *= vals[:, None]
-    if len(start) == len(A) == n:  # one share per leaf, every leaf (cols is 0..n-1)
-        return A
     out = np.zeros((n, A.shape[1]))
     out[cols[start]] = A if len(start) == len(A) else np.add.reduceat(A, start, axis=0)
     return out
