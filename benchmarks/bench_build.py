@@ -8,8 +8,8 @@ with every attribute, the lists made beforehand), and their ratio; the issue ask
 All-to-all (``--alltoall``): ``build("mpft", tiers=3)`` (524,288 GPUs, 40,960 switches of 64
 ports) and its exact all-to-all, in a fresh process, with wall times and peak memory (max RSS).
 
-    python benchmarks/bench_build.py              # builds: MPFT 16,384; MRFT 3-tier 65,536; MPFT 3-tier 131,072
-    python benchmarks/bench_build.py --alltoall   # + MPFT 3-tier 524,288: build and exact all-to-all
+    python benchmarks/bench_build.py             # MPFT 16,384; 3-tier MRFT 65,536, MPFT 131,072
+    python benchmarks/bench_build.py --alltoall  # + MPFT 3-tier 524,288: build, exact all-to-all
 
 Not part of the test run.
 """

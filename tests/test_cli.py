@@ -186,8 +186,11 @@ def test_build_table_and_output_file(in_tmp: Path) -> None:
 
 def test_bandwidth_ft2_is_the_nic_rate(files: Path) -> None:
     # Non-blocking fabric, one 50 GB/s NIC per GPU: each GPU sends lambda to the n - g GPUs of
-    # the other servers through its NIC, so lambda (n - g) <= 50 GB/s, and nothing else binds
-    # (NVLink carries the g - 1 intra-server flows). busbw = lambda (n - 1) (nccl-tests).
+    # the other servers through its NIC, so lambda (n - g) <= 50 GB/s (NVLink carries the
+    # g - 1 intra-server flows). busbw = lambda (n - 1) (nccl-tests). Every server's cut is
+    # met, so its cables are full both ways in every optimal flow; and a leaf of these 8-port
+    # switches holds 4 NICs of a single server and 4 uplinks, so the cut of that leaf with its
+    # server (4 uplinks + the server's 4 other cables) is met too: its uplinks are full.
     n, g = 32, 8
     pair = NIC_GBps / (n - g)
     busbw = NIC_GBps * (n - 1) / (n - g)  # 64.583 GB/s
@@ -196,10 +199,13 @@ def test_bandwidth_ft2_is_the_nic_rate(files: Path) -> None:
     assert rep["gpus"] == n
     assert rep["pair_rate_GBps"] == pytest.approx(pair, rel=1e-6)
     assert rep["alltoall_busbw_GBps"] == pytest.approx(busbw, rel=1e-6)
-    assert rep["bottleneck_links"] and {b["tier"] for b in rep["bottleneck_links"]} <= {
+    assert {b["tier"] for b in rep["bottleneck_links"]} == {
         "nic->leaf",
         "leaf->nic",
+        "leaf->spine",
+        "spine->leaf",
     }
+    assert len(rep["bottleneck_links"]) == 2 * (32 + 8 * 4)  # 32 NIC cables, 8 leaves x 4 uplinks
     assert rep["solve_seconds"] >= 0
     table = ok("bandwidth", files / "ft2.json").stdout
     assert f"{busbw:.2f} GB/s" in table and "bottleneck links" in table
@@ -303,7 +309,12 @@ def test_bandwidth_gb200(gb200: tuple[Path, dict[str, Any], Result]) -> None:
     assert rep["gpus"] == n == 542 and rep["terminal"] == "endpoint"
     assert rep["pair_rate_GBps"] == pytest.approx(pair, rel=1e-6)
     assert rep["alltoall_busbw_GBps"] == pytest.approx(pair * (n - 1), rel=1e-6)
-    assert all("IBLEAF-02-03" in b["target"] for b in rep["bottleneck_links"])
+    # (the leaf's cut is met: its uplinks are full both ways in every optimal flow)
+    assert all(
+        "IBLEAF-02-03" in b["target"] or "IBLEAF-02-03" in b["source"]
+        for b in rep["bottleneck_links"]
+    )
+    assert {b["tier"] for b in rep["bottleneck_links"]} == {"leaf->spine", "spine->leaf"}
 
 
 # ------------------------------------------------------------------------------ plot

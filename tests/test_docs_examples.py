@@ -33,7 +33,7 @@ def test_readme_library_example() -> None:
     r = ns["r"]
     n = 16384
     assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(50 * (n - 1) / (n - 8))
-    assert r.bottleneck_tiers == {"nic->leaf": 16384}
+    assert r.bottleneck_tiers == {"leaf->nic": 16384, "nic->leaf": 16384}
     assert r.to_dict()["alltoall_busbw_GBps"] == pytest.approx(r.alltoall_busbw_Bps / 1e9)
 
 

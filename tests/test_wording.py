@@ -47,8 +47,8 @@ def test_a_single_bottleneck_link_is_one_link(ft2: Path):
     assert tiers == {"spine->leaf": 1}
     text = cli(*args).stdout
     assert "spine->leaf (1 link)" in text and "links)" not in text.split("bottleneck", 1)[1][:80]
-    opt = cli("bandwidth", ft2).stdout  # every NIC of a server binds: 8 nic->leaf links
-    assert "nic->leaf (8 links)" in opt
+    opt = cli("bandwidth", ft2).stdout  # every server's cut is met: its 8 cables both ways
+    assert "nic->leaf (32 links)" in opt
     assert "twin classes: 4 hosts in 4 classes\n" in opt  # each server on its own leaves
 
 

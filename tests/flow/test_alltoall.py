@@ -10,6 +10,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import InfeasibleError, SolverError, TopoError
+from topo.fabric import vertex_label
 from topo.flow import alltoall_bandwidth
 
 NIC = 50.0  # GB/s: a 400 Gb/s NIC, 400e9 / 8 / 1e9
@@ -56,8 +57,31 @@ def test_non_blocking_fabrics_are_bound_by_the_nic(family, kw):
     assert r.internode_per_nic_Bps / 1e9 == pytest.approx(NIC, rel=1e-6)
     assert r.nic_utilization == pytest.approx(1.0, rel=1e-6)
     assert r.intranode_per_gpu_Bps / 1e9 == pytest.approx(lam * (g - 1), rel=1e-6)
-    assert set(r.bottleneck_tiers) <= {"nic->leaf", "leaf->nic"}
+    # Every server's cut is met (its NIC cables carry exactly its traffic), so every NIC cable
+    # is full both ways in every optimal flow. A leaf that holds a single server has the same
+    # cut with its uplinks (as many as the server's NICs there) in place of the cables, so
+    # those are full too; nothing else is.
+    assert set(r.bottleneck_tiers) == {"nic->leaf", "leaf->nic"} | _single_server_uplinks(G)
     assert r.exact
+
+
+def _single_server_uplinks(G) -> set[str]:
+    """The tiers of the uplinks of every leaf with exactly one server cabled to it and uplinks
+    of the same capacity as that server's cables to it, both ways."""
+    tiers = set()
+    for v, d in G.nodes(data=True):
+        if d["kind"] != "leaf":
+            continue
+        down = [u for u in G.adj[v] if G.nodes[u]["kind"] == "nic"]
+        up = [u for u in G.adj[v] if G.nodes[u]["kind"] != "nic"]
+        same = sum(G.edges[v, u]["capacity"] for u in down) == sum(
+            G.edges[v, u]["capacity"] for u in up
+        )
+        if len({G.nodes[u]["node"] for u in down}) == 1 and same:
+            for u in up:
+                t = vertex_label(G, u)
+                tiers |= {f"leaf->{t}", f"{t}->leaf"}
+    return tiers
 
 
 def test_shared_nics_halve_the_rate():
@@ -128,8 +152,14 @@ def test_gb200_superpod_is_bound_by_its_weakest_leaf():
     assert min(bounds) == pytest.approx(750 / (18 * 524))
     assert r.pair_rate_Bps / 1e9 == pytest.approx(min(bounds), rel=1e-6)
     assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(750 / (18 * 524) * 541, rel=1e-6)
-    assert set(r.bottleneck_tiers) == {"spine->leaf"}
-    assert {b.target for b in r.bottleneck_links} == {"MF0;A09-P1-IBLEAF-02-03:MQM9701/U1"}
+    # The rate meets that leaf's cut, so its uplinks are full both ways in every optimal flow
+    # (the LP's dual prices one direction): both directions of every uplink, nothing else.
+    leaf = "MF0;A09-P1-IBLEAF-02-03:MQM9701/U1"
+    uplinks = [u for u in G.adj[leaf] if G.nodes[u]["kind"] == "switch"]
+    assert set(r.bottleneck_tiers) == {"spine->leaf", "leaf->spine"}
+    assert {(b.source, b.target) for b in r.bottleneck_links} == {
+        p for u in uplinks for p in ((u, leaf), (leaf, u))
+    }
 
 
 @pytest.mark.parametrize(
@@ -154,12 +184,13 @@ def test_imported_fabrics_match_the_general_lp(name):
 
 
 def test_full_mpft_16384_gpus():
-    # DeepSeek-V3's fabric: lambda = 50 / (16384 - 8) GB/s, every NIC saturated.
+    # DeepSeek-V3's fabric: lambda = 50 / (16384 - 8) GB/s, every NIC cable full both ways
+    # (every server cut is met).
     r = alltoall_bandwidth(build("mpft"))
     assert r.gpus == 16384 and r.nodes == 2048
     assert r.pair_rate_Bps / 1e9 == pytest.approx(50 / 16376, rel=1e-9)
     assert r.alltoall_busbw_Bps / 1e9 == pytest.approx(50 * 16383 / 16376, rel=1e-9)
-    assert r.bottleneck_tiers == {"nic->leaf": 16384}
+    assert r.bottleneck_tiers == {"leaf->nic": 16384, "nic->leaf": 16384}  # both ways
     assert any("plane decomposition: 8" in s for s in r.reductions)
 
 
@@ -189,3 +220,15 @@ def test_errors():
         alltoall_bandwidth(split)
     with pytest.raises(SolverError, match="variables"):
         alltoall_bandwidth(G, method="general", max_variables=100)
+
+
+def test_servers_on_disjoint_planes_are_refused():
+    # Two-plane MPFT of 2-GPU servers: node0 keeps only its plane-0 NIC, node5 only its
+    # plane-1 NIC. A host forwards nothing, so they exchange nothing (rate 0), though the
+    # graph is connected through the intact servers' NVLink.
+    G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    G.remove_edges_from([("node0/nic1", "p1/leaf0"), ("node5/nic0", "p0/leaf1")])
+    assert nx.is_connected(G)
+    for method in ("auto", "general"):
+        with pytest.raises(InfeasibleError, match=r"servers 0 and 5 share no plane: .*rate is 0"):
+            alltoall_bandwidth(G, method=method)

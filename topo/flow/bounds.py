@@ -37,7 +37,8 @@ import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.certify import CERTIFY_TOL, cut_bound, cut_links, split_routing
+from topo.flow.certify import CERTIFY_TOL, cut_bound, split_routing
+from topo.flow.cuts import with_met_cuts
 from topo.flow.exact import build_report, exact_alltoall
 from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
@@ -250,7 +251,7 @@ def bounds_report(
         True and no ``bounds``.
     """
     ub, cut = cut_upper_bound(G)
-    upper_from = cut_from = f"cut around {cut}"
+    upper_from = f"cut around {cut}"
     found = [
         routing_lower_bound(G),
         split_lower_bound(G),
@@ -272,7 +273,7 @@ def bounds_report(
     binding: list[BottleneckLink] = []
     if met:
         notes.append(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")
-        binding = _met_cut_links(G, hs, terminal, upper_from == cut_from, notes)
+        binding = _met_cut_links(G, hs, terminal, lb, notes)
     return build_report(
         G,
         hs,
@@ -292,19 +293,14 @@ def bounds_report(
 
 
 def _met_cut_links(
-    G: nx.Graph, hs: list[Host], terminal: str, by_cut: bool, notes: list[str]
+    G: nx.Graph, hs: list[Host], terminal: str, rate: float, notes: list[str]
 ) -> list[BottleneckLink]:
-    """The bottleneck of a rate exact because its bounds meet: the cut's links when the upper
-    bound is the cut (:func:`topo.flow.certify.cut_links`: every optimal flow fills them), else
-    none, and a note saying which (appended to ``notes``)."""
-    found = cut_links(G, hs, terminal) if by_cut else None
-    if found:
+    """The bottleneck of a rate exact because its bounds meet: the links of every cut the rate
+    meets (:func:`topo.flow.cuts.with_met_cuts`: every optimal flow fills them), else none,
+    and a note saying which (appended to ``notes``)."""
+    found = with_met_cuts(G, hs, terminal, rate, [], notes)
+    if not found:
         notes.append(
-            f"bottleneck: the {len(found) // 2:,} cable(s) of that cut, full both ways in every "
-            "flow at this rate (other links may be full too)"
+            "bottleneck: not identified (exact by meeting bounds; the upper bound names no links)"
         )
-        return found
-    notes.append(
-        "bottleneck: not identified (exact by meeting bounds; the upper bound names no links)"
-    )
-    return []
+    return found

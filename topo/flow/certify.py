@@ -35,7 +35,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.fabric import SWITCH_KINDS, natural_key
+from topo.fabric import natural_key
+from topo.flow.cuts import MET_TOL, cut_bound
 from topo.flow.hosts import Host, InnerSignature, terminal_count
 from topo.flow.lp import NO_LP
 from topo.flow.network import links, twin_classes
@@ -46,7 +47,7 @@ from topo.flow.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.switch_arcs import SwitchArcs
 from topo.flow.uniform_report import build_report
 
-CERTIFY_TOL = 1e-7
+CERTIFY_TOL = MET_TOL
 """Relative gap between the routing's rate and the cut bound below which the rate is exact
 (HiGHS' default primal feasibility tolerance, the precision of the LP's own optimum)."""
 
@@ -55,140 +56,6 @@ IPF_ROUNDS = 400
 
 SATURATED = 1e-9
 """A link whose load is within this fraction of its capacity at the rate is saturated."""
-
-
-def cut_bound(
-    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
-) -> tuple[float, str]:
-    """The tightest of the server and switch-block cuts: (lambda bound in B/s, the cut named).
-
-    For a vertex set ``S`` holding ``W`` of the ``n`` terminals, ``lambda <= c(S) / (W (n -
-    W))`` (Leighton and Rao, J. ACM 46(6), 1999). Cuts tried: every server alone, and every
-    switch and every block below the top tier (a pod) with every host attached to it.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The fabric.
-    hs : list of Host
-        Its hosts (:func:`topo.flow.hosts.hosts`), at least two terminals.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
-    arcs : SwitchArcs, optional
-        ``G``'s switch arcs, where the caller has them.
-
-    Returns
-    -------
-    (float, str)
-        The bound on the pair rate (B/s) and the cut that gives it.
-    """
-    best, what, _ = _tightest_cut(G, hs, terminal, arcs)
-    return best, what
-
-
-def _tightest_cut(
-    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
-) -> tuple[float, str, tuple[set[str], list[Host]]]:
-    """:func:`cut_bound`, and its side: (the switches in it, the hosts in it)."""
-    n = terminal_count(hs)
-    best, what = math.inf, ""
-    side: tuple[set[str], list[Host]] = (set(), [])
-    for h in hs:
-        dem = h.weight * (n - h.weight)
-        cap = sum(h.attach.values())
-        if dem and cap / dem < best:
-            who = f"server {h.id}" if terminal == "gpu" else f"endpoint {h.id}"
-            best, what, side = cap / dem, f"the NIC cables of {who}", (set(), [h])
-    by_switch: dict[str, list[Host]] = {}
-    for h in hs:
-        for s in h.attach:
-            by_switch.setdefault(s, []).append(h)
-    a = arcs if arcs is not None else SwitchArcs.of(G)
-    out_of = np.bincount(a.tail, weights=a.cap, minlength=len(a.names))  # (a switch alone)
-    blocks: list[tuple[list[str], float]] = [([s], float(out_of[a.index[s]])) for s in by_switch]
-    blocks += _blocks_below_top(a)
-    for block, cap in blocks:
-        inside = set(block)
-        members = {id(h): h for s in block for h in by_switch.get(s, [])}
-        W = sum(h.weight for h in members.values())
-        if W == 0 or W == n:
-            continue
-        for h in members.values():
-            cap += sum(c for s, c in h.attach.items() if s not in inside)
-        bound = cap / (W * (n - W))
-        if bound < best:
-            name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
-            best, what = bound, f"{name} with its {len(members)} attached host(s)"
-            side = (inside, list(members.values()))
-    return best, what, side
-
-
-def _blocks_below_top(a: SwitchArcs) -> list[tuple[list[str], float]]:
-    """The blocks below the top tier with more than one switch (pods), each with the capacity
-    of its links to switches outside it (B/s), in the order of
-    :func:`topo.fabric.blocks_below_top`: by their first switch in (tier, natural name)."""
-    lower = a.tier < a.tier.max() if len(a.names) else np.zeros(0, dtype=bool)
-    if not lower.any():
-        return []
-    block = a.components(lower)
-    n_blocks = int(block.max()) + 1
-    size = np.bincount(block[block >= 0], minlength=n_blocks)
-    cross = (block[a.tail] >= 0) & (block[a.tail] != block[a.head])
-    out = np.bincount(block[a.tail[cross]], weights=a.cap[cross], minlength=n_blocks)
-    members: dict[int, list[str]] = {}
-    for i in np.flatnonzero((block >= 0) & (size[np.maximum(block, 0)] > 1)).tolist():
-        members.setdefault(int(block[i]), []).append(a.names[i])
-    first = {  # the natural key of each block's first switch by (tier, natural name)
-        q: min((int(a.tier[a.index[s]]), natural_key(s)) for s in names)[1]
-        for q, names in members.items()
-    }
-    return [(members[q], float(out[q])) for q in sorted(members, key=first.__getitem__)]
-
-
-def cut_links(G: nx.Graph, hs: list[Host], terminal: str) -> list[BottleneckLink] | None:
-    """The link directions of the tightest cut of :func:`cut_bound`, each at its capacity.
-
-    A concurrent flow at the cut's rate ``lambda = c(S) / (W (n - W))`` sends ``W (n - W)
-    lambda = c(S)`` across the cut each way (every pair split by it crosses it at least once),
-    so at that rate every cable of the cut is full in both directions: when a feasible rate
-    meets the cut bound, these are bottleneck links of every optimal flow.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The fabric.
-    hs : list of Host
-        Its hosts, at least two terminals.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
-
-    Returns
-    -------
-    list of BottleneckLink or None
-        Both directions of every switch link and NIC cable that leaves the cut's side, with
-        load equal to capacity (B/s); None when a NIC of the cut is bound by its PCIe side
-        (the cable is then not what binds) or the fabric has no finite cut.
-    """
-    rate, _, (block, members) = _tightest_cut(G, hs, terminal)
-    if not math.isfinite(rate):
-        return None
-    is_switch = {v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
-    arcs: list[tuple[Hashable, Hashable, float, float]] = []
-    for s in sorted(block, key=natural_key):
-        for t, e in G.adj[s].items():
-            if t in is_switch and t not in block:
-                c = float(e["capacity"])
-                arcs += [(s, t, c, c), (t, s, c, c)]
-    for h in members:
-        for s, nics in h.nics.items():
-            if s in block:
-                continue
-            if h.host_bound.intersection(nics):
-                return None
-            for nic in nics:
-                c = float(G.edges[nic, s]["capacity"])
-                arcs += [(nic, s, c, c), (s, nic, c, c)]
-    return links(G, arcs)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
 from topo.fabric import SWITCH_KINDS, gc_paused
 from topo.flow.certify import certified_alltoall
+from topo.flow.cuts import with_met_cuts
 from topo.flow.general import general_lp
 from topo.flow.hosts import Host
 from topo.flow.lp import MCFSolution, max_concurrent_flow
@@ -179,12 +180,13 @@ def reduced_report(
                     f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
                     f"a server carry only {worst:.3f} of that load, and {exc}"
                 ) from None
+    binding = with_met_cuts(G, hosts, terminal, lam, bottleneck_links(G, red, sol), reductions)
     report = build_report(
         G,
         hosts,
         terminal,
         lam,
-        bottleneck_links(G, red, sol),
+        binding,
         n=n_terms,
         method="reduced",
         exact=True,
@@ -276,6 +278,7 @@ def general_report(
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
         u, v = arcs[a]
         links.append(link(G, u, v, cap[a], sol.arc_flow[a]))
+    links = with_met_cuts(G, hosts, terminal, sol.theta, links, reductions)
     report = build_report(
         G,
         hosts,

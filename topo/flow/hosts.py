@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import InfeasibleError
-from topo.fabric import SWITCH_KINDS, servers, terminal_kind
+from topo.fabric import SWITCH_KINDS, servers, switch_components, terminal_kind
 
 InnerSignature = tuple[tuple[tuple[str, int], tuple[str, int], float], ...]
 """The inside of a server without its name: ``((kind, index), (kind, index), capacity)`` per
@@ -242,6 +242,46 @@ def check_connected(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
             f"the fabric falls into {len(parts)} disconnected parts with {what} (the smallest "
             f"holds {min(map(str, example))}): the all-to-all rate is 0"
         )
+    apart = hosts_apart(G, hosts)
+    if apart is not None:
+        (a, pa), (b, pb) = apart
+        who = "servers" if terminal == "gpu" else "endpoints"
+        raise InfeasibleError(
+            f"{who} {a.id} and {b.id} share no plane: {a.id} is cabled only to {pa}, "
+            f"{b.id} only to {pb}, and traffic does not cross planes through another host: "
+            "the all-to-all rate is 0"
+        )
+
+
+def hosts_apart(G: nx.Graph, hosts: list[Host]) -> tuple[tuple[Host, str], tuple[Host, str]] | None:
+    """Two hosts cabled to no common switch component (plane), each with its planes named
+    (their first switches), or None.
+
+    A flow between hosts runs host, switches, host: a host forwards nothing (its NICs and
+    NVLink carry only its own GPUs' traffic; the LP's server contraction), so two hosts whose
+    NICs reach disjoint sets of planes (a multi-plane server that lost the cables of all but
+    one plane, another that lost that one) exchange nothing, though the graph, joined inside
+    every intact server, is connected.
+    """
+    comps = switch_components(G)
+    if len(comps) < 2:
+        return None
+    comp_of = {s: i for i, c in enumerate(comps) for s in c}
+    by_set: dict[frozenset[int], Host] = {}
+    for h in hosts:
+        if h.attach:
+            by_set.setdefault(frozenset(comp_of[s] for s in h.attach), h)
+    sets = list(by_set)
+    for i, x in enumerate(sets):
+        for y in sets[i + 1 :]:
+            if not x & y:
+                return (by_set[x], _planes(comps, x)), (by_set[y], _planes(comps, y))
+    return None
+
+
+def _planes(comps: list[list[str]], which: frozenset[int]) -> str:
+    """Switch components named by their first switch: ``the plane of p0/leaf0``."""
+    return " and ".join(f"the plane of {comps[q][0]}" for q in sorted(which))
 
 
 def attached(G: nx.Graph, v: Hashable) -> bool:
