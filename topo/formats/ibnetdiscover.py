@@ -27,6 +27,7 @@ import networkx as nx
 from topo.errors import FormatError, SpecError
 from topo.fabric import long_number
 from topo.units import gbps_to_Bps
+from topo.wording import count
 
 LANE_RATES_GBPS: dict[str, tuple[float, float]] = {
     "SDR": (2.5, 2.0),
@@ -239,7 +240,7 @@ def read_ibnetdiscover(path: str | Path, *, name_map: str | Path | None = None) 
         cas = sum(d.type == "ca" for d in devices.values())
         raise FormatError(
             path,
-            f"no switches: the file describes {cas} CA(s) and no switch; expected the "
+            f"no switches: the file describes {count(cas, 'CA')} and no switch; expected the "
             "ibnetdiscover topology of a switched fabric",
         )
     cables = _pair_cables(path, devices, dump.ends)
@@ -702,8 +703,8 @@ def _build_graph(
         n = G.number_of_nodes()
         raise FormatError(
             path,
-            f"no links: {n} switch(es) but no cable from a switch to a host or to another "
-            "switch; expected a cabled fabric",
+            f"no links: {count(n, 'switch', 'switches')} but no cable from a switch to a host "
+            "or to another switch; expected a cabled fabric",
         )
     leaves = {switch_names[sw] for _, _, sw, *_ in sorted_.endpoints}
     unreachable = _assign_tiers(G, leaves)
