@@ -654,7 +654,7 @@ def test_general_lp_too_large_is_refused_at_once(
 @pytest.mark.parametrize(
     "name, fragments",
     [
-        ("topograph_example-bad.out", ["no switches", "1 CA(s)"]),
+        ("topograph_example-bad.out", ["no switches", "describes 1 CA and no switch"]),
         ("infiniband_exporter_ports_test.out", [":1:", "'ibnetdiscover -p' ports report"]),
         ("infiniband_exporter_ports_test3.out", ["'ibnetdiscover -p' ports report"]),
     ],
@@ -759,3 +759,65 @@ def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, me
     r = run("build", "--spec", "bad.toml", option, bad)
     user_error(r, f"topo: error: {option} {message}")
     assert "bad.toml" not in r.stderr
+
+
+# -- the fresh-user trial's findings on imports and bad files --------------------------------
+
+
+def test_truncated_fabric_error_names_line_and_column(in_tmp: Path) -> None:
+    # Cut after the '[' that opens "nodes": 30 characters (counted by hand), so the parser
+    # wants a value at column 31; on three lines, at the start of line 4.
+    (in_tmp / "t.json").write_text('{"directed": false, "nodes": [')
+    user_error(run("bandwidth", "t.json"), "topo: error: t.json:1:31: not JSON: Expecting value")
+    (in_tmp / "t3.json").write_text('{\n "nodes": [],\n "edges": [\n')
+    user_error(run("bandwidth", "t3.json"), "topo: error: t3.json:4:1: not JSON: Expecting value")
+
+
+def test_a_huge_capacity_is_not_echoed_digit_by_digit(files: Path, in_tmp: Path) -> None:
+    d = _tiny(files)
+    _edge(d)["capacity"] = 10**400
+    (in_tmp / "big.json").write_text(json.dumps(d))
+    line = user_error(run("bandwidth", "big.json"), "got 1e+400 (an integer of 401 digits)")
+    assert "0" * 30 not in line and len(line) < 200
+
+
+def test_a_server_without_nic_is_named_with_its_file(files: Path, in_tmp: Path) -> None:
+    # tiny.json: servers 0-3 of one GPU and one NIC each; server 3's NIC cable removed.
+    d = _tiny(files)
+    pcie = [e for e in d["edges"] if e["kind"] == "pcie" and "node3/nic0" in e.values()]
+    d["edges"] = [e for e in d["edges"] if "node3/nic0" not in (e["source"], e["target"])]
+    (in_tmp / "bare.json").write_text(json.dumps(d))  # no NIC at all: the GPU has none on PCIe
+    user_error(
+        run("bandwidth", "bare.json", "--routing", "ecmp"),
+        "bare.json: GPU node3/gpu0 of server 3 has no NIC on PCIe",
+    )
+    d["edges"] += pcie  # the NIC is there, its cable is not
+    (in_tmp / "cut.json").write_text(json.dumps(d))
+    expected = "topo: error: cut.json: server 3 (node3/gpu0) has GPUs but no NIC cabled"
+    user_error(run("bandwidth", "cut.json"), expected)
+    user_error(run("resilience", "cut.json", "--fail-links", 1, "--trials", 2), expected)
+    user_error(run("moe", "cut.json"), "cut.json: server 3 (node3/gpu0) in the demand has no NIC")
+    user_error(
+        run("bandwidth", "cut.json", "--routing", "ecmp"),
+        "cut.json: 1 GPU has no NIC cabled to a switch (node3/gpu0 first, in server 3)",
+    )
+    user_error(
+        run("collective", "cut.json"), "cut.json: server 3 (node3/gpu0) in use has no NIC cabled"
+    )
+    user_error(
+        run("export", "slurm", "cut.json"), "cut.json: server 3 (node3/gpu0) has no NIC cabled"
+    )
+    user_error(
+        run("export", "nccl", "cut.json", "--node", 3),
+        "cut.json: server 3 (node3/gpu0) has no NIC cabled",
+    )
+
+
+def test_import_summary_says_cas(in_tmp: Path) -> None:
+    # InfiniBand's channel adapter is a CA, plural CAs (IBA specification); the JSON key
+    # unconnected_cas stays.
+    r = ok("import", "ibnetdiscover", real_dump("psmn_x5_qdr.topofile"))
+    assert re.search(r"unconnected CAs\s*│\s*0\b", r.stdout), r.stdout
+    assert "unconnected cas" not in r.stdout
+    summary = ok_json("import", "ibnetdiscover", real_dump("psmn_x5_qdr.topofile"))
+    assert summary["unconnected_cas"] == 0

@@ -63,6 +63,34 @@ def test_format_error_names_file_and_line():
     assert (str(back), back.path, back.line) == ("f.toml:3: not valid TOML", "f.toml", 3)
 
 
+def test_format_error_names_the_column_too():
+    # The file:line:column form of compilers; pickling keeps the column.
+    e = FormatError("t.json", "not JSON: Expecting value", line=1, column=31)
+    assert str(e) == "t.json:1:31: not JSON: Expecting value" and e.column == 31
+    back = pickle.loads(pickle.dumps(e))
+    assert (str(back), back.line, back.column) == (str(e), 1, 31)
+    assert FormatError("t.json", "x", column=3).column is None  # a column needs a line
+
+
+def test_parse_json_and_toml_errors_name_line_and_column(tmp_path) -> None:
+    from topo.fabric import load, parse_json
+    from topo.spec import load_spec
+
+    # '{"a": [1,' ends at column 9; the parser wants a value at column 10.
+    with pytest.raises(FormatError, match=r"^x.json:1:10: not JSON: Expecting value$"):
+        parse_json("x.json", '{"a": [1,')
+    # A truncated fabric on two lines: line 2 has 12 characters, the next is column 13.
+    path = tmp_path / "t.json"
+    path.write_text('{"nodes": [\n {"id": "a",')
+    with pytest.raises(FormatError, match=r"t.json:2:13: not JSON: Expecting property name"):
+        load(path)
+    # TOML: line 3, column 2 (the 'x' no value can start with).
+    spec = tmp_path / "s.toml"
+    spec.write_text('family = "ft2"\nswitch_ports = [64,\n x')
+    with pytest.raises(FormatError, match=r"s.toml:3:2: not valid TOML: Invalid value"):
+        load_spec(spec)
+
+
 # -- library entry points refuse what is not a fabric (the fresh-user trial's finding) -------
 
 

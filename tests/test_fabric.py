@@ -396,12 +396,23 @@ REFUSED = {
     ),
     "links 1e30": (
         lambda d: _edge(d).update(links=10**30),
-        r"edge 'node0/nic1'-'p1/leaf0': 'links' must be at most 1,000,000, got 10{30}$",
+        r"edge 'node0/nic1'-'p1/leaf0': 'links' must be at most 1,000,000, got 1e\+30 "
+        r"\(an integer of 31 digits\)$",
     ),
     "capacity of 400 digits": (
         lambda d: _edge(d).update(capacity=10**400),
         r"edge 'node0/nic1'-'p1/leaf0': 'capacity' must be a number of B/s from 1000 to "
-        r"1e\+15, got 10{400}$",
+        r"1e\+15, got 1e\+400 \(an integer of 401 digits\)$",
+    ),
+    "ports of 401 digits": (
+        lambda d: _node(d, "p1/spine3").update(ports=10**400),
+        r"switch 'p1/spine3': 'ports' must be an integer from 1 to 65,536, got 1e\+400 "
+        r"\(an integer of 401 digits\)$",
+    ),
+    "gpu index of 35 digits": (
+        lambda d: _node(d, "node0/gpu1").update(index=-123456 * 10**29),
+        r"gpu 'node0/gpu1': 'index' must be an integer from 0 to 1,000,000, got -1\.23456e\+34 "
+        r"\(an integer of 35 digits\)$",
     ),
     "links 1e30 as a float": (
         lambda d: _edge(d).update(links=1e30),

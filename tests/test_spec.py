@@ -45,7 +45,7 @@ def test_every_example_loads(path):
         ('family = "mpft"\nports = 64\n', "unknown key 'ports'"),
         ("switch_ports = 64\n", "missing key 'family'"),
         ('family = "mpft"\ngpus = true\n', "gpus must be"),
-        ('family = "mpft\n', r"spec.toml:1: not valid TOML"),
+        ('family = "mpft\n', r"spec.toml:1:15: not valid TOML"),
     ],
 )
 def test_bad_spec_files(tmp_path, text, match):

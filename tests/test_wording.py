@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tests.formats._real import real_file
 from topo.cli import app
 from topo.flow.routing import TOP_LINKS
-from topo.wording import count
+from topo.wording import count, shown
 
 runner = CliRunner()
 
@@ -101,3 +101,18 @@ def test_a_sweep_output_without_a_table_suffix_is_named_with_the_reason(
     dev = cli("sweep", spec, "-o", "/dev/null")
     assert dev.exit_code == 1
     assert "--output /dev/null: cannot write: it is not a regular file" in dev.stderr
+
+
+def test_shown_abbreviates_what_no_one_can_read():
+    # 64-bit values print whole (2**64 - 1 has 20 digits); past that, scientific notation
+    # with the digit count, worked out by hand: 10**400 has 401 digits, 987654321 * 10**40
+    # has 9 + 40 = 49 and starts 9.87654.
+    assert shown(2**64 - 1) == "18446744073709551615"
+    assert shown(10**400) == "1e+400 (an integer of 401 digits)"
+    assert shown(-987654321 * 10**40) == "-9.87654e+48 (an integer of 49 digits)"
+    assert shown(10**20) == "1e+20 (an integer of 21 digits)"
+    assert shown(5000 * 10**5000).startswith("an integer of about 5,004 digits")
+    assert shown("leaf") == "'leaf'" and shown(1e308) == "1e+308" and shown(False) == "False"
+    long = shown("y" * 1000)
+    assert long.endswith("... (a string of 1,000 characters)") and len(long) < 130
+    assert shown([10**5000]) == "a list too long to print"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError
-from topo.fabric import read_text
+from topo.fabric import read_text, toml_error
 from topo.spec import ServerSpec, SwitchSpec
 
 if sys.version_info >= (3, 11):
@@ -180,7 +180,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     try:
         data = tomllib.loads(read_text(p))
     except tomllib.TOMLDecodeError as exc:
-        raise FormatError(p, f"not valid TOML: {exc}") from None
+        raise toml_error(p, exc) from None
     entries: list[Entry] = []
     for kind, table in data.items():
         if kind not in CATALOG_KINDS or not isinstance(table, dict):

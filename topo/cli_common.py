@@ -14,7 +14,8 @@ import os
 import signal
 import sys
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from functools import wraps
 from pathlib import Path
@@ -28,7 +29,7 @@ from rich.table import Table
 from typer.models import OptionInfo
 
 from topo import fabric as fabric_mod
-from topo.errors import TopoError
+from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.interrupts import terminate_on_interrupt
 
 # Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
@@ -63,6 +64,22 @@ def user_errors(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def about(fabric: Path | str | None) -> Iterator[None]:
+    """Name the fabric file before the message of an error that file's content causes inside
+    the block: an :class:`~topo.errors.InfeasibleError` (a server with no NIC cabled to a
+    switch, servers with no path between them) or a :class:`~topo.errors.SpecError` that
+    names no option (a fabric a format cannot describe). ``fabric`` None (a default cluster)
+    names nothing.
+    """
+    try:
+        yield
+    except (InfeasibleError, SpecError) as exc:
+        if fabric is None or (isinstance(exc, SpecError) and exc.param is not None):
+            raise
+        raise exc.prefixed(f"{fabric}: ") from None
 
 
 def option_flags(command: Callable[..., Any]) -> dict[str, str]:
@@ -498,9 +515,15 @@ def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_js
         err.print(f"wrote {output}")
 
 
+SUMMARY_LABELS = {"unconnected_cas": "unconnected CAs", "ca_to_ca_cables": "CA-to-CA cables"}
+"""Row labels of :func:`summary_table` that are not the key with spaces for underscores:
+InfiniBand's channel adapter is a CA, plural CAs (the JSON keys stay as they are)."""
+
+
 def summary_table(summary: dict[str, Any], title: str) -> None:
     """A fabric's counts (``topo.fabric.summarize(G).to_dict()`` and more) as a two-column
-    table on stdout."""
+    table on stdout; each row is labelled by its key with spaces for underscores, or by
+    :data:`SUMMARY_LABELS`."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -516,7 +539,7 @@ def summary_table(summary: dict[str, Any], title: str) -> None:
             )
         elif isinstance(value, int) and not isinstance(value, bool):
             value = f"{value:,}"
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(SUMMARY_LABELS.get(key, key.replace("_", " ")), str(value))
     out.print(table)
 
 

@@ -95,20 +95,36 @@ class FormatError(TopoError):
         What was wrong and what was expected.
     line : int, optional
         1-based line number of the offending line.
+    column : int, optional
+        1-based column of the offending character on that line (a JSON or TOML parser's
+        position); only with ``line``.
+
+    The message reads ``PATH: MESSAGE``, ``PATH:LINE: MESSAGE`` or ``PATH:LINE:COLUMN:
+    MESSAGE``, the form compilers print and editors jump to.
+
+    Examples
+    --------
+    >>> print(FormatError("t.json", "not JSON: Expecting ':' delimiter", line=1, column=998))
+    t.json:1:998: not JSON: Expecting ':' delimiter
     """
 
-    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, message: str, line: int | None = None, column: int | None = None
+    ) -> None:
         self.path = str(path)
         self.line = line
+        self.column = column if line is not None else None
         self.message = message
-        where = f"{self.path}:{line}" if line is not None else self.path
+        where = self.path if line is None else f"{self.path}:{line}"
+        if self.column is not None:
+            where += f":{self.column}"
         super().__init__(f"{where}: {message}")
 
     def __reduce__(
         self,
-    ) -> tuple[type[FormatError], tuple[str, str, int | None], dict[str, object]]:
+    ) -> tuple[type[FormatError], tuple[str, str, int | None, int | None], dict[str, object]]:
         # Rebuilt from its parts (the default would call FormatError(full message)).
-        return (type(self), (self.path, self.message, self.line), self.__dict__)
+        return (type(self), (self.path, self.message, self.line, self.column), self.__dict__)
 
 
 class InfeasibleError(TopoError):

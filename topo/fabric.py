@@ -91,6 +91,7 @@ import networkx as nx
 import orjson
 
 from topo.errors import FormatError, TopoError
+from topo.wording import shown
 
 SWITCH_KINDS = ("leaf", "spine", "core", "switch")
 NODE_KINDS = ("gpu", "nic", "nvswitch", *SWITCH_KINDS)
@@ -320,6 +321,54 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
         if d["kind"] not in SWITCH_KINDS:
             by[d["node"]].append(v)
     return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+
+
+def named_servers(
+    G: nx.Graph, ids: Iterable[Hashable], limit: int = 3, devices: bool = True
+) -> str:
+    """The first servers of ``ids`` for a message: each with one of its devices, so that a
+    server numbered 3 reads ``server 3 (node3/gpu0)`` and an imported one
+    ``server 'gpu01' (gpu01/mlx5_0/p1)``.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    ids : iterable of hashable
+        Server (``node``) ids, in any order; named in natural order.
+    limit : int
+        How many to name; the rest are counted (``and 5 more``).
+    devices : bool
+        Name a device of each (its first GPU, else its first NIC, by name); False: the ids.
+
+    Returns
+    -------
+    str
+        ``"server 3 (node3/gpu0)"``, ``"servers 3 (node3/gpu0), 7 (node7/gpu0) and 1 more"``.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    >>> named_servers(G, [7, 3])
+    'servers 3 (node3/gpu0) and 7 (node7/gpu0)'
+    >>> named_servers(G, range(8), limit=2)
+    'servers 0 (node0/gpu0), 1 (node1/gpu0) and 6 more'
+    """
+    wanted = sorted(set(ids), key=natural_key)
+    first = set(wanted[:limit]) if devices else set()
+    device: dict[Hashable, Any] = {}
+    for v, d in G.nodes(data=True):
+        n = d.get("node")
+        if d.get("kind") in ("gpu", "nic") and n in first:
+            rank = (d["kind"] != "gpu", natural_key(v))
+            if n not in device or rank < device[n][0]:
+                device[n] = (rank, v)
+    items = [f"{n!r} ({device[n][1]})" if n in device else repr(n) for n in wanted[:limit]]
+    if len(wanted) > limit:
+        items.append(f"{len(wanted) - limit:,} more")
+    listed = items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+    return f"{'server' if len(wanted) == 1 else 'servers'} {listed}"
 
 
 def host_of_vertex(d: dict[str, Any]) -> Hashable:
@@ -763,9 +812,36 @@ def parse_json(path: str | Path, text: str) -> Any:
     except RecursionError:
         raise too_deep(path) from None
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not JSON: {exc.msg}", line=exc.lineno) from None
+        raise FormatError(path, f"not JSON: {exc.msg}", exc.lineno, exc.colno) from None
     except ValueError as exc:  # int-conversion limit
         raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
+
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def toml_error(path: str | Path, exc: ValueError, prefix: str = "not valid TOML") -> FormatError:
+    """A ``tomllib.TOMLDecodeError`` as a :class:`FormatError` naming the file, the line and the
+    column.
+
+    Python 3.14's error carries ``lineno`` and ``colno``; older ones only say
+    ``"... (at line 3, column 7)"`` at the end of the message, read from there.
+
+    Examples
+    --------
+    >>> import tomllib
+    >>> try:
+    ...     tomllib.loads("a = 1\\nb = [1,\\n c")
+    ... except tomllib.TOMLDecodeError as exc:
+    ...     print(toml_error("spec.toml", exc))
+    spec.toml:3:2: not valid TOML: Invalid value
+    """
+    text = str(exc)
+    found = _TOML_AT.search(text)
+    line = getattr(exc, "lineno", None) or (int(found[1]) if found else None)
+    column = getattr(exc, "colno", None) or (int(found[2]) if found else None)
+    msg = getattr(exc, "msg", None) or (text[: found.start()] if found else text)
+    return FormatError(path, f"{prefix}: {msg}", line, column)
 
 
 FABRIC_SUFFIXES = (".json",)
@@ -897,7 +973,7 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
             if not text.lstrip().startswith(("{", "["))
             else ""
         )
-        raise FormatError(path, f"not JSON: {exc.msg}{hint}", line=exc.lineno) from None
+        raise FormatError(path, f"not JSON: {exc.msg}{hint}", exc.lineno, exc.colno) from None
     except ValueError as exc:  # an integer over Python's 4,300-digit conversion limit
         raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
     if (
@@ -1179,7 +1255,7 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     planes = G.graph.get("planes", 1)
     if not _is_int(planes) or planes < 1:
         raise FormatError(
-            path, f"graph attribute 'planes' must be a positive integer, got {planes!r}"
+            path, f"graph attribute 'planes' must be a positive integer, got {shown(planes)}"
         )
     lo, hi = CAPACITY_RANGE_Bps
     for v, d in G.nodes(data=True):
@@ -1188,7 +1264,7 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             raise FormatError(path, _kind_fault(G, v, kind))
         if kind in SWITCH_KINDS and not (_is_int(d.get("tier")) and d["tier"] >= 1):
             raise FormatError(
-                path, f"switch {v!r}: 'tier' must be an integer >= 1, got {d.get('tier')!r}"
+                path, f"switch {v!r}: 'tier' must be an integer >= 1, got {shown(d.get('tier'))}"
             )
         if kind in ("gpu", "nic", "nvswitch") and not (
             isinstance(d.get("node"), str) or _is_int(d.get("node"))
@@ -1206,12 +1282,12 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             raise FormatError(
                 path,
                 f"edge {u!r}-{v!r}: 'capacity' must be a number of B/s from {lo:g} to {hi:g}, "
-                f"got {cap!r}",
+                f"got {shown(cap)}",
             )
         links = d.get("links")
         if not _is_int(links) or links < 1:
             raise FormatError(
-                path, f"edge {u!r}-{v!r}: 'links' must be a positive integer, got {links!r}"
+                path, f"edge {u!r}-{v!r}: 'links' must be a positive integer, got {shown(links)}"
             )
         if d.get("kind") not in EDGE_KINDS:
             raise FormatError(
@@ -1314,7 +1390,7 @@ def _check_nodes(G: nx.Graph, path: str | Path) -> None:
                 raise FormatError(
                     path,
                     f"{kind} {v!r}: 'index' must be an integer from 0 to {MAX_INDEX:,}, "
-                    f"got {index!r}",
+                    f"got {shown(index)}",
                 )
             if kind == "nvswitch":
                 continue
@@ -1343,7 +1419,7 @@ def _check_switch(path: str | Path, v: Any, d: dict[str, Any], planes: int) -> N
         if not (_is_int(x) and lo <= x <= hi):
             raise FormatError(
                 path,
-                f"switch {v!r}: {key!r} must be an integer from {lo} to {hi:,}, got {x!r}"
+                f"switch {v!r}: {key!r} must be an integer from {lo} to {hi:,}, got {shown(x)}"
                 + (
                     f" (the fabric has {planes} planes)"
                     if key == "plane" and hi < MAX_PORTS
@@ -1423,7 +1499,8 @@ def _edge_fault(G: nx.Graph, path: str | Path, u: Any, v: Any, d: dict[str, Any]
         )
     if d["links"] > MAX_LINKS:
         raise FormatError(
-            path, f"edge {u!r}-{v!r}: 'links' must be at most {MAX_LINKS:,}, got {d['links']}"
+            path,
+            f"edge {u!r}-{v!r}: 'links' must be at most {MAX_LINKS:,}, got {shown(d['links'])}",
         )
     raise FormatError(
         path,

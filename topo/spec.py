@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError, TopoError
-from topo.fabric import long_number, read_text
+from topo.fabric import long_number, read_text, toml_error
 from topo.units import gbps_to_Bps
+from topo.wording import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,7 +112,7 @@ def as_int(name: str, value: Any) -> int:
     """``value`` as an int, or SpecError (``param`` ``name``) if it is not a whole number
     (bools are refused)."""
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise SpecError(f"{name} must be a whole number, got {value!r}", param=name)
+        raise SpecError(f"{name} must be a whole number, got {shown(value)}", param=name)
     return int(value)
 
 
@@ -121,11 +121,13 @@ def positive_rate(name: str, value: Any, unit: str) -> float:
     SpecError naming ``name``."""
     x = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
     if not (math.isfinite(x) and x > 0):
-        raise SpecError(f"{name} must be a positive number of {unit}, got {value!r}", param=name)
+        raise SpecError(
+            f"{name} must be a positive number of {unit}, got {shown(value)}", param=name
+        )
     lo, hi = RATE_RANGE
     if not lo <= x <= hi:
         raise SpecError(
-            f"{name} must be between {lo:g} and {hi:g} {unit}, got {value!r}", param=name
+            f"{name} must be between {lo:g} and {hi:g} {unit}, got {shown(value)}", param=name
         )
     return x
 
@@ -149,7 +151,7 @@ def leaf_split(k: int, oversubscription: Any) -> tuple[int, int]:
     if not (math.isfinite(r) and r >= 1):
         raise SpecError(
             "oversubscription must be a number of at least 1 (1 = non-blocking), "
-            f"got {oversubscription!r}",
+            f"got {shown(oversubscription)}",
             param="oversubscription",
         )
     up_exact = k / (r + 1)
@@ -203,7 +205,7 @@ class SwitchSpec:
         k = as_int("switch_ports", self.ports)
         if k < 4 or k % 2 or k > MAX_SWITCH_PORTS:
             raise SpecError(
-                f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {k}",
+                f"switch_ports must be an even number from 4 to {MAX_SWITCH_PORTS}, got {shown(k)}",
                 param="switch_ports",
             )
         _set(self, ports=k, link_gbps=positive_rate("link_gbps", self.link_gbps, "Gb/s"))
@@ -261,11 +263,11 @@ class ServerSpec:
         names = ("nics_per_node", "gpus_per_node")
         if not 1 <= gpn <= MAX_GPUS_PER_NODE:
             raise SpecError(
-                f"gpus_per_node must be from 1 to {MAX_GPUS_PER_NODE}, got {gpn}",
+                f"gpus_per_node must be from 1 to {MAX_GPUS_PER_NODE}, got {shown(gpn)}",
                 param="gpus_per_node",
             )
         if nics < 1:
-            raise SpecError(f"nics_per_node must be at least 1, got {nics}", param=names[0])
+            raise SpecError(f"nics_per_node must be at least 1, got {shown(nics)}", param=names[0])
         if nics > gpn:
             raise SpecError(
                 f"nics_per_node ({nics}) must not exceed gpus_per_node ({gpn}): "
@@ -396,7 +398,7 @@ class FabricSpec:
         ):
             raise SpecError(
                 f"oversubscription must be 1 for {self.family} (this builder makes "
-                f"non-blocking fabrics only), got {self.oversubscription!r}",
+                f"non-blocking fabrics only), got {shown(self.oversubscription)}",
                 param="oversubscription",
             )
         leaf_split(self.switch.ports, self.oversubscription)
@@ -405,7 +407,7 @@ class FabricSpec:
             n, gpn = as_int("gpus", self.gpus), self.server.gpus
             if n < 1 or n % gpn:
                 raise SpecError(
-                    f"gpus must be a positive multiple of gpus_per_node ({gpn}), got {n}",
+                    f"gpus must be a positive multiple of gpus_per_node ({gpn}), got {shown(n)}",
                     param="gpus",
                     names=("gpus", "gpus_per_node"),
                 )
@@ -413,7 +415,7 @@ class FabricSpec:
         for key in ("routers_per_group", "endpoints_per_router", "global_ports"):
             value = getattr(self, key)
             if value is not None and as_int(key, value) < 1:
-                raise SpecError(f"{key} must be at least 1, got {value}", param=key)
+                raise SpecError(f"{key} must be at least 1, got {shown(value)}", param=key)
         for key in ("groups", "q"):
             if getattr(self, key) is not None:
                 _set(self, **{key: as_int(key, getattr(self, key))})
@@ -421,7 +423,7 @@ class FabricSpec:
             _check_nic_ports(self.family, as_int("nic_ports", self.nic_ports))
         if self.tiers is not None and as_int("tiers", self.tiers) not in TIERS_RANGE:
             raise SpecError(
-                f"tiers must be 2 or 3 for {self.family}, got {self.tiers!r}", param="tiers"
+                f"tiers must be 2 or 3 for {self.family}, got {shown(self.tiers)}", param="tiers"
             )
         if self.arrangement is not None and self.arrangement not in ARRANGEMENTS:
             raise SpecError(
@@ -540,7 +542,7 @@ def _check_nic_ports(family: str, ports: int) -> None:
         )
     if not 1 <= ports <= MAX_NIC_PORTS:
         raise SpecError(
-            f"nic_ports must be from 1 to {MAX_NIC_PORTS}, got {ports}", param="nic_ports"
+            f"nic_ports must be from 1 to {MAX_NIC_PORTS}, got {shown(ports)}", param="nic_ports"
         )
 
 
@@ -687,11 +689,7 @@ def parse_toml(path: str | Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        # Python < 3.14 puts the position only in the message: "... (at line 3, column 7)".
-        found = re.search(r"\(at line (\d+)", str(exc))
-        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
-        msg = str(exc).split(" (at line")[0]
-        raise FormatError(path, f"not valid TOML: {msg}", line=line) from None
+        raise toml_error(path, exc) from None
 
 
 def _read_table(path: Path) -> dict[str, Any]:
@@ -706,7 +704,7 @@ def _read_table(path: Path) -> dict[str, Any]:
                 "an integer" if t is int else "a number" if t is float else "a string"
                 for t in types
             )
-            raise FormatError(path, f"{key} must be {want}, got {value!r}")
+            raise FormatError(path, f"{key} must be {want}, got {shown(value)}")
     if "family" not in data:
         raise FormatError(path, f"missing key 'family' (one of {', '.join(FAMILIES)})")
     return data

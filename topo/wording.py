@@ -2,6 +2,8 @@
 
 A count printed beside a fixed plural (``(1 links)``) reads as a defect; every message that
 counts something with a number it does not know in advance goes through :func:`count`.
+A value read from a file and echoed in a message goes through :func:`shown`, which keeps it
+to one readable line (an integer of 401 digits is not printed digit by digit).
 """
 
 from __future__ import annotations
@@ -35,4 +37,62 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {word}"
 
 
-__all__ = ["count"]
+MAX_SHOWN_DIGITS = 20
+"""Most digits :func:`shown` prints of an integer: every 64-bit integer (a count, a GUID in
+decimal, a LID) has at most 20."""
+
+MAX_SHOWN_CHARS = 80
+"""Most characters :func:`shown` prints of any other value's ``repr``."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, kept short: an integer of more than
+    :data:`MAX_SHOWN_DIGITS` digits in scientific notation with its digit count, a longer
+    ``repr`` cut at :data:`MAX_SHOWN_CHARS` characters with its length.
+
+    Parameters
+    ----------
+    value : object
+        The offending value (a number, a string, anything a file can hold).
+
+    Returns
+    -------
+    str
+        ``"64"``, ``"'leaf'"``, ``"1e+400 (an integer of 401 digits)"``,
+        ``"'xxxx...' (a string of 5,000 characters)"``.
+
+    Examples
+    --------
+    >>> shown(10**400)
+    '1e+400 (an integer of 401 digits)'
+    >>> shown(-123456 * 10**30), shown(2**64), shown(True), shown(0.5)
+    ('-1.23456e+35 (an integer of 36 digits)', '18446744073709551616', 'True', '0.5')
+    >>> shown("x" * 5000)[-40:]
+    'xxxxxx... (a string of 5,000 characters)'
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _shown_int(value)
+    try:
+        text = repr(value)
+    except ValueError:  # a container holding an integer past Python's 4,300-digit limit
+        return f"a {type(value).__name__} too long to print"
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    what = "a string" if isinstance(value, str) else f"a {type(value).__name__} written in"
+    length = len(value) if isinstance(value, str) else len(text)
+    return f"{text[:MAX_SHOWN_CHARS]}... ({what} of {length:,} characters)"
+
+
+def _shown_int(n: int) -> str:
+    try:
+        digits = str(abs(n))
+    except ValueError:  # over Python's int-to-str limit (4,300 digits by default)
+        return f"an integer of about {round(abs(n).bit_length() * 0.30103):,} digits"
+    if len(digits) <= MAX_SHOWN_DIGITS:
+        return str(n)
+    mantissa = (digits[0] + "." + digits[1:6]).rstrip("0").rstrip(".")
+    sign = "-" if n < 0 else ""
+    return f"{sign}{mantissa}e+{len(digits) - 1} (an integer of {len(digits):,} digits)"
+
+
+__all__ = ["count", "shown"]

@@ -81,7 +81,7 @@ def test_bad_books(tmp_path, text, message):
 def test_toml_syntax_error_names_the_line(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text("[[switch]]\nports = = 3\n")
-    with pytest.raises(FormatError, match=r"bad.toml:2: not valid TOML"):
+    with pytest.raises(FormatError, match=r"bad.toml:2:9: not valid TOML: Invalid value"):
         load_prices(path)
 
 

@@ -24,7 +24,12 @@ from topo.fabric import (
     save,
     summarize,
 )
-from topo.formats import link_rate_Bps, read_ibnetdiscover
+from topo.formats import (
+    import_ibnetdiscover,
+    link_rate_Bps,
+    read_ibnetdiscover,
+    read_ibnetdiscover_dumps,
+)
 from topo.formats.ibnetdiscover import LANE_RATES_GBPS, read_name_map
 
 from ._real import real_file
@@ -690,3 +695,29 @@ def test_a_map_naming_one_guid_twice_is_refused_with_both_lines(tmp_path: Path) 
     # The same name twice is the same map.
     path.write_text("\n".join([*lines, "0x003048c74e4a0000 x5570comp1"]) + "\n")
     assert read_name_map(path) == read_name_map(ibnd("psmn_x5.map"))
+
+
+def test_descriptions_shared_across_dumps_give_guid_names(tmp_path: Path) -> None:
+    # Two planes, one dump each: both leaves say "leaf1" (so both are named by their ids,
+    # S-<guid>, as ibnetdiscover names them), the spines "spine1" and "spine2" (unique over
+    # both dumps: kept). Read concatenated, the same names.
+    other = (
+        BASE.replace("S-000000000000000", "S-00000000000000b")
+        .replace("H-00000000000000a1", "H-00000000000000c1")
+        .replace("(a1)", "(c1)")
+        .replace("host1", "host2")
+        .replace('"spine1"', '"spine2"')
+    )
+    a, b, both = tmp_path / "a.topo", tmp_path / "b.topo", tmp_path / "both.topo"
+    a.write_text(BASE)
+    b.write_text(other)
+    both.write_text(BASE + "\n" + other)
+    G = import_ibnetdiscover([a, b])
+    switches = sorted(v for v, k in G.nodes(data="kind") if k == "switch")
+    assert switches == ["S-0000000000000001", "S-00000000000000b1", "spine1", "spine2"]
+    assert G.nodes["S-00000000000000b1"]["description"] == "leaf1"
+    assert G.nodes["S-00000000000000b1"]["guid"] == "00000000000000b1"
+    assert [g.graph["name"] for g in read_ibnetdiscover_dumps([a, b])] == ["a", "b"]
+    assert nx.utils.graphs_equal(nx.Graph(import_ibnetdiscover(both).edges), nx.Graph(G.edges))
+    # Read alone, each dump's "leaf1" is unique in it, and kept.
+    assert "leaf1" in read_ibnetdiscover(b)

@@ -9,6 +9,7 @@ ibsim-utils and infiniband-diags are not installed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -17,6 +18,7 @@ import pytest
 from topo.builders import build
 from topo.fabric import summarize
 from topo.flow import alltoall_bandwidth
+from topo.flow.resilience import damaged_bandwidth
 from topo.flow.routing.lft import routed_lft
 from topo.formats import import_ibnetdiscover, read_ibnetdiscover, write_ibnetdiscover
 from topo.formats.lft import read_lft
@@ -24,6 +26,7 @@ from topo.validate import validate
 
 from ._ibsim import need_tools, simulator
 from ._lfttrace import trace_busbw
+from ._real import real_file
 
 
 def guid_of(text: str, name: str) -> str:
@@ -225,3 +228,90 @@ def test_mpft_16384_gpus_round_trip(tools: None, tmp_path: Path) -> None:
     report = validate(design, import_ibnetdiscover(dumps), cost=False)
     assert report.ok and report.switches_by_name == 768
     assert report.as_built_busbw_Bps == pytest.approx(report.design_busbw_Bps, rel=1e-9)
+
+
+def _two_man_page_fabrics(tmp_path: Path, joined: bool) -> tuple[Path, str, str]:
+    """A net file of two copies of ``man ibnetdiscover``'s fabric (an ISR9024 and an SW-6IB4
+    Voltaire switch, 4 hosts' CAs); the copy's ids start ``S-01``/``H-01``. ``joined``: a
+    cable between the two ISR9024s (free ports 1) makes one subnet; else two planes."""
+    text = real_file("ibnetdiscover", "ibtopotool_1.topo").read_text()
+    # ibsim takes a device's GUID from the dump's switchguid=/caguid= lines: the copy has
+    # none, so ibsim numbers its devices itself (from 0x100000 and 0x200000).
+    copy = re.sub(r"(?m)^\w+=.*\n", "", text).replace('"S-00', '"S-01').replace('"H-00', '"H-01')
+    a, b = "S-005442ba00003080", "S-015442ba00003080"
+    if joined:
+        text = text.replace(
+            f'"{a}"         # "ISR9024 Voltaire" base port 0 lid 6 lmc 0\n',
+            f'"{a}"         # "ISR9024 Voltaire" base port 0 lid 6 lmc 0\n'
+            f'[1]     "{b}"[1]         # "ISR9024 Voltaire" lid 7 4xSDR\n',
+        )
+        copy = copy.replace(
+            f'"{b}"         # "ISR9024 Voltaire" base port 0 lid 6 lmc 0\n',
+            f'"{b}"         # "ISR9024 Voltaire" base port 0 lid 6 lmc 0\n'
+            f'[1]     "{a}"[1]         # "ISR9024 Voltaire" lid 6 4xSDR\n',
+        )
+    both = text + "\n" + copy
+    # Host names for the CAs (the man page's are all the default "MT23108 InfiniHost ..."),
+    # in the Ca headers, where ibsim reads a node's description: host0 ... host7.
+    hosts = iter(range(8))
+    both = re.sub(
+        r'(?m)^(Ca\s+\d+\s+"H-[0-9a-f]+"\s+# )"[^"]*"',
+        lambda m: f'{m[1]}"host{next(hosts)} HCA-1"',
+        both,
+    )
+    net = tmp_path / "two.net"
+    net.write_text(both)
+    return net, a, b
+
+
+def test_switches_sharing_a_description_are_named_by_guid(tools: None, tmp_path: Path) -> None:
+    # The fresh-user trial: two planes of the same switch models, discovered one by one by the
+    # real ibnetdiscover. Every description is shared by two switches, so each is named by its
+    # ibnetdiscover id S-<guid> (the GUID ibsim gave it), as when the dumps are concatenated.
+    net, a, b = _two_man_page_fabrics(tmp_path, joined=False)
+    dumps = [tmp_path / "plane0.topo", tmp_path / "plane1.topo"]
+    with simulator(net) as sim:
+        for dump, host in zip(dumps, (a, b), strict=True):
+            dump.write_text(sim.ibnetdiscover(sim_host=host))
+    ids = {}  # the S-<guid> id and description of each switch record of each dump
+    for dump in dumps:
+        for line in dump.read_text().splitlines():
+            if line.startswith("Switch"):
+                ids[line.split('"')[1]] = line.split('"')[3]
+    assert sorted(ids.values()) == ["ISR9024 Voltaire"] * 2 + ["SW-6IB4 Voltaire"] * 2
+    G = import_ibnetdiscover(dumps)
+    switches = {v: d for v, d in G.nodes(data=True) if d["kind"] == "switch"}
+    assert set(switches) == set(ids)
+    for v, d in switches.items():
+        assert v == f"S-{d['guid']}" and d["description"] == ids[v]
+    concatenated = tmp_path / "all.topo"
+    concatenated.write_text("\n".join(d.read_text() for d in dumps))
+    H = import_ibnetdiscover(concatenated)
+    assert nx.utils.graphs_equal(nx.Graph(H.edges), nx.Graph(G.edges))
+
+
+def test_opensm_tables_follow_guid_names(tools: None, tmp_path: Path) -> None:
+    # One subnet of the two copies joined (all four switches carry hosts: a direct network,
+    # which --routing lft's up/down model refuses, so the tables are checked, not routed).
+    need_tools("opensm")
+    net, a, _ = _two_man_page_fabrics(tmp_path, joined=True)
+    with simulator(net) as sim:
+        lfts = run_opensm(sim, "minhop", tmp_path / "osm")
+        dump = tmp_path / "joined.topo"
+        dump.write_text(sim.ibnetdiscover(sim_host=a))
+    G = read_ibnetdiscover(dump)
+    names = sorted(v for v, k in G.nodes(data="kind") if k == "switch")
+    assert len(names) == 4 and all(v == f"S-{G.nodes[v]['guid']}" for v in names)
+    # Each table is matched to its switch by GUID (OpenSM's 'guid 0x...'), whatever its name:
+    # every switch has one, and port 1 of each ISR9024 is the cable added between them.
+    tables = read_lft(lfts, dump, G)
+    assert sorted(tables.out_port) == names
+    isr = sorted(v for v in names if G.nodes[v]["description"] == "ISR9024 Voltaire")
+    assert tables.ports[isr[0]][1] == (isr[1], 0) and tables.ports[isr[1]][1] == (isr[0], 0)
+    nics = [v for v, k in G.nodes(data="kind") if k == "nic"]
+    assert len(nics) == 10 and all(v in tables.lid_of for v in nics)
+    # --fail by that name: an SW-6IB4 carries 2 of the 10 CA ports (its ports 6 and 4 in the
+    # man page) and nothing else hangs on it, so failing it cuts exactly those 2 off.
+    sw = next(v for v in names if G.nodes[v]["description"] == "SW-6IB4 Voltaire")
+    damaged = damaged_bandwidth(G, named=[sw])
+    assert damaged.failures.switches == (sw,) and len(damaged.failures.disconnected) == 2

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import read_text
+from topo.fabric import read_text, toml_error
+from topo.wording import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,7 +84,7 @@ class NcclConstants:
             ``arch`` not one of :data:`ARCHES`.
         """
         if arch not in ARCHES:
-            raise TopoError(f"--arch must be one of {', '.join(ARCHES)}, got {arch!r}")
+            raise TopoError(f"--arch must be one of {', '.join(ARCHES)}, got {shown(arch)}")
         data = copy.deepcopy(self.data)
         data["model"]["arch"] = arch
         return NcclConstants(data, self.origin)
@@ -197,11 +197,7 @@ def _parse(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"\(at line (\d+)", str(exc))
-        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
-        raise FormatError(
-            path, f"not valid TOML: {str(exc).split(' (at line')[0]}", line=line
-        ) from None
+        raise toml_error(path, exc) from None
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], path: Path, where: str = "") -> None:
@@ -225,9 +221,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any], path: Path, where: str = 
                 raise FormatError(path, f"{name} must be a list shaped like the default {old!r}")
         elif isinstance(old, str):
             if not isinstance(value, str):
-                raise FormatError(path, f"{name} must be a string, got {value!r}")
+                raise FormatError(path, f"{name} must be a string, got {shown(value)}")
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise FormatError(path, f"{name} must be a number, got {value!r}")
+            raise FormatError(path, f"{name} must be a number, got {shown(value)}")
         base[key] = value
 
 
@@ -241,15 +237,15 @@ def _check(data: dict[str, Any], path: Path) -> None:
     model = data["model"]
     if model["arch"] not in ARCHES:
         raise FormatError(
-            path, f"model.arch must be one of {', '.join(ARCHES)}, got {model['arch']!r}"
+            path, f"model.arch must be one of {', '.join(ARCHES)}, got {shown(model['arch'])}"
         )
     if model["cpu_vendor"] not in CPU_VENDORS:
         raise FormatError(
-            path, f"model.cpu_vendor must be intel or amd, got {model['cpu_vendor']!r}"
+            path, f"model.cpu_vendor must be intel or amd, got {shown(model['cpu_vendor'])}"
         )
     if not isinstance(model["channels"], int) or model["channels"] < 1:
         raise FormatError(
-            path, f"model.channels must be an integer >= 1, got {model['channels']!r}"
+            path, f"model.channels must be an integer >= 1, got {shown(model['channels'])}"
         )
     _check_positive(data, path)
     _check_numbers(model["p2p_channels"], path, "model.p2p_channels.", zero_ok=True)
@@ -262,7 +258,7 @@ def _check(data: dict[str, Any], path: Path) -> None:
         ("efficiency.nvlink." + model["arch"], eff["nvlink"][model["arch"]]),
     ):
         if not 0 < value <= 1:
-            raise FormatError(path, f"{name} must be in (0, 1], got {value!r}")
+            raise FormatError(path, f"{name} must be in (0, 1], got {shown(value)}")
 
 
 def _check_numbers(table: dict[str, Any], path: Path, where: str, zero_ok: bool) -> None:
@@ -277,7 +273,7 @@ def _check_numbers(table: dict[str, Any], path: Path, where: str, zero_ok: bool)
                 continue
             if not math.isfinite(x) or x < 0 or (x == 0 and not zero_ok):
                 limit = ">= 0" if zero_ok else "> 0"
-                raise FormatError(path, f"{name} must be a finite number {limit}, got {x!r}")
+                raise FormatError(path, f"{name} must be a finite number {limit}, got {shown(x)}")
 
 
 def _flat(value: Any) -> list[Any]:

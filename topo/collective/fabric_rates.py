@@ -27,9 +27,9 @@ from typing import Any
 import networkx as nx
 
 from topo.collective.domains import select_domain_subcluster
-from topo.errors import SolverError, TopoError
+from topo.errors import InfeasibleError, SolverError, TopoError
+from topo.fabric import named_servers, spans_hosts
 from topo.fabric import servers as server_vertices
-from topo.fabric import spans_hosts
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.demand import server_demand_time
 from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
@@ -362,10 +362,10 @@ def fabric_rates(
     Raises
     ------
     TopoError
-        Bad ``gpus`` / ``gpus_per_node``; GPUs of a server without NVLink while G > 1; a server
-        with no NIC cabled to a switch while N/G > 1.
+        Bad ``gpus`` / ``gpus_per_node``; GPUs of a server without NVLink while G > 1.
     InfeasibleError
-        Servers with no path between them.
+        Servers with no path between them; a server with no NIC cabled to a switch while
+        N/G > 1 (naming the first ones, :func:`topo.fabric.named_servers`).
 
     Examples
     --------
@@ -385,6 +385,7 @@ def fabric_rates(
     nic_rates: list[float] = []
     nics_per_node = 10**9
     server_nic = math.inf
+    loose: list[Hashable] = []  # servers with no NIC cabled to a switch
     for s in servers:
         # NICs cabled to a switch, at min(cable, PCIe side to the GPUs in use): each once
         cabled = {w: r for w in inv[s]["nic"] for r in _nic_rates(sub, [w])}
@@ -399,15 +400,18 @@ def fabric_rates(
             gpu_nic = min(gpu_nic, own)
         nic_rates += cabled.values()
         nics_per_node = min(nics_per_node, len(cabled))
+        if not cabled:
+            loose.append(s)
         server_nic = min(server_nic, sum(_nic_rates(G, full[s]["nic"])))
     if g > 1 and nvlink <= 0:
         raise TopoError(
             "GPUs without NVLink: intra-node collectives over PCIe are not modelled "
             "(the servers need an NVSwitch joined to their GPUs)"
         )
-    if nodes > 1 and (not nic_rates or nics_per_node == 0):
-        raise TopoError(
-            "a server in use has no NIC cabled to a switch: collectives across servers need one"
+    if nodes > 1 and loose:
+        raise InfeasibleError(
+            f"{named_servers(G, loose)} in use {'has' if len(loose) == 1 else 'have'} no NIC "
+            "cabled to a switch: collectives across servers need one"
         )
     ring, tree, a2a = _patterns(sub, servers, g)
     return FabricRates(

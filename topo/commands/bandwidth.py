@@ -26,6 +26,7 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    about,
     check_outputs,
     check_pxn,
     check_routing_options,
@@ -110,23 +111,25 @@ def bandwidth(
             "--json lists the bottleneck links (as routed: the most loaded) whatever it says",
         )
     if routing == Routing.lft or lft is not None:
-        _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
+        with about(fabric):
+            _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
     else:
         G = fabric_mod.load(fabric)
-        result = _damaged(
-            G,
-            routing,
-            method,
-            seed,
-            flows_per_pair,
-            pxn,
-            fail_links,
-            fail_switches,
-            fail,
-            max_variables,
-            time_limit,
-            html is not None,
-        )
+        with about(fabric):
+            result = _damaged(
+                G,
+                routing,
+                method,
+                seed,
+                flows_per_pair,
+                pxn,
+                fail_links,
+                fail_switches,
+                fail,
+                max_variables,
+                time_limit,
+                html is not None,
+            )
     _render(result, routing, html, as_json, show)
 
 

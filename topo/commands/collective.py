@@ -14,6 +14,7 @@ from rich import box
 from rich.table import Table
 
 from topo.cli_common import (
+    about,
     check_outputs,
     err,
     out,
@@ -205,10 +206,11 @@ def collective(
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
-        comparisons = [
-            compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
-            for t in tests
-        ]
+        with about(fabric):
+            comparisons = [
+                compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
+                for t in tests
+            ]
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
             print_json([cmp.to_dict() for cmp in comparisons])
@@ -218,17 +220,18 @@ def collective(
     else:
         assert fabric is not None
         G = fabric_mod.load(fabric)
-        report = collective_table(
-            G,
-            (op or Op.all_reduce).value,
-            gpus=gpus,
-            gpus_per_node=gpus_per_node,
-            min_bytes=parse_size(min_bytes, "--min-bytes"),
-            max_bytes=parse_size(max_bytes, "--max-bytes"),
-            step_factor=step_factor,
-            dtype=datatype,
-            constants=_arch_constants(c, arch, G),
-        )
+        with about(fabric):
+            report = collective_table(
+                G,
+                (op or Op.all_reduce).value,
+                gpus=gpus,
+                gpus_per_node=gpus_per_node,
+                min_bytes=parse_size(min_bytes, "--min-bytes"),
+                max_bytes=parse_size(max_bytes, "--max-bytes"),
+                step_factor=step_factor,
+                dtype=datatype,
+                constants=_arch_constants(c, arch, G),
+            )
         _write_html(html, lambda: plot_busbw(report=report))
         if as_json:
             print_json(report.to_dict())
@@ -310,7 +313,8 @@ def _calibrate(
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
     _warn_devices(log, tests, G, c.arch, arch)
-    result = calibrate(G, tests, c)
+    with about(fabric):
+        result = calibrate(G, tests, c)
     if output is not None:
         write_atomic(output, cluster_toml(result, log))
     if as_json:

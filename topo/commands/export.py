@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from topo import fabric as fabric_mod
-from topo.cli_common import InputFabric, check_outputs, err, user_errors
+from topo.cli_common import InputFabric, about, check_outputs, err, user_errors
 from topo.errors import TopoError
 
 # The names the help shows, without importing topo.export (and its writers) when the app
@@ -113,7 +113,8 @@ def export_(
         check_fabric(G, fmt)
     except TopoError as exc:
         raise exc.prefixed(f"{fabric}: ") from None
-    result = export(G, fmt, options)
+    with about(fabric):
+        result = export(G, fmt, options)
     for line in result.warnings:
         print(f"topo: warning: {line}", file=sys.stderr)
     for path, text in result.files.items():

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    about,
     check_outputs,
     err,
     from_command_line,
@@ -191,24 +192,25 @@ def moe(
         load_expert_loads(expert_load, config.n_routed_experts) if expert_load is not None else None
     )
     G = fabric_mod.load(fabric)
-    report = moe_report(
-        G,
-        config,
-        ep=ep,
-        tokens_per_gpu=tokens_per_gpu,
-        dispatch_dtype=dispatch_dtype.value,
-        combine_dtype=combine_dtype.value,
-        fp8_scales=fp8_scales,
-        node_limit=node_limit,
-        shared=shared.value,
-        zipf=zipf,
-        expert_load=loads,
-        micro_batches=micro_batches,
-        ib_efficiency=ib_efficiency,
-        nvlink_efficiency=nvlink_efficiency,
-        seed=seed,
-        routing_label=f"load vector {expert_load}" if expert_load is not None else None,
-    )
+    with about(fabric):
+        report = moe_report(
+            G,
+            config,
+            ep=ep,
+            tokens_per_gpu=tokens_per_gpu,
+            dispatch_dtype=dispatch_dtype.value,
+            combine_dtype=combine_dtype.value,
+            fp8_scales=fp8_scales,
+            node_limit=node_limit,
+            shared=shared.value,
+            zipf=zipf,
+            expert_load=loads,
+            micro_batches=micro_batches,
+            ib_efficiency=ib_efficiency,
+            nvlink_efficiency=nvlink_efficiency,
+            seed=seed,
+            routing_label=f"load vector {expert_load}" if expert_load is not None else None,
+        )
     if html is not None:
         from topo.plot import plot_moe, write_html
 

@@ -20,6 +20,7 @@ from topo.cli_common import (
     RoutingOpt,
     SeedOpt,
     TimeLimitOpt,
+    about,
     check_pxn,
     check_routing_options,
     out,
@@ -127,8 +128,8 @@ def _run(
             def advance(done: int, task: TaskID = task) -> None:
                 bar.update(task, completed=done)
 
-            reports.append(
-                run(
+            with about(path):
+                report = run(
                     G,
                     **{
                         **options,
@@ -138,7 +139,7 @@ def _run(
                     progress=advance,
                     trial_map=trial_map,
                 )
-            )
+            reports.append(report)
     return reports
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from topo.errors import FormatError, SpecError
 from topo.fabric import read_text
 from topo.spec import parse_toml
+from topo.wording import shown
 
 CABLE_CLASSES = ("endpoint", "electrical", "optical")
 """Cable classes: NIC to switch; switch to switch inside a rack; switch to switch between
@@ -183,7 +184,7 @@ _LAYOUT = {"electrical_within_group", "source"}
 def _parse(data: dict[str, Any], where: str) -> PriceBook:
     _keys(data, _TOP, where, "the price book")
     if data.get("currency", "USD") != "USD":
-        raise FormatError(where, f"currency must be USD, got {data['currency']!r}")
+        raise FormatError(where, f"currency must be USD, got {shown(data['currency'])}")
     switches, cables = [], []
     seen: set[tuple[Any, ...]] = set()
     for i, s in enumerate(_table_list(data, "switch", where)):
@@ -208,7 +209,7 @@ def _parse(data: dict[str, Any], where: str) -> PriceBook:
         kind = c.get("class")
         if kind not in CABLE_CLASSES:
             raise FormatError(
-                where, f"{what}: class must be one of {', '.join(CABLE_CLASSES)}, got {kind!r}"
+                where, f"{what}: class must be one of {', '.join(CABLE_CLASSES)}, got {shown(kind)}"
             )
         item = Item(
             kind=kind,
@@ -228,7 +229,7 @@ def _parse(data: dict[str, Any], where: str) -> PriceBook:
     within = layout.get("electrical_within_group", False)
     if not isinstance(within, bool):
         raise FormatError(
-            where, f"[layout] electrical_within_group must be true or false, got {within!r}"
+            where, f"[layout] electrical_within_group must be true or false, got {shown(within)}"
         )
     return PriceBook(where, tuple(switches), tuple(cables), within)
 
@@ -265,10 +266,11 @@ def _number(
     if not ok or v < 0 or (positive and v == 0):
         want = "a positive" if positive else "a non-negative"
         raise FormatError(
-            where, f"{what}: {key} must be {want} {'integer' if integer else 'number'}, got {v!r}"
+            where,
+            f"{what}: {key} must be {want} {'integer' if integer else 'number'}, got {shown(v)}",
         )
     if v > MAX_NUMBER:
-        raise FormatError(where, f"{what}: {key} must be at most {MAX_NUMBER:.0e}, got {v!r}")
+        raise FormatError(where, f"{what}: {key} must be at most {MAX_NUMBER:.0e}, got {shown(v)}")
     return float(v)
 
 

@@ -33,8 +33,9 @@ import numpy as np
 from topo.collective.model import OPS
 from topo.engine.seeds import task_seeds
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.fabric import read_text, toml_error
 from topo.spec import FAMILIES
+from topo.wording import shown
 
 try:
     import tomllib
@@ -154,7 +155,7 @@ def _typed(path: Path, where: str, key: str, value: Any, want: type) -> Any:
     if not ok:
         kind = {int: "an integer", float: "a number", str: "a string", list: "a list"}[want]
         raise FormatError(
-            path, f"{where}{key} must be {kind}, got {value!r}", line=_line(path, key)
+            path, f"{where}{key} must be {kind}, got {shown(value)}", line=_line(path, key)
         )
     return float(value) if want is float else value
 
@@ -193,7 +194,7 @@ def _check_grid(path: Path, grid: dict[str, tuple[Any, ...]]) -> None:
     value, a rate out of range, a non-finite or non-positive number."""
 
     def bad(key: str, value: Any, rule: str) -> FormatError:
-        return FormatError(path, f"[grid] {key} {rule}, got {value!r}", line=_line(path, key))
+        return FormatError(path, f"[grid] {key} {rule}, got {shown(value)}", line=_line(path, key))
 
     for key, values in grid.items():
         for v in values:
@@ -213,14 +214,15 @@ def _check_collective(path: Path, collective: dict[str, Any]) -> None:
     if op is not None and op not in OPS:
         raise FormatError(
             path,
-            f"[collective] op must be one of {', '.join(OPS)}, got {op!r}",
+            f"[collective] op must be one of {', '.join(OPS)}, got {shown(op)}",
             line=_line(path, "op"),
         )
     size = collective.get("size_bytes")
     if size is not None and not 1 <= size <= MAX_SIZE_BYTES:
         raise FormatError(
             path,
-            f"[collective] size_bytes must be from 1 to {MAX_SIZE_BYTES:,} (1 PiB), got {size}",
+            f"[collective] size_bytes must be from 1 to {MAX_SIZE_BYTES:,} (1 PiB), "
+            f"got {shown(size)}",
             line=_line(path, "size_bytes"),
         )
 
@@ -252,7 +254,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise FormatError(path, f"not valid TOML: {str(exc).split(' (at line')[0]}") from None
+        raise toml_error(path, exc) from None
     unknown = set(data) - {"sweep", "grid", "moe", "collective"}
     if unknown:
         raise FormatError(
@@ -276,7 +278,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     sample = sweep.get("sample")
     if sample is not None and sample < 1:
         raise FormatError(
-            path, f"[sweep] sample must be >= 1, got {sample}", line=_line(path, "sample")
+            path, f"[sweep] sample must be >= 1, got {shown(sample)}", line=_line(path, "sample")
         )
     moe = _table(path, data, "moe", MOE_KEYS)
     files = [text]

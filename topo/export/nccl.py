@@ -33,7 +33,7 @@ import networkx as nx
 
 from topo.errors import SpecError
 from topo.export.hostlist import hostlist_ranged
-from topo.fabric import SWITCH_KINDS, natural_key, servers, switch_components
+from topo.fabric import SWITCH_KINDS, named_servers, natural_key, servers, switch_components
 from topo.formats.hca_names import DEFAULT_HCA_FORMAT, LINUX_DEVICE, host_devices
 
 __all__ = [
@@ -342,7 +342,12 @@ def nccl_env(
     ctx = context if context is not None else _context(G)
     nics = nccl_nics(G, node, hca_format, ctx)
     if not nics:
-        raise SpecError("the server has no NIC cabled to a switch: no NCCL_IB_HCA to write")
+        ids = list(servers(G))
+        at = 0 if node is None else node
+        raise SpecError(
+            f"{named_servers(G, ids[at : at + 1])} has no NIC cabled to a switch: no "
+            "NCCL_IB_HCA to write"
+        )
     env = {
         "NCCL_IB_HCA": "=" + ",".join(n.ib_hca() for n in nics),
         "NCCL_CROSS_NIC": str(ctx.cross_nic),

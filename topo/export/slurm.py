@@ -35,7 +35,7 @@ import networkx as nx
 
 from topo.errors import SpecError
 from topo.export.hostlist import hostlist_ranged
-from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, servers
+from topo.fabric import SWITCH_KINDS, blocks_below_top, named_servers, natural_key, servers
 
 __all__ = [
     "SlurmBlocks",
@@ -164,8 +164,8 @@ def _leaf_groups(G: nx.Graph) -> list[_Group]:
     missing = [ids[i] for i in range(len(ids)) if i not in attached]
     if missing:
         raise SpecError(
-            f"server {missing[0]} has no NIC cabled to a switch; Slurm puts every node under "
-            "a leaf switch"
+            f"{named_servers(G, missing)} {'has' if len(missing) == 1 else 'have'} no NIC "
+            "cabled to a switch; Slurm puts every node under a leaf switch"
         )
     members: dict[Hashable, tuple[list[int], list[str]]] = {}
     for item in list(uf.parent):

@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import InfeasibleError
-from topo.fabric import SWITCH_KINDS, servers, switch_components, terminal_kind
+from topo.fabric import SWITCH_KINDS, named_servers, servers, switch_components, terminal_kind
 
 InnerSignature = tuple[tuple[tuple[str, int], tuple[str, int], float], ...]
 """The inside of a server without its name: ``((kind, index), (kind, index), capacity)`` per
@@ -205,8 +205,9 @@ def check_terminals(
         loose = [h.id for h in hosts if not h.attach]
         if loose:
             raise InfeasibleError(
-                f"{len(loose)} server(s) have GPUs but no NIC cabled to a switch "
-                f"(e.g. {', '.join(map(str, loose[:3]))}): their all-to-all rate is 0"
+                f"{named_servers(G, loose)} {'has' if len(loose) == 1 else 'have'} GPUs but "
+                f"no NIC cabled to a switch: {'its' if len(loose) == 1 else 'their'} all-to-all "
+                "rate is 0"
             )
     n = terminal_count(hosts)
     what = "GPUs" if terminal == "gpu" else "host endpoints"

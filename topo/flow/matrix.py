@@ -30,7 +30,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, LPTooLarge, TopoError
-from topo.fabric import natural_key, switch_components
+from topo.fabric import named_servers, natural_key, switch_components
 from topo.flow.exact import lp_stats, sort_links
 from topo.flow.hosts import Host, hosts
 from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
@@ -107,8 +107,9 @@ def matrix_flow(
     loose = [s for s in used if not by_id[s].attach]
     if loose:
         raise InfeasibleError(
-            f"{len(loose)} server(s) in the demand have no NIC cabled to a switch "
-            f"(e.g. {', '.join(map(str, loose[:3]))})"
+            f"{named_servers(G, loose)} in the demand {'has' if len(loose) == 1 else 'have'} "
+            f"no NIC cabled to a switch: no path carries {'its' if len(loose) == 1 else 'their'} "
+            "traffic"
         )
     sc = scope(G, hs)
     _check_paths(G, sc, by_id, pairs)

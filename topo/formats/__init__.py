@@ -17,7 +17,12 @@
 """
 
 from topo.formats.hosts import add_hosts, group_into_domains, import_ibnetdiscover, merge_dumps
-from topo.formats.ibnetdiscover import link_rate_Bps, read_ibnetdiscover, read_name_map
+from topo.formats.ibnetdiscover import (
+    link_rate_Bps,
+    read_ibnetdiscover,
+    read_ibnetdiscover_dumps,
+    read_name_map,
+)
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
 from topo.formats.nccl_tests_json import read_nccl_tests_any, read_nccl_tests_json
 from topo.formats.netfile import write_ibnetdiscover
@@ -31,6 +36,7 @@ __all__ = [
     "merge_dumps",
     "link_rate_Bps",
     "read_ibnetdiscover",
+    "read_ibnetdiscover_dumps",
     "read_name_map",
     "read_nccl_tests",
     "read_nccl_tests_any",

@@ -22,7 +22,7 @@ import networkx as nx
 
 from topo.errors import FormatError, SpecError
 from topo.fabric import SWITCH_KINDS, natural_key
-from topo.formats.ibnetdiscover import read_ibnetdiscover
+from topo.formats.ibnetdiscover import read_ibnetdiscover_dumps
 from topo.formats.nvlink_domains import (
     add_domain_servers,
     compile_domain_regex,
@@ -370,8 +370,12 @@ def merge_dumps(graphs: Sequence[nx.Graph]) -> nx.Graph:
     Returns
     -------
     networkx.Graph
-        Their union. A switch whose name another dump also uses (two planes whose switches
-        carry the same description) is renamed ``<dump stem>/<name>``. ``G.graph`` is the first
+        Their union. A switch whose name another dump also uses is renamed
+        ``<dump stem>/<name>``: only ibsim net files (switches named by ids without GUIDs,
+        ``Switch1`` in each) or graphs read one by one, since dumps read together by
+        :func:`topo.formats.ibnetdiscover.read_ibnetdiscover_dumps` (as
+        :func:`import_ibnetdiscover` reads them) name a switch whose description another
+        dump's switch shares by its id ``S-<guid>``. ``G.graph`` is the first
         dump's, with ``planes``, ``link_speeds`` and the counts of what was left out summed and
         ``source`` the sources joined by ``", "``.
 
@@ -457,8 +461,10 @@ def import_ibnetdiscover(
     Returns
     -------
     networkx.Graph
-        :func:`merge_dumps` of the dumps, then :func:`add_hosts` when ``gpus_per_host`` is
-        given.
+        :func:`merge_dumps` of the dumps read together
+        (:func:`topo.formats.ibnetdiscover.read_ibnetdiscover_dumps`: a switch keeps its
+        description only where no switch of any dump shares it, else it is ``S-<guid>``),
+        then :func:`add_hosts` when ``gpus_per_host`` is given.
 
     Raises
     ------
@@ -490,7 +496,7 @@ def import_ibnetdiscover(
                 param="compute_host_regex",
             )
         _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
-    G = merge_dumps([read_ibnetdiscover(p, name_map=name_map) for p in files])
+    G = merge_dumps(read_ibnetdiscover_dumps(files, name_map=name_map))
     if gpus_per_host is None:
         return G
     return add_hosts(

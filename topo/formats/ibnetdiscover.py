@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import networkx as nx
 from topo.errors import FormatError, SpecError
 from topo.fabric import long_number
 from topo.units import gbps_to_Bps
+from topo.wording import count
 
 LANE_RATES_GBPS: dict[str, tuple[float, float]] = {
     "SDR": (2.5, 2.0),
@@ -231,25 +233,69 @@ def read_ibnetdiscover(path: str | Path, *, name_map: str | Path | None = None) 
     ``ibnetdiscover(8)`` man page and ``infiniband-diags/ibnetdiscover.c`` (rdma-core);
     ibsim ``net-examples`` and ``ibsim/sim_net.c`` (linux-rdma/ibsim).
     """
-    text = _read_text(path)
+    return read_ibnetdiscover_dumps([path], name_map=name_map)[0]
+
+
+def read_ibnetdiscover_dumps(
+    paths: Sequence[str | Path], *, name_map: str | Path | None = None
+) -> list[nx.Graph]:
+    """Read several ``ibnetdiscover`` dumps (one per plane) that name their switches together.
+
+    Each dump is read as :func:`read_ibnetdiscover` reads it, except that a switch keeps its
+    description (or map name) only when no other switch *of any of the dumps* has the same
+    one; the others are named by their id ``S-<guid>``, as ``ibnetdiscover`` itself names
+    them. Planes of the same switch models, discovered one by one, so get the names they get
+    when their dumps are concatenated into one file.
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        The dumps.
+    name_map : str or Path, optional
+        One GUID -> name map for all of them (see :func:`read_ibnetdiscover`).
+
+    Returns
+    -------
+    list of networkx.Graph
+        One fabric per dump, in the order of ``paths``.
+
+    Raises
+    ------
+    FormatError
+        As :func:`read_ibnetdiscover`, for the first dump at fault.
+    """
     names = _read_name_map(name_map) if name_map is not None else {}
-    dump = _parse(path, text)
+    dumps = [(path, _read_dump(path)) for path in paths]
+    used = Counter(
+        label
+        for _, (dump, _) in dumps
+        for label in _switch_labels(dump.devices, names).values()
+        if label
+    )
+    graphs = []
+    for path, (dump, cables) in dumps:
+        G = _build_graph(path, dump.devices, cables, names, used)
+        G.graph.update(
+            format="ibsim" if dump.ibsim else "ibnetdiscover",
+            name_map=None if name_map is None else str(name_map),
+            skipped_lines=dump.skipped,
+        )
+        graphs.append(G)
+    return graphs
+
+
+def _read_dump(path: str | Path) -> tuple[_Dump, list[tuple[_PortEnd, _PortEnd]]]:
+    """The records of one dump and its cables, each paired with its far end."""
+    dump = _parse(path, _read_text(path))
     devices = dump.devices
     if not any(d.type == "switch" for d in devices.values()):
         cas = sum(d.type == "ca" for d in devices.values())
         raise FormatError(
             path,
-            f"no switches: the file describes {cas} CA(s) and no switch; expected the "
+            f"no switches: the file describes {count(cas, 'CA')} and no switch; expected the "
             "ibnetdiscover topology of a switched fabric",
         )
-    cables = _pair_cables(path, devices, dump.ends)
-    G = _build_graph(path, devices, cables, names)
-    G.graph.update(
-        format="ibsim" if dump.ibsim else "ibnetdiscover",
-        name_map=None if name_map is None else str(name_map),
-        skipped_lines=dump.skipped,
-    )
-    return G
+    return dump, _pair_cables(path, devices, dump.ends)
 
 
 def read_name_map(path: str | Path) -> dict[str, str]:
@@ -680,9 +726,11 @@ def _build_graph(
     devices: dict[str, _Device],
     cables: list[tuple[_PortEnd, _PortEnd]],
     names: dict[str, str],
+    used: Counter[str],
 ) -> nx.Graph:
+    """The fabric of one dump; ``used`` counts the switch labels over all dumps read together."""
     sorted_ = _sort_cables(devices, cables)
-    switch_names, nic_names = _node_names(path, devices, sorted_.endpoints, names)
+    switch_names, nic_names = _node_names(path, devices, sorted_.endpoints, names, used)
     sharp = _aggregation_ports(devices, cables)
     G = nx.Graph()
     for dev in devices.values():
@@ -702,8 +750,8 @@ def _build_graph(
         n = G.number_of_nodes()
         raise FormatError(
             path,
-            f"no links: {n} switch(es) but no cable from a switch to a host or to another "
-            "switch; expected a cabled fabric",
+            f"no links: {count(n, 'switch', 'switches')} but no cable from a switch to a host "
+            "or to another switch; expected a cabled fabric",
         )
     leaves = {switch_names[sw] for _, _, sw, *_ in sorted_.endpoints}
     unreachable = _assign_tiers(G, leaves)
@@ -737,9 +785,10 @@ def _node_names(
     devices: dict[str, _Device],
     endpoints: list[tuple[_Device, int, str, str, float]],
     names: dict[str, str],
+    used: Counter[str],
 ) -> tuple[dict[str, str], dict[tuple[str, int], str]]:
     """Switch id -> node name and (CA id, port) -> node name, refusing a collision."""
-    switch_names = _switch_names(devices, names)
+    switch_names = _switch_names(devices, names, used)
     nic_names = _nic_names([(ca, port) for ca, port, *_ in endpoints], names)
     for dev_id, name in switch_names.items():
         if name in nic_names.values() and name != dev_id:
@@ -790,14 +839,21 @@ def _add_links(
     return link_speeds
 
 
-def _switch_names(devices: dict[str, _Device], names: dict[str, str]) -> dict[str, str]:
-    """Switch id -> node name: its map name or description if unique among switches, else id."""
-    labels = {
+def _switch_labels(devices: dict[str, _Device], names: dict[str, str]) -> dict[str, str]:
+    """Switch id -> its map name, else its description (stripped; may be empty)."""
+    return {
         d.id: (names[d.guid] if d.guid and d.guid in names else d.description).strip()
         for d in devices.values()
         if d.type == "switch"
     }
-    used = Counter(labels.values())
+
+
+def _switch_names(
+    devices: dict[str, _Device], names: dict[str, str], used: Counter[str]
+) -> dict[str, str]:
+    """Switch id -> node name: its label (:func:`_switch_labels`) if no other switch of the
+    dumps read together (``used`` counts their labels) has it, else its id ``S-<guid>``."""
+    labels = _switch_labels(devices, names)
     return {i: label if label and used[label] == 1 else i for i, label in labels.items()}
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from topo.errors import FormatError
 from topo.fabric import read_text, too_deep
 from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
+from topo.wording import shown
 
 FORMAT_VERSION = 3
 """The ``version`` nccl-tests writes (``JSON_FILE_VERSION``, src/util.cu)."""
@@ -71,15 +72,15 @@ def _op(path: Path, args: Any) -> str:
 def _number(path: Path, where: str, obj: dict[str, Any], key: str) -> float:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FormatError(path, f"{where}.{key} must be a finite number, got {value!r}")
+        raise FormatError(path, f"{where}.{key} must be a finite number, got {shown(value)}")
     if value < 0:
-        raise FormatError(path, f"{where}.{key} must be >= 0, got {value!r}")
+        raise FormatError(path, f"{where}.{key} must be >= 0, got {shown(value)}")
     return float(value)
 
 
 def _body(path: Path, where: str, body: Any) -> tuple[float, float, float]:
     if not isinstance(body, dict):
-        raise FormatError(path, f"{where} must be an object, got {body!r}")
+        raise FormatError(path, f"{where} must be an object, got {shown(body)}")
     key = "time" if "time" in body else "cpu_time"
     return (
         _number(path, where, body, key),
@@ -133,7 +134,7 @@ def _nwrong(path: Path, where: str, body: Any) -> int | None:
         return None
     x = _number(path, where, body, "nwrong")
     if x != int(x):
-        raise FormatError(path, f"{where}.nwrong must be a whole number, got {x!r}")
+        raise FormatError(path, f"{where}.nwrong must be a whole number, got {shown(x)}")
     return int(x)
 
 
@@ -189,7 +190,7 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     except RecursionError:
         raise too_deep(path, "not valid JSON") from None
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+        raise FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
     if not isinstance(doc, dict):
         raise FormatError(path, "an nccl-tests JSON report is an object")
     if doc.get("version") != FORMAT_VERSION:

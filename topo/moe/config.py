@@ -48,6 +48,7 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.fabric import parse_json, read_text
+from topo.wording import shown
 
 __all__ = ["MoEConfig", "default_config", "load_config", "config_from_dict"]
 
@@ -185,9 +186,9 @@ def config_from_dict(data: dict[str, Any], *, source: str = "<dict>", text: str 
             if key in data and data[key] is not None:
                 value = data[key]
                 if not _int_at_least(value, minimum):
-                    raise fail(key, f"must be an integer >= {minimum}, got {value!r}")
+                    raise fail(key, f"must be an integer >= {minimum}, got {shown(value)}")
                 if value > MAX_VALUE:
-                    raise fail(key, f"must be at most {MAX_VALUE:,}, got {value}")
+                    raise fail(key, f"must be at most {MAX_VALUE:,}, got {shown(value)}")
                 return key, value
         if default is None:
             names = " or ".join(repr(k) for k in _KEYS[quantity])
@@ -249,14 +250,16 @@ def _shared_experts(data: dict[str, Any], fail: _Fail) -> int:
     if data.get("n_shared_experts") is not None:
         n = data["n_shared_experts"]
         if not _int_at_least(n, 0):
-            raise fail("n_shared_experts", f"must be an integer >= 0, got {n!r}")
+            raise fail("n_shared_experts", f"must be an integer >= 0, got {shown(n)}")
         if n > MAX_VALUE:
-            raise fail("n_shared_experts", f"must be at most {MAX_VALUE:,}, got {n}")
+            raise fail("n_shared_experts", f"must be at most {MAX_VALUE:,}, got {shown(n)}")
         return n
     size = data.get("shared_expert_intermediate_size")
     if size is not None:
         if not _int_at_least(size, 0):
-            raise fail("shared_expert_intermediate_size", f"must be an integer >= 0, got {size!r}")
+            raise fail(
+                "shared_expert_intermediate_size", f"must be an integer >= 0, got {shown(size)}"
+            )
         return 1 if size > 0 else 0
     return 0
 
@@ -267,9 +270,9 @@ def _moe_layers(data: dict[str, Any], layers: int, dense: int, fail: _Fail) -> i
     for key in ("moe_layer_freq", "decoder_sparse_step"):  # absent or null: every layer
         value = 1 if data.get(key) is None else data[key]
         if not _int_at_least(value, 1):
-            raise fail(key, f"must be an integer >= 1, got {value!r}")
+            raise fail(key, f"must be an integer >= 1, got {shown(value)}")
         if value > MAX_VALUE:
-            raise fail(key, f"must be at most {MAX_VALUE:,}, got {value}")
+            raise fail(key, f"must be at most {MAX_VALUE:,}, got {shown(value)}")
         spacing[key] = value
     freq, step = spacing["moe_layer_freq"], spacing["decoder_sparse_step"]
     mlp_only = data.get("mlp_only_layers") or []

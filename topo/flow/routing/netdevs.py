@@ -45,8 +45,9 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
-from topo.fabric import natural_key
+from topo.fabric import named_servers, natural_key
 from topo.flow.routing.arrays import GPU, NIC, Arcs
+from topo.wording import count as wcount
 
 NCCL_SOURCE = "NCCL 2.30.7"
 """The NCCL release whose code the model follows (``makefiles/version.mk`` of NVIDIA/nccl)."""
@@ -144,8 +145,10 @@ def _own_ports(G: nx.Graph, arcs: Arcs, srv: np.ndarray, gpus: np.ndarray) -> _O
     count = np.bincount(g, minlength=gpus.size)
     if (count == 0).any():
         a = gpus[int(np.argmax(count == 0))]
-        raise TopoError(
-            f"GPU {arcs.nodes[a]} has no NIC on PCIe; the routing model needs every GPU's own NIC"
+        server = named_servers(G, [G.nodes[arcs.nodes[a]]["node"]], devices=False)
+        raise InfeasibleError(
+            f"GPU {arcs.nodes[a]} of {server} has no NIC on PCIe; the routing model needs every "
+            "GPU's own NIC"
         )
     return _Own(g=g, nic=nic, count=count)
 
@@ -203,9 +206,12 @@ def _nics(
         local.append([(r, 1.0 / len(up)) for r in up] if up else [])
     if loose:
         hint = "" if pxn else " (without PXN a GPU reaches no other NIC of its server)"
+        first = arcs.nodes[loose[0]]
+        where = named_servers(G, [G.nodes[arcs.nodes[x]]["node"] for x in loose], devices=False)
         raise InfeasibleError(
-            f"{len(loose)} GPU(s) have no NIC cabled to a switch (e.g. {arcs.nodes[loose[0]]}): "
-            f"they are disconnected, their all-to-all rate is 0{hint}"
+            f"{wcount(len(loose), 'GPU')} {'has' if len(loose) == 1 else 'have'} no NIC cabled "
+            f"to a switch ({first} first, in {where}): they are disconnected, their all-to-all "
+            f"rate is 0{hint}"
         )
     return _Nics(row_of=row_of, rows=alive, cls=cls, R=R, local=local, own=own)
 
@@ -281,9 +287,10 @@ def gpu_netdevs(
     Raises
     ------
     TopoError
-        A GPU with no NIC on PCIe, or without NVLink where its traffic is forwarded.
+        A GPU without NVLink where its traffic is forwarded.
     InfeasibleError
-        GPUs with no cabled NIC they can use (their own, or with PXN one of their server's).
+        A GPU with no NIC on PCIe (naming it and its server); GPUs with no cabled NIC they can
+        use (their own, or with PXN one of their server's).
     """
     own = _own_ports(G, arcs, srv, gpus)
     nc = _nics(G, arcs, own, srv, srv_rank, gpus, gnv, sw_of, pxn)
@@ -402,8 +409,9 @@ def _notes(
     if dead:
         g = next(g for g in range(gpus.size) if not any(x in nc.row_of for x in nc.own[g]))
         out.append(
-            f"{dead} GPU(s) whose own NIC is not cabled (e.g. {arcs.nodes[gpus[g]]}) send and "
-            f"receive through every cabled NIC of their server over NVLink, split evenly "
+            f"{wcount(dead, 'GPU')} whose own NIC is not cabled (e.g. {arcs.nodes[gpus[g]]}) "
+            f"{'sends and receives' if dead == 1 else 'send and receive'} through every cabled "
+            "NIC of their server over NVLink, split evenly "
             f"({NCCL_SOURCE}: an inactive port is no net device, net_ib/init.cc; PXN paths, "
             "graph/paths.cc); flows to their rail leave by those NICs (graph/search.cc "
             "ncclTopoGetNetDev)"
@@ -415,7 +423,7 @@ def _notes(
     )
     if partial:
         out.append(
-            f"{partial} GPU(s) with some of their NIC ports not cabled use their cabled ports "
-            "for every port's share"
+            f"{wcount(partial, 'GPU')} with some of their NIC ports not cabled "
+            f"{'uses its' if partial == 1 else 'use their'} cabled ports for every port's share"
         )
     return tuple(out)
