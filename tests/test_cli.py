@@ -34,6 +34,7 @@ BUILD_KEYS = {
     "switches_by_tier",
     "links",
     "endpoint_links",
+    "cables",
     "planes",
     "max_gpus",
 }
@@ -50,6 +51,7 @@ IMPORT_KEYS = {
     "aggregation_nodes",
     "links",
     "endpoint_links",
+    "cables",
     "link_speeds",
 }
 
@@ -748,3 +750,27 @@ def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, me
     r = run("build", "--spec", "bad.toml", option, bad)
     user_error(r, f"topo: error: {option} {message}")
     assert "bad.toml" not in r.stderr
+
+
+def test_build_summary_counts_every_cable_as_fail_links_does(tmp_path: Path) -> None:
+    """FT2 of 4-port switches (by hand): 4 leaves of 2 down and 2 up ports, 2 spines of 4
+    ports: 8 NIC cables, 4 x 2 = 8 leaf-spine cables, 16 cables in all; --fail-links 17 on it
+    is refused naming the same 16."""
+    r = run("build", "ft2", "--switch-ports", 4, "--json", "-o", tmp_path / "f.json")
+    s = json.loads(r.stdout)
+    assert (s["links"], s["endpoint_links"], s["cables"]) == (8, 8, 16)
+    table = run("build", "ft2", "--switch-ports", 4).stdout
+    assert "links (switch-to-switch cables)" in table
+    assert "endpoint links (NIC-to-switch cables)" in table
+    assert "cables (all; what --fail-links draws from)" in table
+    bad = run("bandwidth", tmp_path / "f.json", "--fail-links", 17)
+    assert bad.exit_code != 0 and "has 16 cables" in bad.output
+
+
+def test_failure_line_counts_in_words(tmp_path: Path) -> None:
+    """One failed cable and no switch read "1 cable, 0 switches", never "cable(s)"."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 4, "-o", f)
+    r = run("bandwidth", f, "--fail", "leaf0--spine0")
+    assert r.exit_code == 0, r.output
+    assert "failed: 1 cable, 0 switches;" in r.stdout and "(s)" not in r.stdout

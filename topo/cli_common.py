@@ -516,8 +516,16 @@ def summary_table(summary: dict[str, Any], title: str) -> None:
             )
         elif isinstance(value, int) and not isinstance(value, bool):
             value = f"{value:,}"
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(SUMMARY_LABELS.get(key, key.replace("_", " ")), str(value))
     out.print(table)
+
+
+SUMMARY_LABELS = {
+    "links": "links (switch-to-switch cables)",
+    "endpoint_links": "endpoint links (NIC-to-switch cables)",
+    "cables": "cables (all; what --fail-links draws from)",
+}
+"""Table labels of the summary keys whose bare name does not say what is counted."""
 
 
 def from_command_line(ctx: typer.Context, name: str) -> bool:

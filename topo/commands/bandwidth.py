@@ -371,7 +371,7 @@ def _damage_lines(result: DamagedBandwidth) -> None:
     if f.empty:
         return
     out.print(
-        f"failed: {len(f.links):,} cable(s), {len(f.switches):,} switch(es); "
+        f"failed: {count(len(f.links), 'cable')}, {count(len(f.switches), 'switch', 'switches')}; "
         f"{GB(f.capacity_lost_Bps):,.1f} GB/s of capacity (one direction)"
     )
     for name in f.switches[:8]:
@@ -384,9 +384,9 @@ def _damage_lines(result: DamagedBandwidth) -> None:
         names = ", ".join(map(str, f.disconnected[:8]))
         more = "" if len(f.disconnected) <= 8 else f", ... ({len(f.disconnected)})"
         where = (
-            f"{f.disconnected_gpus:,} GPU(s) in {len(f.disconnected):,} server(s)"
+            f"{count(f.disconnected_gpus, 'GPU')} in {count(len(f.disconnected), 'server')}"
             if getattr(result.report, "terminal", "gpu") == "gpu"
-            else f"{f.disconnected_gpus:,} endpoint(s)"
+            else count(f.disconnected_gpus, "endpoint")
         )
         out.print(
             f"DISCONNECTED: {where} ({names}{more}) have no path to the rest; "
@@ -407,7 +407,8 @@ def _island_note(result: DamagedBandwidth) -> None:
     which = f" (servers {', '.join(servers[:8])})" if servers else ""
     out.print(
         f"  islands: the fabric splits into {len(sizes)} islands, {ties} of them the largest "
-        f"with {sizes[0]:,} GPU(s) each; reported: the one with the first server by name{which}"
+        f"with {count(sizes[0], 'GPU')} each; reported: the one with the first server by "
+        f"name{which}"
     )
 
 
@@ -421,7 +422,7 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     table.add_column("what")
     table.add_column("value", justify="right", overflow="fold")
     kind = {
-        "ecmp": f"ECMP, {how.flows_per_pair} flow(s) per pair, seed {how.seed}",
+        "ecmp": f"ECMP, {count(how.flows_per_pair, 'flow')} per pair, seed {how.seed}",
         "dmodk": "D-mod-k (destination-based up-port)",
         "lft": "the subnet manager's forwarding tables (LFTs)",
     }[how.name]

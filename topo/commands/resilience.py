@@ -35,6 +35,7 @@ from topo.commands.engine_options import (
     check_engine_options,
     open_engine,
 )
+from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when the command runs
     from topo.flow.resilience import ResilienceReport, TrialMap
@@ -161,8 +162,9 @@ def _table(
 ) -> None:
     """The reports as one table, and the notes that explain its columns."""
     table = Table(
-        title=f"all-to-all busbw (GB/s, {routing.value}) with {fail_links} cable(s) and "
-        f"{fail_switches} switch(es) failed at random, {trials} trials (seed {seed}; each "
+        title=f"all-to-all busbw (GB/s, {routing.value}) with {count(fail_links, 'cable')} and "
+        f"{count(fail_switches, 'switch', 'switches')} failed at random, {count(trials, 'trial')}"
+        f" (seed {seed}; each "
         "trial's own seed in --json trial_seeds)",
         title_justify="left",
     )
@@ -172,10 +174,11 @@ def _table(
         cut = (
             "-"
             if not r.trials_with_disconnected
-            else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
+            else f"{count(r.trials_with_disconnected, 'trial')}, up to "
+            f"{count(r.max_disconnected_gpus, 'GPU')}"
         )
         if r.trials_unroutable:
-            cut += f"; {r.trials_unroutable} trial(s) unroutable"
+            cut += f"; {count(r.trials_unroutable, 'trial')} unroutable"
         table.add_row(
             r.fabric or r.family,
             _cell(r.intact_busbw_GBps, r.range_GBps.get("intact")),

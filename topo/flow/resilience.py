@@ -35,6 +35,7 @@ from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
 from topo.flow.seeds import trial_seeds
 from topo.units import Bps_to_GBps
+from topo.wording import count
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
 
@@ -179,7 +180,7 @@ def _all_cut_off(G: nx.Graph, failures: FailureSet) -> str:
     why = (
         f"all {len(leaves):,} leaves failed"
         if leaves and lost == len(leaves)
-        else f"{lost:,} of {len(leaves):,} leaves and {len(failures.links):,} cable(s) failed"
+        else f"{lost:,} of {len(leaves):,} leaves and {count(len(failures.links), 'cable')} failed"
     )
     return (
         f"every {who[:-1]} is disconnected: all {failures.disconnected_gpus:,} {who} lost "
