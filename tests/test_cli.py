@@ -774,3 +774,17 @@ def test_failure_line_counts_in_words(tmp_path: Path) -> None:
     r = run("bandwidth", f, "--fail", "leaf0--spine0")
     assert r.exit_code == 0, r.output
     assert "failed: 1 cable, 0 switches;" in r.stdout and "(s)" not in r.stdout
+
+
+def test_ecmp_refusal_with_a_dead_nic_cable_says_what_to_do(tmp_path: Path) -> None:
+    """Without PXN the GPU of a dead NIC cable has no way out: the refusal names the GPU and
+    the two ways that route it (PXN, or the optimal routing), and the second one works."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 8, "--gpus", 16, "-o", f)
+    dead = ("--fail", "node0/nic0--leaf0")
+    r = run("bandwidth", f, "--routing", "ecmp", "--no-pxn", *dead)
+    assert r.exit_code != 0
+    assert "1 GPU has no NIC cabled to a switch (e.g. node0/gpu0)" in r.output
+    assert "--pxn" in r.output and "--routing optimal" in r.output
+    assert run("bandwidth", f, *dead).exit_code == 0
+    assert run("bandwidth", f, "--routing", "ecmp", *dead).exit_code == 0

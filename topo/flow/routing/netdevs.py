@@ -47,6 +47,7 @@ import numpy as np
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import natural_key
 from topo.flow.routing.arrays import GPU, NIC, Arcs
+from topo.wording import count
 
 NCCL_SOURCE = "NCCL 2.30.7"
 """The NCCL release whose code the model follows (``makefiles/version.mk`` of NVIDIA/nccl)."""
@@ -202,10 +203,18 @@ def _nics(
             loose.append(int(gpus[g]))
         local.append([(r, 1.0 / len(up)) for r in up] if up else [])
     if loose:
-        hint = "" if pxn else " (without PXN a GPU reaches no other NIC of its server)"
+        hint = (
+            " (without PXN a GPU reaches no other NIC of its server); route it with PXN "
+            "(--pxn, NCCL's default: such a GPU sends through its server's other NICs over "
+            "NVLink) or with --routing optimal"
+            if pxn is False
+            else "; --routing optimal gives the all-to-all of the GPUs that are connected"
+        )
+        n = len(loose)
         raise InfeasibleError(
-            f"{len(loose)} GPU(s) have no NIC cabled to a switch (e.g. {arcs.nodes[loose[0]]}): "
-            f"they are disconnected, their all-to-all rate is 0{hint}"
+            f"{count(n, 'GPU')} {'has' if n == 1 else 'have'} no NIC cabled to a switch (e.g. "
+            f"{arcs.nodes[loose[0]]}): as routed, {'it is' if n == 1 else 'they are'} "
+            f"disconnected and the all-to-all rate is 0{hint}"
         )
     return _Nics(row_of=row_of, rows=alive, cls=cls, R=R, local=local, own=own)
 
