@@ -788,3 +788,18 @@ def test_ecmp_refusal_with_a_dead_nic_cable_says_what_to_do(tmp_path: Path) -> N
     assert "--pxn" in r.output and "--routing optimal" in r.output
     assert run("bandwidth", f, *dead).exit_code == 0
     assert run("bandwidth", f, "--routing", "ecmp", *dead).exit_code == 0
+
+
+def test_optimal_bottleneck_counts_the_cables_of_a_bundle(tmp_path: Path) -> None:
+    """FT2 of 8-port switches, 16 GPUs at 3:1: 3 leaves of 6 down and 2 up ports, one spine of
+    6 ports, so each leaf-spine link is a bundle of 2 cables of 50 GB/s (100 GB/s). A binding
+    bundle counts as 1 link and 2 cables, in the row, the table and --json."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 8, "--gpus", 16, "--oversubscription", 3, "-o", f)
+    d = json.loads(run("bandwidth", f, "--json").stdout)
+    spine = [b for b in d["bottleneck_links"] if "spine" in b["tier"]]
+    assert spine and all(b["cables"] == 2 and b["capacity_GBps"] == 100.0 for b in spine)
+    assert all(b["cables"] == 1 for b in d["bottleneck_links"] if b["tier"] == "leaf->nic")
+    table = run("bandwidth", f).stdout
+    assert f"({len(spine)} link, 2 cables)" in table if len(spine) == 1 else "cables)" in table
+    assert "┃ cables ┃" in table

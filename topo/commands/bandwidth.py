@@ -319,7 +319,12 @@ def _hosts_row(r: BandwidthResult) -> tuple[str, str]:
 def _bottleneck(r: BandwidthResult) -> str:
     """The bottleneck row: the binding links per tier, or plainly that none is known."""
     if r.bottleneck_links:
-        return ", ".join(f"{t} ({count(n, 'link')})" for t, n in r.bottleneck_tiers.items())
+        cables = r.bottleneck_cables
+        return ", ".join(
+            f"{t} ({count(n, 'link')}"
+            + (f", {count(cables[t], 'cable')})" if cables[t] != n else ")")
+            for t, n in r.bottleneck_tiers.items()
+        )
     if r.exact:
         return "not identified (exact by meeting bounds)"
     return "not identified (only bounds are known)"
@@ -356,11 +361,17 @@ def _bottleneck_links(r: BandwidthResult, show: int) -> None:
             f" of {len(r.bottleneck_links):,})",
             title_justify="left",
         )
-        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s"):
-            links.add_column(col, justify="right" if "GB/s" in col else "left", overflow="fold")
+        for col in ("from", "to", "tier", "cables", "capacity GB/s", "load GB/s"):
+            left = col in ("from", "to", "tier")
+            links.add_column(col, justify="left" if left else "right", overflow="fold")
         for b in r.bottleneck_links[:show]:
             links.add_row(
-                b.source, b.target, b.tier, f"{GB(b.capacity_Bps):.2f}", f"{GB(b.load_Bps):.2f}"
+                b.source,
+                b.target,
+                b.tier,
+                f"{b.cables:,}",
+                f"{GB(b.capacity_Bps):.2f}",
+                f"{GB(b.load_Bps):.2f}",
             )
         out.print(links)
 
