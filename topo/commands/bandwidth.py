@@ -41,7 +41,7 @@ from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
     from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import BandwidthResult, RoutingDetail
+    from topo.flow.result import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
 
 BANDWIDTH_TIME_LIMIT_S = 120.0
 """Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
@@ -365,15 +365,20 @@ def _bottleneck_links(r: BandwidthResult, show: int) -> None:
             left = col in ("from", "to", "tier")
             links.add_column(col, justify="left" if left else "right", overflow="fold")
         for b in r.bottleneck_links[:show]:
-            links.add_row(
-                b.source,
-                b.target,
-                b.tier,
-                f"{b.cables:,}",
-                f"{GB(b.capacity_Bps):.2f}",
-                f"{GB(b.load_Bps):.2f}",
-            )
+            links.add_row(*_link_cells(b))
         out.print(links)
+
+
+def _link_cells(b: BottleneckLink | LoadedLink) -> tuple[str, ...]:
+    """A link direction's first cells: ends, tier, cables, capacity and load (GB/s)."""
+    return (
+        b.source,
+        b.target,
+        b.tier,
+        f"{b.cables:,}",
+        f"{GB(b.capacity_Bps):.2f}",
+        f"{GB(b.load_Bps):.2f}",
+    )
 
 
 def _damage_lines(result: DamagedBandwidth) -> None:
@@ -521,12 +526,7 @@ def _loaded_links(how: RoutingDetail, show: int) -> None:
             links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
         for b in how.loaded_links[:show]:
             links.add_row(
-                b.source,
-                b.target,
-                b.tier,
-                f"{b.cables:,}",
-                f"{GB(b.capacity_Bps):.2f}",
-                f"{GB(b.load_Bps):.2f}",
+                *_link_cells(b),
                 f"{100 * b.load_Bps / b.capacity_Bps:.1f}%",
                 f"{100 * b.utilization:.1f}%",
             )
