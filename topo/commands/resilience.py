@@ -40,6 +40,9 @@ from topo.wording import count
 if TYPE_CHECKING:  # the solver loads when the command runs
     from topo.flow.resilience import ResilienceReport, TrialMap
 
+P5_MIN_TRIALS = 20
+"""As :data:`topo.flow.resilience.P5_MIN_TRIALS` (not imported: the solver loads late)."""
+
 
 @user_errors
 def resilience(
@@ -196,7 +199,10 @@ def _stat_cells(r: ResilienceReport) -> list[str]:
     if r.statistics_trials == 0:
         return ["-"] * len(values)
     keys = ("min", "p5", "median", "mean", "max")
-    return [_cell(v, r.range_GBps.get(k)) for k, v in zip(keys, values, strict=True)]
+    return [
+        "-" if k not in r.range_GBps else _cell(v, r.range_GBps.get(k))
+        for k, v in zip(keys, values, strict=True)
+    ]
 
 
 def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
@@ -209,6 +215,11 @@ def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
         )
     if any(r.statistics_trials == 0 for r in reports):
         out.print("  -: every trial unroutable, no statistic (null in --json)")
+    if any(0 < r.statistics_trials < P5_MIN_TRIALS for r in reports):
+        out.print(
+            f"  p5 -: fewer than {P5_MIN_TRIALS} trials with a rate, so none lies at or below "
+            "the 5th percentile (null in --json); min is the smallest trial"
+        )
     if routing is not Routing.optimal:
         out.print(
             f"  exact: as routed ({routing.value}) each trial's rate is computed from its "
