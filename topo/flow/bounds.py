@@ -43,6 +43,7 @@ from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
 from topo.flow.lp import NO_LP
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds
 from topo.flow.routing import routed_alltoall
+from topo.wording import count
 
 ROUTER_LP_MAX_COLUMNS = 2_000_000
 """Largest router-level LP of :mod:`topo.flow.direct` (columns), whatever the exact LP's limit:
@@ -300,8 +301,8 @@ def _met_cut_links(
     found = cut_links(G, hs, terminal) if by_cut else None
     if found:
         notes.append(
-            f"bottleneck: the {len(found) // 2:,} cable(s) of that cut, full both ways in every "
-            "flow at this rate (other links may be full too)"
+            f"bottleneck: the {count(len(found) // 2, 'cable')} of that cut, full both ways in "
+            "every flow at this rate (other links may be full too)"
         )
         return found
     notes.append(

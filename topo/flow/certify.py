@@ -45,6 +45,7 @@ from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.switch_arcs import SwitchArcs
 from topo.flow.uniform_report import build_report
+from topo.wording import count
 
 CERTIFY_TOL = 1e-7
 """Relative gap between the routing's rate and the cut bound below which the rate is exact
@@ -118,7 +119,7 @@ def _tightest_cut(
         bound = cap / (W * (n - W))
         if bound < best:
             name = min(block, key=str) if len(block) == 1 else f"the block of {min(block, key=str)}"
-            best, what = bound, f"{name} with its {len(members)} attached host(s)"
+            best, what = bound, f"{name} with its {count(len(members), 'attached host')}"
             side = (inside, list(members.values()))
     return best, what, side
 
