@@ -34,6 +34,7 @@ BUILD_KEYS = {
     "switches_by_tier",
     "links",
     "endpoint_links",
+    "cables",
     "planes",
     "max_gpus",
 }
@@ -50,6 +51,7 @@ IMPORT_KEYS = {
     "aggregation_nodes",
     "links",
     "endpoint_links",
+    "cables",
     "link_speeds",
 }
 
@@ -821,3 +823,56 @@ def test_import_summary_says_cas(in_tmp: Path) -> None:
     assert "unconnected cas" not in r.stdout
     summary = ok_json("import", "ibnetdiscover", real_dump("psmn_x5_qdr.topofile"))
     assert summary["unconnected_cas"] == 0
+
+
+def test_build_summary_counts_every_cable_as_fail_links_does(tmp_path: Path) -> None:
+    """FT2 of 4-port switches (by hand): 4 leaves of 2 down and 2 up ports, 2 spines of 4
+    ports: 8 NIC cables, 4 x 2 = 8 leaf-spine cables, 16 cables in all; --fail-links 17 on it
+    is refused naming the same 16."""
+    r = run("build", "ft2", "--switch-ports", 4, "--json", "-o", tmp_path / "f.json")
+    s = json.loads(r.stdout)
+    assert (s["links"], s["endpoint_links"], s["cables"]) == (8, 8, 16)
+    table = run("build", "ft2", "--switch-ports", 4).stdout
+    assert "links (switch-to-switch cables)" in table
+    assert "endpoint links (NIC-to-switch cables)" in table
+    assert "cables (all; what --fail-links draws from)" in table
+    bad = run("bandwidth", tmp_path / "f.json", "--fail-links", 17)
+    assert bad.exit_code != 0 and "has 16 cables" in bad.output
+
+
+def test_failure_line_counts_in_words(tmp_path: Path) -> None:
+    """One failed cable and no switch read "1 cable, 0 switches", never "cable(s)"."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 4, "-o", f)
+    r = run("bandwidth", f, "--fail", "leaf0--spine0")
+    assert r.exit_code == 0, r.output
+    assert "failed: 1 cable, 0 switches;" in r.stdout and "(s)" not in r.stdout
+
+
+def test_ecmp_refusal_with_a_dead_nic_cable_says_what_to_do(tmp_path: Path) -> None:
+    """Without PXN the GPU of a dead NIC cable has no way out: the refusal names the GPU and
+    the two ways that route it (PXN, or the optimal routing), and the second one works."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 8, "--gpus", 16, "-o", f)
+    dead = ("--fail", "node0/nic0--leaf0")
+    r = run("bandwidth", f, "--routing", "ecmp", "--no-pxn", *dead)
+    assert r.exit_code != 0
+    assert "1 GPU has no NIC cabled to a switch (node0/gpu0 first, in server 0)" in r.output
+    assert "--pxn" in r.output and "--routing optimal" in r.output
+    assert run("bandwidth", f, *dead).exit_code == 0
+    assert run("bandwidth", f, "--routing", "ecmp", *dead).exit_code == 0
+
+
+def test_optimal_bottleneck_counts_the_cables_of_a_bundle(tmp_path: Path) -> None:
+    """FT2 of 8-port switches, 16 GPUs at 3:1: 3 leaves of 6 down and 2 up ports, one spine of
+    6 ports, so each leaf-spine link is a bundle of 2 cables of 50 GB/s (100 GB/s). A binding
+    bundle counts as 1 link and 2 cables, in the row, the table and --json."""
+    f = tmp_path / "f.json"
+    run("build", "ft2", "--switch-ports", 8, "--gpus", 16, "--oversubscription", 3, "-o", f)
+    d = json.loads(run("bandwidth", f, "--json").stdout)
+    spine = [b for b in d["bottleneck_links"] if "spine" in b["tier"]]
+    assert spine and all(b["cables"] == 2 and b["capacity_GBps"] == 100.0 for b in spine)
+    assert all(b["cables"] == 1 for b in d["bottleneck_links"] if b["tier"] == "leaf->nic")
+    table = run("bandwidth", f).stdout
+    assert f"({len(spine)} link, 2 cables)" in table if len(spine) == 1 else "cables)" in table
+    assert "┃ cables ┃" in table

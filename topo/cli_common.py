@@ -515,9 +515,16 @@ def emit_fabric(G: nx.Graph, summary: dict[str, Any], output: Path | None, as_js
         err.print(f"wrote {output}")
 
 
-SUMMARY_LABELS = {"unconnected_cas": "unconnected CAs", "ca_to_ca_cables": "CA-to-CA cables"}
+SUMMARY_LABELS = {
+    "unconnected_cas": "unconnected CAs",
+    "ca_to_ca_cables": "CA-to-CA cables",
+    "links": "links (switch-to-switch cables)",
+    "endpoint_links": "endpoint links (NIC-to-switch cables)",
+    "cables": "cables (all; what --fail-links draws from)",
+}
 """Row labels of :func:`summary_table` that are not the key with spaces for underscores:
-InfiniBand's channel adapter is a CA, plural CAs (the JSON keys stay as they are)."""
+InfiniBand's channel adapter is a CA, plural CAs; and the cable counts, whose bare names do not
+say what is counted (the JSON keys stay as they are)."""
 
 
 def summary_table(summary: dict[str, Any], title: str) -> None:

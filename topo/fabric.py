@@ -536,7 +536,10 @@ class FabricSummary:
     links : int
         Switch-to-switch cables (the count the papers compare).
     endpoint_links : int
-        NIC-to-switch cables.
+        NIC-to-switch cables (server to switch).
+    cables : int
+        All cables attached to a switch, ``links + endpoint_links``: what ``--fail-links``
+        draws from (:func:`topo.flow.failures.cables`, a bundle counted cable by cable).
     planes : int
         Independent fabrics (MPFT: NICs per node; otherwise 1).
     max_gpus : int or None
@@ -553,12 +556,17 @@ class FabricSummary:
     endpoint_links: int
     planes: int
     max_gpus: int | None = None
+    cables: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict; ``extra`` entries are merged in at the top level."""
         d = asdict(self)
         extra = d.pop("extra")
+        d = {k: v for k, v in d.items() if k != "cables"}
+        keys = list(d)
+        at = keys.index("endpoint_links") + 1  # the total beside its two parts
+        d = {**{k: d[k] for k in keys[:at]}, "cables": self.cables, **{k: d[k] for k in keys[at:]}}
         d.update(extra)
         return d
 
@@ -610,6 +618,7 @@ def summarize(G: nx.Graph) -> FabricSummary:
         switches_by_tier=dict(sorted(tiers.items(), key=lambda kv: _tier_order(kv[0]))),
         links=links,
         endpoint_links=endpoint_links,
+        cables=links + endpoint_links,
         planes=int(G.graph.get("planes", 1)),
         max_gpus=G.graph.get("max_gpus"),
         extra=extra,

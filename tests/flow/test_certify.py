@@ -216,3 +216,19 @@ def test_two_disjoint_fabrics_are_refused_whichever_path_runs_first(monkeypatch,
     with pytest.raises(InfeasibleError, match="2 disconnected parts"):
         alltoall_bandwidth(G)
     assert certified(G) is None
+
+
+def test_note_of_a_one_plane_fabric_says_there_is_no_split():
+    """FT3 is one plane (one switch component): nothing is split over planes, and the note
+    says so; an MPFT's note names the split. FT3 is NIC-bound (full bisection): by hand the
+    server cut gives lam = C / (n - 8), C = 50 GB/s per NIC, 8 GPUs per server, so each GPU
+    sends lam (n - 8) = C off its server, its NIC's line rate: utilisation 1.0 exactly."""
+    r = certified(build("ft3", switch_ports=8))
+    assert r is not None
+    note = next(x for x in r.reductions if x.startswith("exact by a routing"))
+    assert "one plane (no split over planes)" in note and "proportional fitting" not in note
+    assert r.pair_rate_Bps == 50e9 / (r.gpus - 8)
+    assert r.nic_utilization == 1.0
+    mp = certified(build("mpft", switch_ports=8))
+    assert mp is not None
+    assert any("split over its planes by proportional fitting" in x for x in mp.reductions)

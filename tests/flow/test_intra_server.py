@@ -42,5 +42,5 @@ def test_cli_intra_server_splits_nvlink_and_leaf_by_hand(tmp_path):
     row = next(s for s in text.splitlines() if "intra-server per GPU" in s)
     assert "250.00 GB/s (at most 200.00 over NVLink" in row
     assert "at least 50.00 through NIC, leaf, NIC" in row
-    assert "4 islands, 4 of them the largest with 8 GPU(s) each" in text
+    assert "4 islands, 4 of them the largest with 8 GPUs each" in text
     assert "(servers 0)" in text

@@ -16,12 +16,16 @@ def test_statistics_by_hand():
     assert values["min"] == 1.0 and values["median"] == 2.0
     assert values["max"] is None and ranges["max"] == [3.0, 5.0]
     assert values["mean"] is None and ranges["mean"] == pytest.approx([2.0, 8.0 / 3.0])
-    # p5 interpolates between the two smallest: 1 + 0.1 x (2 - 1), the same at both ends.
-    assert values["p5"] == pytest.approx(1.1)
+    # 3 trials: none lies at the 5th percentile (P5_MIN_TRIALS), so no p5.
+    assert values["p5"] is None and "p5" not in ranges
+    # 20 trials 1..20: p5 interpolates between the two smallest, 1 + 0.05 x 19 x (2 - 1).
+    v = [float(i) for i in range(1, 21)]
+    values, ranges = statistics(v, v)
+    assert values["p5"] == pytest.approx(1.95) and ranges["p5"] == pytest.approx([1.95, 1.95])
 
 
 def test_all_known_gives_numpy_statistics():
-    v = [4.0, 1.0, 3.0, 2.0]
+    v = [4.0, 1.0, 3.0, 2.0] * 5
     values, _ = statistics(v, v)
     assert [values[k] for k in STATISTICS] == pytest.approx(
         [1.0, float(np.percentile(v, 5)), 2.5, 2.5, 4.0]
@@ -45,7 +49,8 @@ def test_bounded_trials_are_unknown_and_bracket_the_exact_run():
         assert lo <= v * (1 + 1e-6) and v <= hi * (1 + 1e-6)
         assert b is None or b == pytest.approx(v, rel=1e-6)
     assert None in bounded.busbw_GBps
-    for k in STATISTICS:
+    assert exact.p5_GBps is None and "p5" not in bounded.range_GBps  # 4 trials: no p5
+    for k in (s for s in STATISTICS if s != "p5"):
         known = getattr(exact, f"{k}_GBps")
         lo, hi = bounded.range_GBps[k]
         assert lo <= known * (1 + 1e-6) and known <= hi * (1 + 1e-6)
@@ -87,3 +92,17 @@ def test_a_trial_with_every_gpu_cut_off_is_known_to_be_zero():
     r = resilience(G, trials=2, switches=12, seed=0)
     assert r.busbw_GBps == [0.0, 0.0] and r.exact_trials == 2
     assert r.min_GBps == 0.0 and r.max_GBps == 0.0
+
+
+def test_p5_needs_20_trials():
+    """With n trials the smallest is the 1/n quantile: below 20 none lies at the 5th
+    percentile, so p5 is None (min stays); with 20, p5 is numpy's linear one of the trials,
+    worked out from the trial values: x[0] + 0.05 * 19 * (x[1] - x[0])."""
+    G = build("ft2", switch_ports=4)
+    few = resilience(G, trials=3, links=1, seed=0)
+    assert few.p5_GBps is None and "p5" not in few.range_GBps
+    assert few.min_GBps == min(v for v in few.busbw_GBps if v is not None)
+    many = resilience(G, trials=20, links=1, seed=0)
+    x = sorted(v for v in many.busbw_GBps if v is not None)
+    assert len(x) == 20
+    assert many.p5_GBps == pytest.approx(x[0] + 0.95 * (x[1] - x[0]), rel=1e-12)

@@ -42,7 +42,7 @@ from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
     from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import BandwidthResult, RoutingDetail
+    from topo.flow.result import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
 
 BANDWIDTH_TIME_LIMIT_S = 120.0
 """Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
@@ -322,7 +322,12 @@ def _hosts_row(r: BandwidthResult) -> tuple[str, str]:
 def _bottleneck(r: BandwidthResult) -> str:
     """The bottleneck row: the binding links per tier, or plainly that none is known."""
     if r.bottleneck_links:
-        return ", ".join(f"{t} ({count(n, 'link')})" for t, n in r.bottleneck_tiers.items())
+        cables = r.bottleneck_cables
+        return ", ".join(
+            f"{t} ({count(n, 'link')}"
+            + (f", {count(cables[t], 'cable')})" if cables[t] != n else ")")
+            for t, n in r.bottleneck_tiers.items()
+        )
     if r.exact:
         return "not identified (exact by meeting bounds)"
     return "not identified (only bounds are known)"
@@ -359,13 +364,24 @@ def _bottleneck_links(r: BandwidthResult, show: int) -> None:
             f" of {len(r.bottleneck_links):,})",
             title_justify="left",
         )
-        for col in ("from", "to", "tier", "capacity GB/s", "load GB/s"):
-            links.add_column(col, justify="right" if "GB/s" in col else "left", overflow="fold")
+        for col in ("from", "to", "tier", "cables", "capacity GB/s", "load GB/s"):
+            left = col in ("from", "to", "tier")
+            links.add_column(col, justify="left" if left else "right", overflow="fold")
         for b in r.bottleneck_links[:show]:
-            links.add_row(
-                b.source, b.target, b.tier, f"{GB(b.capacity_Bps):.2f}", f"{GB(b.load_Bps):.2f}"
-            )
+            links.add_row(*_link_cells(b))
         out.print(links)
+
+
+def _link_cells(b: BottleneckLink | LoadedLink) -> tuple[str, ...]:
+    """A link direction's first cells: ends, tier, cables, capacity and load (GB/s)."""
+    return (
+        b.source,
+        b.target,
+        b.tier,
+        f"{b.cables:,}",
+        f"{GB(b.capacity_Bps):.2f}",
+        f"{GB(b.load_Bps):.2f}",
+    )
 
 
 def _damage_lines(result: DamagedBandwidth) -> None:
@@ -374,7 +390,7 @@ def _damage_lines(result: DamagedBandwidth) -> None:
     if f.empty:
         return
     out.print(
-        f"failed: {len(f.links):,} cable(s), {len(f.switches):,} switch(es); "
+        f"failed: {count(len(f.links), 'cable')}, {count(len(f.switches), 'switch', 'switches')}; "
         f"{GB(f.capacity_lost_Bps):,.1f} GB/s of capacity (one direction)"
     )
     for name in f.switches[:8]:
@@ -387,9 +403,9 @@ def _damage_lines(result: DamagedBandwidth) -> None:
         names = ", ".join(map(str, f.disconnected[:8]))
         more = "" if len(f.disconnected) <= 8 else f", ... ({len(f.disconnected)})"
         where = (
-            f"{f.disconnected_gpus:,} GPU(s) in {len(f.disconnected):,} server(s)"
+            f"{count(f.disconnected_gpus, 'GPU')} in {count(len(f.disconnected), 'server')}"
             if getattr(result.report, "terminal", "gpu") == "gpu"
-            else f"{f.disconnected_gpus:,} endpoint(s)"
+            else count(f.disconnected_gpus, "endpoint")
         )
         out.print(
             f"DISCONNECTED: {where} ({names}{more}) have no path to the rest; "
@@ -410,7 +426,8 @@ def _island_note(result: DamagedBandwidth) -> None:
     which = f" (servers {', '.join(servers[:8])})" if servers else ""
     out.print(
         f"  islands: the fabric splits into {len(sizes)} islands, {ties} of them the largest "
-        f"with {sizes[0]:,} GPU(s) each; reported: the one with the first server by name{which}"
+        f"with {count(sizes[0], 'GPU')} each; reported: the one with the first server by "
+        f"name{which}"
     )
 
 
@@ -424,7 +441,7 @@ def _routed_table(r: BandwidthResult, how: RoutingDetail, show: int) -> None:
     table.add_column("what")
     table.add_column("value", justify="right", overflow="fold")
     kind = {
-        "ecmp": f"ECMP, {how.flows_per_pair} flow(s) per pair, seed {how.seed}",
+        "ecmp": f"ECMP, {count(how.flows_per_pair, 'flow')} per pair, seed {how.seed}",
         "dmodk": "D-mod-k (destination-based up-port)",
         "lft": "the subnet manager's forwarding tables (LFTs)",
     }[how.name]
@@ -512,12 +529,7 @@ def _loaded_links(how: RoutingDetail, show: int) -> None:
             links.add_column(col, justify="left" if col in ("from", "to", "tier") else "right")
         for b in how.loaded_links[:show]:
             links.add_row(
-                b.source,
-                b.target,
-                b.tier,
-                f"{b.cables:,}",
-                f"{GB(b.capacity_Bps):.2f}",
-                f"{GB(b.load_Bps):.2f}",
+                *_link_cells(b),
                 f"{100 * b.load_Bps / b.capacity_Bps:.1f}%",
                 f"{100 * b.utilization:.1f}%",
             )

@@ -36,9 +36,13 @@ from topo.commands.engine_options import (
     check_engine_options,
     open_engine,
 )
+from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when the command runs
     from topo.flow.resilience import ResilienceReport, TrialMap
+
+P5_MIN_TRIALS = 20
+"""As :data:`topo.flow.resilience.P5_MIN_TRIALS` (not imported: the solver loads late)."""
 
 
 @user_errors
@@ -162,8 +166,9 @@ def _table(
 ) -> None:
     """The reports as one table, and the notes that explain its columns."""
     table = Table(
-        title=f"all-to-all busbw (GB/s, {routing.value}) with {fail_links} cable(s) and "
-        f"{fail_switches} switch(es) failed at random, {trials} trials (seed {seed}; each "
+        title=f"all-to-all busbw (GB/s, {routing.value}) with {count(fail_links, 'cable')} and "
+        f"{count(fail_switches, 'switch', 'switches')} failed at random, {count(trials, 'trial')}"
+        f" (seed {seed}; each "
         "trial's own seed in --json trial_seeds)",
         title_justify="left",
     )
@@ -173,10 +178,11 @@ def _table(
         cut = (
             "-"
             if not r.trials_with_disconnected
-            else f"{r.trials_with_disconnected} trial(s), up to {r.max_disconnected_gpus} GPUs"
+            else f"{count(r.trials_with_disconnected, 'trial')}, up to "
+            f"{count(r.max_disconnected_gpus, 'GPU')}"
         )
         if r.trials_unroutable:
-            cut += f"; {r.trials_unroutable} trial(s) unroutable"
+            cut += f"; {count(r.trials_unroutable, 'trial')} unroutable"
         table.add_row(
             r.fabric or r.family,
             _cell(r.intact_busbw_GBps, r.range_GBps.get("intact")),
@@ -194,7 +200,10 @@ def _stat_cells(r: ResilienceReport) -> list[str]:
     if r.statistics_trials == 0:
         return ["-"] * len(values)
     keys = ("min", "p5", "median", "mean", "max")
-    return [_cell(v, r.range_GBps.get(k)) for k, v in zip(keys, values, strict=True)]
+    return [
+        "-" if k not in r.range_GBps else _cell(v, r.range_GBps.get(k))
+        for k, v in zip(keys, values, strict=True)
+    ]
 
 
 def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
@@ -207,6 +216,11 @@ def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
         )
     if any(r.statistics_trials == 0 for r in reports):
         out.print("  -: every trial unroutable, no statistic (null in --json)")
+    if any(0 < r.statistics_trials < P5_MIN_TRIALS for r in reports):
+        out.print(
+            f"  p5 -: fewer than {P5_MIN_TRIALS} trials with a rate, so none lies at or below "
+            "the 5th percentile (null in --json); min is the smallest trial"
+        )
     if routing is not Routing.optimal:
         out.print(
             f"  exact: as routed ({routing.value}) each trial's rate is computed from its "

@@ -406,11 +406,19 @@ def certified_alltoall(
     ok, _ = insides_carry(G, r, r.rate_Bps) if terminal == "gpu" else (True, 1.0)
     if not ok:
         return None
-    lam = r.rate_Bps
+    # Weak duality: no flow exceeds the cut bound, so a routing's rate above it (by the
+    # rounding of 1 / its worst load, an ulp or so) is rounding; the bound is then the value.
+    lam = min(r.rate_Bps, ub)
+    planes = r.host_util.shape[1]
+    split = (
+        "each class pair split over its planes by proportional fitting"
+        if planes > 1
+        else "one plane (no split over planes)"
+    )
     note = (
-        f"exact by a routing that meets a cut: each class pair split over its planes by "
-        f"proportional fitting, two hops inside a plane, reaches the cut around {cut} "
-        f"(gap {max(0.0, 1 - lam / ub):.1e})"
+        f"exact by a routing that meets a cut: {split}, leaf-to-leaf traffic spread over the "
+        f"switches above both leaves, reaches the cut around {cut} "
+        f"(gap {max(0.0, 1 - r.rate_Bps / ub):.1e})"
     )
     if terminal == "gpu":
         note += "; NVLink and PCIe carry it (checked)"

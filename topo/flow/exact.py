@@ -240,8 +240,8 @@ def _solve_reduced(
     if gens is not None:
         sol = solve_symmetric(red, gens, max_variables, time_limit_s)
         reductions.append(
-            f"class symmetry: {len(gens)} verified automorphism(s) fold the "
-            f"{len(red.classes)} classes into {len(class_orbits(red, gens))} orbit(s): one "
+            f"class symmetry: {count(len(gens), 'verified automorphism')} fold the "
+            f"{len(red.classes)} classes into {count(len(class_orbits(red, gens)), 'orbit')}: one "
             "commodity per orbit, one capacity row per arc orbit"
         )
         return sol

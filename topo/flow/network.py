@@ -277,7 +277,8 @@ def links(
         t = tier.get((a, b))
         if t is None:
             t = tier[(a, b)] = f"{a}->{b}"
-        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load)))
+        cables = int(G._adj[u][v]["links"])
+        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load), cables))
     return out
 
 
@@ -289,4 +290,5 @@ def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> Bott
         tier=f"{vertex_label(G, u)}->{vertex_label(G, v)}",
         capacity_Bps=float(cap),
         load_Bps=float(load),
+        cables=int(G._adj[u][v]["links"]),
     )

@@ -35,6 +35,7 @@ from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
 from topo.flow.seeds import trial_seeds
 from topo.units import Bps_to_GBps
+from topo.wording import count
 
 ROUTINGS = ("optimal", "ecmp", "dmodk")
 
@@ -179,7 +180,7 @@ def _all_cut_off(G: nx.Graph, failures: FailureSet) -> str:
     why = (
         f"all {len(leaves):,} leaves failed"
         if leaves and lost == len(leaves)
-        else f"{lost:,} of {len(leaves):,} leaves and {len(failures.links):,} cable(s) failed"
+        else f"{lost:,} of {len(leaves):,} leaves and {count(len(failures.links), 'cable')} failed"
     )
     return (
         f"every {who[:-1]} is disconnected: all {failures.disconnected_gpus:,} {who} lost "
@@ -196,6 +197,12 @@ def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
 
 
 STATISTICS = ("min", "p5", "median", "mean", "max")
+
+P5_MIN_TRIALS = 20
+"""Fewest trials with a rate for which ``p5`` is given: with ``n`` trials the smallest is
+the 1/n quantile of the sample, so below 20 no trial lies at or below the 5th percentile and
+numpy's interpolation between the two smallest would be a guess the sample cannot give
+(``p5`` is then None, its range left out; ``min`` is the smallest trial)."""
 """The summary statistics of a resilience run, in column order."""
 
 KNOWN_TOL = 1e-9
@@ -400,6 +407,9 @@ def statistics(
     values: dict[str, float | None] = {
         k: (a if b - a <= KNOWN_TOL * max(abs(b), 1.0) else None) for k, (a, b) in ranges.items()
     }
+    if lo.size < P5_MIN_TRIALS:
+        values["p5"] = None
+        del ranges["p5"]
     return values, ranges
 
 

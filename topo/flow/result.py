@@ -38,7 +38,9 @@ class BottleneckLink(NamedTuple):
     tier : str
         Where it sits, e.g. ``nic->leaf``, ``leaf->spine``, ``spine->leaf``.
     capacity_Bps, load_Bps : float
-        Capacity and load in that direction (B/s).
+        Capacity and load in that direction (B/s), of all its cables.
+    cables : int
+        Parallel cables of the link (the edge's ``links``; 1 when unbundled).
     """
 
     source: str
@@ -46,15 +48,17 @@ class BottleneckLink(NamedTuple):
     tier: str
     capacity_Bps: float
     load_Bps: float
+    cables: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        """``source``, ``target``, ``tier``, ``capacity_GBps``, ``load_GBps``."""
+        """``source``, ``target``, ``tier``, ``capacity_GBps``, ``load_GBps``, ``cables``."""
         return {
             "source": self.source,
             "target": self.target,
             "tier": self.tier,
             "capacity_GBps": Bps_to_GBps(self.capacity_Bps),
             "load_GBps": Bps_to_GBps(self.load_Bps),
+            "cables": self.cables,
         }
 
 
@@ -472,6 +476,15 @@ class BandwidthResult:
     def bottleneck_tiers(self) -> dict[str, int]:
         """Binding link directions per tier, e.g. ``{"nic->leaf": 16}``, sorted by tier."""
         return dict(sorted(Counter(b.tier for b in self.bottleneck_links).items()))
+
+    @property
+    def bottleneck_cables(self) -> dict[str, int]:
+        """Cables of the binding link directions per tier (a bundle counted cable by cable),
+        sorted by tier."""
+        n: Counter[str] = Counter()
+        for b in self.bottleneck_links:
+            n[b.tier] += b.cables
+        return dict(sorted(n.items()))
 
     def to_dict(self, *, link_load: bool = False) -> dict[str, Any]:
         """A JSON-ready dict, rates in GB/s.

@@ -22,6 +22,7 @@ from topo.fabric import natural_key, terminal_kind
 from topo.flow.routing.arrays import GPU, NIC, NVSWITCH, SWITCH, Arcs
 from topo.flow.routing.netdevs import gpu_netdevs, needs_netdevs
 from topo.flow.routing.updown import INF, UpDownTree
+from topo.wording import count
 
 CHUNK_ELEMENTS = 1 << 22
 """Work-array budget (elements) for one chunk of destination leaves; a fixed constant, so that
@@ -570,10 +571,11 @@ def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
         )
         if e.dead:
             hint += (
-                f"; {e.dead} GPU(s) whose own NIC is not cabled send and receive through their "
-                "server's other NICs, and NCCL connects those to the peer's own NIC (its receiver "
-                "never takes another plane's NIC and forwards over NVLink): across disjoint "
-                "planes there is no route"
+                f"; {count(e.dead, 'GPU')} whose own NIC is not cabled send and receive through "
+                "their server's other NICs, and NCCL connects those to the peer's own NIC (its "
+                "receiver never takes another plane's NIC and forwards over NVLink): across "
+                "disjoint planes there is no route; --routing optimal gives the all-to-all "
+                "without that constraint (a flow may change planes over NVLink at either end)"
             )
         raise InfeasibleError(
             f"{int(round(bad)):,} ordered {who} pairs have no up/down route (e.g. from leaf "

@@ -205,13 +205,20 @@ def _nics(
             loose.append(int(gpus[g]))
         local.append([(r, 1.0 / len(up)) for r in up] if up else [])
     if loose:
-        hint = "" if pxn else " (without PXN a GPU reaches no other NIC of its server)"
+        hint = (
+            " (without PXN a GPU reaches no other NIC of its server); route it with PXN "
+            "(--pxn, NCCL's default: such a GPU sends through its server's other NICs over "
+            "NVLink) or with --routing optimal"
+            if pxn is False
+            else "; --routing optimal gives the all-to-all of the GPUs that are connected"
+        )
+        n = len(loose)
         first = arcs.nodes[loose[0]]
         where = named_servers(G, [G.nodes[arcs.nodes[x]]["node"] for x in loose], devices=False)
         raise InfeasibleError(
-            f"{wcount(len(loose), 'GPU')} {'has' if len(loose) == 1 else 'have'} no NIC cabled "
-            f"to a switch ({first} first, in {where}): they are disconnected, their all-to-all "
-            f"rate is 0{hint}"
+            f"{wcount(n, 'GPU')} {'has' if n == 1 else 'have'} no NIC cabled to a switch "
+            f"({first} first, in {where}): as routed, {'it is' if n == 1 else 'they are'} "
+            f"disconnected and the all-to-all rate is 0{hint}"
         )
     return _Nics(row_of=row_of, rows=alive, cls=cls, R=R, local=local, own=own)
 

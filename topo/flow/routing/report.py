@@ -178,6 +178,7 @@ def _saturated(
             tier=str(tier_arr[a]),
             capacity_Bps=float(arcs.cap[a]),
             load_Bps=float(load[a]),
+            cables=int(arcs.cables[a]),
         )
         for a in np.nonzero(util >= SATURATED)[0].tolist()
     ]
