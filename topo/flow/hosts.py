@@ -17,7 +17,14 @@ from typing import Any
 import networkx as nx
 
 from topo.errors import InfeasibleError
-from topo.fabric import SWITCH_KINDS, named_servers, servers, switch_components, terminal_kind
+from topo.fabric import (
+    SWITCH_KINDS,
+    named_servers,
+    natural_key,
+    servers,
+    switch_components,
+    terminal_kind,
+)
 
 InnerSignature = tuple[tuple[tuple[str, int], tuple[str, int], float], ...]
 """The inside of a server without its name: ``((kind, index), (kind, index), capacity)`` per
@@ -245,12 +252,14 @@ def check_connected(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
         )
     apart = hosts_apart(G, hosts)
     if apart is not None:
-        (a, pa), (b, pb) = apart
-        who = "servers" if terminal == "gpu" else "endpoints"
+        (a, pa), (b, pb) = sorted(apart, key=lambda x: natural_key(x[0].id))
+        who = (
+            named_servers(G, [a.id, b.id]) if terminal == "gpu" else f"endpoints {a.id} and {b.id}"
+        )
         raise InfeasibleError(
-            f"{who} {a.id} and {b.id} share no plane: {a.id} is cabled only to {pa}, "
-            f"{b.id} only to {pb}, and traffic does not cross planes through another host: "
-            "the all-to-all rate is 0"
+            f"{who} share no plane: the first is cabled only to {pa}, the second only to "
+            f"{pb}, and traffic does not cross planes through another host: the all-to-all "
+            "rate is 0"
         )
 
 

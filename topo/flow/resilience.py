@@ -197,13 +197,13 @@ def _terminals(G: nx.Graph, servers: list[Hashable]) -> int:
 
 
 STATISTICS = ("min", "p5", "median", "mean", "max")
+"""The summary statistics of a resilience run, in column order."""
 
 P5_MIN_TRIALS = 20
 """Fewest trials with a rate for which ``p5`` is given: with ``n`` trials the smallest is
 the 1/n quantile of the sample, so below 20 no trial lies at or below the 5th percentile and
 numpy's interpolation between the two smallest would be a guess the sample cannot give
 (``p5`` is then None, its range left out; ``min`` is the smallest trial)."""
-"""The summary statistics of a resilience run, in column order."""
 
 KNOWN_TOL = 1e-9
 """A statistic whose certified range is narrower than this fraction of its upper end is known
