@@ -213,6 +213,21 @@ def with_met_cuts(
     one server's cables where three servers bind alike, or one direction of cables full both
     ways; the met cuts name the others. A note saying what was added goes to ``notes``.
 
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hs : list of Host
+        Its hosts, at least two terminals.
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    rate : float
+        The optimal pair rate (B/s).
+    certificate : list of BottleneckLink
+        The links the LP's dual prices (may be empty).
+    notes : list of str
+        Appended to in place (the report's reductions).
+
     Returns
     -------
     list of BottleneckLink
