@@ -152,3 +152,44 @@ def test_a_sample_can_beat_the_even_split_on_a_damaged_fabric_and_says_so():
         assert r.routing.collision_loss == pytest.approx(1 - ratio, abs=1e-12)
         losses.append(r.routing.collision_loss)
     assert min(losses) < 0 < max(losses)
+
+
+@pytest.mark.parametrize(
+    ("family", "options", "cut"),
+    [
+        ("ft3", {"switch_ports": 8, "gpus_per_node": 2, "nics_per_node": 2}, 0),
+        ("ft3", {"switch_ports": 8, "gpus_per_node": 2, "nics_per_node": 2}, 12),
+        ("mrft", {"switch_ports": 8}, 5),
+        ("ft2", {"switch_ports": 12}, 9),
+    ],
+)
+def test_single_way_down_hops_equal_the_eligibility_table(monkeypatch, family, options, cut):
+    # A down hop where every (switch, destination leaf) with traffic has one way down follows
+    # the one-way table (ecmp._down) instead of building the switches x ports x destinations
+    # eligibility table for _hop. Every down hop through the table (the way before) must give
+    # the same report, loads bit for bit (a single way draws nothing), intact and with switch
+    # cables cut (where some switches have two ways down, or none).
+    from topo.flow.routing import ecmp
+
+    G = build(family, **options)
+    if cut:
+        kinds = nx.get_node_attributes(G, "kind")
+        ends = {"gpu", "nic", "nvswitch"}
+        inner = sorted((u, v) for u, v in G.edges() if not ends & {kinds[u], kinds[v]})
+        G.remove_edges_from(random.Random(cut).sample(inner, cut))
+    fast = routed_alltoall(G, "ecmp", seed=4)
+    calls = []
+
+    def by_table(tree, t, Bj, M, Me, port, port_exp, rng):
+        calls.append(t)
+        child, pid, valid = tree.dn_child[t], tree.dn_port[t], tree.dn_valid[t]
+        elig = valid[:, :, None] & tree.below[t - 1][:, Bj][child]
+        n_next = len(tree.names[t - 1])
+        return ecmp._hop(elig, child, pid, n_next, M, Me, port, port_exp, rng)
+
+    monkeypatch.setattr(ecmp, "_down", by_table)
+    table = routed_alltoall(G, "ecmp", seed=4)
+    assert calls
+    assert table.link_load == fast.link_load
+    assert table.routing.expected_pair_rate_Bps == fast.routing.expected_pair_rate_Bps
+    assert table.pair_rate_Bps == fast.pair_rate_Bps

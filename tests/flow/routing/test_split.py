@@ -155,3 +155,38 @@ def test_ecmp_runs_where_numba_may_write_no_cache(tmp_path: Path) -> None:
         json.loads(r.stdout)["alltoall_busbw_GBps"]
         == json.loads(cached.stdout)["alltoall_busbw_GBps"]
     )
+
+
+@pytest.mark.parametrize(("m", "k"), [(3, 4), (5, 8), (70, 2)])
+def test_every_outcome_of_a_power_of_two_split_has_its_probability(m: int, k: int) -> None:
+    # k a power of two: halvings drawn from a reservoir of random bits (split._halves). Small
+    # m leaves partial words, so successive segments and draws share words; every outcome
+    # must still have m! / (x1! ... xk!) / k^m. (m = 70 over 2: the popcount of 70 bits,
+    # across a word boundary, against Binomial(70, 1/2).)
+    n = 40_000
+    X = _draws(m, k, n, seed=m + k)
+    assert (X.sum(1) == m).all()
+    if k == 2:
+        observed = np.bincount(X[:, 0], minlength=m + 1).astype(float)
+        expected = n * stats.binom.pmf(np.arange(m + 1), m, 0.5)
+        assert _chi2_pvalue(observed, expected) > P_FLOOR
+        return
+    outcomes = [x for x in itertools.product(range(m + 1), repeat=k) if sum(x) == m]
+    pmf = np.array(
+        [math.factorial(m) / math.prod(math.factorial(v) for v in x) / k**m for x in outcomes]
+    )
+    index = {x: i for i, x in enumerate(outcomes)}
+    observed = np.bincount([index[tuple(r)] for r in X.tolist()], minlength=len(outcomes))
+    assert _chi2_pvalue(observed.astype(float), n * pmf) > P_FLOOR
+
+
+def test_consecutive_draws_are_independent_across_the_reservoir() -> None:
+    # Rows of 3 flows over 4 ports leave most of each word to the next row's draws; the first
+    # port's flows of consecutive rows must be uncorrelated (a reused bit would correlate
+    # them), and their pair counts follow the product of two Binomial(3, 1/4) laws.
+    n = 60_000
+    X = _draws(3, 4, n, seed=9)
+    a, b = X[:-1:2, 0], X[1::2, 0]
+    observed = np.bincount(a * 4 + b, minlength=16).astype(float)
+    p = stats.binom.pmf(np.arange(4), 3, 0.25)
+    assert _chi2_pvalue(observed, len(a) * np.outer(p, p).ravel()) > P_FLOOR

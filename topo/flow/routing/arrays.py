@@ -120,13 +120,14 @@ def fabric_arcs(G: nx.Graph) -> Arcs:
     Arcs
         Two arcs per edge (``2i`` as listed, ``2i + 1`` reversed), capacities in B/s.
     """
-    nodes = list(G)
+    node, adj = G._node, G._adj  # the raw dicts: networkx's views cost more than the walk
+    nodes = list(node)
     nid = {v: i for i, v in enumerate(nodes)}
     kinds: list[int] = []
     tiers: list[int] = []
     lab: list[str] = []
     ports: list[int] = []
-    for _, d in G.nodes(data=True):
+    for d in node.values():
         k = KIND_CODE.get(d["kind"], SWITCH)
         kinds.append(k)
         tiers.append(int(d["tier"]) if k == SWITCH else 0)
@@ -138,11 +139,14 @@ def fabric_arcs(G: nx.Graph) -> Arcs:
     ev: list[int] = []
     cap: list[float] = []
     links: list[int] = []
-    for a, b, e in G.edges(data=True):
-        eu.append(nid[a])
-        ev.append(nid[b])
-        cap.append(float(e["capacity"]))
-        links.append(int(e["links"]))
+    for i, nbrs in enumerate(adj.values()):  # G.edges order: neighbours not listed before
+        for b, e in nbrs.items():
+            j = nid[b]
+            if j >= i:
+                eu.append(i)
+                ev.append(j)
+                cap.append(e["capacity"])
+                links.append(e["links"])
     E = len(eu)
     u = np.empty(2 * E, dtype=np.int64)
     v = np.empty(2 * E, dtype=np.int64)
@@ -158,7 +162,7 @@ def fabric_arcs(G: nx.Graph) -> Arcs:
         labels=labels,
         u=u,
         v=v,
-        cap=np.repeat(cap, 2),
+        cap=np.repeat(np.array(cap, dtype=np.float64), 2),
         cables=np.repeat(np.array(links, dtype=np.int64), 2),
         keys=keys[order],
         order=order,

@@ -96,15 +96,47 @@ def _propagate(
     down[T] = (U, Ue)
     for t in range(T, 1, -1):
         M, Me = down.pop(t)
-        child, pid, valid = tree.dn_child[t], tree.dn_port[t], tree.dn_valid[t]
-        elig = valid[:, :, None] & tree.below[t - 1][:, Bj][child]
-        M, Me = _hop(elig, child, pid, len(tree.names[t - 1]), M, Me, port, port_exp, rng)
+        M, Me = _down(tree, t, Bj, M, Me, port, port_exp, rng)
         if t - 1 in down:
             M, Me = M + down[t - 1][0], Me + down[t - 1][1]
         down[t - 1] = (M, Me)
     arrived = down[1][0]
     if not np.allclose(arrived.sum(0), arrived[Bj, cols]):  # pragma: no cover - a bug
         raise AssertionError("flows arrived at a leaf other than their destination")
+
+
+def _down(
+    tree: UpDownTree,
+    t: int,
+    Bj: np.ndarray,
+    M: np.ndarray,
+    Me: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One down hop from tier ``t``: where every (switch, destination leaf) with traffic has
+    one single down port toward its leaf (:func:`_one_way_down`; a tree's down paths), the
+    flows follow it, as :func:`_hop` moves them where one port is eligible, without the
+    (switches x ports x destinations) eligibility table; elsewhere :func:`_hop` over it."""
+    one_port, one_child = _one_way_down(tree, t - 1)
+    op, oc = one_port[:, Bj], one_child[:, Bj]
+    used = (M > 0) | (Me > 0)
+    n_next, J = len(tree.names[t - 1]), len(Bj)
+    if not used.any():
+        return np.zeros((n_next, J)), np.zeros((n_next, J))
+    if bool((op[used] >= 0).all()):
+        rem = np.rint(M).astype(np.int64)[used]
+        where = op[used]
+        to = (oc * J + np.arange(J)[None, :])[used]
+        port += np.bincount(where, weights=rem, minlength=len(port))
+        port_exp += np.bincount(where, weights=Me[used], minlength=len(port))
+        nxt = np.bincount(to, weights=rem, minlength=n_next * J)
+        nxt_e = np.bincount(to, weights=Me[used], minlength=n_next * J)
+        return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+    child, pid, valid = tree.dn_child[t], tree.dn_port[t], tree.dn_valid[t]
+    elig = valid[:, :, None] & tree.below[t - 1][:, Bj][child]
+    return _hop(elig, child, pid, n_next, M, Me, port, port_exp, rng)
 
 
 def _up_eligible(tree: UpDownTree, t: int, Bj: np.ndarray) -> np.ndarray:
@@ -211,7 +243,7 @@ def _turn(
     if P == 0:
         return U, Ue, None
     gid, gconv, gw = _turn_groups(tree, t)
-    cand = tree.upfull[t][:, Bj] & ((U > 0) | (Ue > 0)) & gconv[gid][:, Bj]
+    cand = tree.upfull[t][:, Bj] & ((U > 0) | (Ue > 0)) & gconv[:, Bj][gid]
     v, j = np.nonzero(cand)
     if not v.size:
         return U, Ue, None
