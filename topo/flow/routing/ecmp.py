@@ -126,17 +126,35 @@ def _down(
     if not used.any():
         return np.zeros((n_next, J)), np.zeros((n_next, J))
     if bool((op[used] >= 0).all()):
-        rem = np.rint(M).astype(np.int64)[used]
-        where = op[used]
-        to = (oc * J + np.arange(J)[None, :])[used]
-        port += np.bincount(where, weights=rem, minlength=len(port))
-        port_exp += np.bincount(where, weights=Me[used], minlength=len(port))
-        nxt = np.bincount(to, weights=rem, minlength=n_next * J)
-        nxt_e = np.bincount(to, weights=Me[used], minlength=n_next * J)
-        return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+        rem = np.rint(M).astype(np.int64)
+        return _follow(op, oc, used, rem, Me, n_next, port, port_exp)
     child, pid, valid = tree.dn_child[t], tree.dn_port[t], tree.dn_valid[t]
     elig = valid[:, :, None] & tree.below[t - 1][:, Bj][child]
     return _hop(elig, child, pid, n_next, M, Me, port, port_exp, rng)
+
+
+def _follow(
+    where: np.ndarray,
+    to: np.ndarray,
+    used: np.ndarray,
+    rem: np.ndarray,
+    Ue: np.ndarray,
+    n_next: int,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move every (switch, destination) with traffic (``used``) along its one port: the port
+    index ``where`` and the next switch ``to`` (both (n_t, J)) take its whole flows ``rem``
+    and its pair-units ``Ue``; nothing to draw. Returns the (n_next, J) flows and pair-units
+    arriving at the next tier."""
+    J = used.shape[1]
+    at = where[used]
+    nxt_at = (to * J + np.arange(J)[None, :])[used]
+    port += np.bincount(at, weights=rem[used], minlength=len(port))
+    port_exp += np.bincount(at, weights=Ue[used], minlength=len(port))
+    nxt = np.bincount(nxt_at, weights=rem[used], minlength=n_next * J)
+    nxt_e = np.bincount(nxt_at, weights=Ue[used], minlength=n_next * J)
+    return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
 
 
 def _up_eligible(tree: UpDownTree, t: int, Bj: np.ndarray) -> np.ndarray:
@@ -304,13 +322,7 @@ def _hop(
         # one eligible port wherever there is traffic (a down hop): nothing to draw
         slot = np.argmax(elig, axis=1)  # (n_t, J)
         rows = np.arange(n_t)[:, None]
-        where = pid[rows, slot][used]
-        to = (other[rows, slot] * J + np.arange(J)[None, :])[used]
-        port += np.bincount(where, weights=rem[used], minlength=len(port))
-        port_exp += np.bincount(where, weights=Ue[used], minlength=len(port))
-        nxt = np.bincount(to, weights=rem[used], minlength=n_next * J)
-        nxt_e = np.bincount(to, weights=Ue[used], minlength=n_next * J)
-        return nxt.reshape(n_next, J), nxt_e.reshape(n_next, J)
+        return _follow(pid[rows, slot], other[rows, slot], used, rem, Ue, n_next, port, port_exp)
     share = Ue / np.maximum(cnt, 1)  # expected pair-units on each eligible port
     if bool((cnt[used] == P).all()):  # every port eligible wherever there is traffic
         return _hop_full(other, pid, n_next, rem, share, port, port_exp, rng)
