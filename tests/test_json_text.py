@@ -104,3 +104,50 @@ def test_a_circular_reference_is_refused() -> None:
     loop.append({"again": loop})
     with pytest.raises(ValueError, match="Circular reference"):
         json_text(loop)
+
+
+def _records(rng: random.Random, value: Any, n: int = 100) -> list[dict[str, Any]]:
+    return [
+        {
+            "source": f"pod{i % 7}/leaf{i}",
+            "escaped": rng.choice(['a"b', "c\\d", "t\tn\nr\r", "\x00\x1f\x08\x0c", "/", ""]),
+            "capacity_GBps": rng.choice([50.0, 1e-4, 0.0, -0.0, 1e16, 1.5e300, 49.99999999999999]),
+            "load_GBps": rng.uniform(1e-4, 1e-3) * 10 ** rng.randint(0, 30),
+            "cables": rng.choice([1, 0, -(2**63), 2**64 - 1]),
+            "flag": rng.choice([True, False, None, 3, 2.5, "x"]),
+            "value": value,
+        }
+        for i in range(n)
+    ]
+
+
+def test_records_orjson_can_write_are_written_by_it_alike() -> None:
+    # Records whose every value orjson writes as json.dumps does go through orjson
+    # (_orjson_records); at any depth the text is json.dumps's, character for character.
+    from topo.cli_common import _orjson_records
+
+    rng = random.Random(7)
+    records = _records(rng, 0.25)
+    cols = list(zip(*(tuple(r.values()) for r in records), strict=True))
+    assert _orjson_records(records, tuple(records[0]), cols, "\n  ") is not None
+    for obj in (records, {"links": records}, [{"a": {"b": records}}], tuple(records)):
+        assert json_text(obj) == json.dumps(obj, indent=2)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [9.99e-5, -5e-324, float("nan"), float("inf"), "é", "\x7f", 2**64, -(2**63) - 1, _Level.one],
+)
+def test_records_orjson_would_write_otherwise_are_not_given_to_it(value: Any) -> None:
+    from topo.cli_common import _orjson_records
+
+    rng = random.Random(8)
+    records = _records(rng, value)
+    cols = list(zip(*(tuple(r.values()) for r in records), strict=True))
+    assert _orjson_records(records, tuple(records[0]), cols, "\n  ") is None
+    assert json_text({"links": records}) == json.dumps({"links": records}, indent=2)
+
+
+def test_records_with_a_key_orjson_would_write_otherwise() -> None:
+    records = [{"é": i, "b\x7f": float(i)} for i in range(100)]
+    assert json_text(records) == json.dumps(records, indent=2)

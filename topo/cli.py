@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from topo import fabric as fabric_mod
 from topo.commands import (
     bandwidth,
     build,
@@ -84,16 +85,25 @@ app.command("codesign")(codesign.codesign)
 import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 
+_LOOPS = {"resilience", "sweep", "codesign"}
+"""The commands that run many analyses in one process (trials, points): their objects come
+and go, so they are not frozen after each pause (:func:`topo.fabric.freeze_after_pauses`)."""
+
+
 def main() -> None:
     """The console entry: the typer app, with usage errors (a missing file, a value out of
     range, an unknown option) as one ``topo: error:`` line and exit status 2.
 
     A command allocates a whole fabric at once (a 16,384-GPU MPFT is 100,000 dicts): Python's
     cyclic collector, run every 700 allocations by default, would traverse them again and again,
-    so the command line runs it every 100,000 (cycles are still collected). When the command has
+    so the command line runs it every 100,000 (cycles are still collected), and a command that
+    makes one analysis keeps what it built in the pauses of the collector out of later
+    collections (:func:`topo.fabric.freeze_after_pauses`). When the command has
     finished, the process ends without tearing its objects down one by one (:func:`_finish`).
     """
     gc.set_threshold(100_000, 50, 100)
+    if not set(sys.argv[1:2]) & _LOOPS:
+        fabric_mod.freeze_after_pauses()
     try:
         rc = app(standalone_mode=False)
     except KeyboardInterrupt:  # while typer builds the app, before a command can catch it

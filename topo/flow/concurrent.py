@@ -100,24 +100,32 @@ def concurrent_flow(
         raise TopoError(f"--method must be auto or general, got {method!r}")
     if demand.entries is not None:
         return matrix_flow(G, demand, max_variables=max_variables, time_limit_s=time_limit_s)
-    return _uniform(G, demand, method, max_variables, link_loads, time_limit_s)
+    return uniform_flow(G, demand, method, max_variables, link_loads, time_limit_s)
 
 
-def _uniform(
+def uniform_flow(
     G: nx.Graph,
-    demand: Demand,
+    demand: Demand | None,
     method: str,
     max_variables: int,
     link_loads: bool,
     time_limit_s: float | None,
 ) -> BandwidthResult:
-    """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach."""
+    """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach.
+
+    ``demand`` None is the fabric's own all-to-all of 1 B per ordered pair over all its
+    terminals (:func:`topo.flow.alltoall.alltoall_bandwidth`), without listing them (sorting
+    65,536 GPU names takes 0.2 s); a given uniform demand must be over all of them. Raises as
+    :func:`concurrent_flow`.
+    """
     t0 = time.perf_counter()
     with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)
         hs, terminal = hosts(G)
     check_terminals(G, hs, terminal, connectivity=False)  # (connected: checked by need, below)
     n = sum(h.weight for h in hs)
-    if len(demand.terminals) != n or (demand.level == "server" and terminal == "gpu"):
+    if demand is not None and (
+        len(demand.terminals) != n or (demand.level == "server" and terminal == "gpu")
+    ):
         raise TopoError(
             f"a uniform demand must be over all {n:,} of the fabric's "
             f"{'GPUs' if terminal == 'gpu' else 'host endpoints'}; "
@@ -141,5 +149,7 @@ def _uniform(
         if method != "auto" or len(hs) == 1:
             raise
         r = bounds_report(G, hs, terminal, t0, reductions, str(exc), max_variables, time_limit_s)
+    if demand is None:
+        return replace(r, demand="alltoall", theta=r.pair_rate_Bps, total_bytes=float(n * (n - 1)))
     b = demand.bytes_per_pair
     return replace(r, demand=demand.name, theta=r.pair_rate_Bps / b, total_bytes=demand.total_bytes)
