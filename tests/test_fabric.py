@@ -24,6 +24,7 @@ from topo.fabric import (
     components_within,
     load,
     natural_key,
+    natural_sorted_groups,
     servers,
     summarize,
     switch_components,
@@ -71,6 +72,36 @@ def test_natural_key_orders_mixed_names_without_type_error() -> None:
     # ints: (0, n) come first; "2a" starts with an empty text part '' which
     # sorts before "node2"'s 'node'.
     assert sorted([10, "node2", 2, "2a"], key=natural_key) == [2, 10, "2a", "node2"]
+
+
+_PARTS = ["", "0", "00", "1", "01", "9", "10", "12", "a", "b", "ab", "/", "gpu", "nic", "é", "١"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_natural_sorted_groups_is_sorted_by_natural_key(seed: int) -> None:
+    # The shortcut over common prefixes gives what sorting each group by natural_key gives,
+    # order of ties included (stable), whatever the names: shared prefixes that end in a digit
+    # or in the middle of a number, Unicode digits, repeated remainders across groups, ints.
+    rng = random.Random(seed)
+    groups: dict[Any, list[Any]] = {}
+    for g in range(300):
+        stem = "".join(rng.choice(_PARTS) for _ in range(rng.randint(0, 3)))
+        tails = [
+            "".join(rng.choice(_PARTS) for _ in range(rng.randint(0, 3)))
+            for _ in range(rng.randint(0, 8))
+        ]
+        if rng.random() < 0.5:  # the same remainders as an earlier group, under another stem
+            tails = rng.choice(list(groups.values())) if groups else tails
+            tails = [t[len(t) // 2 :] for t in tails if isinstance(t, str)]
+        names: list[Any] = [stem + t for t in tails]
+        if rng.random() < 0.05:
+            names.append(rng.randint(0, 20))
+        groups[rng.choice([g, f"node{g}", f"n{g % 7}"])] = names
+    want = {k: sorted(groups[k], key=natural_key) for k in sorted(groups, key=natural_key)}
+    got = natural_sorted_groups(groups)
+    assert list(got) == list(want)
+    for k in want:
+        assert got[k] == want[k] and all(a is b for a, b in zip(got[k], want[k], strict=True))
 
 
 # -- terminal_kind ---------------------------------------------------------------------------

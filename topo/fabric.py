@@ -260,8 +260,59 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     # split() with a capturing group alternates text and digit runs (text first, possibly
     # empty), so two keys hold the same type at every position: no per-part tags needed.
     parts: list[Any] = _split_digits(v)
+    n = len(parts)  # (names of one or two numbers, written out: a third faster)
+    if n == 5:
+        return (1, parts[0], int(parts[1]), parts[2], int(parts[3]), parts[4])
+    if n == 3:
+        return (1, parts[0], int(parts[1]), parts[2])
     parts[1::2] = map(int, parts[1::2])
     return (1, *parts)
+
+
+def natural_sorted_groups(groups: dict[Hashable, list[Any]]) -> dict[Hashable, list[Any]]:
+    """Each group's names in natural order, the groups in natural order of their keys: what
+    ``{k: sorted(groups[k], key=natural_key) for k in sorted(groups, key=natural_key)}``
+    gives, faster when the groups' names differ only after a common prefix, in the same way
+    (a server's ``node12/gpu0`` ... ``node12/nic7``).
+
+    The prefix common to a group's names, cut back to end in a non-digit, is taken off; the
+    natural order of what is left is the natural order of the names (the prefix's last text
+    run joins the first text run of every name alike, and no digit run is cut), so the order
+    of each distinct tuple of remainders is worked out once. Sorting is stable, as
+    :func:`sorted`: names of equal key (``a01``, ``a1``) keep their order.
+
+    Parameters
+    ----------
+    groups : dict of hashable to list
+        Group key -> its names (hashables; :func:`natural_key` of each).
+
+    Returns
+    -------
+    dict
+        The same groups, new lists.
+    """
+    orders: dict[tuple[str, ...], list[int]] = {}
+    out = {}
+    for k in sorted(groups, key=natural_key):
+        names = groups[k]
+        if len(names) < 2 or any(type(v) is not str for v in names):
+            out[k] = sorted(names, key=natural_key)
+            continue
+        first, last = min(names), max(names)  # (the common prefix of all is theirs)
+        cut = 0
+        for a, b in zip(first, last, strict=False):  # (up to the shorter)
+            if a != b:
+                break
+            cut += 1
+        while cut and first[cut - 1].isdecimal():  # (what \d matches: Unicode digits too)
+            cut -= 1
+        rest = tuple(v[cut:] for v in names)
+        order = orders.get(rest)
+        if order is None:
+            keys = list(map(natural_key, rest))
+            order = orders[rest] = sorted(range(len(rest)), key=keys.__getitem__)
+        out[k] = [names[i] for i in order]
+    return out
 
 
 def require_fabric(G: object, name: str = "G") -> None:
@@ -320,7 +371,7 @@ def servers(G: nx.Graph) -> dict[Hashable, list[str]]:
     for v, d in G._node.items():  # the raw attribute dicts: this visits every vertex
         if d["kind"] not in SWITCH_KINDS:
             by[d["node"]].append(v)
-    return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+    return natural_sorted_groups(by)
 
 
 def named_servers(
@@ -403,7 +454,7 @@ def hosts(G: nx.Graph) -> dict[Hashable, list[str]]:
     for v, d in G._node.items():
         if d["kind"] in ("gpu", "nic"):
             by[host_of_vertex(d)].append(v)
-    return {n: sorted(by[n], key=natural_key) for n in sorted(by, key=natural_key)}
+    return natural_sorted_groups(by)
 
 
 def spans_hosts(G: nx.Graph) -> bool:
