@@ -5,6 +5,7 @@ Run as a subprocess, as a user runs it (``python cli.py`` is the same entry as `
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,19 @@ def test_plot_refuses_an_image_name(tmp_path) -> None:
         "topo writes an HTML page (plotly, offline): name it .html, not .png"
     )
     assert not (tmp_path / "fabric.png").exists()
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("4", "4")])
+def test_the_console_runs_openblas_on_one_thread_unless_told(monkeypatch, given, seen) -> None:
+    # topo/console.py sets OPENBLAS_NUM_THREADS before topo.cli (and numpy) load, keeping a
+    # value the user set.
+    import topo.cli
+    import topo.console
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", given or "")  # (restored as it was, after)
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    found = []
+    monkeypatch.setattr(topo.cli, "main", lambda: found.append(os.environ["OPENBLAS_NUM_THREADS"]))
+    topo.console.main()
+    assert found == [seen]
