@@ -49,3 +49,27 @@ def test_report_is_json_ready_and_names_the_busiest_links():
     tiers = {t.tier: t for t in r.routing.tiers}
     assert tiers["spine->leaf"].max_Bps == pytest.approx(4 * 12.5e9)
     assert tiers["spine->leaf"].max_utilization == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_most_loaded_links_are_the_head_of_a_stable_sort(seed):
+    # Only the arcs at or above the 20th largest utilisation are sorted: the same links, in
+    # the same order (ties by arc), as the first 20 of a stable sort of all of them.
+    import numpy as np
+
+    from topo.flow.routing.arrays import fabric_arcs
+    from topo.flow.routing.report import TOP_LINKS, _most_loaded_links
+
+    G = build("ft2", switch_ports=8)
+    arcs = fabric_arcs(G)
+    rng = np.random.default_rng(seed)
+    util = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=len(arcs.u), p=[0.5, 0.2, 0.2, 0.05, 0.05])
+    names, code = arcs.tier_classes()
+    got = _most_loaded_links(arcs, names, code, util, util, util)
+    want = [a for a in np.argsort(-util, kind="stable")[:TOP_LINKS] if util[a] > 0]
+    assert [(x.source, x.target, x.utilization) for x in got] == [
+        (arcs.nodes[arcs.u[a]], arcs.nodes[arcs.v[a]], util[a]) for a in want
+    ]
+    assert [x.tier for x in got] == [
+        f"{arcs.labels[arcs.label[arcs.u[a]]]}->{arcs.labels[arcs.label[arcs.v[a]]]}" for a in want
+    ]

@@ -188,7 +188,7 @@ def _endpoint_sources(G: nx.Graph, arcs: Arcs, cabled: np.ndarray) -> _Sources:
         intra_arc=np.zeros(0, dtype=np.int64),
         intra_load=np.zeros(0),
         pxn=False,
-        node_names=len({G.nodes[arcs.nodes[i]]["node"] for i in nics}),
+        node_names=len({G._node[arcs.nodes[i]]["node"] for i in nics}),
     )
 
 
@@ -280,8 +280,9 @@ def _servers(G: nx.Graph, arcs: Arcs) -> tuple[np.ndarray, np.ndarray]:
     server_name: dict[Any, int] = {}
     srv = np.full(len(arcs.nodes), -1, dtype=np.int64)
     gpus, nics = members[kind[members] == GPU], members[kind[members] == NIC]
+    attrs, names = G._node, arcs.nodes  # (the raw attribute dicts: one look-up per device)
     for i in np.concatenate([gpus, nics]).tolist():
-        srv[i] = server_name.setdefault(G.nodes[arcs.nodes[i]]["node"], len(server_name))
+        srv[i] = server_name.setdefault(attrs[names[i]]["node"], len(server_name))
     n_srv = len(server_name)
     srv_names = list(server_name)
     srv_rank = np.empty(n_srv, dtype=np.int64)
@@ -331,7 +332,8 @@ def _serving_nics(
     """The NICs that serve GPUs in (server, index) order, the rank of their index among the
     fabric's NIC indices (natural order), and how many indices there are."""
     nic_ids_u = np.unique(gpu_nic_node)
-    nic_index = [G.nodes[arcs.nodes[i]].get("index", 0) for i in nic_ids_u.tolist()]
+    attrs, names = G._node, arcs.nodes
+    nic_index = [attrs[names[i]].get("index", 0) for i in nic_ids_u.tolist()]
     idx_keys = sorted(set(nic_index), key=natural_key)
     idx_rank = {k: i for i, k in enumerate(idx_keys)}
     nic_idx = np.array([idx_rank[k] for k in nic_index], dtype=np.int64)

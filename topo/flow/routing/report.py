@@ -98,7 +98,6 @@ def routed_report(
     load = al.cnt * lam
     load_e = al.cnt_e * lam
     tier_set, tier_code = arcs.tier_classes()
-    tier_arr = tier_set[tier_code]
     detail = RoutingDetail(
         name=routing,
         seed=seed,
@@ -109,7 +108,7 @@ def routed_report(
         collision_loss=float(1.0 - lam / lam_e),
         max_link_utilization=float(util.max()),
         tiers=_tier_loads(arcs, tier_set, tier_code, load, load_e, util),
-        loaded_links=_most_loaded_links(arcs, tier_arr, load, load_e, util),
+        loaded_links=_most_loaded_links(arcs, tier_set, tier_code, load, load_e, util),
         expected_link_load=ArcLoads(arcs.nodes, arcs.u, arcs.v, load_e),
     )
     per = _per_terminal(arcs, e, lam)
@@ -128,7 +127,7 @@ def routed_report(
         internode_per_nic_Bps=per.internode_per_nic,
         nic_line_rate_Bps=per.nic_line_rate,
         intranode_per_gpu_Bps=per.intranode_per_gpu,
-        bottleneck_links=_saturated(arcs, tier_arr, load, util),
+        bottleneck_links=_saturated(arcs, tier_set, tier_code, load, util),
         method=routing,
         exact=True,
         reductions=tuple(notes),
@@ -168,14 +167,14 @@ def _per_terminal(arcs: Arcs, e: Ends, lam: float) -> _PerTerminal:
 
 
 def _saturated(
-    arcs: Arcs, tier_arr: np.ndarray, load: np.ndarray, util: np.ndarray
+    arcs: Arcs, tier_set: np.ndarray, tier_code: np.ndarray, load: np.ndarray, util: np.ndarray
 ) -> tuple[BottleneckLink, ...]:
     """The arcs whose utilisation reaches :data:`SATURATED`, by tier then source."""
     links = [
         BottleneckLink(
             source=str(arcs.nodes[arcs.u[a]]),
             target=str(arcs.nodes[arcs.v[a]]),
-            tier=str(tier_arr[a]),
+            tier=str(tier_set[tier_code[a]]),
             capacity_Bps=float(arcs.cap[a]),
             load_Bps=float(load[a]),
             cables=int(arcs.cables[a]),
@@ -219,7 +218,8 @@ def _tier_loads(
 
     The arcs are grouped by a stable sort on their tier, so each tier's values are a slice
     in arc order (the same sums as a boolean mask, without scanning every arc per tier)."""
-    order = np.argsort(tier_code, kind="stable")
+    # (a stable sort by tier, by counting: a few tiers)
+    order = np.concatenate([np.flatnonzero(tier_code == k) for k in range(len(tier_set))])
     ends = np.cumsum(np.bincount(tier_code, minlength=len(tier_set)))
     cap, ld, ld_e, ut = arcs.cap[order], load[order], load_e[order], util[order]
     cables = arcs.cables[order]
@@ -243,15 +243,25 @@ def _tier_loads(
 
 
 def _most_loaded_links(
-    arcs: Arcs, tier_arr: np.ndarray, load: np.ndarray, load_e: np.ndarray, util: np.ndarray
+    arcs: Arcs,
+    tier_set: np.ndarray,
+    tier_code: np.ndarray,
+    load: np.ndarray,
+    load_e: np.ndarray,
+    util: np.ndarray,
 ) -> tuple[LoadedLink, ...]:
     """The :data:`TOP_LINKS` arcs of highest utilisation (ties in arc order), loaded ones only."""
-    top = np.argsort(-util, kind="stable")[:TOP_LINKS]
+    # (the first TOP_LINKS of a stable sort by decreasing utilisation: only the arcs at or
+    # above the TOP_LINKS-th largest utilisation are sorted)
+    near = np.arange(len(util))
+    if len(util) > TOP_LINKS:
+        near = np.flatnonzero(util >= np.partition(util, len(util) - TOP_LINKS)[-TOP_LINKS])
+    top = near[np.argsort(-util[near], kind="stable")[:TOP_LINKS]]
     return tuple(
         LoadedLink(
             source=str(arcs.nodes[arcs.u[a]]),
             target=str(arcs.nodes[arcs.v[a]]),
-            tier=str(tier_arr[a]),
+            tier=str(tier_set[tier_code[a]]),
             capacity_Bps=float(arcs.cap[a]),
             load_Bps=float(load[a]),
             expected_load_Bps=float(load_e[a]),
