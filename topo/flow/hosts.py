@@ -82,17 +82,18 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
         the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
         with no NIC cabled to a switch is kept with an empty ``attach``.
     """
-    kind = dict(G.nodes(data="kind"))
     if terminal_kind(G) == "gpu":
-        is_switch = {v for v, k in kind.items() if k in SWITCH_KINDS}
+        nodes = G._node  # the raw attribute dicts: this visits every vertex
+        is_switch = {v for v, d in nodes.items() if d["kind"] in SWITCH_KINDS}
         label = {
             v: (str(d["kind"]), int(d.get("index", -1)))
-            for v, d in G._node.items()
+            for v, d in nodes.items()
             if v not in is_switch
         }
         adj = G._adj  # the raw adjacency dicts: this visits every edge of every server
         out = [_server_host(adj, is_switch, label, sid, m) for sid, m in servers(G).items()]
         return [h for h in out if h.weight > 0], "gpu"
+    kind = dict(G.nodes(data="kind"))
     found = []
     for v, k in kind.items():
         if k != "nic":
