@@ -154,6 +154,10 @@ def test_failed_log_is_one_line(h100):
 def test_bad_input(small, tmp_path):
     user_error(run(small, "--fit"), "--fit needs --compare")
     user_error(run(small, "--max-bytes", "8X"), "--max-bytes must be a byte count", "'8X'")
+    # past a 64-bit count: refused at once (it used to sweep for minutes, then overflow)
+    user_error(run(small, "--max-bytes", "9" * 401), "--max-bytes must be at most", "8 EiB")
+    user_error(run(small, "--max-bytes", "8388608T"), "--max-bytes must be at most")
+    user_error(run(small, "--min-bytes", "9223372036854775808"), "--min-bytes must be at most")
     user_error(run(small, "--gpus", 12), "--gpus 12 must be a multiple of --gpus-per-node 8")
     user_error(run(small, "--gpus", 64), "needs 8 servers; the fabric has 2")
     user_error(run(small, "--min-bytes", "2G", "--max-bytes", "1G"), "exceeds --max-bytes")

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
+MAX_SIZE_BYTES = (1 << 63) - 1
+"""Largest byte count accepted (8 EiB, a signed 64-bit count): a larger one cannot be a
+message size, and its sweep would take thousands of steps before overflowing a float."""
+
 
 class Op(str, Enum):
     all_reduce = "all_reduce"
@@ -56,14 +60,21 @@ def parse_size(text: str, option: str) -> int:
     Raises
     ------
     TopoError
-        Not such a count, or below 1.
+        Not such a count, below 1, or above :data:`MAX_SIZE_BYTES`.
     """
     m = re.fullmatch(r"\s*(\d+)\s*([KMGTkmgt]?)[Bb]?\s*", text)
     if not m:
         raise TopoError(f"{option} must be a byte count such as 8, 32M or 8G, got {text!r}")
-    value = int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    digits = m.group(1).lstrip("0") or "0"
+    if len(digits) > len(str(MAX_SIZE_BYTES)):  # (before converting a thousand digits)
+        value = MAX_SIZE_BYTES + 1
+    else:
+        value = int(digits) * _SUFFIX[m.group(2).upper()]
     if value < 1:
         raise TopoError(f"{option} must be >= 1 byte, got {text!r}")
+    if value > MAX_SIZE_BYTES:
+        shown = text.strip() if len(text.strip()) <= 24 else text.strip()[:20] + "..."
+        raise TopoError(f"{option} must be at most {MAX_SIZE_BYTES:,} bytes (8 EiB), got {shown!r}")
     return value
 
 
