@@ -261,36 +261,37 @@ def _turn(
     if P == 0:
         return U, Ue, None
     gid, gconv, gw = _turn_groups(tree, t)
-    cand = tree.upfull[t][:, Bj] & ((U > 0) | (Ue > 0)) & gconv[:, Bj][gid]
-    v, j = np.nonzero(cand)
+    # numba: the candidates upfull & (U > 0 | Ue > 0) & gconv[gid] in row-major order, the
+    # switch w each turns into, U and Ue without them, and their masses moved to (w, j)
+    from topo.flow.routing.split import (
+        seed_words,
+        split_rows,
+        turn_candidates,
+        turn_ports,
+        turn_sums,
+    )
+
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    Ue = np.ascontiguousarray(Ue, dtype=np.float64)
+    v, j, w, rest, rest_e, moved, moved_e = turn_candidates(
+        U,
+        Ue,
+        np.ascontiguousarray(tree.upfull[t][:, Bj]),
+        gid,
+        np.ascontiguousarray(gconv[:, Bj]),
+        np.ascontiguousarray(gw[:, Bj]),
+    )
     if not v.size:
         return U, Ue, None
-    w = gw[gid[v], Bj[j]]
-    key = v * n_t + w
-    uk, inv = np.unique(key, return_inverse=True)
-    inv = inv.ravel()
-    M = np.rint(np.bincount(inv, weights=U[v, j])).astype(np.int64)
-    Me = np.bincount(inv, weights=Ue[v, j])
-    rep = np.zeros(uk.size, dtype=np.int64)
-    rep[inv] = np.arange(v.size)  # one candidate of each (v, w)
+    uk, inv = np.unique(v * n_t + w, return_inverse=True)
+    M, Me, rep = turn_sums(inv.ravel(), U, Ue, v, j, uk.size)  # rep: one candidate of each
     sv = uk // n_t
-    nv = valid[sv].sum(1)
-    from topo.flow.routing.split import seed_words, split_rows  # numba: only to sample
-
-    X = split_rows(M, np.ascontiguousarray(valid[sv]), seed_words(rng)).astype(np.float64)
-    share = np.where(valid[sv], (Me / nv)[:, None], 0.0)
-    up = pid[sv]
+    m = np.ascontiguousarray(valid[sv])
+    X = split_rows(np.rint(M).astype(np.int64), m, seed_words(rng))
     # the single down port of each parent toward the destination leaf, (states, P)
     dn = one_port[parent[sv], Bj[j[rep]][:, None]]
-    m = valid[sv]
-    for ports in (up, dn):
-        port += np.bincount(ports[m], weights=X[m], minlength=len(port))
-        port_exp += np.bincount(ports[m], weights=share[m], minlength=len(port))
-    moved = (
-        np.bincount(w * J + j, weights=U[v, j], minlength=n_t * J).reshape(n_t, J),
-        np.bincount(w * J + j, weights=Ue[v, j], minlength=n_t * J).reshape(n_t, J),
-    )
-    return np.where(cand, 0.0, U), np.where(cand, 0.0, Ue), moved
+    turn_ports(X, m, Me / m.sum(1), pid[sv], np.ascontiguousarray(dn), port, port_exp)
+    return rest, rest_e, (moved.reshape(n_t, J), moved_e.reshape(n_t, J))
 
 
 def _hop(

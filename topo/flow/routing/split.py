@@ -361,10 +361,123 @@ def split_rows(counts: np.ndarray, mask: np.ndarray, seed: np.ndarray) -> np.nda
     return X
 
 
+# ECMP's turn (topo.flow.routing.ecmp._turn): its bookkeeping around the draw, compiled.
+# Each loop runs in the order of the numpy code it replaced (row-major candidates, then
+# bincount's order over the masked rows), so every float sum is the same to the bit.
+
+
+@_wrapping
+@_jit()
+def turn_candidates(
+    U: np.ndarray,
+    Ue: np.ndarray,
+    upfull: np.ndarray,
+    gid: np.ndarray,
+    gconv: np.ndarray,
+    gw: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The (switch, destination) entries that turn, where they turn to, and what stays.
+
+    Parameters
+    ----------
+    U, Ue : (n, J) float64
+        Whole flows and pair-units at the tier's switches per destination column.
+    upfull : (n, J) bool
+        Every valid up port of the switch is minimal toward the destination.
+    gid : (n,) int64
+        The switch's parent group.
+    gconv, gw : (groups, J) bool, int64
+        Per group and destination: every parent turns down by one port into one and the
+        same tier switch, and which.
+
+    Returns
+    -------
+    v, j, w : (candidates,) int64
+        The candidates ``upfull & (U > 0 | Ue > 0) & gconv[gid]`` in row-major order, and the
+        switch each turns into.
+    rest, rest_e : (n, J) float64
+        ``U`` and ``Ue`` with the candidates set to 0.
+    moved, moved_e : (n * J,) float64
+        ``U`` and ``Ue`` of the candidates summed at ``(w, j)``, row-major.
+    """
+    n, J = U.shape
+    count = 0
+    for v in range(n):
+        g = gid[v]
+        for j in range(J):
+            if upfull[v, j] and (U[v, j] > 0 or Ue[v, j] > 0) and gconv[g, j]:
+                count += 1
+    vs = np.empty(count, dtype=np.int64)
+    js = np.empty(count, dtype=np.int64)
+    ws = np.empty(count, dtype=np.int64)
+    rest = U.copy()
+    rest_e = Ue.copy()
+    moved = np.zeros(n * J)
+    moved_e = np.zeros(n * J)
+    c = 0
+    for v in range(n):
+        g = gid[v]
+        for j in range(J):
+            if upfull[v, j] and (U[v, j] > 0 or Ue[v, j] > 0) and gconv[g, j]:
+                w = gw[g, j]
+                vs[c], js[c], ws[c] = v, j, w
+                c += 1
+                moved[w * J + j] += U[v, j]
+                moved_e[w * J + j] += Ue[v, j]
+                rest[v, j] = 0.0
+                rest_e[v, j] = 0.0
+    return vs, js, ws, rest, rest_e, moved, moved_e
+
+
+@_wrapping
+@_jit()
+def turn_sums(
+    inv: np.ndarray, U: np.ndarray, Ue: np.ndarray, vs: np.ndarray, js: np.ndarray, K: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per merged state ``inv[c]`` (0..K-1) of candidate ``c``: the sums of ``U`` and ``Ue``
+    over its candidates (in candidate order) and its last candidate."""
+    M = np.zeros(K)
+    Me = np.zeros(K)
+    rep = np.zeros(K, dtype=np.int64)
+    for c in range(inv.size):
+        q = inv[c]
+        M[q] += U[vs[c], js[c]]
+        Me[q] += Ue[vs[c], js[c]]
+        rep[q] = c
+    return M, Me, rep
+
+
+@_wrapping
+@_jit()
+def turn_ports(
+    X: np.ndarray,
+    mask: np.ndarray,
+    share: np.ndarray,
+    up: np.ndarray,
+    dn: np.ndarray,
+    port: np.ndarray,
+    port_exp: np.ndarray,
+) -> None:
+    """Add the drawn flows ``X`` and the even ``share`` of each state (K, P; ``mask`` its
+    valid slots) to the ports ``up`` then ``dn`` (K, P) of ``port`` and ``port_exp``."""
+    K, P = X.shape
+    for ports in (up, dn):
+        tmp = np.zeros(port.size)
+        tmp_e = np.zeros(port.size)
+        for r in range(K):
+            for q in range(P):
+                if mask[r, q]:
+                    tmp[ports[r, q]] += X[r, q]
+                    tmp_e[ports[r, q]] += share[r]
+        for p in range(port.size):
+            port[p] += tmp[p]
+            port_exp[p] += tmp_e[p]
+
+
 def seed_words(rng: np.random.Generator) -> np.ndarray:
     """(4,) uint64: the next four words of ``rng``'s bit generator, to seed one call."""
     words: np.ndarray = rng.bit_generator.random_raw(4).astype(np.uint64)
     return words
 
 
-__all__ = ["hop_full", "seed_words", "split_rows"]
+__all__ = ["hop_full", "seed_words", "split_rows", "turn_candidates", "turn_ports", "turn_sums"]
