@@ -315,11 +315,14 @@ def _distances(
             ok = np.broadcast_to((pset[:, q] >= 0)[:, None], hq.shape)
             np.minimum(best, hq, out=best, where=ok)  # (an invalid slot leaves both as they are)
             np.maximum(worst, hq, out=worst, where=ok)
-        best, worst = best[group], worst[group]
-        upd = np.where(best >= INF, INF, best + 1).astype(np.int32)
-        h[t] = np.where(below[t], np.int32(t - 1), upd).astype(np.int32)
+        # (per parent set, then one row per switch: fewer (switches x leaves) temporaries)
+        full = (worst == best) & (best < INF)
+        np.add(best, 1, out=best, where=best < INF)  # (INF stays INF)
+        ht = best[group]
+        ht[below[t]] = t - 1
+        h[t] = ht
         # every valid up port is on a minimal route to the leaf (the usual case in a fat tree)
-        upfull[t] = (worst == best) & (best < INF) & ~below[t]
+        upfull[t] = full[group] & ~below[t]
     return h, upfull
 
 
