@@ -1250,7 +1250,7 @@ def _valid_edges(
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
     edges = []
-    order = []
+    append = edges.append
     last, in_order = -1, True
     try:
         for item in items:
@@ -1279,14 +1279,15 @@ def _valid_edges(
                 wired.add(iv)
             elif kind == "endpoint":
                 cabled.add(iu if pu[0] == "nic" else iv)
-            first = min(iu, iv)
-            in_order = in_order and first >= last
+            first = iu if iu < iv else iv
+            if first < last:
+                in_order = False
             last = first
-            order.append(first)
-            edges.append((u, v, item))
+            append((u, v, item))
     except (KeyError, TypeError, AttributeError):
         return None
-    if not in_order:
+    if not in_order:  # (the earlier end's position, worked out again: files are in order)
+        order = [min(index[u], index[v]) for u, v, _ in edges]
         edges = [edges[i] for i in sorted(range(len(edges)), key=order.__getitem__)]
     return edges
 
