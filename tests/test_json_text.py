@@ -127,27 +127,63 @@ def test_records_orjson_can_write_are_written_by_it_alike() -> None:
     from topo.cli_common import _orjson_records
 
     rng = random.Random(7)
-    records = _records(rng, 0.25)
-    cols = list(zip(*(tuple(r.values()) for r in records), strict=True))
-    assert _orjson_records(records, tuple(records[0]), cols, "\n  ") is not None
-    for obj in (records, {"links": records}, [{"a": {"b": records}}], tuple(records)):
-        assert json_text(obj) == json.dumps(obj, indent=2)
+    for value in (0.25, -5e-324, 1e-10, -3.5e-100, 1e300):  # (exponents of 2+ digits: alike)
+        records = _records(rng, value)
+        assert _orjson_records(records, "\n  ") is not None
+        for obj in (records, {"links": records}, [{"a": {"b": records}}], tuple(records)):
+            assert json_text(obj) == json.dumps(obj, indent=2)
+    # None beside floats: the floats are looked at one by one (null is either)
+    records = _records(rng, None)
+    assert _orjson_records(records, "\n  ") is not None
+    assert json_text(records) == json.dumps(records, indent=2)
+    # keys in another order, or other keys: written alike
+    records = _records(rng, 1.0)
+    records[30] = dict(reversed(records[30].items()))
+    assert _orjson_records(records, "\n  ") is not None
+    assert json_text(records) == json.dumps(records, indent=2)
+    records[31] = {**records[31], "extra": 1}
+    records[32] = {k: v for k, v in records[32].items() if k != "value"} | {"other": 2}
+    assert _orjson_records(records, "\n  ") is None
+    assert json_text(records) == json.dumps(records, indent=2)
 
 
 @pytest.mark.parametrize(
     "value",
-    [9.99e-5, -5e-324, float("nan"), float("inf"), "é", "\x7f", 2**64, -(2**63) - 1, _Level.one],
+    [
+        9.99e-5,
+        -2e-7,
+        1e-5,
+        float("nan"),
+        float("inf"),
+        "é",
+        "\x7f",
+        2**64,
+        -(2**63) - 1,
+        _Level.one,
+    ],
 )
 def test_records_orjson_would_write_otherwise_are_not_given_to_it(value: Any) -> None:
     from topo.cli_common import _orjson_records
 
     rng = random.Random(8)
     records = _records(rng, value)
-    cols = list(zip(*(tuple(r.values()) for r in records), strict=True))
-    assert _orjson_records(records, tuple(records[0]), cols, "\n  ") is None
+    assert _orjson_records(records, "\n  ") is None
     assert json_text({"links": records}) == json.dumps({"links": records}, indent=2)
 
 
 def test_records_with_a_key_orjson_would_write_otherwise() -> None:
     records = [{"é": i, "b\x7f": float(i)} for i in range(100)]
     assert json_text(records) == json.dumps(records, indent=2)
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), -float("inf"), 2e-5, -7e-9])
+def test_records_without_none_and_an_odd_float_are_refused_by_the_text(odd: Any) -> None:
+    # With no None among the values, a null in orjson's text is a float that is not finite;
+    # a small float shows its other exponent style: either way json writes the records.
+    from topo.cli_common import _orjson_records
+
+    records = [{"a": float(i) + 0.5, "b": f"x{i}"} for i in range(100)]
+    assert _orjson_records(records, "\n  ") is not None
+    records[57]["a"] = odd
+    assert _orjson_records(records, "\n  ") is None
+    assert json_text({"r": records}) == json.dumps({"r": records}, indent=2)

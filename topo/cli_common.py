@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from functools import wraps
+from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -226,17 +227,16 @@ def _json_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
     keys = tuple(first)
     if any(type(k) is not str for k in keys):
         return None
+    same = _orjson_records(items, inner)
+    if same is not None:
+        return same
     rows = []
     for d in items:
         if type(d) is not dict or tuple(d) != keys:
             return None
         rows.append(tuple(d.values()))
-    cols = list(zip(*rows, strict=True))
-    same = _orjson_records(items, keys, cols, inner)
-    if same is not None:
-        return same
     columns: list[list[Any]] = []
-    for col in cols:
+    for col in zip(*rows, strict=True):
         kinds = set(map(type, col))
         write = _PLAIN_COLUMN.get(kinds.pop()) if len(kinds) == 1 else None
         if write is None:
@@ -256,48 +256,48 @@ def _json_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
 
 
 _ORJSON_SAME = frozenset({str, int, float, bool, type(None)})
-_ORJSON_FLOAT_MIN = 1e-4
-"""Below this magnitude Python writes floats as ``1e-05`` and orjson as ``0.00001``."""
+
+_ORJSON_OTHER_FLOATS = (1e-9, 1e-4)
+"""Magnitudes orjson writes otherwise than :func:`json.dumps`: ``1e-5`` as ``0.00001`` and
+``2e-7`` as ``2e-7`` (json: ``1e-05``, ``2e-07``); outside (exponents of two digits or more,
+or none) the two write the same shortest ``repr``."""
 
 
-def _orjson_records(
-    items: list[Any] | tuple[Any, ...],
-    keys: tuple[str, ...],
-    cols: list[tuple[Any, ...]],
-    inner: str,
-) -> str | None:
-    """The records ``items`` (their ``keys`` and columns ``cols`` as :func:`_json_records`
-    found them) written by orjson (C: 0.04 s for 131,072 records, against 0.5 s), or None
-    where its text could differ from :func:`json.dumps`'s: a non-ASCII or DEL character
-    (orjson writes them as they are, json escapes them), a float that is not finite (orjson
-    writes null) or of magnitude below 10^-4 but not 0 (another exponent style), an
-    integer past 64 bits (orjson refuses it), a value of another type."""
+def _orjson_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
+    """The records ``items`` written by orjson (C: 0.04 s for 131,072 records, against
+    0.5 s), or None where its text could differ from :func:`json.dumps`'s: records with other
+    keys than the first's, a non-ASCII or DEL character (orjson writes them as they are, json
+    escapes them), a float that is not finite (orjson writes null) or of a magnitude in
+    :data:`_ORJSON_OTHER_FLOATS` (another exponent style), an integer past 64 bits (orjson
+    refuses it), a value of another type. Keys in another order are written alike (both keep
+    each record's own order)."""
+    if set(map(type, items)) != {dict}:
+        return None
+    keys = tuple(items[0])
+    if sum(map(len, items)) != len(keys) * len(items):
+        return None
+    try:  # (with as many entries each, every record has exactly the first's keys)
+        cols = [list(map(itemgetter(k), items)) for k in keys]
+    except KeyError:
+        return None
+    lo, hi = _ORJSON_OTHER_FLOATS
     for col in cols:
         kinds = set(map(type, col))
         if not kinds <= _ORJSON_SAME:
             return None
-        if str in kinds:
-            text = "".join(col) if len(kinds) == 1 else "".join(v for v in col if type(v) is str)
-            if not text.isascii() or "\x7f" in text:
-                return None
         if float in kinds:
-            x = np.abs(
-                np.array(col, dtype=float)
-                if len(kinds) == 1
-                else np.array([v for v in col if type(v) is float], dtype=float)
-            )
-            if not (np.isfinite(x).all() and ((x >= _ORJSON_FLOAT_MIN) | (x == 0)).all()):
+            x = np.abs(np.array(col if len(kinds) == 1 else [v for v in col if type(v) is float]))
+            if not (np.isfinite(x).all() and ((x < lo) | (x >= hi)).all()):
                 return None
-    names = "".join(keys)
-    if not names.isascii() or "\x7f" in names:
-        return None
     try:
-        text = orjson.dumps(items, option=orjson.OPT_INDENT_2).decode()
+        out = orjson.dumps(items, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
+        return None
+    if not out.isascii() or b"\x7f" in out:  # (keys and strings, checked in the text)
         return None
     # orjson writes "[\n  {\n    ...\n  },\n  {...}\n]" from indent 0; the records here
     # sit at the indent of ``inner``, without the brackets.
-    body = text[4:-2]
+    body = out[4:-2].decode()
     pad = len(inner) - 3
     return body.replace("\n", "\n" + " " * pad) if pad else body
 
