@@ -1249,7 +1249,7 @@ def _valid_edges(
     wired, cabled = seen
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
-    edges = []
+    edges: list[tuple[Any, Any, dict[str, Any]]] = []
     append = edges.append
     last, in_order = -1, True
     try:
