@@ -3,7 +3,9 @@
 Builds the fabrics once into a temporary directory, then runs each ``topo`` command in its own
 process and reports its wall time, its CPU time (user + system of the child: comparable when
 other jobs share the machine) and its peak memory, with what it found (exact or bounds, and
-the busbw). Run from the project root with the project installed::
+the busbw), and the CPU time the hypervisor took from the machine meanwhile (``steal``, all
+CPUs: a shared virtual machine's speed varies with its neighbours). Run from the project root
+with the project installed::
 
     python benchmarks/bench_limits.py            # every case (several minutes)
     python benchmarks/bench_limits.py --quick    # without the 20-trial resilience run
@@ -49,6 +51,18 @@ RESILIENCE = (
     ["resilience", "mpft.json", "mrft.json", "--trials", "20", "--fail-links", "8"],
     None,
 )
+
+
+def steal_seconds() -> float:
+    """CPU time the hypervisor has taken from this virtual machine so far, all CPUs (the
+    ``steal`` column of ``/proc/stat``, in clock ticks); NaN where there is no such file. A
+    case that ran while it grew was slowed by other machines on the same host."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return math.nan
 
 
 def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
@@ -101,21 +115,30 @@ def speed_index() -> float:
     return best
 
 
+_MEMORY_INDEX = """
+import math, time
+import numpy as np
+best = math.inf
+for _ in range(3):
+    t0 = time.perf_counter()
+    a = np.ones(1 << 25)
+    d = [{"kind": "gpu", "node": i, "index": i & 7} for i in range(300_000)]
+    best = min(best, time.perf_counter() - t0)
+    del a, d
+print(best)
+"""
+
+
 def memory_index() -> float:
     """Seconds this machine takes to touch a fresh 256 MB array and build 300,000 small
     dicts, the best of three: the speed of page faults and of memory at that moment, which
     the Python-loop index above does not see (on 2026-12-02 the loop index was at its best
-    while every fabric-sized case ran about twice as slow as the day before)."""
-    import numpy as np
-
-    best = math.inf
-    for _ in range(3):
-        t0 = time.perf_counter()
-        a = np.ones(1 << 25)
-        d = [{"kind": "gpu", "node": i, "index": i & 7} for i in range(300_000)]
-        best = min(best, time.perf_counter() - t0)
-        del a, d
-    return best
+    while every fabric-sized case ran about twice as slow as the day before). Measured in a
+    process of its own, so that the cases' peak memory does not inherit its 256 MB."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_INDEX], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout)
 
 
 def main() -> None:
@@ -129,12 +152,20 @@ def main() -> None:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(f"speed index {speed_index():.2f} s (ten million Python additions; lower is faster)")
         print(f"memory index {memory_index():.2f} s (256 MB touched, 300,000 dicts built)")
-        print(f"{'case':<42} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'peak MB':>8}  found")
-        print("-" * 110)
+        print(
+            f"{'case':<42} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'steal s':>7} "
+            f"{'peak MB':>8}  found"
+        )
+        print("-" * 118)
         for label, args, limit in CASES + ([] if quick else [RESILIENCE]):
+            stolen = steal_seconds()
             wall, cpu, peak, out = run(args, cwd)
+            stolen = steal_seconds() - stolen
             lim = f"{limit}" if limit else "-"
-            print(f"{label:<42} {lim:>7} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f}  {found(out)}")
+            print(
+                f"{label:<42} {lim:>7} {wall:>7.1f} {cpu:>7.1f} {stolen:>7.1f} {peak:>8.0f}  "
+                f"{found(out)}"
+            )
         print(
             f"load average {os.getloadavg()[0]:.1f}; speed index {speed_index():.2f} s; "
             f"memory index {memory_index():.2f} s"
