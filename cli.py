@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from topo.cli import main  # noqa: E402
+from topo.console import main  # noqa: E402  (as the installed script: topo.console)
 
 if __name__ == "__main__":
     main()
