@@ -264,3 +264,12 @@ def test_bounds_that_meet_show_the_cut_as_the_bottleneck(ft2: Path, tmp_path: Pa
     assert (
         d["exact"] is True and d["bottleneck_identified"] is False and d["bottleneck_links"] == []
     )
+
+
+def test_counts_in_a_failure_error_have_thousands_separators(tmp_path: Path) -> None:
+    # ft2 of 32-port switches: 32 leaves x 16 NIC cables + 32 x 16 cables up = 1,024 cables,
+    # 48 switches; the option is echoed as given
+    path = tmp_path / "ft2.json"
+    assert run("build", "ft2", "--switch-ports", 32, "-o", path).exit_code == 0
+    r = run("bandwidth", path, "--fail-links", 5000)
+    assert r.exit_code != 0 and "--fail-links 5000: fabric ft2-512 has 1,024 cables" in r.output

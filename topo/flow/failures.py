@@ -124,7 +124,7 @@ def fail(
     if switches:
         pool = sorted((v for v, k in H.nodes(data="kind") if k in SWITCH_KINDS), key=str)
         if switches > len(pool):
-            raise TopoError(f"--fail-switches {switches}: {_which(G)} has {len(pool)} switches")
+            raise TopoError(f"--fail-switches {switches}: {_which(G)} has {len(pool):,} switches")
         for i in sorted(rng.choice(len(pool), size=switches, replace=False)):
             lost += _remove_switch(H, pool[i])
             failed_switches.append(pool[i])
@@ -134,7 +134,7 @@ def fail(
         total = int(count.sum())
         if links > total:
             left = " left after the other failures" if failed_links or failed_switches else ""
-            raise TopoError(f"--fail-links {links}: {_which(G)} has {total} cables{left}")
+            raise TopoError(f"--fail-links {links}: {_which(G)} has {total:,} cables{left}")
         # Cable c belongs to the edge whose cumulative count first exceeds c.
         picks = rng.choice(total, size=links, replace=False)
         owner = np.searchsorted(np.cumsum(count), picks, side="right")
