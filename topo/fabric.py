@@ -261,12 +261,25 @@ def natural_key(v: Hashable) -> tuple[Any, ...]:
     # empty), so two keys hold the same type at every position: no per-part tags needed.
     parts: list[Any] = _split_digits(v)
     n = len(parts)  # (names of one or two numbers, written out: a third faster)
-    if n == 5:
-        return (1, parts[0], int(parts[1]), parts[2], int(parts[3]), parts[4])
-    if n == 3:
-        return (1, parts[0], int(parts[1]), parts[2])
-    parts[1::2] = map(int, parts[1::2])
+    try:
+        if n == 5:
+            return (1, parts[0], int(parts[1]), parts[2], int(parts[3]), parts[4])
+        if n == 3:
+            return (1, parts[0], int(parts[1]), parts[2])
+        parts[1::2] = map(int, parts[1::2])
+    except ValueError:  # a run of digits past Python's limit for converting a str at once
+        parts[1::2] = map(_long_digits, parts[1::2])
     return (1, *parts)
+
+
+def _long_digits(run: str) -> int:
+    """The value of a run of decimal digits of any length (``int`` refuses more than
+    ``sys.get_int_max_str_digits()``, 4,300 by default): converted 4,000 digits at a time."""
+    value = 0
+    for i in range(0, len(run), 4000):
+        part = run[i : i + 4000]
+        value = value * 10 ** len(part) + int(part)
+    return value
 
 
 def natural_sorted_groups(groups: dict[Hashable, list[Any]]) -> dict[Hashable, list[Any]]:
@@ -1073,7 +1086,8 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
 def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
     """The graph networkx reads from ``data``, checked item by item; raise on the first fault."""
     for i, item in enumerate(data["nodes"]):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), (str, int)):
+        v = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(v, (str, int)) or isinstance(v, bool):  # (true is 1 to networkx)
             raise FormatError(path, f"node #{i}: expected an object with a string or integer 'id'")
     for i, item in enumerate(data["edges"]):
         if not isinstance(item, dict):

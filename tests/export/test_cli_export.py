@@ -118,3 +118,20 @@ def test_the_help_names_every_format():
 
     assert command.FORMATS == tuple(library.FORMATS)
     assert command.SLURM_FORMATS == tuple(library.SLURM_FORMATS)
+
+
+def test_a_fabric_with_integer_ids_exports_as_a_dump(tmp_path):
+    # The schema allows integer vertex ids; the dump describes each NIC by its host and
+    # device as for string ids (the device names were looked up by the id's text: KeyError).
+    import networkx as nx
+
+    G = build("ft2", switch_ports=8)
+    ids = {v: i for i, v in enumerate(G)}
+    path = tmp_path / "ints.json"
+    save(nx.relabel_nodes(G, ids), path)
+    out = tmp_path / "ints.net"
+    r = run("export", "ibnetdiscover", path, "-o", out)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert '# "node0 mlx5_0"' in text and '# "node3 mlx5_7"' in text
+    assert f'# "{ids["leaf0"]}"' in text  # a switch keeps its (integer) name

@@ -178,7 +178,7 @@ def _ids(G: nx.Graph) -> dict[str, str]:
     return ids
 
 
-def _description(G: nx.Graph, v: Hashable, hcas: dict[str, str]) -> str:
+def _description(G: nx.Graph, v: Hashable, hcas: dict[Any, str]) -> str:
     """A switch's name, or ``<host> <device>`` for a NIC (as real hosts describe a CA): its
     host (a tray's own where NVLink domains span hosts) and :func:`hca_names`' device."""
     d = G.nodes[v]
@@ -186,7 +186,7 @@ def _description(G: nx.Graph, v: Hashable, hcas: dict[str, str]) -> str:
         return str(v).replace('"', "'")
     node = host_of_vertex(d)
     host = f"node{node}" if isinstance(node, int) else str(node)
-    return f"{host} {hcas[str(v)]}".replace('"', "'")
+    return f"{host} {hcas[v]}".replace('"', "'")
 
 
 def recorded_speed(d: dict[str, Any]) -> str | None:
