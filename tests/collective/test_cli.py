@@ -158,6 +158,13 @@ def test_bad_input(small, tmp_path):
     user_error(run(small, "--max-bytes", "9" * 401), "--max-bytes must be at most", "8 EiB")
     user_error(run(small, "--max-bytes", "8388608T"), "--max-bytes must be at most")
     user_error(run(small, "--min-bytes", "9223372036854775808"), "--min-bytes must be at most")
+    # ASCII digits only (int() would read Arabic-Indic ones); the suffixes are named
+    user_error(run(small, "--max-bytes", "١٠٠"), "--max-bytes must be a byte count")
+    user_error(run(small, "--max-bytes", "8P"), "suffixes K, M, G, T: powers of 1024", "'8P'")
+    user_error(
+        run(small, "--min-bytes", "16G", "--max-bytes", "8G"),
+        "--min-bytes 17,179,869,184 exceeds --max-bytes 8,589,934,592",
+    )
     user_error(run(small, "--gpus", 12), "--gpus 12 must be a multiple of --gpus-per-node 8")
     user_error(run(small, "--gpus", 64), "needs 8 servers; the fabric has 2")
     user_error(run(small, "--min-bytes", "2G", "--max-bytes", "1G"), "exceeds --max-bytes")
@@ -190,3 +197,17 @@ def test_sendrecv_on_a_healthy_log_is_not_called_a_fault(h100):
     d = json.loads(ok(h100, "--compare", log, "--op", "sendrecv", "--json").stdout)[0]
     assert d["far_below"] is False
     assert d["verdict"].startswith("agrees with the model")
+
+
+def test_byte_counts_as_nccl_tests_reads_them_and_their_ib_forms():
+    from topo.commands.collective import parse_size
+
+    assert [parse_size(t, "-e") for t in ("8", "32M", "8G", "8GB", "8GiB", "8gib", "1 K")] == [
+        8,
+        32 << 20,
+        8 << 30,
+        8 << 30,
+        8 << 30,
+        8 << 30,
+        1024,
+    ]

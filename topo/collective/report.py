@@ -291,7 +291,7 @@ def collective_table(
     if min_bytes < 1 or max_bytes < 1:
         raise TopoError(f"--min-bytes and --max-bytes must be >= 1, got {min_bytes}, {max_bytes}")
     if min_bytes > max_bytes:
-        raise TopoError(f"--min-bytes {min_bytes} exceeds --max-bytes {max_bytes}")
+        raise TopoError(f"--min-bytes {min_bytes:,} exceeds --max-bytes {max_bytes:,}")
     if step_factor < 2:
         raise TopoError(f"--step-factor must be >= 2, got {step_factor}")
     c = constants or load_constants()
@@ -307,7 +307,7 @@ def collective_table(
         size *= step_factor
     if not rows:
         raise TopoError(
-            f"no size from --min-bytes {min_bytes} to --max-bytes {max_bytes} holds one "
+            f"no size from --min-bytes {min_bytes:,} to --max-bytes {max_bytes:,} holds one "
             f"{dtype} ({elt} B) for {op} on {rates.gpus} ranks: every size rounds to zero "
             "elements; raise --max-bytes"
         )

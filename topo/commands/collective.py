@@ -54,17 +54,21 @@ class Arch(str, Enum):
 
 
 def parse_size(text: str, option: str) -> int:
-    """A byte count as nccl-tests reads it: an integer with an optional K, M, G or T suffix
-    (powers of 1024), e.g. ``8``, ``32M``, ``8G``.
+    """A byte count as nccl-tests reads it: an integer (ASCII digits) with an optional K, M,
+    G or T suffix (powers of 1024; ``B`` and ``iB`` after it are allowed), e.g. ``8``, ``32M``,
+    ``8G``, ``8GiB``.
 
     Raises
     ------
     TopoError
         Not such a count, below 1, or above :data:`MAX_SIZE_BYTES`.
     """
-    m = re.fullmatch(r"\s*(\d+)\s*([KMGTkmgt]?)[Bb]?\s*", text)
+    m = re.fullmatch(r"\s*([0-9]+)\s*([KMGTkmgt]?)(?:(?<=[KMGTkmgt])i)?[Bb]?\s*", text)
     if not m:
-        raise TopoError(f"{option} must be a byte count such as 8, 32M or 8G, got {text!r}")
+        raise TopoError(
+            f"{option} must be a byte count such as 8, 32M or 8G (suffixes K, M, G, T: powers "
+            f"of 1024), got {text!r}"
+        )
     digits = m.group(1).lstrip("0") or "0"
     if len(digits) > len(str(MAX_SIZE_BYTES)):  # (before converting a thousand digits)
         value = MAX_SIZE_BYTES + 1
