@@ -158,9 +158,14 @@ def leaf_split(k: int, oversubscription: Any) -> tuple[int, int]:
     up = round(up_exact)
     if up < 1 or abs(up_exact - up) > 1e-9 * k:
         ratios = ", ".join(str(x) for x in whole_ratios(k))
+        # (as many digits as show that it is not whole: 21.33, 3.9999998)
+        quotient = next(
+            (t for t in (f"{up_exact:.{d}g}" for d in (4, 7, 10, 15)) if t != str(up)),
+            f"{up_exact!r}",
+        )
         raise SpecError(
-            f"oversubscription {r:g} does not give a whole number of up ports on a "
-            f"{k}-port leaf ({k}/({r:g}+1) = {up_exact:.4g}); the whole-number ratios "
+            f"oversubscription {r:.15g} does not give a whole number of up ports on a "
+            f"{k}-port leaf ({k}/({r:.15g}+1) = {quotient}); the whole-number ratios "
             f"for {k} ports are {ratios} (in general (k-u)/u for u = 1..{k // 2} up ports)",
             param="oversubscription",
             names=(),

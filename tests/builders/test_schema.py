@@ -395,6 +395,10 @@ def test_whole_number_non_integer_ratio_is_accepted():
             r"1, 3, 7, 15, 31, 63",
         ),
         ({"oversubscription": 100}, r"oversubscription 100 does not give a whole number"),
+        (  # the value as given, and digits enough to show the quotient is not whole
+            {"oversubscription": 1.0000001},
+            r"oversubscription 1.0000001 does not give .* \(64/\(1.0000001\+1\) = 31.9999984\)",
+        ),
         (
             {"switch_ports": 6, "oversubscription": 3},
             r"whole-number ratios for 6 ports are 1, 2, 5 ",
