@@ -573,7 +573,7 @@ def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
             if not e.pxn and planes > 1
             else ""
         )
-        if e.dead:
+        if e.dead and planes > 1:  # (one plane: the cut is in the switches, not the NICs)
             hint += (
                 f"; {count(e.dead, 'GPU')} whose own NIC is not cabled send and receive through "
                 "their server's other NICs, and NCCL connects those to the peer's own NIC (its "
