@@ -102,3 +102,24 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 130
     assert r.stderr == "topo: interrupted\n"
+
+
+def test_sigterm_ends_a_command_with_status_143(capsys):
+    # SIGTERM (timeout, Slurm's scancel) unwinds like Ctrl-C but is told apart at the exit:
+    # 128 + 15, as a shell reports a process the signal ended.
+    import os
+    import time
+
+    import typer
+
+    from topo.cli_common import user_errors
+
+    @user_errors
+    def command() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # (the handler raises first)
+
+    with pytest.raises(typer.Exit) as ended:
+        command()
+    assert ended.value.exit_code == 143
+    assert capsys.readouterr().err == "topo: terminated\n"

@@ -44,8 +44,14 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, unwinding as Ctrl-C does (the writers' cleanup runs), told apart at the exit:
+    ``topo: terminated`` and status 143 (128 + SIGTERM, as a shell reports a process the
+    signal ended), where Ctrl-C gives ``topo: interrupted`` and 130."""
+
+
 def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def user_errors(fn: F) -> F:
@@ -62,6 +68,9 @@ def user_errors(fn: F) -> F:
         except TopoError as exc:
             print(f"topo: error: {error_line(exc, fn)}", file=sys.stderr)
             raise typer.Exit(1) from None
+        except Terminated:
+            print("topo: terminated", file=sys.stderr)
+            raise typer.Exit(128 + signal.SIGTERM) from None
         except KeyboardInterrupt:
             print("topo: interrupted", file=sys.stderr)
             raise typer.Exit(130) from None
