@@ -164,8 +164,8 @@ def leaf_split(k: int, oversubscription: Any) -> tuple[int, int]:
             f"{up_exact!r}",
         )
         raise SpecError(
-            f"oversubscription {r:.15g} does not give a whole number of up ports on a "
-            f"{k}-port leaf ({k}/({r:.15g}+1) = {quotient}); the whole-number ratios "
+            f"oversubscription {r:.15g} does not give a whole number of up ports on a leaf "
+            f"of {k} ports ({k}/({r:.15g}+1) = {quotient}); the whole-number ratios "
             f"for {k} ports are {ratios} (in general (k-u)/u for u = 1..{k // 2} up ports)",
             param="oversubscription",
             names=(),

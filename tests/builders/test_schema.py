@@ -390,7 +390,7 @@ def test_whole_number_non_integer_ratio_is_accepted():
         ({"oversubscription": float("nan")}, r"oversubscription must be a number of at least 1"),
         (
             {"oversubscription": 2},
-            r"oversubscription 2 does not give a whole number of up ports on a 64-port leaf "
+            r"oversubscription 2 does not give a whole number of up ports on a leaf of 64 ports "
             r"\(64/\(2\+1\) = 21.33\); the whole-number ratios for 64 ports are "
             r"1, 3, 7, 15, 31, 63",
         ),

@@ -23,6 +23,7 @@ from topo.cli_common import (
     user_errors,
 )
 from topo.errors import TopoError
+from topo.wording import count
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -461,7 +462,8 @@ def _rates_line(rates: dict[str, Any]) -> str:
 
 def _table(rep: CollectiveReport) -> None:
     title = (
-        f"{rep.op} on {rep.fabric}: {rep.gpus} GPUs, {rep.nodes} nodes x {rep.gpus_per_node} "
+        f"{rep.op} on {rep.fabric}: {count(rep.gpus, 'GPU')}, {count(rep.nodes, 'node')} x "
+        f"{rep.gpus_per_node} "
         f"(NCCL {rep.nccl_release} model)"
     )
     table = Table(
@@ -506,8 +508,8 @@ def _table(rep: CollectiveReport) -> None:
 
 def _compare_table(cmp: Comparison, log: Path) -> None:
     title = (
-        f"{cmp.op}: {log.name} against the model ({cmp.gpus} GPUs, {cmp.nodes} nodes x "
-        f"{cmp.gpus_per_node})"
+        f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
+        f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node})"
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("size (B)", "time (us)", "model (us)", "busbw (GB/s)", "model (GB/s)", "ratio"):
