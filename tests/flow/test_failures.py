@@ -135,3 +135,27 @@ def test_failures_in_two_planes_keep_a_consistent_leaf_shift() -> None:
     assert any("class symmetry" in line for line in auto.reductions)
     general = alltoall_bandwidth(H, method="general")
     assert auto.pair_rate_Bps / 1e9 == pytest.approx(general.pair_rate_Bps / 1e9, rel=1e-6)
+
+
+def test_names_holding_the_separator_or_integer_ids_are_resolved_or_refused() -> None:
+    import networkx as nx
+
+    # switches "a--b", "a", "b--c", "c": 'a--b--c' is the cable a--b / c or a / b--c
+    G = build("ft2", switch_ports=4)
+    spines = sorted(v for v, k in G.nodes(data="kind") if k == "spine")
+    leaves = sorted(v for v, k in G.nodes(data="kind") if k == "leaf")
+    H = nx.relabel_nodes(G, {leaves[0]: "a--b", spines[0]: "c", leaves[1]: "a", spines[1]: "b--c"})
+    if not H.has_edge("a--b", "c") or not H.has_edge("a", "b--c"):
+        pytest.skip("the 4-port ft2 joins every leaf to every spine")
+    with pytest.raises(TopoError, match=r"--fail 'a--b--c' names 'a'-'b--c' and 'a--b'-'c'"):
+        fail(H, named=["a--b--c"])
+    _, f = fail(H, named=["a--c"])  # (one reading only)
+    assert f.links == (("a", "c"),) or f.links == (("c", "a"),)
+    # integer ids are named by their digits; an integer and a string of the same digits clash
+    ints = nx.relabel_nodes(G, {v: i for i, v in enumerate(G)})
+    s0 = next(i for i, v in enumerate(G) if v == spines[0])
+    _, f = fail(ints, named=[str(s0)])
+    assert f.switches == (s0,)
+    both = nx.relabel_nodes(ints, {s0 + 1: str(s0)})  # the next vertex, renamed '<s0>'
+    with pytest.raises(TopoError, match="ambiguous"):
+        fail(both, named=[str(s0)])

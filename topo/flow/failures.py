@@ -20,6 +20,7 @@ others, with the disconnected ones reported, never silently dropped.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -97,24 +98,32 @@ def fail(
     if links < 0 or switches < 0:
         raise TopoError("--fail-links and --fail-switches must be >= 0")
     H = G.copy()
-    failed_links: list[tuple[str, str]] = []
-    failed_switches: list[str] = []
+    failed_links: list[tuple[Any, Any]] = []  # (vertex names: str, or an imported int id)
+    failed_switches: list[Any] = []
     lost = 0.0
     for name in named:
-        if name in H and H.nodes[name]["kind"] in SWITCH_KINDS:
-            lost += _remove_switch(H, name)
-            failed_switches.append(name)
+        switch = [x for x in _named(G, name) if G.nodes[x]["kind"] in SWITCH_KINDS]
+        ends = _named_links(G, name)
+        if len(switch) + len(ends) > 1:
+            meant = [repr(x) for x in switch] + [f"{u!r}-{v!r}" for u, v in ends]
+            raise TopoError(
+                f"--fail {name!r} names {' and '.join(meant)}: the fabric's names are ambiguous "
+                f"here (they hold {LINK_SEPARATOR!r}, or an integer id reads as another's name)"
+            )
+        if switch:
+            if switch[0] not in H:
+                raise TopoError(f"--fail {name}: named twice")
+            lost += _remove_switch(H, switch[0])
+            failed_switches.append(switch[0])
             continue
-        if name in G and G.nodes[name]["kind"] in SWITCH_KINDS:
-            raise TopoError(f"--fail {name}: named twice")
-        u, sep, v = name.partition(LINK_SEPARATOR)
-        if sep and G.has_edge(u, v) and not H.has_edge(u, v):
+        if ends and not H.has_edge(*ends[0]):
             raise TopoError(f"--fail {name}: already failed (named twice, or a failed switch's)")
-        if not sep or not H.has_edge(u, v) or not _is_cable(H, u, v):
+        if not ends:
             raise TopoError(
                 f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "
                 f"written END{LINK_SEPARATOR}END, e.g. its two vertex names as in the fabric JSON)"
             )
+        u, v = ends[0]
         d = H.edges[u, v]
         lost += float(d["capacity"])
         failed_links += [(u, v)] * int(d.get("links", 1))
@@ -235,11 +244,35 @@ def without_servers(G: nx.Graph, servers: Iterable[Hashable]) -> nx.Graph:
     return H
 
 
-def _remove_switch(H: nx.Graph, name: str) -> float:
+def _remove_switch(H: nx.Graph, name: Hashable) -> float:
     lost = sum(float(d["capacity"]) for _, _, d in H.edges(name, data=True))
     H.remove_node(name)
     return lost
 
 
-def _is_cable(H: nx.Graph, u: str, v: str) -> bool:
+def _named(G: nx.Graph, text: str) -> list[Hashable]:
+    """The vertices ``text`` names: the one of that name, and the one of that integer id (a
+    fabric's ids may be integers: ``7`` is written ``7``)."""
+    found: list[Hashable] = [text] if text in G else []
+    if text.isascii() and text.isdigit() and (text == "0" or text[0] != "0"):
+        if int(text) in G:
+            found.append(int(text))
+    return found
+
+
+def _named_links(G: nx.Graph, text: str) -> list[tuple[Hashable, Hashable]]:
+    """The cables ``END--END`` names, at every place the separator can cut ``text`` (names
+    may hold it): each ``(u, v)`` in the order written."""
+    found = []
+    at = text.find(LINK_SEPARATOR)
+    while at >= 0:
+        for u in _named(G, text[:at]):
+            for v in _named(G, text[at + len(LINK_SEPARATOR) :]):
+                if G.has_edge(u, v) and _is_cable(G, u, v):
+                    found.append((u, v))
+        at = text.find(LINK_SEPARATOR, at + 1)
+    return found
+
+
+def _is_cable(H: nx.Graph, u: Hashable, v: Hashable) -> bool:
     return H.nodes[u]["kind"] in SWITCH_KINDS or H.nodes[v]["kind"] in SWITCH_KINDS
