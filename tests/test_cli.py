@@ -355,7 +355,7 @@ def test_plot_writes_html(files: Path, in_tmp: Path) -> None:
         (["mrft", "--pcie-GBps", "-inf"], ["--pcie-GBps", "got -inf"]),
         (
             ["ft2", "--oversubscription", 2],
-            ["oversubscription 2", "64-port", "1, 3, 7, 15, 31, 63"],
+            ["oversubscription 2", "a leaf of 64 ports", "1, 3, 7, 15, 31, 63"],
         ),
         (["ft2", "--oversubscription", 0.5], ["oversubscription", "at least 1", "0.5"]),
         (["ft2", "--oversubscription", "nan"], ["oversubscription", "at least 1", "nan"]),
