@@ -115,6 +115,8 @@ def test_truncated_logs_are_errors(tmp_path):
         read_nccl_tests(_write(tmp_path, HEAD + ROW))
     with pytest.raises(FormatError, match="no nccl-tests result"):
         read_nccl_tests(_write(tmp_path, "hello\n"))
+    with pytest.raises(FormatError, match=r"x.log: empty file \(no '# Collective test"):
+        read_nccl_tests(_write(tmp_path, "\n  \n"))
     with pytest.raises(FormatError, match=r"x.log:5: a result row has 9 or 13 columns"):
         read_nccl_tests(_write(tmp_path, HEAD + "  1024  128  float  none  -1  10.00\n"))
     with pytest.raises(FormatError, match=r"x.log:5: bad number"):

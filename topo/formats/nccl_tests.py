@@ -376,9 +376,8 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     if cur is not None:
         tests.append(_close(path, cur))
     if not tests:
-        raise FormatError(
-            path, "no nccl-tests result in the file (no '# Collective test starting' or table)"
-        )
+        what = "empty file" if not text.strip() else "no nccl-tests result in the file"
+        raise FormatError(path, f"{what} (no '# Collective test starting' or table)")
     return tests
 
 
