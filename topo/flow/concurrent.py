@@ -113,10 +113,27 @@ def uniform_flow(
 ) -> BandwidthResult:
     """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach.
 
-    ``demand`` None is the fabric's own all-to-all of 1 B per ordered pair over all its
-    terminals (:func:`topo.flow.alltoall.alltoall_bandwidth`), without listing them (sorting
-    65,536 GPU names takes 0.2 s); a given uniform demand must be over all of them. Raises as
-    :func:`concurrent_flow`.
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    demand : Demand or None
+        A uniform demand over all of the fabric's terminals; None: the fabric's own
+        all-to-all of 1 B per ordered pair (:func:`topo.flow.alltoall.alltoall_bandwidth`),
+        without listing its terminals (sorting 65,536 GPU names takes 0.2 s).
+    method, max_variables, link_loads, time_limit_s
+        As :func:`concurrent_flow` (``time_limit_s`` in seconds).
+
+    Returns
+    -------
+    BandwidthResult
+        As :func:`concurrent_flow`: rates in B/s, ``theta`` the pair rate over the demand's
+        bytes per pair.
+
+    Raises
+    ------
+    TopoError
+        As :func:`concurrent_flow`; also a demand not over all of the fabric's terminals.
     """
     t0 = time.perf_counter()
     with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)

@@ -401,15 +401,9 @@ def turn_candidates(
         ``U`` and ``Ue`` of the candidates summed at ``(w, j)``, row-major.
     """
     n, J = U.shape
-    count = 0
-    for v in range(n):
-        g = gid[v]
-        for j in range(J):
-            if upfull[v, j] and (U[v, j] > 0 or Ue[v, j] > 0) and gconv[g, j]:
-                count += 1
-    vs = np.empty(count, dtype=np.int64)
-    js = np.empty(count, dtype=np.int64)
-    ws = np.empty(count, dtype=np.int64)
+    vs = np.empty(n * J, dtype=np.int64)  # (room for every entry; the candidates' head kept)
+    js = np.empty(n * J, dtype=np.int64)
+    ws = np.empty(n * J, dtype=np.int64)
     rest = U.copy()
     rest_e = Ue.copy()
     moved = np.zeros(n * J)
@@ -426,7 +420,7 @@ def turn_candidates(
                 moved_e[w * J + j] += Ue[v, j]
                 rest[v, j] = 0.0
                 rest_e[v, j] = 0.0
-    return vs, js, ws, rest, rest_e, moved, moved_e
+    return vs[:c], js[:c], ws[:c], rest, rest_e, moved, moved_e
 
 
 @_wrapping
@@ -434,8 +428,27 @@ def turn_candidates(
 def turn_sums(
     inv: np.ndarray, U: np.ndarray, Ue: np.ndarray, vs: np.ndarray, js: np.ndarray, K: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per merged state ``inv[c]`` (0..K-1) of candidate ``c``: the sums of ``U`` and ``Ue``
-    over its candidates (in candidate order) and its last candidate."""
+    """Per merged state: the sums of ``U`` and ``Ue`` over its candidates, in candidate
+    order, and its last candidate.
+
+    Parameters
+    ----------
+    inv : (candidates,) int64
+        The merged state of each candidate, 0 .. K-1.
+    U, Ue : (n, J) float64
+        Whole flows and pair-units, as given to :func:`turn_candidates`.
+    vs, js : (candidates,) int64
+        The candidates' switch and destination column.
+    K : int
+        Merged states.
+
+    Returns
+    -------
+    M, Me : (K,) float64
+        Flows and pair-units of each state.
+    rep : (K,) int64
+        The last candidate of each state.
+    """
     M = np.zeros(K)
     Me = np.zeros(K)
     rep = np.zeros(K, dtype=np.int64)
@@ -458,8 +471,21 @@ def turn_ports(
     port: np.ndarray,
     port_exp: np.ndarray,
 ) -> None:
-    """Add the drawn flows ``X`` and the even ``share`` of each state (K, P; ``mask`` its
-    valid slots) to the ports ``up`` then ``dn`` (K, P) of ``port`` and ``port_exp``."""
+    """Add each state's drawn flows and even share to the ports it loads, up then down.
+
+    Parameters
+    ----------
+    X : (K, P) int64
+        Whole flows drawn onto each slot (:func:`split_rows`).
+    mask : (K, P) bool
+        The valid slots.
+    share : (K,) float64
+        Pair-units per valid slot (the even split).
+    up, dn : (K, P) int64
+        The port of each slot going up, and the single port down after it.
+    port, port_exp : (n_ports,) float64
+        Port loads, sampled and expected (pair-units); added to.
+    """
     K, P = X.shape
     for ports in (up, dn):
         tmp = np.zeros(port.size)
