@@ -1168,10 +1168,19 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
         return None
     wired: set[int] = set()  # the GPUs and NICs with a pcie edge
     cabled: set[int] = set()  # the NICs with an endpoint edge
-    edges = _valid_edges(
-        data["edges"], index, places, (wired, cabled), drop_key="multigraph" not in data
+    G = nx.Graph()
+    G.graph.update(data.get("graph", {}))
+    # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
+    # own dicts become the attribute dicts (nothing else holds them; the ids are out).
+    node, adj = G._node, G._adj
+    node.update(nodes)
+    nbrs: list[dict[Any, dict[str, Any]]] = [{} for _ in nodes]  # (by node position)
+    adj.update(zip(node, nbrs, strict=True))
+    items = data["edges"]
+    in_order = _valid_edges(
+        items, index, places, (wired, cabled), nbrs, drop_key="multigraph" not in data
     )
-    if edges is None:
+    if in_order is None:
         return None
     gpus = [i for i, p in enumerate(places) if p[0] == "gpu"]
     if not wired.issuperset(gpus):
@@ -1179,18 +1188,12 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     with_gpus = {places[i][1] for i in gpus}
     if with_gpus and any(places[i][1] in with_gpus for i in cabled - wired):
         return None  # a cabled NIC no GPU reaches: check_wiring names it
-    G = nx.Graph()
-    G.graph.update(data.get("graph", {}))
-    # What add_nodes_from and add_edges_from build, straight into the raw dicts: the items'
-    # own dicts become the attribute dicts (nothing else holds them; the ids are out).
-    node, adj = G._node, G._adj
-    node.update(nodes)
-    adj.update({v: {} for v in node})
-    for u, v, d in edges:
-        adj[u][v] = d
-        adj[v][u] = d
     # (no self-loops: each edge is in two neighbour dicts; fewer if one was given twice)
-    return G if sum(map(len, adj.values())) == 2 * len(edges) else None
+    if sum(map(len, nbrs)) != 2 * len(items):
+        return None
+    if not in_order and not _networkx_order(items, nbrs, index):
+        return None
+    return G
 
 
 def _valid_nodes(
@@ -1250,21 +1253,22 @@ def _valid_edges(
     index: dict[Any, int],
     places: list[tuple[str, Any]],
     seen: tuple[set[int], set[int]],
+    nbrs: list[dict[Any, dict[str, Any]]],
     *,
     drop_key: bool,
-) -> list[tuple[Any, Any, dict[str, Any]]] | None:
-    """``(u, v, attributes)`` of every edge item in the order networkx's copy of the
-    node-link graph lists them (by the earlier end's node position, then file order), or
-    None at the first item to look at closer. ``drop_key``: a node-link file without
-    ``multigraph`` is read as a multigraph, whose edge ``key`` is not an attribute. The
-    wiring rules of :func:`check_wiring` on edges are checked here too; the positions of the
-    GPUs and NICs with a pcie edge are added to ``seen[0]``, those of the NICs with an
-    endpoint edge to ``seen[1]``."""
+) -> bool | None:
+    """Put every edge item into the neighbour dicts ``nbrs`` (by node position), in file
+    order, its own dict as the edge's attributes; whether the file lists the edges in the
+    order networkx's copy of the node-link graph does (by the earlier end's node position,
+    then file order: :func:`_networkx_order` puts them so otherwise), or None at the first
+    item to look at closer. ``drop_key``: a node-link file without ``multigraph`` is read as
+    a multigraph, whose edge ``key`` is not an attribute. The wiring rules of
+    :func:`check_wiring` on edges are checked here too; the positions of the GPUs and NICs
+    with a pcie edge are added to ``seen[0]``, those of the NICs with an endpoint edge to
+    ``seen[1]``."""
     wired, cabled = seen
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = _ALLOWED_ENDS, _IN_SERVER
-    edges: list[tuple[Any, Any, dict[str, Any]]] = []
-    append = edges.append
     last, in_order = -1, True
     try:
         for item in items:
@@ -1297,13 +1301,35 @@ def _valid_edges(
             if first < last:
                 in_order = False
             last = first
-            append((u, v, item))
+            nbrs[iu][v] = item
+            nbrs[iv][u] = item
     except (KeyError, TypeError, AttributeError):
         return None
-    if not in_order:  # (the earlier end's position, worked out again: files are in order)
-        order = [min(index[u], index[v]) for u, v, _ in edges]
-        edges = [edges[i] for i in sorted(range(len(edges)), key=order.__getitem__)]
-    return edges
+    return in_order
+
+
+def _networkx_order(
+    items: list[dict[str, Any]], nbrs: list[dict[Any, dict[str, Any]]], index: dict[Any, int]
+) -> bool:
+    """Put the neighbour dicts ``nbrs`` (by node position; every edge of ``items`` in them,
+    once) in the order networkx's copy of the node-link graph has: edges by their earlier
+    end's node position, then in file order. False if an item is not in them."""
+    ends: dict[int, tuple[Any, Any]] = {}
+    for ids, nb in zip(index, nbrs, strict=True):
+        for w, d in nb.items():
+            ends[id(d)] = (ids, w)
+    try:
+        pairs = [ends[id(d)] for d in items]
+    except KeyError:
+        return False
+    first = [min(index[u], index[v]) for u, v in pairs]
+    for nb in nbrs:
+        nb.clear()
+    for i in sorted(range(len(items)), key=first.__getitem__):
+        u, v = pairs[i]
+        nbrs[index[u]][v] = items[i]
+        nbrs[index[v]][u] = items[i]
+    return True
 
 
 CAPACITY_RANGE_Bps = (1e3, 1e15)
