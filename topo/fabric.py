@@ -1315,9 +1315,9 @@ def _networkx_order(
     once) in the order networkx's copy of the node-link graph has: edges by their earlier
     end's node position, then in file order. False if an item is not in them."""
     ends: dict[int, tuple[Any, Any]] = {}
-    for ids, nb in zip(index, nbrs, strict=True):
+    for u, nb in zip(index, nbrs, strict=True):
         for w, d in nb.items():
-            ends[id(d)] = (ids, w)
+            ends[id(d)] = (u, w)
     try:
         pairs = [ends[id(d)] for d in items]
     except KeyError:
