@@ -142,3 +142,89 @@ def test_a_dash_is_refused_not_written_as_a_file(tmp_path: Path, monkeypatch) ->
     with pytest.raises(FormatError, match="standard output"):
         write_atomic("-", "x")
     assert not (tmp_path / "-").exists()
+
+
+def test_dev_stdout_is_refused_and_the_file_behind_it_kept(tmp_path: Path) -> None:
+    # A fresh-user trial: `-o /dev/stdout > so.txt` replaced so.txt by rename (the shell's
+    # descriptor then pointed at the unlinked file, and "wrote ..." was lost), and through a
+    # pipe the error named /proc/<pid>/fd/pipe:[...] as a missing file.
+    import subprocess
+    import sys
+
+    so = tmp_path / "so.json"
+    so.write_text("before")
+    args = [sys.executable, "-m", "topo.cli", "build", "ft2", "--switch-ports", "4"]
+    with open(so, "a") as out:
+        r = subprocess.run(
+            [*args, "-o", "/dev/stdout"], stdout=out, stderr=subprocess.PIPE, text=True
+        )
+    assert r.returncode == 1
+    assert r.stderr == (
+        "topo: error: --output /dev/stdout: cannot write: it leads to a file descriptor of "
+        "this process (as /dev/stdout does), which is not written to; give a file name "
+        "(without the output option the command prints its table, or --json, to standard "
+        "output)\n"
+    )
+    assert so.read_text() == "before"
+    r = subprocess.run([*args, "-o", "/dev/stdout"], capture_output=True, text=True)  # a pipe
+    assert r.returncode == 1 and "file descriptor of this process" in r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2"])
+def test_links_into_the_process_s_descriptors_are_refused(name: str) -> None:
+    from topo.fabric import check_writable
+
+    with pytest.raises(FormatError, match="file descriptor of this process"):
+        check_writable(name)
+
+
+def test_a_link_of_ours_to_dev_stdout_is_refused_one_to_a_file_is_not(tmp_path: Path) -> None:
+    from topo.fabric import check_writable
+
+    (tmp_path / "out.json").symlink_to("/dev/stdout")
+    with pytest.raises(FormatError, match="file descriptor of this process"):
+        check_writable(tmp_path / "out.json")
+    (tmp_path / "fd").symlink_to("/proc/self/fd")
+    with pytest.raises(FormatError, match="file descriptor of this process"):
+        check_writable(tmp_path / "fd" / "1")
+    (tmp_path / "real.json").write_text("x")
+    (tmp_path / "ok.json").symlink_to(tmp_path / "real.json")
+    assert check_writable(tmp_path / "ok.json") == (tmp_path / "real.json", tmp_path)
+
+
+def test_a_name_ending_in_a_slash_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="a name ending in '/' names a folder"):
+        write_atomic(f"{tmp_path}/x.json/", "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_suffix_of_a_link_s_target_is_checked_too(tmp_path: Path) -> None:
+    # A fresh-user trial: `-o link.json` with link.json -> target.txt put JSON into the .txt.
+    from typer.testing import CliRunner
+
+    from topo.cli import app
+
+    target, link = tmp_path / "target.txt", tmp_path / "link.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    r = CliRunner().invoke(app, ["build", "ft2", "--switch-ports", "4", "-o", str(link)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == (
+        f"topo: error: --output {link}: a link to {target}: a fabric is written as node-link "
+        "JSON: name it .json, not .txt\n"
+    )
+    assert target.read_text() == "old"
+    fabric = tmp_path / "f.json"
+    assert (
+        CliRunner()
+        .invoke(app, ["build", "ft2", "--switch-ports", "4", "-o", str(fabric)])
+        .exit_code
+        == 0
+    )
+    page, png = tmp_path / "page.html", tmp_path / "page.png"
+    page.symlink_to(png)
+    r = CliRunner().invoke(app, ["plot", str(fabric), "-o", str(page)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert f"a link to {png}: topo writes an HTML page" in r.stderr
+    assert not png.exists()

@@ -712,15 +712,29 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
     Raises
     ------
     FormatError
-        ``path`` is ``-`` (a user means standard output by it); it (or the target of the
-        link) exists and is not a regular file; its folder does not exist or cannot be written
-        (``os.access``: a user's permissions, not the superuser's).
+        ``path`` is ``-`` (a user means standard output by it), or a link into this process's
+        file descriptors (``/dev/stdout``, ``/dev/fd/1``: the file behind it would be replaced
+        by another, and what the command prints after it lost); it ends in ``/`` (a folder's
+        name); it (or the target of the link) exists and is not a regular file; its folder
+        does not exist or cannot be written (``os.access``: a user's permissions, not the
+        superuser's).
     """
-    if str(path) == "-":
+    raw = str(path)
+    if raw == "-" or (os.path.islink(path) and _file_descriptor_link(path)):
+        what = (
+            "'-' is not read as standard output here"
+            if raw == "-"
+            else "it leads to a file descriptor of this process (as /dev/stdout does), "
+            "which is not written to"
+        )
         raise FormatError(
             path,
-            "cannot write: '-' is not read as standard output here; give a file name (without "
-            "the output option the command prints its table, or --json, to standard output)",
+            f"cannot write: {what}; give a file name (without the output option the "
+            "command prints its table, or --json, to standard output)",
+        )
+    if raw.endswith("/") or raw.endswith(os.sep):
+        raise FormatError(
+            path, "cannot write: a name ending in '/' names a folder; give a file name"
         )
     path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
@@ -738,6 +752,32 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise FormatError(path, f"cannot write: folder {folder} is not writable")
     return path, folder
+
+
+_DESCRIPTORS = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd|/dev/fd")
+
+
+def _file_descriptor_link(path: str | Path) -> bool:
+    """Does the symbolic link ``path`` lead, link by link, through a folder of file
+    descriptors (``/proc/<pid>/fd``, ``/dev/fd``), as ``/dev/stdout`` does?"""
+    p = os.path.abspath(path)
+    for _ in range(40):  # (the kernel's limit on links followed)
+        if not os.path.islink(p):
+            return False
+        folder = os.path.realpath(os.path.dirname(p))
+        if _DESCRIPTORS.fullmatch(folder):
+            return True
+        try:
+            p = os.path.join(folder, os.readlink(p))
+        except OSError:
+            return False
+    return False
+
+
+def link_target(path: str | Path) -> Path | None:
+    """The file a symbolic link ``path`` leads to (``os.path.realpath``), or None if ``path``
+    is not a link."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else None
 
 
 def write_atomic(path: str | Path, text: str | bytes) -> None:
@@ -933,13 +973,17 @@ def check_fabric_path(path: str | Path) -> None:
     Raises
     ------
     FormatError
-        Naming the file, its suffix and :data:`FABRIC_SUFFIXES`.
+        Naming the file, its suffix and :data:`FABRIC_SUFFIXES`; for a symbolic link, the
+        suffix of the file it leads to is checked too (that file is the one replaced).
     """
-    suffix = Path(path).suffix
-    if suffix and suffix.lower() not in FABRIC_SUFFIXES:
-        raise FormatError(
-            path, f"a fabric is written as node-link JSON: name it .json, not {suffix}"
-        )
+    target = link_target(path)
+    for name in (path, target):
+        suffix = Path(name).suffix if name is not None else ""
+        if suffix and suffix.lower() not in FABRIC_SUFFIXES:
+            via = f"a link to {name}: " if name is target else ""
+            raise FormatError(
+                path, f"{via}a fabric is written as node-link JSON: name it .json, not {suffix}"
+            )
 
 
 def save(G: nx.Graph, path: str | Path) -> None:
