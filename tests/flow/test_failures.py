@@ -58,8 +58,33 @@ def test_named_failures_and_their_errors() -> None:
     assert not H.has_edge("leaf1", "spine2")
     with pytest.raises(TopoError, match="neither a switch nor a link"):
         fail(G, named=["spine99"])
-    with pytest.raises(TopoError, match="neither a switch nor a link"):
-        fail(G, named=["node0/gpu0--node0/nvswitch"])  # NVLink does not fail here
+    # NVLink, PCIe and the vertices inside a server do not fail here; the error says so (it
+    # said "neither a switch nor a link of the fabric" of an edge in the fabric's JSON).
+    only = "only cables to switches fail (NIC cables and switch-to-switch links) and switches"
+    with pytest.raises(TopoError) as e:
+        fail(G, named=["node0/gpu0--node0/nvswitch"])
+    assert str(e.value) == (
+        f"--fail 'node0/gpu0--node0/nvswitch' is a link inside a server (nvlink): {only}"
+    )
+    with pytest.raises(TopoError) as e:
+        fail(G, named=["node0/nic0--node0/gpu0"])
+    assert (
+        str(e.value) == f"--fail 'node0/nic0--node0/gpu0' is a link inside a server (pcie): {only}"
+    )
+    with pytest.raises(TopoError) as e:
+        fail(G, named=["node0/gpu0"])
+    assert str(e.value) == (
+        "--fail 'node0/gpu0' is a gpu, not a switch, and has no cable to a switch: only cables "
+        "to switches (NIC cables and switch-to-switch links) and switches fail"
+    )
+    nic_leaf = next(s for s in G.adj["node0/nic0"] if s.startswith("leaf"))
+    with pytest.raises(TopoError) as e:
+        fail(G, named=["node0/nic0"])
+    assert str(e.value) == (
+        f"--fail 'node0/nic0' is a nic, not a switch: name one of its cables instead, e.g. "
+        f"node0/nic0--{nic_leaf}"
+    )
+    fail(G, named=[f"node0/nic0--{nic_leaf}"])  # (the cable the error names does fail)
     with pytest.raises(TopoError, match="named twice"):
         fail(G, named=["spine0", "spine0"])
     with pytest.raises(TopoError, match="already failed"):

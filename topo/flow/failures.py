@@ -119,10 +119,7 @@ def fail(
         if ends and not H.has_edge(*ends[0]):
             raise TopoError(f"--fail {name}: already failed (named twice, or a failed switch's)")
         if not ends:
-            raise TopoError(
-                f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "
-                f"written END{LINK_SEPARATOR}END, e.g. its two vertex names as in the fabric JSON)"
-            )
+            raise TopoError(_not_failable(G, name))
         u, v = ends[0]
         d = H.edges[u, v]
         lost += float(d["capacity"])
@@ -260,15 +257,49 @@ def _named(G: nx.Graph, text: str) -> list[Hashable]:
     return found
 
 
-def _named_links(G: nx.Graph, text: str) -> list[tuple[Hashable, Hashable]]:
-    """The cables ``END--END`` names, at every place the separator can cut ``text`` (names
-    may hold it): each ``(u, v)`` in the order written."""
+def _not_failable(G: nx.Graph, name: str) -> str:
+    """Why ``--fail NAME`` names nothing that can fail: a link inside a server (NVLink,
+    PCIe), a vertex that is not a switch (with one of its cables to name instead), or
+    nothing of the fabric at all."""
+    inside = _named_links(G, name, cables_only=False)
+    if inside:
+        kind = G.edges[inside[0]].get("kind", "internal")
+        return (
+            f"--fail {name!r} is a link inside a server ({kind}): only cables to switches fail "
+            "(NIC cables and switch-to-switch links) and switches"
+        )
+    vertices = _named(G, name)
+    if vertices:
+        v = vertices[0]
+        cable = next((s for s in G.adj[v] if _is_cable(G, v, s)), None)
+        kind = G.nodes[v]["kind"]
+        if cable is None:
+            return (
+                f"--fail {name!r} is a {kind}, not a switch, and has no cable to a switch: "
+                "only cables to switches (NIC cables and switch-to-switch links) and switches fail"
+            )
+        return (
+            f"--fail {name!r} is a {kind}, not a switch: name one of its cables instead, e.g. "
+            f"{v}{LINK_SEPARATOR}{cable}"
+        )
+    return (
+        f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "
+        f"written END{LINK_SEPARATOR}END, e.g. its two vertex names as in the fabric JSON)"
+    )
+
+
+def _named_links(
+    G: nx.Graph, text: str, *, cables_only: bool = True
+) -> list[tuple[Hashable, Hashable]]:
+    """The cables ``END--END`` names (every link, with ``cables_only`` False), at every place
+    the separator can cut ``text`` (names may hold it): each ``(u, v)`` in the order
+    written."""
     found = []
     at = text.find(LINK_SEPARATOR)
     while at >= 0:
         for u in _named(G, text[:at]):
             for v in _named(G, text[at + len(LINK_SEPARATOR) :]):
-                if G.has_edge(u, v) and _is_cable(G, u, v):
+                if G.has_edge(u, v) and (not cables_only or _is_cable(G, u, v)):
                     found.append((u, v))
         at = text.find(LINK_SEPARATOR, at + 1)
     return found
