@@ -204,6 +204,25 @@ def test_resilience_never_shows_a_bound_as_a_value(tmp_path: Path) -> None:
     assert "that statistic is unknown" in table
 
 
+def test_the_unknown_note_is_not_printed_for_p5_of_few_exact_trials(tmp_path: Path) -> None:
+    # 4 trials, every one exact: p5 is "-" (fewer than 20 trials) with its own note, and no
+    # statistic is unknown; the table said "low..high: that statistic is unknown" all the
+    # same (the null p5 was taken for an unknown statistic). The trial that left two servers
+    # on parts of the switches with nothing in common is "apart", not cut off.
+    ft2 = tmp_path / "ft2.json"
+    assert run("build", "ft2", "--switch-ports", 8, "-o", ft2).exit_code == 0
+    args = ["resilience", ft2, "--trials", 4, "--fail-links", 40]
+    d = json.loads(run(*args, "--json").stdout)[0]
+    assert d["exact_trials"] == 4 and d["p5_GBps"] is None and "p5" not in d["range_GBps"]
+    assert all(d[f"{k}_GBps"] is not None for k in ("min", "median", "mean", "max"))
+    table = run(*args).stdout
+    assert "p5 -: fewer than 20 trials" in table
+    assert "that statistic is unknown" not in table
+    assert d["trials_apart"] == 1 and d["trials_with_disconnected"] == 0
+    assert "1 trial apart" in table and "  apart: trials that cut no server off" in table
+    assert "up to 0 GPUs" not in table
+
+
 def test_bounds_far_apart_say_the_value_is_unknown(tmp_path: Path) -> None:
     # A Slim Fly (q = 5) with an LP limit of 10 variables: only the cut and a spanning-tree
     # routing bound it, far more than 2% apart, and the table says the value is unknown.

@@ -181,6 +181,9 @@ def _table(
             else f"{count(r.trials_with_disconnected, 'trial')}, up to "
             f"{count(r.max_disconnected_gpus, 'GPU')}"
         )
+        if r.trials_apart:
+            apart = f"{count(r.trials_apart, 'trial')} apart"
+            cut = apart if cut == "-" else f"{cut}; {apart}"
         if r.trials_unroutable:
             cut += f"; {count(r.trials_unroutable, 'trial')} unroutable"
         table.add_row(
@@ -231,8 +234,10 @@ def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
             "  exact: trials solved exactly; the others (LP over --max-variables or past "
             "--time-limit) have only certified bounds, so their values are unknown"
         )
-    stats = ("min_GBps", "p5_GBps", "median_GBps", "mean_GBps", "max_GBps")
-    if any(getattr(r, s) is None and r.statistics_trials for r in reports for s in stats):
+    # (a statistic is unknown where it has a range and no value: p5 of under 20 trials has
+    # neither, and its own note above)
+    stats = ("min", "p5", "median", "mean", "max")
+    if any(getattr(r, f"{s}_GBps") is None and s in r.range_GBps for r in reports for s in stats):
         out.print(
             "  low..high: that statistic is unknown; it lies in this range, the statistic of "
             "the trials' certified lower bounds and of their upper bounds (--json has each "
@@ -242,4 +247,10 @@ def _notes(reports: list[ResilienceReport], routing: Routing) -> None:
         out.print(
             "  cut off: trials in which some servers lost every path; their busbw is among the "
             "GPUs still connected (0 when fewer than two are)"
+        )
+    if any(r.trials_apart for r in reports):
+        out.print(
+            "  apart: trials that cut no server off but left two servers whose NICs reach no "
+            "common part of the switches (a host forwards nothing between parts): busbw 0, "
+            "known exactly"
         )

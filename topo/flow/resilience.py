@@ -338,6 +338,13 @@ class ResilienceReport:
     ``statistics_trials`` trials. When every trial is unroutable, ``min_GBps`` ...
     ``max_GBps`` are None and ``range_GBps`` holds only ``intact``.
 
+    ``trials_with_disconnected`` counts the trials that cut servers off (the most GPUs cut
+    off in one: ``max_disconnected_gpus``); ``trials_apart`` those with the optimal routing
+    that cut none off but left two servers whose NICs reach no common part of the switches
+    (the switches fell apart, or a multi-plane server kept only one plane's cables and another
+    lost that one: a host forwards nothing between parts), whose busbw is 0, known exactly.
+    Both count among ``exact_trials``.
+
     ``seed`` is the run's seed; ``trial_seeds[i]`` is trial ``i``'s own
     (:func:`topo.flow.seeds.trial_seeds`): :func:`damaged_bandwidth` with it and the same
     failure counts reproduces that trial.
@@ -369,6 +376,7 @@ class ResilienceReport:
     unroutable_trials: list[int] = field(default_factory=list)
     statistics_trials: int = 0
     trial_seeds: list[int] = field(default_factory=list)
+    trials_apart: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
@@ -424,6 +432,7 @@ class _Tally:
     unrouted: list[int] = field(default_factory=list)
     cut_trials: int = 0
     worst_cut: int = 0
+    apart: int = 0
     exact: int = 0
 
     def add(self, r: DamagedBandwidth, ceiling: float = math.inf) -> None:
@@ -449,18 +458,22 @@ class _Tally:
             self.worst_cut = max(self.worst_cut, r.failures.disconnected_gpus)
 
     def add_infeasible(self, routing: str, cut_gpus: int = 0) -> None:
-        """A trial that cannot complete. Optimal: fewer than two GPUs left connected, its
-        busbw 0 known exactly. As routed: some pair without an up/down route, so the
-        all-to-all never completes; it has no rate, so its entries are None and it stays out
-        of the statistics (counted in ``trials_unroutable``, its index in
-        ``unroutable_trials``)."""
+        """A trial that cannot complete. Optimal: fewer than two GPUs left connected
+        (``cut_gpus`` of them cut off: a cut-off trial), or, with none cut off, two servers
+        left whose NICs reach no common part of the switches (``trials_apart``); its busbw
+        0 known exactly. As routed: some pair without an up/down route, so the all-to-all
+        never completes; it has no rate, so its entries are None and it stays out of the
+        statistics (counted in ``trials_unroutable``, its index in ``unroutable_trials``)."""
         self.exact += 1
         if routing == "optimal":
             self.values.append(0.0)
             self.lowers.append(0.0)
             self.uppers.append(0.0)
-            self.cut_trials += 1
-            self.worst_cut = max(self.worst_cut, cut_gpus)
+            if cut_gpus:
+                self.cut_trials += 1
+                self.worst_cut = max(self.worst_cut, cut_gpus)
+            else:
+                self.apart += 1
         else:
             self.unrouted.append(len(self.values))
             self.values.append(None)
@@ -614,6 +627,7 @@ def resilience(
         range_GBps=ranges,
         unroutable_trials=tally.unrouted,
         statistics_trials=trials - tally.unroutable,
+        trials_apart=tally.apart,
         trial_seeds=seeds,
     )
 
