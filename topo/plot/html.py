@@ -23,12 +23,13 @@ NOT_HTML = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".pdf", 
 
 
 def check_html_path(path: str | Path) -> None:
-    """Refuse an output name that says it is not an HTML page (:data:`NOT_HTML`).
+    """Refuse an output name that says it is not an HTML page (:data:`NOT_HTML`); for a
+    symbolic link, the name of the file it leads to too (that file is the one replaced).
 
     Raises
     ------
     FormatError
-        Naming the file and the suffix.
+        Naming the file (and the link's target) and the suffix.
     """
     target = link_target(path)
     for name in (path, target):
