@@ -720,7 +720,8 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
         superuser's).
     """
     raw = str(path)
-    if raw == "-" or (os.path.islink(path) and _file_descriptor_link(path)):
+    target = link_target(path)
+    if raw == "-" or (target is not None and _file_descriptor_link(path)):
         what = (
             "'-' is not read as standard output here"
             if raw == "-"
@@ -732,11 +733,11 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
             f"cannot write: {what}; give a file name (without the output option the "
             "command prints its table, or --json, to standard output)",
         )
-    if raw.endswith("/") or raw.endswith(os.sep):
+    if raw.endswith(("/", os.sep)):
         raise FormatError(
             path, "cannot write: a name ending in '/' names a folder; give a file name"
         )
-    path = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    path = target or Path(path)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -778,6 +779,15 @@ def link_target(path: str | Path) -> Path | None:
     """The file a symbolic link ``path`` leads to (``os.path.realpath``), or None if ``path``
     is not a link."""
     return Path(os.path.realpath(path)) if os.path.islink(path) else None
+
+
+def written_names(path: str | Path) -> list[tuple[str | Path, str]]:
+    """The names whose suffix says what the file written at ``path`` holds: ``path``, and for
+    a symbolic link the file it leads to (the one replaced), each with the words an error
+    puts before its message (``""``, ``"a link to T: "``). For the suffix checks of
+    :func:`check_fabric_path` and :func:`topo.plot.html.check_html_path`."""
+    target = link_target(path)
+    return [(path, "")] + ([(target, f"a link to {target}: ")] if target is not None else [])
 
 
 def write_atomic(path: str | Path, text: str | bytes) -> None:
@@ -976,11 +986,9 @@ def check_fabric_path(path: str | Path) -> None:
         Naming the file, its suffix and :data:`FABRIC_SUFFIXES`; for a symbolic link, the
         suffix of the file it leads to is checked too (that file is the one replaced).
     """
-    target = link_target(path)
-    for name in (path, target):
-        suffix = Path(name).suffix if name is not None else ""
+    for name, via in written_names(path):
+        suffix = Path(name).suffix
         if suffix and suffix.lower() not in FABRIC_SUFFIXES:
-            via = f"a link to {name}: " if name is target else ""
             raise FormatError(
                 path, f"{via}a fabric is written as node-link JSON: name it .json, not {suffix}"
             )

@@ -28,7 +28,7 @@ def test_63_of_64_cables_failed_counts_the_cut_gpus() -> None:
 
 
 def _apart_by_hand(H) -> tuple[bool, bool]:
-    """(some server is cut off: outside the graph's part with the most GPUs, (two servers of
+    """(some server is cut off: outside the graph's part with the most GPUs; two servers of
     that part reach no common component of the switches), written directly with networkx."""
     import networkx as nx
 

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from topo.errors import FormatError
-from topo.fabric import link_target, write_atomic
+from topo.fabric import write_atomic, written_names
 
 __all__ = ["NOT_HTML", "check_html_path", "write_html"]
 
@@ -31,11 +31,9 @@ def check_html_path(path: str | Path) -> None:
     FormatError
         Naming the file (and the link's target) and the suffix.
     """
-    target = link_target(path)
-    for name in (path, target):
-        suffix = Path(name).suffix.lower() if name is not None else ""
+    for name, via in written_names(path):
+        suffix = Path(name).suffix.lower()
         if suffix in NOT_HTML:
-            via = f"a link to {name}: " if name is target else ""
             raise FormatError(
                 path,
                 f"{via}topo writes an HTML page (plotly, offline): name it .html, not {suffix}",
