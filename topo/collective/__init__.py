@@ -6,11 +6,14 @@
   :mod:`topo.traffic.collective`);
 - :mod:`topo.collective.model`: the alpha-beta cost of every (algorithm, protocol) and the
   tuner's choice;
+- :mod:`topo.collective.choice`: the tuner's ranking of the candidates, and its restriction by
+  NCCL_ALGO and NCCL_PROTO;
 - :mod:`topo.collective.report`: the size sweep, the comparison with a real log, the fit.
 
 The model and its sources: ``docs/collective.md``.
 """
 
+from topo.collective.choice import TunerRestriction, ranked_candidates, tuner_restriction
 from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor, candidates, choose
@@ -32,6 +35,7 @@ __all__ = [
     "FabricRates",
     "Fit",
     "NcclConstants",
+    "TunerRestriction",
     "busbw_factor",
     "candidates",
     "choose",
@@ -41,4 +45,6 @@ __all__ = [
     "fit_alpha_beta",
     "load_constants",
     "plot_busbw",
+    "ranked_candidates",
+    "tuner_restriction",
 ]

@@ -1,7 +1,8 @@
 """The nccl-tests table a fabric allows, and how a measured log compares with it.
 
 :func:`collective_table` sweeps sizes as nccl-tests does (``-b``, ``-e``, ``-f``) and returns
-one row per size with the tuner's choice; :func:`compare_log` predicts each row of a real
+one row per size with the tuner's choice and every candidate it weighed (restricted as NCCL_ALGO
+and NCCL_PROTO restrict it, when given); :func:`compare_log` predicts each row of a real
 nccl-tests test and gives measured / predicted busbw; :func:`fit_alpha_beta` fits
 ``time = alpha + factor * size / beta`` to a measured table by least squares (numpy).
 """
@@ -16,9 +17,15 @@ import networkx as nx
 import numpy as np
 from scipy.optimize import nnls
 
+from topo.collective.choice import (
+    TunerRestriction,
+    candidate_record,
+    ranked_candidates,
+    tuner_restriction,
+)
 from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.fabric_rates import FabricRates, fabric_rates
-from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor, choose
+from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor
 from topo.errors import TopoError
 from topo.formats.nccl_tests import NcclTest
 from topo.units import Bps_to_GBps, s_to_us
@@ -67,6 +74,10 @@ class Row:
     busbw_note : str
         Why busbw exceeds the rate of the links it crosses, when it does (NVLS in-switch
         reduction, a tree across servers); empty otherwise (:func:`busbw_note`).
+    candidates : list of dict
+        Every (algorithm, protocol) the tuner weighed at this size (under NCCL_ALGO /
+        NCCL_PROTO when given), fastest first, each as
+        :func:`topo.collective.choice.candidate_record` shows it (``chosen`` marks the row's).
     """
 
     size_bytes: int
@@ -82,11 +93,17 @@ class Row:
     latency_us: float
     bound: str
     busbw_note: str = ""
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class CollectiveReport:
-    """A predicted nccl-tests table (see :func:`collective_table`)."""
+    """A predicted nccl-tests table (see :func:`collective_table`).
+
+    ``algo`` and ``proto`` are the NCCL_ALGO and NCCL_PROTO lists the tuner's choice was
+    restricted to, as given; None when not given, or for alltoall and sendrecv, which neither
+    governs.
+    """
 
     op: str
     fabric: str
@@ -97,6 +114,8 @@ class CollectiveReport:
     constants: str
     rates: dict[str, Any]
     rows: list[Row]
+    algo: str | None = None
+    proto: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; ``rows`` is a list of objects with nccl-tests' columns."""
@@ -206,14 +225,23 @@ def busbw_note(busbw_Bps: float, algorithm: str, r: FabricRates) -> str:
 
 
 def predict_row(
-    op: str, size_bytes: int, count: int, dtype: str, rates: FabricRates, c: NcclConstants
+    op: str,
+    size_bytes: int,
+    count: int,
+    dtype: str,
+    rates: FabricRates,
+    c: NcclConstants,
+    restriction: TunerRestriction | None = None,
 ) -> Row:
-    """The predicted row for one size: the tuner's choice (:func:`choose`) in nccl-tests' columns.
+    """The predicted row for one size: the tuner's choice in nccl-tests' columns.
 
     ``size_bytes`` is nccl-tests' size (B), ``count`` its element count (printed as given);
-    the row's time is in µs and its bandwidths in GB/s (see :class:`Row`).
+    the row's time is in µs and its bandwidths in GB/s (see :class:`Row`). The choice is the
+    first of :func:`topo.collective.choice.ranked_candidates` under ``restriction`` (NCCL_ALGO,
+    NCCL_PROTO; default none), which raises TopoError when it leaves nothing.
     """
-    best = choose(op, size_bytes, rates, c)
+    ranked = ranked_candidates(op, size_bytes, rates, c, restriction)
+    best = ranked[0]
     algbw = size_bytes / best.time_s
     return Row(
         size_bytes=size_bytes,
@@ -229,6 +257,10 @@ def predict_row(
         latency_us=s_to_us(best.latency_s),
         bound=best.bound,
         busbw_note=busbw_note(algbw * busbw_factor(op, rates.gpus), best.algorithm, rates),
+        candidates=[
+            candidate_record(k, op, size_bytes, rates.gpus, chosen=i == 0)
+            for i, k in enumerate(ranked)
+        ],
     )
 
 
@@ -243,6 +275,8 @@ def collective_table(
     step_factor: int = 2,
     dtype: str = "float",
     constants: NcclConstants | None = None,
+    algo: str | None = None,
+    proto: str | None = None,
 ) -> CollectiveReport:
     """Predict nccl-tests' table for ``op`` on a fabric, size by size.
 
@@ -263,17 +297,23 @@ def collective_table(
         all_gather, reduce_scatter and alltoall to n chunks, as nccl-tests does).
     constants : NcclConstants, optional
         Default: :func:`topo.collective.constants.load_constants`.
+    algo, proto : str, optional
+        Restrict the tuner's choice as NCCL_ALGO and NCCL_PROTO do (e.g. ``"ring"``,
+        ``"^tree"``, ``"Simple"``; :func:`topo.collective.choice.tuner_restriction`); they do
+        not govern alltoall and sendrecv (NCCL's send/recv ignores them).
 
     Returns
     -------
     CollectiveReport
-        One :class:`Row` per size (sizes rounding to zero elements are skipped).
+        One :class:`Row` per size (sizes rounding to zero elements are skipped), each with
+        every candidate the tuner weighed (``candidates``).
 
     Raises
     ------
     TopoError
         Unknown op or type; min > max; sizes < 1; step factor < 2; no size that holds one
-        element (an empty table); see also
+        element (an empty table); an ``algo`` or ``proto`` NCCL would refuse, or one that
+        leaves no candidate for the op; see also
         :func:`topo.collective.fabric_rates.fabric_rates`.
 
     Examples
@@ -294,6 +334,7 @@ def collective_table(
         raise TopoError(f"--min-bytes {min_bytes:,} exceeds --max-bytes {max_bytes:,}")
     if step_factor < 2:
         raise TopoError(f"--step-factor must be >= 2, got {step_factor}")
+    restriction = tuner_restriction(algo, proto)
     c = constants or load_constants()
     rates = fabric_rates(G, gpus, gpus_per_node)
     elt = TYPE_BYTES[dtype]
@@ -303,7 +344,7 @@ def collective_table(
         count = _count(op, size, rates.gpus, elt)
         if count > 0:
             eff = count * elt * (rates.gpus if op in TOTAL_SIZE_OPS else 1)
-            rows.append(predict_row(op, eff, count, dtype, rates, c))
+            rows.append(predict_row(op, eff, count, dtype, rates, c, restriction))
         size *= step_factor
     if not rows:
         raise TopoError(
@@ -321,6 +362,8 @@ def collective_table(
         constants=c.origin,
         rates=rates_summary(rates, c),
         rows=rows,
+        algo=algo if restriction.governs(op) else None,
+        proto=proto if restriction.governs(op) else None,
     )
 
 
@@ -329,7 +372,8 @@ def collective_table(
 
 @dataclass(frozen=True)
 class CompareRow:
-    """Measured against predicted, one size (bandwidths GB/s, times µs)."""
+    """Measured against predicted, one size (bandwidths GB/s, times µs); ``candidates`` are
+    the predicted row's (:class:`Row`)."""
 
     size_bytes: int
     measured_time_us: float
@@ -341,6 +385,7 @@ class CompareRow:
     protocol: str
     bound: str
     busbw_note: str = ""
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -394,6 +439,9 @@ class Comparison:
         With ``fit=True``: the model's latency at the log's largest size (µs).
     rates : dict
         :func:`rates_summary` of the sub-cluster (GB/s).
+    algo, proto : str or None
+        NCCL_ALGO and NCCL_PROTO as given, when they govern the op (as
+        :class:`CollectiveReport`).
     """
 
     op: str
@@ -409,6 +457,8 @@ class Comparison:
     fit: Fit | None = None
     model_latency_us: float | None = None
     rates: dict[str, Any] = field(default_factory=dict)
+    algo: str | None = None
+    proto: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -514,6 +564,8 @@ def compare_log(
     gpus_per_node: int | None = None,
     constants: NcclConstants | None = None,
     fit: bool = False,
+    algo: str | None = None,
+    proto: str | None = None,
 ) -> Comparison:
     """Predict each size of a measured nccl-tests test and compare busbw.
 
@@ -529,6 +581,9 @@ def compare_log(
         Default: :func:`topo.collective.constants.load_constants`.
     fit : bool
         Also fit alpha and beta to the measured out-of-place times.
+    algo, proto : str, optional
+        Predict under NCCL_ALGO / NCCL_PROTO, as :func:`collective_table` (e.g. the values the
+        measured run was given).
 
     Returns
     -------
@@ -545,13 +600,17 @@ def compare_log(
     """
     if test.op not in OPS:
         raise TopoError(f"the log's test {test.op}_perf is not one of {', '.join(OPS)}")
+    restriction = tuner_restriction(algo, proto)
     n = gpus if gpus is not None else test.ranks
     g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
     if n is None:
         raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
     c = constants or load_constants()
     rates = fabric_rates(G, n, g)
-    predicted = [predict_row(test.op, m.size_bytes, m.count, m.type, rates, c) for m in test.rows]
+    predicted = [
+        predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
+        for m in test.rows
+    ]
     rows = [
         CompareRow(
             size_bytes=m.size_bytes,
@@ -564,6 +623,7 @@ def compare_log(
             protocol=p.protocol,
             bound=p.bound,
             busbw_note=p.busbw_note,
+            candidates=p.candidates,
         )
         for m, p in zip(test.rows, predicted, strict=True)
     ]
@@ -594,6 +654,8 @@ def compare_log(
         fit=f,
         model_latency_us=model_lat,
         rates=rates_summary(rates, c),
+        algo=algo if restriction.governs(test.op) else None,
+        proto=proto if restriction.governs(test.op) else None,
     )
 
 

@@ -191,6 +191,32 @@ def collective(
             "--html", help="Write busbw against size (log x) as offline HTML.", dir_okay=False
         ),
     ] = None,
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why",
+            help="Also print every (algorithm, protocol) the tuner weighed, size by size: "
+            "time (us) / busbw (GB/s), its choice (the least time) marked *.",
+        ),
+    ] = False,
+    algo: Annotated[
+        str | None,
+        typer.Option(
+            "--algo",
+            help="Restrict the tuner's algorithms as NCCL_ALGO does: Ring, Tree, NVLS, "
+            "NVLSTree, PAT, CollNetDirect, CollNetChain, comma-separated, not case sensitive; "
+            "a leading ^ excludes; per function as NCCL 2.24+ reads it (ring;allreduce:tree). "
+            "alltoall and sendrecv (send/recv) are not governed.",
+        ),
+    ] = None,
+    proto: Annotated[
+        str | None,
+        typer.Option(
+            "--proto",
+            help="Restrict the tuner's protocols as NCCL_PROTO does: LL, LL128, Simple (same "
+            "syntax as --algo).",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the rows as JSON objects.")
     ] = False,
@@ -200,6 +226,11 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
+    if why and as_json:
+        raise TopoError(
+            "--why prints a table; with --json every row already carries every candidate the "
+            "tuner weighed (its 'candidates' list)"
+        )
     check_outputs({"--output": output, "--html": html}, [fabric, compare, calibrate, constants])
     if node is not None and arch is not None:
         raise TopoError(
@@ -222,9 +253,19 @@ def collective(
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
+        _warn_send_recv([t.op for t in tests], algo, proto)
         with about(fabric):
             comparisons = [
-                compare_log(G, t, gpus=gpus, gpus_per_node=gpus_per_node, constants=c, fit=fit)
+                compare_log(
+                    G,
+                    t,
+                    gpus=gpus,
+                    gpus_per_node=gpus_per_node,
+                    constants=c,
+                    fit=fit,
+                    algo=algo,
+                    proto=proto,
+                )
                 for t in tests
             ]
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
@@ -233,13 +274,17 @@ def collective(
         else:
             for cmp in comparisons:
                 _compare_table(cmp, compare)
+                if why:
+                    _why_table(cmp.op, cmp.rows, _restricted(cmp.algo, cmp.proto), measured=True)
     else:
         assert fabric is not None
         G = fabric_mod.load(fabric)
+        the_op = (op or Op.all_reduce).value
+        _warn_send_recv([the_op], algo, proto)
         with about(fabric):
             report = collective_table(
                 G,
-                (op or Op.all_reduce).value,
+                the_op,
                 gpus=gpus,
                 gpus_per_node=gpus_per_node,
                 min_bytes=parse_size(min_bytes, "--min-bytes"),
@@ -247,12 +292,16 @@ def collective(
                 step_factor=step_factor,
                 dtype=datatype,
                 constants=_arch_constants(c, arch, G),
+                algo=algo,
+                proto=proto,
             )
         _write_html(html, lambda: plot_busbw(report=report))
         if as_json:
             print_json(report.to_dict())
         else:
             _table(report)
+            if why:
+                _why_table(report.op, report.rows, _restricted(report.algo, report.proto))
     if html is not None:
         err.print(f"wrote {html}")
 
@@ -280,7 +329,7 @@ def _check_log_options(
     if calibrate is not None:
         refuse_given(
             ctx,
-            ("op", "gpus", "gpus_per_node", *_SIZES, "html"),
+            ("op", "gpus", "gpus_per_node", *_SIZES, "html", "why", "algo", "proto"),
             "a predicted table or --compare",
             "--calibrate fits every test of its log, at the log's ranks and sizes, and draws "
             "nothing",
@@ -460,11 +509,38 @@ def _rates_line(rates: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _restricted(algo: str | None, proto: str | None) -> str:
+    """``NCCL_ALGO=... NCCL_PROTO=...`` for a title: the restriction a report records."""
+    parts = [f"NCCL_ALGO={algo}" if algo is not None else ""]
+    parts.append(f"NCCL_PROTO={proto}" if proto is not None else "")
+    return " ".join(p for p in parts if p)
+
+
+def _warn_send_recv(ops: list[str], algo: str | None, proto: str | None) -> None:
+    """One ``topo: warning:`` line when --algo or --proto is given for alltoall or sendrecv,
+    which NCCL runs as send/recv: neither variable governs them (the rows are NCCL's choice)."""
+    from topo.collective.choice import TUNED_OPS
+
+    given = [f for f, v in (("--algo", algo), ("--proto", proto)) if v is not None]
+    p2p = [o for o in dict.fromkeys(ops) if o not in TUNED_OPS]
+    if given and p2p:
+        verb = "does" if len(given) == 1 else "do"
+        it, its = ("it", "its") if len(p2p) == 1 else ("them", "their")
+        print(
+            f"topo: warning: {' and '.join(given)} {verb} not govern {' and '.join(p2p)}: NCCL "
+            f"runs {it} as send/recv, whose protocol NCCL_ALGO and NCCL_PROTO leave alone (LL up "
+            f"to NCCL_P2P_LL_THRESHOLD per channel, else Simple); {its} rows are NCCL's own "
+            "choice",
+            file=sys.stderr,
+        )
+
+
 def _table(rep: CollectiveReport) -> None:
+    restricted = _restricted(rep.algo, rep.proto)
     title = (
         f"{rep.op} on {rep.fabric}: {count(rep.gpus, 'GPU')}, {count(rep.nodes, 'node')} x "
         f"{rep.gpus_per_node} "
-        f"(NCCL {rep.nccl_release} model)"
+        f"(NCCL {rep.nccl_release} model{', ' + restricted if restricted else ''})"
     )
     table = Table(
         title=title,
@@ -507,9 +583,11 @@ def _table(rep: CollectiveReport) -> None:
 
 
 def _compare_table(cmp: Comparison, log: Path) -> None:
+    restricted = _restricted(cmp.algo, cmp.proto)
     title = (
         f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
-        f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node})"
+        f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
+        f"{', ' + restricted if restricted else ''})"
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("size (B)", "time (us)", "model (us)", "busbw (GB/s)", "model (GB/s)", "ratio"):
@@ -534,6 +612,48 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
             f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
+
+
+def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False) -> None:
+    """``--why``: one row per size, one column per (algorithm, protocol) the tuner weighed,
+    each cell the candidate's time (us) / busbw (GB/s) as nccl-tests would print it had NCCL
+    chosen it, the choice marked ``*``; with ``measured``, the log's own time / busbw first."""
+    from topo.collective.choice import ALGORITHM_ORDER
+    from topo.collective.constants import PROTOCOLS
+
+    def order(pair: tuple[str, str]) -> tuple[int, int, str]:
+        a, p = pair
+        rank = ALGORITHM_ORDER.index(a) if a in ALGORITHM_ORDER else len(ALGORITHM_ORDER)
+        return (rank, PROTOCOLS.index(p) if p in PROTOCOLS else len(PROTOCOLS), a + p)
+
+    pairs = sorted({(k["algorithm"], k["protocol"]) for r in rows for k in r.candidates}, key=order)
+    table = Table(
+        title=f"why: every (algorithm, protocol) NCCL's tuner weighs for {op}"
+        f"{' under ' + restricted if restricted else ''}: time (us) / busbw (GB/s)",
+        title_justify="left",
+        caption="* the tuner's choice, the least time; - not a candidate at that size",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("size (B)", justify="right")
+    if measured:
+        table.add_column("measured", justify="right")
+    for a, p in pairs:
+        table.add_column(f"{a}/{p}", justify="right")
+    for r in rows:
+        cells = {(k["algorithm"], k["protocol"]): k for k in r.candidates}
+        row = [str(r.size_bytes)]
+        if measured:
+            row.append(f"{r.measured_time_us:.2f} / {r.measured_busbw_GBps:.2f}")
+        for pair in pairs:
+            k = cells.get(pair)
+            if k is None:
+                row.append("-")
+                continue
+            text = f"{k['time_us']:.2f} / {k['busbw_GBps']:.2f}"
+            row.append(f"[bold]*{text}[/bold]" if k["chosen"] else f" {text}")
+        table.add_row(*row)
+    out.print(table)
 
 
 def _node_arch(node: str) -> Arch:
