@@ -614,10 +614,32 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
         )
 
 
+def nccl_tests_number(value: float, width: int) -> str:
+    """A number as nccl-tests prints its columns (``getFloatStr``, src/util.cu): two decimals
+    if they fit in ``width`` characters, else one, else none, else an exponent; unpadded.
+
+    Examples
+    --------
+    >>> nccl_tests_number(25.2, 7), nccl_tests_number(105854.0, 7), nccl_tests_number(320.544, 6)
+    ('25.20', '105854', '320.54')
+    """
+    for fmt in (".2f", ".1f", ".0f"):
+        text = f"{value:{fmt}}"
+        if len(text) <= width:
+            return text
+    return f"{value:.{1 if width >= 7 else 0}e}"
+
+
+def _time_busbw(time_us: float, busbw_GBps: float) -> str:
+    """A ``--why`` cell: time (us) over busbw (GB/s), as nccl-tests prints them (time in 7
+    characters, busbw in 6)."""
+    return f"{nccl_tests_number(time_us, 7)}\n{nccl_tests_number(busbw_GBps, 6)}"
+
+
 def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False) -> None:
     """``--why``: one row per size, one column per (algorithm, protocol) the tuner weighed,
-    each cell the candidate's time (us) / busbw (GB/s) as nccl-tests would print it had NCCL
-    chosen it, the choice marked ``*``; with ``measured``, the log's own time / busbw first."""
+    each cell the candidate's time (us) over its busbw (GB/s) as nccl-tests would print them
+    had NCCL chosen it, the choice marked ``*``; with ``measured``, the log's own first."""
     from topo.collective.choice import ALGORITHM_ORDER
     from topo.collective.constants import PROTOCOLS
 
@@ -629,29 +651,30 @@ def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False
     pairs = sorted({(k["algorithm"], k["protocol"]) for r in rows for k in r.candidates}, key=order)
     table = Table(
         title=f"why: every (algorithm, protocol) NCCL's tuner weighs for {op}"
-        f"{' under ' + restricted if restricted else ''}: time (us) / busbw (GB/s)",
+        f"{' under ' + restricted if restricted else ''}: time (us) over busbw (GB/s)",
         title_justify="left",
         caption="* the tuner's choice, the least time; - not a candidate at that size",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
+        show_lines=True,
     )
     table.add_column("size (B)", justify="right")
     if measured:
         table.add_column("measured", justify="right")
     for a, p in pairs:
-        table.add_column(f"{a}/{p}", justify="right")
+        table.add_column(f"{a}\n{p}", justify="right")
     for r in rows:
         cells = {(k["algorithm"], k["protocol"]): k for k in r.candidates}
         row = [str(r.size_bytes)]
         if measured:
-            row.append(f"{r.measured_time_us:.2f} / {r.measured_busbw_GBps:.2f}")
+            row.append(_time_busbw(r.measured_time_us, r.measured_busbw_GBps))
         for pair in pairs:
             k = cells.get(pair)
             if k is None:
                 row.append("-")
                 continue
-            text = f"{k['time_us']:.2f} / {k['busbw_GBps']:.2f}"
-            row.append(f"[bold]*{text}[/bold]" if k["chosen"] else f" {text}")
+            text = _time_busbw(k["time_us"], k["busbw_GBps"])
+            row.append(f"[bold]*{text}[/bold]" if k["chosen"] else text)
         table.add_row(*row)
     out.print(table)
 
