@@ -379,3 +379,21 @@ def test_calibrate_refuses_the_choice_options(fabric):
     log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
     r = runner.invoke(app, ["collective", "--calibrate", str(log), "--algo", "ring", "--why"])
     refused(r, "--why, --algo apply to a predicted table or --compare")
+
+
+def test_a_per_function_list_restricts_one_test_of_a_log(fabric):
+    # NCCL_ALGO=tree fails NCCL's all_gather (ring only there); allreduce:tree leaves it free.
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    r = runner.invoke(app, ["collective", str(fabric), "--compare", str(log), "--algo", "tree"])
+    refused(r, "--algo 'tree' leaves no", "for all_gather", "(e.g. allreduce:tree)")
+    r = runner.invoke(
+        app,
+        ["collective", str(fabric), "--compare", str(log), "--algo", "allreduce:tree", "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    by_op = {d["op"]: d for d in json.loads(r.stdout)}
+    assert {row["algorithm"] for row in by_op["all_reduce"]["rows"]} == {"tree"}
+    assert by_op["all_reduce"]["algo"] == by_op["all_gather"]["algo"] == "allreduce:tree"
+    assert {row["algorithm"] for row in by_op["all_gather"]["rows"]} == {"ring"}
+    assert by_op["alltoall"]["algo"] is None  # send/recv: not governed
+    assert "--algo does not govern alltoall and sendrecv" in r.stderr

@@ -227,6 +227,7 @@ def _nothing_left(
     algorithms, the protocols, or the two together) and what the model has."""
     algo_left = [k for k in cands if k.algorithm in r.algorithms[op]]
     proto_left = [k for k in cands if k.protocol in r.protocols[op]]
+    names: tuple[str, ...]
     if r.algo is not None and not algo_left:
         who, names, verb = f"algo {shown(r.algo)}", ("algo",), "leaves"
     elif r.proto is not None and not proto_left:
@@ -240,9 +241,11 @@ def _nothing_left(
         hint = "; topo does not model CollNet (in-network reduction)"
     elif "algo" in names and "nvls" in r.algorithms[op] and rates.nodes > 1:
         hint = "; across servers NVLS needs CollNet, and NCCL runs NVLSTree instead"
+    elif names == ("algo",) and r.algo is not None and ":" not in r.algo:
+        hint = f"; to restrict one function only, name it (e.g. allreduce:{r.algo.strip()})"
     return TopoError(
         f"{who} {verb} no algorithm/protocol for {op} at {int(size_bytes):,} B on {where} "
-        f"(NCCL fails so: No algorithm/protocol available); available: {_pairs(cands)}{hint}",
+        f'(NCCL would fail: "No algorithm/protocol available"); available: {_pairs(cands)}{hint}',
         names=names,
     )
 

@@ -196,13 +196,14 @@ def collective(
         typer.Option(
             "--why",
             help="Also print every (algorithm, protocol) the tuner weighed, size by size: "
-            "time (us) / busbw (GB/s), its choice (the least time) marked *.",
+            "time (us) over busbw (GB/s), its choice (the least time) marked *.",
         ),
     ] = False,
     algo: Annotated[
         str | None,
         typer.Option(
             "--algo",
+            metavar="LIST",
             help="Restrict the tuner's algorithms as NCCL_ALGO does: Ring, Tree, NVLS, "
             "NVLSTree, PAT, CollNetDirect, CollNetChain, comma-separated, not case sensitive; "
             "a leading ^ excludes; per function as NCCL 2.24+ reads it (ring;allreduce:tree). "
@@ -213,6 +214,7 @@ def collective(
         str | None,
         typer.Option(
             "--proto",
+            metavar="LIST",
             help="Restrict the tuner's protocols as NCCL_PROTO does: LL, LL128, Simple (same "
             "syntax as --algo).",
         ),
@@ -226,6 +228,10 @@ def collective(
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
 
     _check_log_options(ctx, compare, calibrate, fit, output)
+    if algo is not None or proto is not None:
+        from topo.collective.choice import tuner_restriction
+
+        tuner_restriction(algo, proto)  # a list NCCL would refuse: before any file is read
     if why and as_json:
         raise TopoError(
             "--why prints a table; with --json every row already carries every candidate the "
@@ -253,7 +259,6 @@ def collective(
         G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
-        _warn_send_recv([t.op for t in tests], algo, proto)
         with about(fabric):
             comparisons = [
                 compare_log(
@@ -268,6 +273,7 @@ def collective(
                 )
                 for t in tests
             ]
+        _warn_send_recv([t.op for t in tests], algo, proto)
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
             print_json([cmp.to_dict() for cmp in comparisons])
@@ -280,7 +286,6 @@ def collective(
         assert fabric is not None
         G = fabric_mod.load(fabric)
         the_op = (op or Op.all_reduce).value
-        _warn_send_recv([the_op], algo, proto)
         with about(fabric):
             report = collective_table(
                 G,
@@ -295,6 +300,7 @@ def collective(
                 algo=algo,
                 proto=proto,
             )
+        _warn_send_recv([the_op], algo, proto)
         _write_html(html, lambda: plot_busbw(report=report))
         if as_json:
             print_json(report.to_dict())
