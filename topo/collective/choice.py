@@ -313,7 +313,12 @@ _FIRST = ("algorithm", "protocol", "time_us", "latency_us", "algbw_GBps", "busbw
 
 
 def candidate_record(
-    candidate: Candidate, op: str, size_bytes: float, nranks: int, chosen: bool
+    candidate: Candidate,
+    op: str,
+    size_bytes: float,
+    nranks: int,
+    chosen: bool,
+    expected_s: float | None = None,
 ) -> dict[str, Any]:
     """One candidate in a report's units, as nccl-tests would print it had NCCL chosen it.
 
@@ -334,6 +339,9 @@ def candidate_record(
         Ranks n.
     chosen : bool
         Whether the tuner takes it.
+    expected_s : float, optional
+        Its expected time (s, :func:`topo.collective.expected.expected`), shown as
+        ``expected_time_us`` and ``expected_busbw_GBps``: what it would take if NCCL ran it.
 
     Returns
     -------
@@ -365,5 +373,9 @@ def candidate_record(
     shown_fields["busbw_GBps"] = Bps_to_GBps(algbw * busbw_factor(op, nranks))
     record = {k: shown_fields.pop(k) for k in _FIRST if k in shown_fields}
     record.update(shown_fields)
+    if expected_s is not None:
+        exp_algbw = size_bytes / expected_s
+        record["expected_time_us"] = s_to_us(expected_s)
+        record["expected_busbw_GBps"] = Bps_to_GBps(exp_algbw * busbw_factor(op, nranks))
     record["chosen"] = chosen
     return record

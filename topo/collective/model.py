@@ -340,8 +340,12 @@ def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
 
 
 def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
+    """Send/recv's protocols: LL up to NCCL_P2P_LL_THRESHOLD per peer, where the connection
+    has LL buffers (across servers only with NCCL_ALLOC_P2P_NET_LL_BUFFERS=1: src/enqueue.cc,
+    src/transport/net.cc, NCCL 2.29); Simple always."""
     out = [("Simple", 1.0)]
-    if per_peer <= R.c.factor("p2p_ll_threshold_bytes"):
+    net_ll = R.c.factor("p2p_net_ll_buffers") > 0
+    if per_peer <= R.c.factor("p2p_ll_threshold_bytes") and (R.N == 1 or net_ll):
         out.append(("LL", R.c.factor("ring_ll_factor")))
     return out
 

@@ -24,6 +24,7 @@ from topo.collective.choice import (
     tuner_restriction,
 )
 from topo.collective.constants import NcclConstants, load_constants
+from topo.collective.expected import expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor
 from topo.errors import TopoError
@@ -45,10 +46,11 @@ TYPE_BYTES = {
 """nccl-tests' data types and their sizes (B)."""
 
 GIB = 1 << 30
+MIB = 1 << 20
 FAR_BELOW = 0.5
-"""Measured / predicted busbw under this is reported as far below what the fabric allows."""
+"""Measured / expected busbw under this is reported as far below what the fabric should give."""
 AGREES = 0.85
-"""Measured / predicted busbw from this to 1/AGREES is reported as agreeing with the model."""
+"""Measured / expected busbw from this to 1/AGREES is reported as agreeing with the model."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,14 @@ class Row:
     root : int
         0 for broadcast and reduce, -1 otherwise.
     time_us, algbw_GBps, busbw_GBps : float
-        Predicted time (µs) and bandwidths (GB/s).
+        The **expected** time (µs) and bandwidths (GB/s) of the tuner's choice: what NCCL
+        typically achieves on this fabric (:mod:`topo.collective.expected`).
     algorithm, protocol : str
         The tuner's choice.
     latency_us : float
-        Its latency term (µs).
+        Its latency term in NCCL's tuner (µs).
     bound : str
-        What limits its bandwidth.
+        What limits its bandwidth (the fabric's binding links, a per-channel cap, ...).
     busbw_note : str
         Why busbw exceeds the rate of the links it crosses, when it does (NVLS in-switch
         reduction, a tree across servers); empty otherwise (:func:`busbw_note`).
@@ -78,6 +81,20 @@ class Row:
         Every (algorithm, protocol) the tuner weighed at this size (under NCCL_ALGO /
         NCCL_PROTO when given), fastest first, each as
         :func:`topo.collective.choice.candidate_record` shows it (``chosen`` marks the row's).
+    ceiling_time_us, ceiling_algbw_GBps, ceiling_busbw_GBps : float
+        The **ceiling**: the tuner's cost of the choice on the fabric's rates, NCCL's latency
+        table plus size over the rate the fabric allows (:mod:`topo.collective.model`); a
+        bound, never less than the expected time.
+    binds : str
+        The largest part of the expected time: ``bandwidth``, ``messages`` (NCCL's
+        per-message cost), ``latency`` (launch and pipeline fill), or ``ceiling`` (NCCL's
+        latency table exceeds the message model and is taken).
+    binds_detail : str
+        What in particular (the bound, the messages and their size, ...).
+    expected : dict
+        The expected time's parts (µs): ``launch_us``, ``fill_us``, ``messages_us`` (of which
+        ``bandwidth_us`` is bytes at the rate of the bound), and ``messages``,
+        ``message_bytes`` (B) and ``channels`` of the busiest channel.
     """
 
     size_bytes: int
@@ -94,6 +111,12 @@ class Row:
     bound: str
     busbw_note: str = ""
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    ceiling_time_us: float = math.nan
+    ceiling_algbw_GBps: float = math.nan
+    ceiling_busbw_GBps: float = math.nan
+    binds: str = ""
+    binds_detail: str = ""
+    expected: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -233,7 +256,8 @@ def predict_row(
     c: NcclConstants,
     restriction: TunerRestriction | None = None,
 ) -> Row:
-    """The predicted row for one size: the tuner's choice in nccl-tests' columns.
+    """The predicted row for one size: the tuner's choice in nccl-tests' columns, its expected
+    time (:func:`topo.collective.expected.expected`) and its ceiling.
 
     ``size_bytes`` is nccl-tests' size (B), ``count`` its element count (printed as given);
     the row's time is in µs and its bandwidths in GB/s (see :class:`Row`). The choice is the
@@ -242,25 +266,43 @@ def predict_row(
     """
     ranked = ranked_candidates(op, size_bytes, rates, c, restriction)
     best = ranked[0]
-    algbw = size_bytes / best.time_s
+    exps = [expected(op, k, size_bytes, rates, c) for k in ranked]
+    ex = exps[0]
+    factor = busbw_factor(op, rates.gpus)
+    algbw = size_bytes / ex.time_s
+    ceiling = size_bytes / best.time_s
     return Row(
         size_bytes=size_bytes,
         count=count,
         type=dtype,
         redop="sum" if op in ("all_reduce", "reduce_scatter", "reduce") else "none",
         root=0 if op in ("broadcast", "reduce") else -1,
-        time_us=s_to_us(best.time_s),
+        time_us=s_to_us(ex.time_s),
         algbw_GBps=Bps_to_GBps(algbw),
-        busbw_GBps=Bps_to_GBps(algbw * busbw_factor(op, rates.gpus)),
+        busbw_GBps=Bps_to_GBps(algbw * factor),
         algorithm=best.algorithm,
         protocol=best.protocol,
         latency_us=s_to_us(best.latency_s),
-        bound=best.bound,
-        busbw_note=busbw_note(algbw * busbw_factor(op, rates.gpus), best.algorithm, rates),
+        bound=ex.bound,
+        busbw_note=busbw_note(algbw * factor, best.algorithm, rates),
         candidates=[
-            candidate_record(k, op, size_bytes, rates.gpus, chosen=i == 0)
-            for i, k in enumerate(ranked)
+            candidate_record(k, op, size_bytes, rates.gpus, chosen=i == 0, expected_s=e.time_s)
+            for i, (k, e) in enumerate(zip(ranked, exps, strict=True))
         ],
+        ceiling_time_us=s_to_us(best.time_s),
+        ceiling_algbw_GBps=Bps_to_GBps(ceiling),
+        ceiling_busbw_GBps=Bps_to_GBps(ceiling * factor),
+        binds=ex.binds,
+        binds_detail=ex.binds_detail,
+        expected={
+            "launch_us": s_to_us(ex.launch_s),
+            "fill_us": s_to_us(ex.fill_s),
+            "messages_us": s_to_us(ex.messages_s),
+            "bandwidth_us": s_to_us(ex.bandwidth_s),
+            "messages": ex.messages,
+            "message_bytes": ex.message_bytes,
+            "channels": ex.channels,
+        },
     )
 
 
@@ -372,8 +414,12 @@ def collective_table(
 
 @dataclass(frozen=True)
 class CompareRow:
-    """Measured against predicted, one size (bandwidths GB/s, times µs); ``candidates`` are
-    the predicted row's (:class:`Row`)."""
+    """Measured against predicted, one size (bandwidths GB/s, times µs).
+
+    ``predicted_*`` are the expected values (:class:`Row`'s ``time_us``, ``busbw_GBps``) and
+    ``ratio`` = measured / expected busbw; ``ceiling_busbw_GBps`` is the ceiling and
+    ``ceiling_ratio`` = measured / ceiling busbw; ``binds`` and ``candidates`` are the
+    predicted row's."""
 
     size_bytes: int
     measured_time_us: float
@@ -386,6 +432,9 @@ class CompareRow:
     bound: str
     busbw_note: str = ""
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    ceiling_busbw_GBps: float = math.nan
+    ceiling_ratio: float = math.nan
+    binds: str = ""
 
 
 @dataclass(frozen=True)
@@ -442,6 +491,8 @@ class Comparison:
     algo, proto : str or None
         NCCL_ALGO and NCCL_PROTO as given, when they govern the op (as
         :class:`CollectiveReport`).
+    bands : list of dict
+        A verdict per size band the log reaches (small, mid, large: :func:`size_bands`).
     """
 
     op: str
@@ -459,6 +510,7 @@ class Comparison:
     rates: dict[str, Any] = field(default_factory=dict)
     algo: str | None = None
     proto: str | None = None
+    bands: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -532,7 +584,7 @@ def _verdict(op: str, median: float, which: str) -> tuple[str, bool]:
         # placement, the NICs it lands on and its peers' traffic keep many healthy runs below,
         # so a low ratio alone is not called a fault.
         return (
-            f"below the model: {pct} of the predicted busbw at {which}; for sendrecv the "
+            f"below the model: {pct} of the expected busbw at {which}; for sendrecv the "
             "model is the ceiling of NCCL's channels per peer (each at most one NVLink, or "
             "14 GB/s across servers: NCCL_P2P_PER_CHANNEL_NET_BW), which one pair may not "
             "reach on a healthy fabric; check the pair's NICs and NCCL_NCHANNELS_PER_NET_PEER",
@@ -541,16 +593,16 @@ def _verdict(op: str, median: float, which: str) -> tuple[str, bool]:
     if median < FAR_BELOW:
         return (
             f"FAR BELOW the model: at {which} the measurement reaches only {pct} of the busbw "
-            "the fabric allows; look for a slow or misconfigured node, NIC, cable or switch "
+            "expected on this fabric; look for a slow or misconfigured node, NIC, cable or switch "
             "port on this path (this is not what the hardware can do)",
             True,
         )
     if median < AGREES:
-        return (f"below the model: {pct} of the predicted busbw at {which}", False)
+        return (f"below the model: {pct} of the expected busbw at {which}", False)
     if median <= 1 / AGREES:
-        return (f"agrees with the model: {pct} of the predicted busbw at {which}", False)
+        return (f"agrees with the model: {pct} of the expected busbw at {which}", False)
     return (
-        f"above the model: {pct} of the predicted busbw at {which}; the model is pessimistic "
+        f"above the model: {pct} of the expected busbw at {which}; the model is pessimistic "
         "here (check the fabric file and the constants)",
         False,
     )
@@ -588,9 +640,10 @@ def compare_log(
     Returns
     -------
     Comparison
-        ``ratio`` = measured / predicted busbw per size; ``median_ratio`` over the sizes of
-        1 GiB and more (all sizes when none is that large), with a plain verdict:
-        ``far_below`` when under :data:`FAR_BELOW`.
+        ``ratio`` = measured / expected busbw per size (and ``ceiling_ratio`` against the
+        ceiling); ``median_ratio`` over the sizes of 1 GiB and more (all sizes when none is
+        that large), with a plain verdict, and a verdict per size band (``bands``);
+        ``far_below`` when any median is under :data:`FAR_BELOW`.
 
     Raises
     ------
@@ -624,6 +677,11 @@ def compare_log(
             bound=p.bound,
             busbw_note=p.busbw_note,
             candidates=p.candidates,
+            ceiling_busbw_GBps=p.ceiling_busbw_GBps,
+            ceiling_ratio=(
+                m.busbw_GBps / p.ceiling_busbw_GBps if p.ceiling_busbw_GBps > 0 else math.inf
+            ),
+            binds=p.binds,
         )
         for m, p in zip(test.rows, predicted, strict=True)
     ]
@@ -631,6 +689,8 @@ def compare_log(
     which = "1 GiB and more" if large else "every size"
     median = float(np.median([r.ratio for r in (large or rows)]))
     verdict, far = _verdict(test.op, median, which)
+    bands = size_bands(test.op, rows)
+    far = far or any(b["far_below"] for b in bands)
     f = None
     model_lat = None
     if fit:
@@ -656,7 +716,48 @@ def compare_log(
         rates=rates_summary(rates, c),
         algo=algo if restriction.governs(test.op) else None,
         proto=proto if restriction.governs(test.op) else None,
+        bands=bands,
     )
+
+
+SIZE_BANDS = (
+    ("small", 0, MIB, "under 1 MiB"),
+    ("mid", MIB, GIB, "1 MiB to 512 MiB"),
+    ("large", GIB, math.inf, "1 GiB and more"),
+)
+"""The size bands a comparison gives a verdict on: (name, from B, to B (exclusive), label).
+Small sizes are set by latency, mid sizes by NCCL's per-message costs, large ones by the
+fabric's bandwidth."""
+
+
+def size_bands(op: str, rows: list[CompareRow]) -> list[dict[str, Any]]:
+    """A verdict per size band that the rows reach (:data:`SIZE_BANDS`).
+
+    Returns
+    -------
+    list of dict
+        Per band with rows: ``band`` (small, mid, large), ``sizes`` (its label), ``rows``,
+        ``median_ratio`` (measured / expected busbw), ``verdict`` and ``far_below``, as
+        :func:`compare_log`'s overall verdict words them.
+    """
+    out = []
+    for name, lo, hi, label in SIZE_BANDS:
+        inside = [r.ratio for r in rows if lo <= r.size_bytes < hi]
+        if not inside:
+            continue
+        median = float(np.median(inside))
+        verdict, far = _verdict(op, median, label)
+        out.append(
+            {
+                "band": name,
+                "sizes": label,
+                "rows": len(inside),
+                "median_ratio": median,
+                "verdict": verdict,
+                "far_below": far,
+            }
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------- plot

@@ -564,10 +564,11 @@ def _table(rep: CollectiveReport) -> None:
         "time (us)",
         "algbw (GB/s)",
         "busbw (GB/s)",
+        "ceiling busbw",
     ):
         table.add_column(name, justify="right")
     table.add_column("algorithm/protocol")
-    table.add_column("bound")
+    table.add_column("binds")
     notes = any(r.busbw_note for r in rep.rows)
     if notes:
         table.add_column("note")
@@ -581,11 +582,16 @@ def _table(rep: CollectiveReport) -> None:
             f"{r.time_us:.2f}",
             f"{r.algbw_GBps:.2f}",
             f"{r.busbw_GBps:.2f}",
+            f"{r.ceiling_busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
-            r.bound,
+            f"{r.binds}: {r.binds_detail}",
             *([r.busbw_note] if notes else []),
         )
     out.print(table)
+    err.print(
+        "time, algbw, busbw: expected (NCCL's message costs, fitted: docs/collective.md); "
+        "ceiling: what the fabric allows NCCL's tuner"
+    )
 
 
 def _compare_table(cmp: Comparison, log: Path) -> None:
@@ -596,7 +602,15 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
         f"{', ' + restricted if restricted else ''})"
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for name in ("size (B)", "time (us)", "model (us)", "busbw (GB/s)", "model (GB/s)", "ratio"):
+    for name in (
+        "size (B)",
+        "time (us)",
+        "expected (us)",
+        "busbw (GB/s)",
+        "expected (GB/s)",
+        "ratio",
+        "ceiling (GB/s)",
+    ):
         table.add_column(name, justify="right")
     table.add_column("model's choice")
     for r in cmp.rows:
@@ -607,10 +621,13 @@ def _compare_table(cmp: Comparison, log: Path) -> None:
             f"{r.measured_busbw_GBps:.2f}",
             f"{r.predicted_busbw_GBps:.2f}",
             f"{r.ratio:.2f}",
+            f"{r.ceiling_busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
         )
     out.print(table)
     style = "bold red" if cmp.far_below else "bold"
+    for b in cmp.bands:
+        out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
     if cmp.fit is not None:
         f = cmp.fit

@@ -1,0 +1,382 @@
+"""The expected time of a collective: how NCCL moves the data, message by message.
+
+:mod:`topo.collective.model` gives, for each (algorithm, protocol), NCCL's tuner cost on the
+fabric's rates: ``latency + size / algbw``. That is a **ceiling**: the rate the fabric allows
+NCCL, with NCCL's own latency table, which is made for ranking algorithms, not for timing them.
+Between 1 MiB and 512 MiB real runs sit well under it. This module gives the **expected** time
+of the candidate NCCL's tuner picks, from the way NCCL 2.29 moves the data (NVIDIA/nccl
+v2.29.2-1):
+
+- Every algorithm runs on ``nch`` channels, each a pipeline of **messages**: a ring step moves
+  one chunk per channel, cut into slices (Simple: ``SlicePerChunk`` = 2 slices a step, empty
+  ones included, ``src/device/prims_simple.h``; LL and LL128: 1); a tree, NVLS or NVLS-tree
+  channel moves the buffer in chunks whose size ``calcCollChunking`` (``src/enqueue.cc``) sets
+  from the operation's bytes; a send/recv moves parts of ``NCCL_P2P_*_CHUNKSIZE``.
+- One message costs ``o + s / r_ch`` on a channel: a fixed cost ``o`` (the GPU posting the
+  slot, the proxy thread seeing it and posting the RDMA write, the receiver's proxy seeing the
+  completion and flushing, the flag reaching the receiving GPU: ``net_message_us``; the flag
+  and barrier of an NVLink step: ``nvlink_message_us``; one NVLS multimem step:
+  ``nvls_message_us``) plus the bytes at the channel's copy rate ``r_ch`` (one NVLink's worth
+  per channel, NCCL's ``ncclTopoNVLinkBw``, as the ceiling assumes), unless the channel's share
+  of the binding link is slower: a message then takes ``s / r_share`` and the fixed cost hides
+  behind the other channels that share the link. ``r_share`` is the ceiling's bandwidth split
+  over the channels, so oversubscription, failed links and NIC counts enter as in the ceiling.
+- A ring's steps depend on each other (step ``k`` of a rank needs step ``k-1`` of its
+  predecessor), so a channel's messages follow one another: ``M x t_msg`` for ``M`` = steps x
+  slices x loops. A tree, NVLS or NVLS-tree channel is a pipeline: its depth fills once, then one
+  message per ``t_msg``.
+- Every operation pays ``launch_us`` once (the kernel launch and the host's enqueue, as
+  nccl-tests times them).
+
+The fixed costs are **fitted** (``[expected]`` of the constants file): each names the mechanism
+it stands for, and the measurements it was fitted to are listed, with their sources, in
+``topo/data/training.toml`` (:mod:`topo.collective.training`); docs/collective.md reports the
+error on clusters left out of the fit. Everything else (chunk sizes, slices, channel counts,
+the ceiling's rates) comes from NCCL's code or the fabric.
+
+The expected time is never below the ceiling's: where the message model gives less (tiny sizes
+on NCCL's latency table), the ceiling's time is taken and ``binds`` says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topo.collective.channels import coll_channels, p2p_channels
+from topo.collective.constants import PROTOCOLS, NcclConstants, log2i
+from topo.collective.fabric_rates import FabricRates
+from topo.collective.model import Candidate, p2p_channels_per_peer, p2p_op_channels
+from topo.collective.model import _Rates as Rates
+
+RING_STEPS = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}
+"""Ring steps per rank, as a multiple of ``n - 1`` (NCCL ``src/device/all_reduce.h``,
+``all_gather.h``, ``reduce_scatter.h``: all-reduce is a reduce-scatter then an all-gather)."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The expected time of one (algorithm, protocol) at one size, and its parts.
+
+    Attributes
+    ----------
+    time_s : float
+        Expected time (s): ``launch_s + fill_s + messages_s``, or the ceiling's time where that
+        is larger.
+    ceiling_s : float
+        The ceiling's time (NCCL's tuner cost on the fabric's rates, s).
+    launch_s : float
+        The per-operation cost (s).
+    fill_s : float
+        Filling a pipeline's depth, trees and NVLS (s); 0 for rings and send/recv.
+    messages_s : float
+        The messages of the busiest channel one after another (s).
+    bandwidth_s : float
+        The part of ``messages_s`` that is bytes at the ceiling's rate: size / algbw (s).
+    messages : int
+        Messages on the busiest channel (the ring's steps x slices x loops; a pipeline's chunks).
+    message_bytes : float
+        Bytes of one message (B).
+    channels : int
+        Channels the operation runs on.
+    binds : str
+        The largest part of the time: ``bandwidth`` (bytes at the rate of ``bound``),
+        ``messages`` (the per-message cost of ``messages`` messages), ``latency`` (launch and
+        pipeline fill), or ``ceiling`` (NCCL's latency table gives more than the message model:
+        the ceiling's time is taken).
+    binds_detail : str
+        What in particular: the bound, the messages and their size, or the latency's parts.
+    bound : str
+        What limits the bandwidth: the ceiling's bound, or the NVLS channels where their
+        fitted rate is lower.
+    """
+
+    time_s: float
+    ceiling_s: float
+    launch_s: float
+    fill_s: float
+    messages_s: float
+    bandwidth_s: float
+    messages: int
+    message_bytes: float
+    channels: int
+    binds: str
+    binds_detail: str
+    bound: str
+
+
+def _cdiv(a: float, b: float) -> int:
+    return int(-(-a // b))
+
+
+def _proto_factor(c: NcclConstants, protocol: str) -> float:
+    """NCCL's protocol bandwidth factor (tuning.cc): LL 0.5, LL128 0.92, Simple 1."""
+    if protocol == "LL":
+        return c.factor("ring_ll_factor")
+    if protocol == "LL128":
+        return c.factor("ring_ll128_factor")
+    return 1.0
+
+
+def _ex(c: NcclConstants, key: str) -> float:
+    return float(c.data["expected"][key])
+
+
+def _per_proto(c: NcclConstants, key: str, protocol: str) -> float:
+    return float(c.data["expected"][key][PROTOCOLS.index(protocol)])
+
+
+def _chunk(c: NcclConstants, key: str, protocol: str) -> float:
+    return float(c.data["expected"]["chunk"][key][PROTOCOLS.index(protocol)])
+
+
+def _message_s(c: NcclConstants, protocol: str, network: bool) -> float:
+    """The fixed cost of one message (s): across the network, or over NVLink."""
+    if network:
+        return _per_proto(c, "net_message_us", protocol) * 1e-6
+    return _ex(c, "nvlink_message_us") * 1e-6
+
+
+def _ring(
+    op: str, cand: Candidate, S: float, R: Rates
+) -> tuple[float, float, float, int, float, int]:
+    """(fill, messages time, bandwidth time, messages, message bytes, channels) of a ring."""
+    c, n, N = R.c, R.n, R.N
+    p = cand.protocol
+    nch = coll_channels(R.r, c) if N > 1 else c.channels
+    slices = int(c.data["expected"]["ring_slices"][PROTOCOLS.index(p)])
+    steps = RING_STEPS.get(op, 1) * (n - 1)
+    chunk = _chunk(c, "ring", p)
+    loops = max(1, _cdiv(S, nch * n * chunk))
+    s = S / (loops * nch * n * slices)
+    M = steps * loops * slices
+    t_bw = S / cand.algbw_Bps
+    r_share = M * s / t_bw
+    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, p)
+    t_msg = max(_message_s(c, p, N > 1) + s / r_ch, s / r_share)
+    if op in ("broadcast", "reduce"):
+        # a chain of n-1 hops: the depth fills once, then the chunks follow
+        M = max(1, _cdiv(S, nch * chunk)) * slices
+        s = S / (M * nch)
+        r_share = M * s / t_bw
+        t_msg = max(_message_s(c, p, N > 1) + s / r_ch, s / r_share)
+        fill = (n - 2) * (_message_s(c, p, N > 1) + s / r_ch)
+        return fill, M * t_msg, t_bw, M, s, nch
+    return 0.0, M * t_msg, t_bw, M, s, nch
+
+
+def _tree_chunk(c: NcclConstants, p: str, S: float, nch: int, R: Rates) -> float:
+    """calcCollChunking for the tree (src/enqueue.cc): LL128 halves its chunk for small ops."""
+    chunk = _chunk(c, "tree", p)
+    if p == "LL128":
+        ppn = R.n / R.N
+        steps = 1 + log2i(R.N) + 0.1 * ppn
+        while S // (nch * chunk) < steps * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while S // (nch * chunk) < steps * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    return chunk
+
+
+def _pipeline(
+    cand: Candidate,
+    S: float,
+    R: Rates,
+    lanes: int,
+    chunk: float,
+    hops: list[tuple[float, int, bool]],
+    rate_Bps: float | None = None,
+) -> tuple[float, float, float, int, float]:
+    """(fill, messages time, bandwidth time, messages, message bytes) of ``lanes`` pipelines
+    (channels x heads) moving ``S`` in chunks through stages, given per kind as (fixed cost
+    per message, count, shares the binding link). A chunk takes ``o + s / r_ch`` at a stage,
+    or ``s / r_share`` at a stage on the binding link when that is slower; the first chunk
+    crosses every stage (the fill), the others follow at the slowest stage's pace:
+    ``sum(stage times) + (M - 1) x max(stage time)``. ``rate_Bps`` (algbw) replaces the
+    ceiling's where a limit of the expected model is tighter."""
+    c = R.c
+    M = max(1, _cdiv(S, lanes * chunk))
+    s = S / (M * lanes)
+    t_bw = S / (rate_Bps if rate_Bps is not None else cand.algbw_Bps)
+    r_share = M * s / t_bw
+    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, cand.protocol)
+    stage = [
+        (max(o + s / r_ch, s / r_share) if shared else o + s / r_ch, k) for o, k, shared in hops
+    ]
+    t_msg = max((t for t, k in stage if k > 0), default=s / r_share)
+    t_msg = max(t_msg, s / r_share)
+    first = sum(t * k for t, k in stage)
+    return first - t_msg, M * t_msg, t_bw, M, s
+
+
+def _ceil_log2(N: int) -> int:
+    return 0 if N <= 1 else (N - 1).bit_length()
+
+
+def _nvls_channels(c: NcclConstants, N: int) -> int:
+    """NCCL's NVLS channels (src/transport/nvls.cc ncclNvlsTuning): SM90 16; SM100 24 on one
+    NVLink domain (NVLS_NCHANNELS_SM100_NVL), 32 across (NVLS_NCHANNELS_SM100)."""
+    table = c.data["expected"]["nvls_channels"]
+    if c.arch == "blackwell":
+        return int(table["blackwell_one_node" if N == 1 else "blackwell"])
+    return int(table["hopper"])
+
+
+def _nvls_chunk(c: NcclConstants, S: float, ops: int, tree: bool, N: int) -> int:
+    """calcCollChunking for NVLS and NVLS-tree (src/enqueue.cc; nvlsChunkSize 128 KiB,
+    nvlsTreeMaxChunkSize 64 KiB from 4 nodes on, src/transport/nvls.cc)."""
+    chunk = int(c.data["expected"]["chunk"]["nvls"])
+    if tree:
+        if N >= 4:
+            chunk = min(chunk, int(c.data["expected"]["chunk"]["nvls_tree_max_4_nodes"]))
+        for f, size in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+            if S < f * ops * chunk and chunk > size:
+                chunk = size
+    else:
+        for f, size in ((64, 65536), (8, 32768), (2, 16384)):
+            if S < f * ops * chunk and chunk > size:
+                chunk = size
+    return chunk
+
+
+def _p2p_chunk(c: NcclConstants, per_channel: float, network: bool, protocol: str) -> float:
+    """NCCL's p2p chunk (src/enqueue.cc): NCCL_P2P_NET/NVL_CHUNKSIZE, a quarter below one
+    chunk (Simple), a half below eight."""
+    step = c.factor("p2p_net_chunk_bytes" if network else "p2p_nvl_chunk_bytes")
+    if protocol == "Simple" and per_channel < step:
+        return step / 4
+    if per_channel < 8 * step:
+        return step / 2
+    return step
+
+
+def expected(
+    op: str, cand: Candidate, size_bytes: float, rates: FabricRates, c: NcclConstants
+) -> Expected:
+    """The expected time of one candidate of :func:`topo.collective.model.candidates`.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`topo.collective.model.OPS`.
+    cand : Candidate
+        The (algorithm, protocol) and its ceiling (``algbw_Bps``, ``time_s``) at this size.
+    size_bytes : float
+        nccl-tests' size (B), as for the candidate.
+    rates : FabricRates
+        The sub-cluster.
+    c : NcclConstants
+        The constants; the ``[expected]`` table holds the fitted per-message and launch costs
+        (µs) and NCCL's chunk sizes (B).
+
+    Returns
+    -------
+    Expected
+        Times in s; ``time_s >= cand.time_s``.
+
+    References
+    ----------
+    NVIDIA/nccl v2.29.2-1: ``src/enqueue.cc`` (``calcCollChunking``, ``addP2pToPlan``),
+    ``src/device/prims_simple.h`` (slices), ``src/transport/nvls.cc`` (NVLS channels and
+    chunks), ``src/include/collectives.h`` (chunk and slice steps). Fitted constants:
+    ``topo/data/training.toml``.
+    """
+    R = Rates(rates, c)
+    S = float(size_bytes)
+    a, p = cand.algorithm, cand.protocol
+    net = R.N > 1
+    o_net = _message_s(c, p, True)
+    o_nvl = _message_s(c, p, False)
+    # an NVLS step reads (reduce) or writes (broadcast) the chunk at every GPU of the domain
+    o_nvls = _ex(c, "nvls_message_us_per_gpu") * 1e-6 * R.G
+    if a == "ring":
+        fill, t_m, t_bw, M, s, nch = _ring(op, cand, S, R)
+    elif a == "tree":
+        nch = coll_channels(rates, c)
+        chunk = _tree_chunk(c, p, S, nch, R)
+        hops = [(o_nvl, 2 * (R.G - 1), False), (o_net, 2 * _ceil_log2(R.N), True)]
+        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
+    elif a in ("nvls", "nvls_tree"):
+        nch = _nvls_channels(c, R.N)
+        lanes = nch * R.G
+        chunk = _nvls_chunk(c, S, lanes, a == "nvls_tree", R.N)
+        hops = [(o_nvls, 2, True)]
+        if a == "nvls_tree":
+            hops.append((o_net, 2 * _ceil_log2(R.N), True))
+        # one NVLS channel (a thread block issuing multimem loads and stores, and with
+        # NVLS-tree also driving the network) moves at most so many bytes of the buffer a
+        # second (fitted)
+        key = "nvls_channel_GBps" if a == "nvls" else "nvls_tree_channel_GBps"
+        cap = nch * _ex(c, key) * 1e9
+        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, lanes, chunk, hops, min(cand.algbw_Bps, cap))
+    elif a == "pairwise":
+        fill, t_m, t_bw, M, s, nch = _pairwise(cand, S, R)
+    elif a == "p2p":
+        nch = p2p_op_channels(R, S)
+        chunk = _p2p_chunk(c, S / nch, net, p)
+        hops = [(o_net if net else o_nvl, 1, True)]
+        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
+    else:  # PAT: the ceiling's own latency model, plus the launch
+        nch, M, s = coll_channels(rates, c), 1, S
+        fill, t_bw = cand.latency_s, S / cand.algbw_Bps
+        t_m = t_bw
+    launch = _ex(c, "launch_us") * 1e-6
+    if net:
+        launch += _ex(c, "net_launch_us") * 1e-6
+    total = launch + fill + t_m
+    over = t_m - t_bw
+    bound = cand.bound
+    if t_bw > S / cand.algbw_Bps * (1 + 1e-9):
+        bound = f"{nch} NVLS channels"
+    if total < cand.time_s:
+        binds, detail = "ceiling", "NCCL's latency table exceeds the message model"
+        total = cand.time_s
+    elif t_bw >= max(over, launch + fill):
+        binds, detail = "bandwidth", bound
+    elif over >= launch + fill:
+        binds, detail = "messages", f"{M:,} messages of {_kib(s)} per channel"
+    else:
+        binds, detail = "latency", "launch and pipeline fill"
+    return Expected(
+        time_s=total,
+        ceiling_s=cand.time_s,
+        launch_s=launch,
+        fill_s=fill,
+        messages_s=t_m,
+        bandwidth_s=t_bw,
+        messages=int(M),
+        message_bytes=float(s),
+        channels=int(nch),
+        binds=binds,
+        binds_detail=detail,
+        bound=bound,
+    )
+
+
+def _kib(nbytes: float) -> str:
+    return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
+
+
+def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, float, int, float, int]:
+    """alltoall as NCCL runs it: n-1 sends and receives of S/n, each split over the per-peer
+    channels in parts of NCCL's p2p chunk, the parts of all peers spread over the p2p channels
+    (src/enqueue.cc addP2pToPlan; src/graph/paths.cc)."""
+    c, n, N = R.c, R.n, R.N
+    net = N > 1
+    k = p2p_channels_per_peer(R)
+    total = p2p_channels(R.r, c)
+    per_peer = S / n
+    chunk = _p2p_chunk(c, per_peer / k, net, cand.protocol)
+    parts = max(1, _cdiv(per_peer / k, chunk))
+    s = per_peer / (k * parts)
+    M = max(1, _cdiv((n - 1) * k * parts, total))
+    t_bw = S / cand.algbw_Bps
+    r_share = M * s / t_bw
+    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, cand.protocol)
+    o = _message_s(c, cand.protocol, net)
+    t_msg = max(o + s / r_ch, s / r_share)
+    rounds = _cdiv(n - 1, c.factor("p2p_per_batch"))
+    fill = rounds * _ex(c, "p2p_round_us") * 1e-6
+    return fill, M * t_msg, t_bw, M, s, total
+
+
+__all__ = ["Expected", "expected"]
