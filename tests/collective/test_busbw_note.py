@@ -19,12 +19,18 @@ def _rates():
 
 def test_the_trial_s_row_reads_two_different_rates() -> None:
     rep = collective_table(
-        build("ft2", gpus=128), "all_reduce", gpus=64, min_bytes=1 << 28, max_bytes=1 << 28
+        build("ft2", gpus=128), "all_reduce", gpus=64, min_bytes=1 << 28, max_bytes=1 << 30,
+        step_factor=4,
     )
-    (row,) = rep.rows
-    assert row.algorithm == "nvls_tree" and LINK_GBps < row.busbw_GBps < 229.5
-    assert row.busbw_note.startswith(
-        f"busbw {row.busbw_GBps:.1f} GB/s exceeds the link rate 228.6 GB/s and is not a fault"
+    small, large = rep.rows
+    # the trial's row: its ceiling is just above the link rate
+    assert small.algorithm == "nvls_tree" and LINK_GBps < small.ceiling_busbw_GBps < 229.5
+    # the note speaks of the busbw printed, the expected one: under the link rate, no note
+    assert small.busbw_GBps < LINK_GBps and small.busbw_note == ""
+    # above it, the note names the printed busbw and the rate with digits that differ
+    assert large.busbw_GBps > LINK_GBps + 1
+    assert large.busbw_note.startswith(
+        f"busbw {large.busbw_GBps:.0f} GB/s exceeds the link rate 229 GB/s and is not a fault"
     )
 
 

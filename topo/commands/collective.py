@@ -541,6 +541,12 @@ def _warn_send_recv(ops: list[str], algo: str | None, proto: str | None) -> None
         )
 
 
+EXPECTED_CAPTION = (
+    "time, algbw, busbw: expected (NCCL's per-message costs, fitted: docs/collective.md); "
+    "ceiling busbw: the bound the fabric allows NCCL's tuner"
+)
+
+
 def _table(rep: CollectiveReport) -> None:
     restricted = _restricted(rep.algo, rep.proto)
     title = (
@@ -551,7 +557,7 @@ def _table(rep: CollectiveReport) -> None:
     table = Table(
         title=title,
         title_justify="left",
-        caption=_rates_line(rep.rates),
+        caption=_rates_line(rep.rates) + "\n" + EXPECTED_CAPTION,
         caption_justify="left",
         box=box.SIMPLE_HEAD,
     )
@@ -569,9 +575,6 @@ def _table(rep: CollectiveReport) -> None:
         table.add_column(name, justify="right")
     table.add_column("algorithm/protocol")
     table.add_column("binds")
-    notes = any(r.busbw_note for r in rep.rows)
-    if notes:
-        table.add_column("note")
     for r in rep.rows:
         table.add_row(
             str(r.size_bytes),
@@ -585,13 +588,14 @@ def _table(rep: CollectiveReport) -> None:
             f"{r.ceiling_busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
             f"{r.binds}: {r.binds_detail}",
-            *([r.busbw_note] if notes else []),
         )
     out.print(table)
-    err.print(
-        "time, algbw, busbw: expected (NCCL's message costs, fitted: docs/collective.md); "
-        "ceiling: what the fabric allows NCCL's tuner"
-    )
+    noted = [r for r in rep.rows if r.busbw_note]
+    if noted:
+        sizes = f"{noted[0].size_bytes}" + (
+            f" to {noted[-1].size_bytes}" if len(noted) > 1 else ""
+        )
+        out.print(f"note ({sizes} B): {noted[0].busbw_note}")
 
 
 def _compare_table(cmp: Comparison, log: Path) -> None:
