@@ -157,6 +157,9 @@ class NcclTest:
     devices : list of str
         The distinct GPU names of the rank lines (CUDA's device name, after the PCI bus id),
         in rank order; empty when the lines name none.
+    nodes : int or None
+        Servers the ranks ran on, where the source states it (the NCCL Inspector's
+        ``nnodes``, which may name more servers than ``hosts`` lists); None otherwise.
     """
 
     op: str
@@ -171,6 +174,7 @@ class NcclTest:
     extra: dict[str, str] = field(default_factory=dict)
     out_of_bounds: int | None = None
     devices: list[str] = field(default_factory=list)
+    nodes: int | None = None
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""One door to the measured collective logs: nccl-tests text, nccl-tests JSON, NCCL Inspector.
+
+The format is told by the content, not the file's name:
+
+- text whose first non-blank character is ``{`` and whose start holds a key of the Inspector
+  (``inspector_output_format_version``, ``coll_perf``, ``p2p_perf``): NCCL Inspector records
+  (:mod:`topo.formats.nccl_inspector`);
+- other text starting with ``{``: an nccl-tests JSON report (``-J``,
+  :mod:`topo.formats.nccl_tests_json`);
+- text with a line of nccl-tests' own (``# nThread``, ``# Collective test starting``, the
+  ``size count type`` column header, ``Avg bus bandwidth``, ``Out of bounds values``, a test
+  failure): an nccl-tests log (:mod:`topo.formats.nccl_tests`).
+
+Anything else is an error naming the file and the three formats.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from topo.errors import FormatError
+from topo.fabric import read_text
+from topo.formats.nccl_inspector import looks_like_inspector, read_nccl_inspector
+from topo.formats.nccl_tests import NcclTest, read_nccl_tests
+from topo.formats.nccl_tests_json import read_nccl_tests_json
+
+FORMATS = ("nccl-tests", "nccl-tests-json", "nccl-inspector")
+"""What :func:`log_format` returns."""
+
+_HEAD_CHARS = 1 << 16
+_TEXT_MARKS = re.compile(
+    r"^\s*#\s*(?:nThread\s|Collective test starting:|size\s+count\s+type\b|bytes\s+N\s+type\b"
+    r"|Avg bus bandwidth|Out of bounds values|nccl-tests version)"
+    r"|Test (?:NCCL |CUDA )?failure",
+    re.MULTILINE,
+)
+
+
+def log_format(path: str | Path) -> str:
+    """Which measured log a file is: JSON told apart by its first 64 Ki characters, text by
+    a line of nccl-tests' anywhere.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    str
+        One of :data:`FORMATS`.
+
+    Raises
+    ------
+    FormatError
+        Missing, unreadable (not UTF-8) or empty file; none of the three formats.
+    """
+    path = Path(path)
+    text = read_text(path)
+    head = text[:_HEAD_CHARS]
+    if not head.strip():
+        raise FormatError(path, "empty file: expected an nccl-tests log or NCCL Inspector records")
+    if head.lstrip().startswith("{"):
+        return "nccl-inspector" if looks_like_inspector(head) else "nccl-tests-json"
+    if _TEXT_MARKS.search(text):
+        return "nccl-tests"
+    raise FormatError(
+        path,
+        "not a measured collective log: expected nccl-tests' text output (a '# nThread' or "
+        "'# Collective test starting' line and its table), an nccl-tests -J JSON report, or "
+        "NCCL Inspector records (JSON lines with coll_perf)",
+    )
+
+
+def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
+    """Read a measured collective log of any of :data:`FORMATS` (:func:`log_format`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The log.
+    op : str, optional
+        The operation of an nccl-tests text test the log does not name (see
+        :func:`topo.formats.nccl_tests.read_nccl_tests`); the JSON formats name theirs.
+
+    Returns
+    -------
+    list of NcclTest
+
+    Raises
+    ------
+    FormatError
+        As :func:`log_format` and the format's reader.
+    """
+    kind = log_format(path)
+    if kind == "nccl-inspector":
+        return read_nccl_inspector(path)
+    if kind == "nccl-tests-json":
+        return read_nccl_tests_json(path)
+    return read_nccl_tests(path, op=op)
