@@ -116,8 +116,32 @@ def looks_like_inspector(head: str) -> bool:
 
 
 def _records(path: Path, text: str) -> list[tuple[int, Any]]:
-    """Every JSON value of the file and the line it starts on (one per line as the plugin
-    writes them; a pretty-printed stream of objects is read too)."""
+    """Every JSON value of the file and the line it starts on: one per line, as the plugin
+    writes them (a bad line is an error at that line); else, when the first line is no whole
+    value, a stream of pretty-printed objects."""
+    lines = text.splitlines()
+    first = next((i for i, x in enumerate(lines) if x.strip()), None)
+    try:
+        per_line = first is not None and isinstance(json.loads(lines[first]), dict)
+    except (json.JSONDecodeError, RecursionError):
+        per_line = False
+    if not per_line:
+        return _stream(path, text)
+    out = []
+    for i, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            out.append((i, json.loads(raw)))
+        except RecursionError:
+            raise too_deep(path, "not valid JSON") from None
+        except json.JSONDecodeError as exc:
+            raise FormatError(path, f"not valid JSON: {exc.msg}", i, exc.colno) from None
+    return out
+
+
+def _stream(path: Path, text: str) -> list[tuple[int, Any]]:
+    """The JSON values of a stream (objects written over several lines each)."""
     decoder = json.JSONDecoder()
     out, pos, line, end = [], 0, 1, len(text)
     while True:
@@ -141,9 +165,17 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
 
 
 def _number(
-    path: Path, line: int, obj: dict[str, Any], key: str, low: float, high: float, whole: bool
+    path: Path,
+    line: int,
+    obj: dict[str, Any],
+    key: str,
+    low: float,
+    high: float,
+    whole: bool,
+    positive: bool = False,
 ) -> float:
-    """``obj[key]``: a number from ``low`` (``> 0`` when ``low`` is 0 and whole) to ``high``."""
+    """``obj[key]``: a number from ``low`` to ``high`` (a whole one if ``whole``, above 0 if
+    ``positive``)."""
     x = obj.get(key)
     ok = not isinstance(x, bool) and isinstance(x, (int, float))
     if ok and whole:
@@ -153,6 +185,8 @@ def _number(
         raise FormatError(path, f"{key} must be {kind}, got {shown(x)}", line)
     if not low <= x <= high:
         raise FormatError(path, f"{key} must be from {low:g} to {high:g}, got {shown(x)}", line)
+    if positive and x <= 0:
+        raise FormatError(path, f"{key} must be > 0, got {shown(x)}", line)
     return float(x)
 
 
@@ -253,9 +287,7 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
             continue
         seen.add(key)
         size = _size(path, line, perf, op, n)
-        t = _number(path, line, perf, "coll_exec_time_us", 0, MAX_TIME_US, False)
-        if t <= 0:
-            raise FormatError(path, f"coll_exec_time_us must be > 0 µs, got {shown(t)}", line)
+        t = _number(path, line, perf, "coll_exec_time_us", 0, MAX_TIME_US, False, True)
         alg = _number(path, line, perf, "coll_algobw_gbs", 0, MAX_GBPS, False)
         bus = _number(path, line, perf, "coll_busbw_gbs", 0, MAX_GBPS, False)
         _check_algbw(path, line, alg, size, t, coll)
