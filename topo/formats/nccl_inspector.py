@@ -50,7 +50,7 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.fabric import long_number, read_text, too_deep
-from topo.formats.nccl_tests import NcclTest, NcclTestRow
+from topo.formats.nccl_tests import MAX_SIZE_BYTES, NcclTest, NcclTestRow
 from topo.wording import shown
 
 FORMAT_VERSION = "v4.0"
@@ -73,10 +73,6 @@ WHOLE_BUFFER = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 """Ops whose nccl-tests size is ``n_ranks`` times the Inspector's message size."""
 
 REDUCTIONS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
-
-MAX_SIZE_BYTES = (1 << 63) - 1
-"""Largest message size accepted, times ``n_ranks`` where the size is the whole buffer (8 EiB,
-a signed 64-bit count)."""
 
 MAX_TIME_US = 3.6e9
 """Longest call accepted (µs): one hour; a collective that takes longer hung."""
@@ -222,11 +218,11 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
     FormatError
         Naming the file and line: not JSON; a record that is not an object with ``header``,
         ``metadata`` and ``coll_perf`` or ``p2p_perf``; a format version other than v4.0; a
-        missing, non-finite, negative or absurd number (message above
-        :data:`MAX_SIZE_BYTES`, a time of 0 or above :data:`MAX_TIME_US`, a bandwidth above
-        :data:`MAX_GBPS`, ``n_ranks`` above :data:`MAX_RANKS`, a rank outside the
-        communicator); a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS` digits; no
-        record of a collective topo models.
+        missing, non-finite, negative or absurd number (a message, or a whole buffer, above
+        :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a time of 0 or above
+        :data:`MAX_TIME_US`; a bandwidth above :data:`MAX_GBPS`; ``n_ranks`` above
+        :data:`MAX_RANKS`; a rank outside the communicator); a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits; no record of a collective topo models.
 
     References
     ----------

@@ -65,6 +65,10 @@ _V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
 # the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
 _BINARY = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_perf(?:_\w+)?\b")
 
+MAX_SIZE_BYTES = (1 << 63) - 1
+"""Largest size (B) and count accepted in a row: nccl-tests prints them with ``%li``, a signed
+64-bit integer (8 EiB)."""
+
 MODERN_LEAD = ("redop", "root")
 """Columns between ``type`` and ``time`` since nccl-tests 2.13.0 (``src/common.cu``)."""
 
@@ -248,6 +252,7 @@ def _row(path: Path, lineno: int, fields: list[str], cur: _Open) -> NcclTestRow:
         raise FormatError(
             path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
         ) from None
+    check_size(path, size, count, lineno)
     _check_row(path, lineno, root, t, alg, bus, ip)
     check = _error if cur.old else _wrong
     wrong = [check(path, lineno, tail[i]) if len(tail) > i else None for i in (3, 7)]
@@ -267,6 +272,25 @@ def _row(path: Path, lineno: int, fields: list[str], cur: _Open) -> NcclTestRow:
         wrong=wrong[0],
         inplace_wrong=wrong[1],
     )
+
+
+def check_size(path: str | Path, size: int, count: int, line: int | None = None) -> None:
+    """Refuse a size (B) or an element count outside 0 to :data:`MAX_SIZE_BYTES`.
+
+    Raises
+    ------
+    FormatError
+        Naming the file (and the line, when given) and the limit.
+    """
+    for name, x in (("size", size), ("count", count)):
+        if not 0 <= x <= MAX_SIZE_BYTES:
+            shown = f"{x}" if len(str(x)) <= 24 else f"a number of {len(str(abs(x)))} digits"
+            raise FormatError(
+                path,
+                f"{name} must be from 0 to {MAX_SIZE_BYTES:,} (nccl-tests prints a signed "
+                f"64-bit count), got {shown}",
+                line,
+            )
 
 
 def _error(path: Path, lineno: int, text: str) -> None:
