@@ -195,6 +195,27 @@ def test_an_op_the_columns_contradict_is_refused(tmp_path):
         read_nccl_tests(_write(tmp_path, text))
 
 
+def test_an_op_the_sizes_contradict_is_refused(tmp_path):
+    # all_reduce and reduce_scatter share their columns; their sizes differ: reduce_scatter's
+    # is the whole buffer, 4 ranks x count x 4 B, all_reduce's count x 4 B (33554432 =
+    # 8388608 x 4)
+    unnamed = ALL_REDUCE.split("\n", 1)[1]
+    with pytest.raises(
+        FormatError,
+        match=r"old.log:12: size 33554432 is 1 x count 8388608 x 4 B \(float\), not 4 ranks x "
+        r"count x 4 B as nccl-tests prints reduce_scatter: the collective \(op reduce_scatter\)",
+    ) as e:
+        read_nccl_tests(_write(tmp_path, unnamed), op="reduce_scatter")
+    assert e.value.names == ("op",)
+    # all_gather (134217728 = 4 x 8388608 x 4 B) taken for sendrecv, which shares its columns
+    with pytest.raises(
+        FormatError, match=r"old.log:9: size 134217728 is 4 x count 8388608 x 4 B \(float\), "
+        r"not count x 4 B as nccl-tests prints sendrecv"
+    ):
+        read_nccl_tests(_write(tmp_path, ALL_GATHER), op="sendrecv")
+    assert read_nccl_tests(_write(tmp_path, unnamed), op="all_reduce")[0].op == "all_reduce"
+
+
 def test_a_failed_data_check_leaves_the_old_test_out(tmp_path):
     # nccl-tests < 2.13 counts the sizes whose error is over the limit in the footer only
     text = ALL_REDUCE.replace("values : 0 OK", "values : 2 FAILED")

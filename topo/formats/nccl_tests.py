@@ -31,7 +31,10 @@ times in ms) are refused.
 
 Those logs have no ``Collective test starting`` line: the operation is the ``<name>_perf``
 binary named on a line before the test (the command, e.g. ``mpirun ... ./build/all_reduce_perf
--b 8``), else the ``op`` the caller gives; with neither it is an error.
+-b 8``), else the ``op`` the caller gives; with neither it is an error. An operation so given
+is held against the table: its columns (:data:`OLD_LEAD`, before 2.13) and its sizes (the whole
+buffer, ranks x count x word, for :data:`WHOLE_BUFFER`; count x word for the others) must be
+its own, else it is an error.
 
 A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
 ``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
@@ -197,6 +200,7 @@ class _Open:
     lead: tuple[str, ...] | None = None  # columns between type and time
     lead_line: int | None = None  # the column header's line (None: told by the rows)
     old: bool | None = None  # nccl-tests < 2.13: an 'error' column, not '#wrong'
+    named_by_start: bool = False  # '# Collective test starting' named the op
 
     @property
     def label(self) -> str:
@@ -420,7 +424,52 @@ def _name(path: Path, cur: _Open, op: str | None) -> str:
         if cur.name is None:
             err.param, err.names = "op", ("op",)
         raise err
+    if not cur.named_by_start:
+        _check_sizes(path, cur, name, source)
     return name
+
+
+WORD_BYTES = {
+    "int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8,
+    "uint64": 8, "half": 2, "float": 4, "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1,
+}  # fmt: skip
+"""Bytes per element of nccl-tests' type names (``test_typenames`` of ``src/common.cu``)."""
+
+WHOLE_BUFFER = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Ops whose size column is the whole buffer: ``count`` (one rank's share) times the word
+size times the ranks (``getCollByteCount`` of ``src/<op>.cu``, 2.0 to 2.19); the size of
+all_reduce, broadcast, reduce and sendrecv is ``count`` times the word size."""
+
+
+def _check_sizes(path: Path, cur: _Open, name: str, source: str) -> None:
+    """Refuse an op whose size convention the rows contradict (:data:`WHOLE_BUFFER`)."""
+    per_rank = ("all_reduce", "broadcast", "reduce", "sendrecv")
+    if name not in WHOLE_BUFFER and name not in per_rank:
+        return
+    n = len(cur.ranks) or None
+    for r in cur.rows:
+        word = WORD_BYTES.get(r.type)
+        if word is None or r.count == 0:
+            continue
+        ratio = r.size_bytes / (r.count * word)
+        if name in WHOLE_BUFFER:
+            if n is None or n == 1 or ratio == n:
+                continue
+            want = f"{n} ranks x count x {word} B"
+        else:
+            if ratio == 1:
+                continue
+            want = f"count x {word} B"
+        err = FormatError(
+            path,
+            f"size {r.size_bytes} is {ratio:g} x count {r.count} x {word} B ({r.type}), not "
+            f"{want} as nccl-tests prints {name}: the collective ({source}) is not the one "
+            "the test measured",
+            line=r.line,
+        )
+        if cur.name is None:
+            err.param, err.names = "op", ("op",)
+        raise err
 
 
 def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:
@@ -513,8 +562,10 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     FormatError
         Missing or unreadable file; no test in it; a test that failed (naming the failure
         line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a test whose
-        operation neither the log nor ``op`` gives; an nccl-tests 2.0-2.11 table whose columns
-        are not those of its operation (:data:`OLD_LEAD`); an nccl-tests 1.x table; a result
+        operation neither the log nor ``op`` gives; a test that the log does not name by a
+        ``Collective test starting`` line whose columns (nccl-tests 2.0-2.11,
+        :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
+        nccl-tests 1.x table; a result
         row whose column count is not its table's or has a bad number (a time that is not
         positive and finite, a bandwidth that is negative or not finite); a run of more than
         :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
@@ -563,7 +614,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
                 tests.append(_close(path, cur, op))
             cur = _Open(None, lineno, version, library)
             if m:
-                cur.name, cur.named_at = m.group(1), lineno
+                cur.name, cur.named_at, cur.named_by_start = m.group(1), lineno, True
             elif binary is not None:
                 cur.name, cur.named_at = f"{binary[0]}_perf", binary[1]
             binary = None
