@@ -1,6 +1,6 @@
 """Reader of nccl-tests JSON reports (``*_perf -J FILE.json``, format version 3).
 
-nccl-tests (>= 2.17, ``src/util.cu``, ``JSON_FILE_VERSION 3``) writes one object per run::
+nccl-tests (>= 2.17.3, ``src/util.cu``, ``JSON_FILE_VERSION 3``) writes one object per run::
 
     {"version": 3, "start_time": "...", "args": ["./build/all_reduce_perf", "-b", ...],
      "env": [...], "nccl_version": 22902, "config": {...},
