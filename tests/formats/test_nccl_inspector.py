@@ -222,6 +222,12 @@ def test_the_format_is_told_by_the_content(tmp_path):
     report.write_text('{"version": 3, "args": ["./build/all_reduce_perf"], "results": []}')
     assert log_format(report) == "nccl-tests-json"
     assert [t.op for t in read_nccl_log(insp)] == ["all_reduce"]
+    # a .json name of none of the formats: the JSON reader says what is wrong with it
+    odd = tmp_path / "odd.json"
+    odd.write_text("hello\n")
+    assert log_format(odd) == "nccl-tests-json"
+    with pytest.raises(FormatError, match=r"odd.json:1:1: not valid JSON: Expecting value$"):
+        read_nccl_log(odd)
 
 
 @pytest.mark.parametrize(

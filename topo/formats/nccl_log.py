@@ -5,8 +5,9 @@ The format is told by the content, not the file's name:
 - text whose first non-blank character is ``{`` and whose start holds a key of the Inspector
   (``inspector_output_format_version``, ``coll_perf``, ``p2p_perf``): NCCL Inspector records
   (:mod:`topo.formats.nccl_inspector`);
-- other text starting with ``{``: an nccl-tests JSON report (``-J``,
-  :mod:`topo.formats.nccl_tests_json`);
+- other text starting with ``{`` or ``[``: an nccl-tests JSON report (``-J``,
+  :mod:`topo.formats.nccl_tests_json`), as is a ``.json`` file of none of the formats (the
+  JSON reader's error then says what is wrong with it);
 - text with a line of nccl-tests' own (``# nThread``, ``# Collective test starting``, the
   ``size count type`` column header, ``Avg bus bandwidth``, ``Out of bounds values``, a test
   failure): an nccl-tests log (:mod:`topo.formats.nccl_tests`).
@@ -61,10 +62,12 @@ def log_format(path: str | Path) -> str:
     head = text[:_HEAD_CHARS]
     if not head.strip():
         raise FormatError(path, "empty file: expected an nccl-tests log or NCCL Inspector records")
-    if head.lstrip().startswith("{"):
+    if head.lstrip().startswith(("{", "[")):
         return "nccl-inspector" if looks_like_inspector(head) else "nccl-tests-json"
     if _TEXT_MARKS.search(text):
         return "nccl-tests"
+    if path.suffix.lower() == ".json":
+        return "nccl-tests-json"  # (its reader names what is wrong with the JSON)
     raise FormatError(
         path,
         "not a measured collective log: expected nccl-tests' text output (a '# nThread' or "
