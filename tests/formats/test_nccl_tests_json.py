@@ -119,8 +119,10 @@ def test_skipped_sizes_are_left_out(tmp_path, text_tests):
         (lambda d: d["results"][0]["out_of_place"].update(bus_bw=-1.0), "bus_bw must be >= 0"),
         (lambda d: d["results"][0]["out_of_place"].update(time="x"), "time must be a finite"),
         (lambda d: d["results"][1].pop("size"), "results[1]: bad or missing"),
-        (lambda d: d["results"][1].update(size=1 << 63), "results[1]: size must be from 0 to "
-                                                         "9,223,372,036,854,775,807"),
+        (
+            lambda d: d["results"][1].update(size=1 << 63),
+            "results[1]: size must be from 0 to 9,223,372,036,854,775,807",
+        ),
     ],
 )
 def test_bad_reports_are_one_line_errors(tmp_path, text_tests, mutate, message):

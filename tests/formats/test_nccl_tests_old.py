@@ -136,6 +136,37 @@ def test_each_op_has_its_own_columns(tmp_path, text, op, redop, root, values):
     assert r.type == "float" and r.wrong is None
 
 
+def test_an_empty_redop_of_2_13_0_reads(tmp_path):
+    # nccl-tests 2.13.0-2.13.3: all_gather passes opName "" to TimeTest, so "%6s" prints
+    # blanks and the row has 12 fields under the 13-column header of src/common.cu
+    row = "%12li  %12li  %8s  %6s  %6s" % (134217728, 8388608, "float", "", "-1")  # noqa: UP031
+    row += "  %7s  %6.2f  %6.2f  %5g" % ("9125.2", 14.71, 11.03, 0)  # noqa: UP031
+    row += "  %7s  %6.2f  %6.2f  %5g" % ("9101.9", 14.75, 11.06, 0)  # noqa: UP031
+    text = (
+        "# nThread 1 nGpus 1 minBytes 134217728 maxBytes 134217728 step: 2(factor) warmup "
+        "iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" + DEVICES[2:] + "#\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong "
+        "    time   algbw   busbw #wrong\n" + row + "\n" + FOOTER
+    )
+    (t,) = read_nccl_tests(_write(tmp_path, text), op="all_gather")
+    (r,) = t.rows
+    assert len(row.split()) == 12
+    assert (r.size_bytes, r.count, r.type, r.redop, r.root) == (
+        134217728,
+        8388608,
+        "float",
+        "none",
+        -1,
+    )
+    assert (r.time_us, r.busbw_GBps, r.inplace_busbw_GBps, r.wrong, r.inplace_wrong) == (
+        9125.2,
+        11.03,
+        11.06,
+        0,  # '#wrong' (2.13): a count, unlike the 'error' column before
+        0,
+    )
+
+
 def test_rows_without_a_header_are_told_by_their_columns(tmp_path):
     # a table pasted without its header: 11 columns (no redop, no root), 12 with a rank
     rows = [x for x in ALL_GATHER.splitlines(keepends=True) if not x.startswith("#       size")]
@@ -209,8 +240,9 @@ def test_an_op_the_sizes_contradict_is_refused(tmp_path):
     assert e.value.names == ("op",)
     # all_gather (134217728 = 4 x 8388608 x 4 B) taken for sendrecv, which shares its columns
     with pytest.raises(
-        FormatError, match=r"old.log:9: size 134217728 is 4 x count 8388608 x 4 B \(float\), "
-        r"not count x 4 B as nccl-tests prints sendrecv"
+        FormatError,
+        match=r"old.log:9: size 134217728 is 4 x count 8388608 x 4 B \(float\), "
+        r"not count x 4 B as nccl-tests prints sendrecv",
     ):
         read_nccl_tests(_write(tmp_path, ALL_GATHER), op="sendrecv")
     assert read_nccl_tests(_write(tmp_path, unnamed), op="all_reduce")[0].op == "all_reduce"

@@ -152,9 +152,7 @@ def _stream(path: Path, text: str) -> list[tuple[int, Any]]:
         except RecursionError:
             raise too_deep(path, "not valid JSON") from None
         except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno
-            ) from None
+            raise FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
         out.append((line, value))
         line += text.count("\n", pos, stop)
         pos = stop

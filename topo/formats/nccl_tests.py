@@ -24,7 +24,10 @@ broadcast, gather, scatter             size count type root
 reduce                                 size count type redop root
 =====================================  ================================
 
-A missing column reads as nccl-tests 2.13 prints it: redop ``none``, root ``-1``. The
+nccl-tests 2.13.0 to 2.13.3 print an empty redop for all_gather, alltoall, broadcast, gather,
+scatter and hypercube (``TimeTest(..., "", root)`` in ``src/<op>.cu``, ``"none"`` from 2.13.4,
+commit d313d20): such a row has one column fewer than its header. A missing column reads as
+nccl-tests 2.13.4 prints it: redop ``none``, root ``-1``. The
 ``error`` column is no count of wrong elements (``wrong`` is None); such a test's data check
 is its ``# Out of bounds values`` footer. nccl-tests 1.x tables (columns ``bytes N type``,
 times in ms) are refused.
@@ -233,6 +236,8 @@ def _row(path: Path, lineno: int, fields: list[str], cur: _Open) -> NcclTestRow:
             cur.old = True
     lead = cur.lead
     k = 3 + len(lead)
+    if lead == MODERN_LEAD and len(fields) in (k + 3, k + 7) and re.fullmatch(r"-?\d+", fields[3]):
+        lead, k = ("root",), k - 1  # an empty redop (2.13.0-2.13.3: all_gather, ...)
     if len(fields) not in (k + 4, k + 8):
         head = " ".join(("size", "count", "type", *lead))
         raise FormatError(
@@ -308,8 +313,9 @@ def _error(path: Path, lineno: int, text: str) -> None:
         x = math.nan
     if not (math.isfinite(x) and x >= 0):
         raise FormatError(
-            path, f"error must be a non-negative number (largest difference) or N/A, got "
-            f"{text!r}", lineno
+            path,
+            f"error must be a non-negative number (largest difference) or N/A, got {text!r}",
+            lineno,
         )
     return None
 
