@@ -139,7 +139,8 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
 def _stream(path: Path, text: str) -> list[tuple[int, Any]]:
     """The JSON values of a stream (objects written over several lines each)."""
     decoder = json.JSONDecoder()
-    out, pos, line, end = [], 0, 1, len(text)
+    out: list[tuple[int, Any]] = []
+    pos, line, end = 0, 1, len(text)
     while True:
         start = pos
         while pos < end and text[pos] in " \t\r\n":
@@ -171,12 +172,14 @@ def _number(
     """``obj[key]``: a number from ``low`` to ``high`` (a whole one if ``whole``, above 0 if
     ``positive``)."""
     x = obj.get(key)
-    ok = not isinstance(x, bool) and isinstance(x, (int, float))
-    if ok and whole:
-        ok = isinstance(x, int) or (math.isfinite(x) and x == int(x))
-    if not ok or not math.isfinite(float(x)):
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        ok = False
+    else:
+        ok = not whole or isinstance(x, int) or x == int(x)
+    if not ok:
         kind = "a whole number" if whole else "a finite number"
         raise FormatError(path, f"{key} must be {kind}, got {shown(x)}", line)
+    assert isinstance(x, (int, float))
     if not low <= x <= high:
         raise FormatError(path, f"{key} must be from {low:g} to {high:g}, got {shown(x)}", line)
     if positive and x <= 0:
@@ -273,7 +276,7 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         rank = int(_number(path, line, head, "rank", 0, n - 1, True))
         coll = perf.get("coll")
         op = OPS.get(coll) if isinstance(coll, str) else None
-        if op is None:
+        if op is None or not isinstance(coll, str):
             left_out[str(coll)] += 1
             continue
         key = (head.get("id"), rank, coll, perf.get("coll_sn"))
