@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from topo.cli import app
 from topo.errors import FormatError
+from topo.formats import log_format
 from topo.formats.nccl_tests import read_nccl_tests, validated_tests
 
 runner = CliRunner()
@@ -189,6 +190,15 @@ def test_the_binary_named_before_the_test_is_its_op(tmp_path, command):
     text = command + "\n" + ALL_REDUCE.split("\n", 1)[1]
     (t,) = read_nccl_tests(_write(tmp_path, text))
     assert t.op == "all_reduce"
+
+
+@pytest.mark.parametrize("tag", ["[1,0]<stdout>:", "0: "])
+def test_a_launchers_tags_are_removed(tmp_path, tag):
+    # mpirun --tag-output and srun --label put a tag before every line
+    text = "".join(tag + x for x in ALL_REDUCE.splitlines(keepends=True))
+    p = _write(tmp_path, text)
+    assert read_nccl_tests(p) == read_nccl_tests(_write(tmp_path, ALL_REDUCE, "plain.log"))
+    assert log_format(p) == "nccl-tests"
 
 
 def test_two_old_tests_each_take_the_binary_before_it(tmp_path):

@@ -1,16 +1,17 @@
 """One door to the measured collective logs: nccl-tests text, nccl-tests JSON, NCCL Inspector.
 
-The format is told by the content, not the file's name:
+The format is told by the content, not the file's name, in this order:
 
+- text with a line of nccl-tests' own (``# nThread``, ``# Collective test starting``, the
+  ``size count type`` column header, ``Avg bus bandwidth``, ``Out of bounds values``, a test
+  failure; after a launcher's tag, :data:`topo.formats.nccl_tests.LINE_TAG`): an nccl-tests
+  log (:mod:`topo.formats.nccl_tests`);
 - text whose first non-blank character is ``{`` and whose start holds a key of the Inspector
   (``inspector_output_format_version``, ``coll_perf``, ``p2p_perf``): NCCL Inspector records
   (:mod:`topo.formats.nccl_inspector`);
 - other text starting with ``{`` or ``[``: an nccl-tests JSON report (``-J``,
   :mod:`topo.formats.nccl_tests_json`), as is a ``.json`` file of none of the formats (the
-  JSON reader's error then says what is wrong with it);
-- text with a line of nccl-tests' own (``# nThread``, ``# Collective test starting``, the
-  ``size count type`` column header, ``Avg bus bandwidth``, ``Out of bounds values``, a test
-  failure): an nccl-tests log (:mod:`topo.formats.nccl_tests`).
+  JSON reader's error then says what is wrong with it).
 
 Anything else is an error naming the file and the three formats.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 from topo.errors import FormatError
 from topo.fabric import read_text
 from topo.formats.nccl_inspector import looks_like_inspector, read_nccl_inspector
-from topo.formats.nccl_tests import NcclTest, read_nccl_tests
+from topo.formats.nccl_tests import LINE_TAG, NcclTest, read_nccl_tests
 from topo.formats.nccl_tests_json import read_nccl_tests_json
 
 FORMATS = ("nccl-tests", "nccl-tests-json", "nccl-inspector")
@@ -31,7 +32,10 @@ FORMATS = ("nccl-tests", "nccl-tests-json", "nccl-inspector")
 
 _HEAD_CHARS = 1 << 16
 _TEXT_MARKS = re.compile(
-    r"^\s*#\s*(?:nThread\s|Collective test starting:|size\s+count\s+type\b|bytes\s+N\s+type\b"
+    "^"
+    + LINE_TAG.pattern.removeprefix("^")
+    + "?"  # (a launcher's tag)
+    + r"\s*#\s*(?:nThread\s|Collective test starting:|size\s+count\s+type\b|bytes\s+N\s+type\b"
     r"|Avg bus bandwidth|Out of bounds values|nccl-tests version)"
     r"|Test (?:NCCL |CUDA )?failure",
     re.MULTILINE,
@@ -62,10 +66,10 @@ def log_format(path: str | Path) -> str:
     head = text[:_HEAD_CHARS]
     if not head.strip():
         raise FormatError(path, "empty file: expected an nccl-tests log or NCCL Inspector records")
+    if _TEXT_MARKS.search(text):  # (first: a tagged line starts with '[')
+        return "nccl-tests"
     if head.lstrip().startswith(("{", "[")):
         return "nccl-inspector" if looks_like_inspector(head) else "nccl-tests-json"
-    if _TEXT_MARKS.search(text):
-        return "nccl-tests"
     if path.suffix.lower() == ".json":
         return "nccl-tests-json"  # (its reader names what is wrong with the JSON)
     raise FormatError(

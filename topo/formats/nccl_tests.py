@@ -39,6 +39,9 @@ is held against the table: its columns (:data:`OLD_LEAD`, before 2.13) and its s
 buffer, ranks x count x word, for :data:`WHOLE_BUFFER`; count x word for the others) must be
 its own, else it is an error.
 
+A launcher's tag before each line (:data:`LINE_TAG`: ``mpirun --tag-output``,
+``srun --label``) is removed first.
+
 A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
 ``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
 partial result.
@@ -66,6 +69,9 @@ _FAIL = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)(.*)")
 _NTHREAD = re.compile(r"^#\s*nThread\s")
 _RANK_LINE = re.compile(r"^#\s+Rank\b")
 _BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\b")
+LINE_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)")
+"""A launcher's tag before each line: Open MPI's ``mpirun --tag-output``
+(``[1,0]<stdout>:``), Slurm's ``srun --label`` (``0: ``); removed before reading."""
 _COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
 _V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
 # the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
@@ -599,7 +605,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     version = library = ""
     binary: tuple[str, int] | None = None  # the last *_perf named between tests
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+        line = LINE_TAG.sub("", raw, count=1).strip()
         if not line:
             continue
         m = _VERSION.match(line)
