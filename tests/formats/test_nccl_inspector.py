@@ -129,6 +129,12 @@ def test_a_call_written_twice_counts_once(tmp_path):
     assert t.rows[0].time_us == 250.0  # (100 + 400) / 2, not the median of 100, 100, 400
 
 
+def test_records_of_one_sequence_number_at_other_sizes_are_other_calls(tmp_path):
+    recs = [record("AllReduce", 0, 100, MIB), record("AllReduce", 0, 300, 4 * MIB)]
+    (t,) = read_nccl_inspector(write(tmp_path, recs))
+    assert [(r.size_bytes, r.time_us) for r in t.rows] == [(1048576, 100.0), (4194304, 300.0)]
+
+
 def test_alltoall_gets_nccl_tests_factor(tmp_path):
     # the plugin writes algbw = busbw = 0 for an AlltoAll; its message is one peer's share
     (t,) = read_nccl_inspector(write(tmp_path, [record("All2All", 0, 500, MIB)]))
@@ -257,6 +263,20 @@ def test_compare_reads_inspector_records(tmp_path):
     (row,) = cmp["rows"]
     assert (row["size_bytes"], row["measured_time_us"]) == (4194304, 135.0)
     assert row["measured_busbw_GBps"] == pytest.approx(4194304 / 135e-6 / 1e9 * 3 / 4)
+
+
+def test_calibrate_reads_inspector_records(tmp_path):
+    recs = [
+        record(coll, r, 100 * (k + 1) + r, MIB << (2 * k), sn=k)
+        for coll in ("AllReduce", "AllGather", "ReduceScatter")
+        for k in range(3)
+        for r in range(4)
+    ]
+    r = runner.invoke(app, ["collective", "--calibrate", str(write(tmp_path, recs)), "--json"])
+    assert r.exit_code == 0, r.output
+    cal = json.loads(r.stdout)
+    assert cal["ops"] == ["all_reduce", "all_gather", "reduce_scatter"]
+    assert cal["rows"] == 9  # 3 ops x 3 sizes, each the median of its 4 ranks
 
 
 def test_compare_of_a_file_of_no_format_is_one_line(tmp_path):

@@ -27,11 +27,12 @@ for the others.
 Records are grouped into one :class:`~topo.formats.nccl_tests.NcclTest` per operation and
 communicator shape (``n_ranks``, ``nnodes``), and one row per size: the row's time is the
 **median** ``coll_exec_time_us`` over every call and every rank of that size (a call recorded
-twice, the same ``id``, ``rank`` and ``coll_sn``, counts once); algbw is the size over that time
-and busbw algbw times the records' own busbw / algbw factor (nccl-tests'; for AlltoAll, where
-the plugin writes 0, nccl-tests' (n-1)/n of ``src/alltoall.cu``). The Inspector records no
-datatype, reduction or root: a row's ``type`` is ``"unknown"``, ``count`` 0, ``redop``
-``"unknown"`` for reductions (``"none"`` otherwise), ``root`` -1; it has no in-place column.
+twice, the same ``id``, ``rank``, ``coll_sn``, size and time, counts once); algbw is the size
+over that time and busbw algbw times the records' own busbw / algbw factor (nccl-tests'; for
+AlltoAll, where the plugin writes 0, nccl-tests' (n-1)/n of ``src/alltoall.cu``). The
+Inspector records no datatype, reduction or root: a row's ``type`` is ``"unknown"``, ``count``
+0, ``redop`` ``"unknown"`` for reductions (``"none"`` otherwise), ``root`` -1; it has no
+in-place column.
 
 Left out: ``p2p_perf`` records (one Send or one Recv, half of what nccl-tests' sendrecv and
 alltoall time) and collectives topo does not model (``AllGatherV``, ``Invalid``: the name the
@@ -279,12 +280,12 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         if op is None or not isinstance(coll, str):
             left_out[str(coll)] += 1
             continue
-        key = (head.get("id"), rank, coll, perf.get("coll_sn"))
-        if perf.get("coll_sn") is not None and key in seen:
-            continue
-        seen.add(key)
         size = _size(path, line, perf, op, n)
         t = _number(path, line, perf, "coll_exec_time_us", 0, MAX_TIME_US, False, True)
+        key = (str(head.get("id")), rank, coll, str(perf.get("coll_sn")), size, t)
+        if perf.get("coll_sn") is not None and key in seen:
+            continue  # the same call written twice
+        seen.add(key)
         alg = _number(path, line, perf, "coll_algobw_gbs", 0, MAX_GBPS, False)
         bus = _number(path, line, perf, "coll_busbw_gbs", 0, MAX_GBPS, False)
         _check_algbw(path, line, alg, size, t, coll)
