@@ -243,8 +243,9 @@ def test_an_op_the_sizes_contradict_is_refused(tmp_path):
     unnamed = ALL_REDUCE.split("\n", 1)[1]
     with pytest.raises(
         FormatError,
-        match=r"old.log:12: size 33554432 is 1 x count 8388608 x 4 B \(float\), not 4 ranks x "
-        r"count x 4 B as nccl-tests prints reduce_scatter: the collective \(op reduce_scatter\)",
+        match=r"old.log:12: size 33554432 is 1 x count 8388608 x 4 B \(float\), not 4 ranks \(or a "
+        r"group of them\) x count x 4 B as nccl-tests prints reduce_scatter: the collective "
+        r"\(op reduce_scatter\)",
     ) as e:
         read_nccl_tests(_write(tmp_path, unnamed), op="reduce_scatter")
     assert e.value.names == ("op",)
@@ -256,6 +257,13 @@ def test_an_op_the_sizes_contradict_is_refused(tmp_path):
     ):
         read_nccl_tests(_write(tmp_path, ALL_GATHER), op="sendrecv")
     assert read_nccl_tests(_write(tmp_path, unnamed), op="all_reduce")[0].op == "all_reduce"
+
+
+def test_a_split_communicator_is_a_whole_buffer_too(tmp_path):
+    # NCCL_TESTS_SPLIT: 4 ranks in groups of 2, each group's all_gather buffer 2 x count x 4 B
+    text = ALL_GATHER.replace("   134217728       8388608", "    67108864       8388608")
+    (t,) = read_nccl_tests(_write(tmp_path, text), op="all_gather")
+    assert t.rows[0].size_bytes == 67108864
 
 
 def test_a_failed_data_check_leaves_the_old_test_out(tmp_path):
