@@ -106,6 +106,13 @@ def looks_like_inspector(head: str) -> bool:
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> looks_like_inspector('{"header": {}, "coll_perf": {"coll": "AllReduce"}}')
+    True
+    >>> looks_like_inspector('{"version": 3, "results": []}')
+    False
     """
     return head.lstrip().startswith("{") and any(
         f'"{k}"' in head for k in ("inspector_output_format_version", "coll_perf", "p2p_perf")

@@ -60,6 +60,14 @@ def log_format(path: str | Path) -> str:
     ------
     FormatError
         Missing, unreadable (not UTF-8) or empty file; none of the three formats.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 8\\n")
+    >>> log_format(f.name); os.unlink(f.name)
+    'nccl-tests'
     """
     path = Path(path)
     text = read_text(path)
@@ -99,6 +107,26 @@ def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
     ------
     FormatError
         As :func:`log_format` and the format's reader.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = "\\n".join([
+    ...     "$ mpirun -np 2 ./build/all_gather_perf -b 8M -e 8M",
+    ...     "# nThread 1 nGpus 1 minBytes 8388608 maxBytes 8388608 step: 2(factor) warmup "
+    ...     "iters: 5 iters: 20 validation: 1",
+    ...     "#   Rank  0 Pid  1 on a device  0 [0x07] Tesla V100-SXM2-32GB",
+    ...     "#   Rank  1 Pid  2 on b device  0 [0x07] Tesla V100-SXM2-32GB",
+    ...     "#       size   count   type   time  algbw  busbw  error   time  algbw  busbw  error",
+    ...     "     8388608 1048576  float  790.1  10.62   5.31  0e+00  788.0  10.65   5.32  0e+00",
+    ...     "# Out of bounds values : 0 OK",
+    ...     "# Avg bus bandwidth    : 5.315",
+    ... ])
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+    ...     _ = f.write(log)
+    >>> (t,) = read_nccl_log(f.name); os.unlink(f.name)
+    >>> t.op, t.ranks, t.rows[0].redop, t.rows[0].busbw_GBps
+    ('all_gather', 2, 'none', 5.31)
     """
     kind = log_format(path)
     if kind == "nccl-inspector":

@@ -296,6 +296,13 @@ def check_size(path: str | Path, size: int, count: int, line: int | None = None)
     ------
     FormatError
         Naming the file (and the line, when given) and the limit.
+
+    Examples
+    --------
+    >>> check_size("x.log", 1 << 63, 1, 5)
+    Traceback (most recent call last):
+    topo.errors.FormatError: x.log:5: size must be from 0 to 9,223,372,036,854,775,807 \
+(nccl-tests prints a signed 64-bit count), got 9223372036854775808
     """
     for name, x in (("size", size), ("count", count)):
         if not 0 <= x <= MAX_SIZE_BYTES:
