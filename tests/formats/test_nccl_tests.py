@@ -160,6 +160,13 @@ AVG = "# Avg bus bandwidth    : 0.05 \n"
         (ROW.replace("-1", "-7"), r"x.log:5: root must be -1 \(not rooted\) or a rank, got -7"),
         (ROW.replace("1024", "1" * 4301, 1), r"x.log:5: a number of 4,301 digits: numbers in "
                                              r"input files have at most 100 digits$"),
+        # under the digit limit, over a signed 64-bit count (nccl-tests prints %li)
+        (ROW.replace("1024", "9" * 90, 1), r"x.log:5: size must be from 0 to "
+                                           r"9,223,372,036,854,775,807 .*got a number of 90 "
+                                           r"digits$"),
+        (ROW.replace("1024", str(1 << 63), 1), r"x.log:5: size must be .*got "
+                                               r"9223372036854775808$"),
+        (ROW.replace("  128  ", "  -128  ", 1), r"x.log:5: count must be from 0 to "),
     ],
 )  # fmt: skip
 def test_impossible_rows_are_refused(tmp_path, row, match):

@@ -119,6 +119,10 @@ def test_skipped_sizes_are_left_out(tmp_path, text_tests):
         (lambda d: d["results"][0]["out_of_place"].update(bus_bw=-1.0), "bus_bw must be >= 0"),
         (lambda d: d["results"][0]["out_of_place"].update(time="x"), "time must be a finite"),
         (lambda d: d["results"][1].pop("size"), "results[1]: bad or missing"),
+        (
+            lambda d: d["results"][1].update(size=1 << 63),
+            "results[1]: size must be from 0 to 9,223,372,036,854,775,807",
+        ),
     ],
 )
 def test_bad_reports_are_one_line_errors(tmp_path, text_tests, mutate, message):
@@ -130,6 +134,15 @@ def test_bad_reports_are_one_line_errors(tmp_path, text_tests, mutate, message):
         read_nccl_tests_json(f)
     assert message in str(e.value) and str(f) in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_number_too_long_is_refused_before_parsing(tmp_path, text_tests):
+    # Python's int() stops at 4,300 digits with a ValueError: refused by the digit limit first
+    text = json.dumps(_report(text_tests[0], "all_reduce_perf"))
+    f = tmp_path / "long.json"
+    f.write_text(text.replace('"count": ', '"count": ' + "7" * 5000, 1))
+    with pytest.raises(FormatError, match=r"long.json:1: a number of 5,00\d digits: numbers in "):
+        read_nccl_tests_json(f)
 
 
 def test_not_json(tmp_path):

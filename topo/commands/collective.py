@@ -134,8 +134,8 @@ def collective(
         Path | None,
         typer.Option(
             "--compare",
-            help="A real nccl-tests log (text, or a -J JSON report): measured against "
-            "predicted busbw, size by size.",
+            help="A measured log: nccl-tests text (2.0 and later) or -J JSON, or NCCL "
+            "Inspector records; measured against predicted busbw, size by size.",
             exists=True,
             dir_okay=False,
         ),
@@ -165,7 +165,8 @@ def collective(
         Path | None,
         typer.Option(
             "--calibrate",
-            help="A real nccl-tests log: fit what the model leaves unknown (docs/collective.md) "
+            help="A measured log (as --compare): fit what the model leaves unknown "
+            "(docs/collective.md) "
             "and report leave-one-op-out error; with -o, write the cluster file.",
             exists=True,
             dir_okay=False,
@@ -423,12 +424,13 @@ def _calibration_table(result: Any, log: Path) -> None:
 def _log_tests(
     log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
 ) -> list[NcclTest]:
-    """The tests of an nccl-tests log to compare (of ``op`` if given), checked against the
-    --gpus and --gpus-per-node given."""
+    """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
+    content) to compare (of ``op`` if given, which also names a test an old log does not),
+    checked against the --gpus and --gpus-per-node given."""
+    from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests import validated_tests
-    from topo.formats.nccl_tests_json import read_nccl_tests_any
 
-    tests = read_nccl_tests_any(log)
+    tests = read_nccl_log(log, op.value if op is not None else None)
     if op is not None:
         found = ", ".join(t.op for t in tests)
         tests = [t for t in tests if t.op == op.value]
@@ -479,7 +481,7 @@ def _default_cluster(tests: list[NcclTest]) -> nx.Graph:
     """Build :data:`DEFAULT_CLUSTER` with as many servers as the log's largest test used."""
     from topo.builders import build
 
-    servers = max((len(t.hosts) for t in tests), default=0) or 1
+    servers = max((max(len(t.hosts), t.nodes or 0) for t in tests), default=0) or 1
     per_server: int = DEFAULT_CLUSTER["gpus_per_node"]
     err.print(
         f"no FABRIC given: holding the log against {servers} H100 server(s) of 8 GPUs and "

@@ -1,7 +1,7 @@
 """Reader of nccl-tests output logs (``all_reduce_perf`` ... ``sendrecv_perf``).
 
 A log holds one or more tests, each opened by ``# Collective test starting: <name>_perf``
-(nccl-tests >= 2.17; older logs start with ``# nThread``), a ``#  Rank ...`` line per rank
+(nccl-tests >= 2.16.7; older logs start with ``# nThread``), a ``#  Rank ...`` line per rank
 (``... on <host> device <d> ...``), the column header and one row per size::
 
     size  count  type  redop  root  time  algbw  busbw  #wrong  [time  algbw  busbw  #wrong]
@@ -9,6 +9,38 @@ A log holds one or more tests, each opened by ``# Collective test starting: <nam
 (out-of-place, then in-place; times in µs, bandwidths in GB/s), closed by
 ``# Avg bus bandwidth : <x>``. The format is nccl-tests' ``src/common.cu``
 (github.com/NVIDIA/nccl-tests).
+
+Older layouts (nccl-tests 2.0.0 to 2.11.x; the shared header above came with 2.13.0, commit
+51af557 "Resync with NCCL 2.13") print each operation's own leading columns, from the
+``print_header``/``print_line_header`` of ``src/<op>.cu``, and an ``error`` column (the largest
+difference from the expected values, ``%5.0le``, or ``N/A``) where 2.13 prints ``#wrong``:
+
+=====================================  ================================
+operation                              columns before ``time``
+=====================================  ================================
+all_reduce, reduce_scatter, alltoall   size count type redop
+all_gather, sendrecv, hypercube        size count type
+broadcast, gather, scatter             size count type root
+reduce                                 size count type redop root
+=====================================  ================================
+
+nccl-tests 2.13.0 to 2.13.3 print an empty redop for all_gather, alltoall, broadcast, gather,
+scatter and hypercube (``TimeTest(..., "", root)`` in ``src/<op>.cu``, ``"none"`` from 2.13.4,
+commit d313d20): such a row has one column fewer than its header. A missing column reads as
+nccl-tests 2.13.4 prints it: redop ``none``, root ``-1``. The
+``error`` column is no count of wrong elements (``wrong`` is None); such a test's data check
+is its ``# Out of bounds values`` footer. nccl-tests 1.x tables (columns ``bytes N type``,
+times in ms) are refused.
+
+Those logs have no ``Collective test starting`` line: the operation is the ``<name>_perf``
+binary named on a line before the test (the command, e.g. ``mpirun ... ./build/all_reduce_perf
+-b 8``), else the ``op`` the caller gives; with neither it is an error. An operation so given
+is held against the table: its columns (:data:`OLD_LEAD`, before 2.13) and its sizes (the whole
+buffer, ranks x count x word, for :data:`WHOLE_BUFFER`; count x word for the others) must be
+its own, else it is an error.
+
+A launcher's tag before each line (:data:`LINE_TAG`: ``mpirun --tag-output``,
+``srun --label``) is removed first.
 
 A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
 ``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
@@ -37,6 +69,36 @@ _FAIL = re.compile(r"(Test NCCL failure|Test CUDA failure|Test failure)(.*)")
 _NTHREAD = re.compile(r"^#\s*nThread\s")
 _RANK_LINE = re.compile(r"^#\s+Rank\b")
 _BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\b")
+LINE_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)")
+"""A launcher's tag before each line: Open MPI's ``mpirun --tag-output``
+(``[1,0]<stdout>:``), Slurm's ``srun --label`` (``0: ``); removed before reading."""
+_COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
+_V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
+# the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
+_BINARY = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_perf(?:_\w+)?\b")
+
+MAX_SIZE_BYTES = (1 << 63) - 1
+"""Largest size (B) and count accepted in a row: nccl-tests prints them with ``%li``, a signed
+64-bit integer (8 EiB)."""
+
+MODERN_LEAD = ("redop", "root")
+"""Columns between ``type`` and ``time`` since nccl-tests 2.13.0 (``src/common.cu``)."""
+
+OLD_LEAD: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("redop",),
+    "reduce_scatter": ("redop",),
+    "alltoall": ("redop",),
+    "all_gather": (),
+    "sendrecv": (),
+    "hypercube": (),
+    "broadcast": ("root",),
+    "gather": ("root",),
+    "scatter": ("root",),
+    "reduce": ("redop", "root"),
+}
+"""Columns between ``type`` and ``time`` of each operation in nccl-tests 2.0.0 to 2.11.x
+(``print_header`` of ``src/<op>.cu``; alltoall from 2.9.0 (2020), sendrecv, gather, scatter
+and hypercube from 2.11.0)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +173,9 @@ class NcclTest:
     devices : list of str
         The distinct GPU names of the rank lines (CUDA's device name, after the PCI bus id),
         in rank order; empty when the lines name none.
+    nodes : int or None
+        Servers the ranks ran on, where the source states it (the NCCL Inspector's
+        ``nnodes``, which may name more servers than ``hosts`` lists); None otherwise.
     """
 
     op: str
@@ -125,11 +190,12 @@ class NcclTest:
     extra: dict[str, str] = field(default_factory=dict)
     out_of_bounds: int | None = None
     devices: list[str] = field(default_factory=list)
+    nodes: int | None = None
 
 
 @dataclass
 class _Open:
-    name: str
+    name: str | None  # "<op>_perf" as the log names it; None when it does not
     line: int
     version: str = ""
     library: str = ""
@@ -139,33 +205,77 @@ class _Open:
     avg: float | None = None
     failure: tuple[int, str] | None = None
     out_of_bounds: int | None = None
+    named_at: int | None = None  # the line that names the binary
+    lead: tuple[str, ...] | None = None  # columns between type and time
+    lead_line: int | None = None  # the column header's line (None: told by the rows)
+    old: bool | None = None  # nccl-tests < 2.13: an 'error' column, not '#wrong'
+    named_by_start: bool = False  # '# Collective test starting' named the op
+
+    @property
+    def label(self) -> str:
+        return f"test {self.name}" if self.name else "the test"
 
 
-def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
-    if len(fields) not in (9, 13):
+def _lead(path: Path, lineno: int, fields: list[str]) -> tuple[str, ...]:
+    """The columns between ``type`` and ``time`` of a row whose table has no header line:
+    told by the count of columns (and whether the 4th is a rank or a reduction)."""
+    n = len(fields)
+    if n in (9, 13):
+        return MODERN_LEAD
+    if n in (8, 12):
+        return ("root",) if re.fullmatch(r"-?\d+", fields[3]) else ("redop",)
+    if n in (7, 11):
+        return ()
+    raise FormatError(
+        path,
+        f"a result row has 9 or 13 columns (size count type redop root time algbw busbw "
+        f"#wrong, then in-place; before nccl-tests 2.13 11 or 12, without redop or root), "
+        f"got {n}",
+        line=lineno,
+    )
+
+
+def _row(path: Path, lineno: int, fields: list[str], cur: _Open) -> NcclTestRow:
+    if cur.lead is None:
+        cur.lead = _lead(path, lineno, fields)
+        if cur.old is None and cur.lead != MODERN_LEAD:
+            cur.old = True
+    lead = cur.lead
+    k = 3 + len(lead)
+    if lead == MODERN_LEAD and len(fields) in (k + 3, k + 7) and re.fullmatch(r"-?\d+", fields[3]):
+        lead, k = ("root",), k - 1  # an empty redop (2.13.0-2.13.3: all_gather, ...)
+    if len(fields) not in (k + 4, k + 8):
+        head = " ".join(("size", "count", "type", *lead))
         raise FormatError(
             path,
-            f"a result row has 9 or 13 columns (size count type redop root time algbw busbw "
-            f"#wrong, then in-place), got {len(fields)}",
+            f"a result row has {k + 4} or {k + 8} columns ({head} time algbw busbw "
+            f"{'error' if cur.old else '#wrong'}, then in-place"
+            + (f", as the header on line {cur.lead_line}" if cur.lead_line else "")
+            + f"), got {len(fields)}",
             line=lineno,
         )
+    named = dict(zip(lead, fields[3:k], strict=True))
+    tail = fields[k:]
     try:
-        size, count, root = int(fields[0]), int(fields[1]), int(fields[4])
-        t, alg, bus = (float(x) for x in fields[5:8])
+        size, count = int(fields[0]), int(fields[1])
+        root = int(named.get("root", "-1"))
+        t, alg, bus = (float(x) for x in tail[0:3])
         ip: list[float | None] = (
-            [float(x) for x in fields[9:12]] if len(fields) == 13 else [None, None, None]
+            [float(x) for x in tail[4:7]] if len(tail) == 8 else [None, None, None]
         )
     except ValueError:
         raise FormatError(
             path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
         ) from None
+    check_size(path, size, count, lineno)
     _check_row(path, lineno, root, t, alg, bus, ip)
-    wrong = [_wrong(path, lineno, fields[i]) if len(fields) > i else None for i in (8, 12)]
+    check = _error if cur.old else _wrong
+    wrong = [check(path, lineno, tail[i]) if len(tail) > i else None for i in (3, 7)]
     return NcclTestRow(
         size_bytes=size,
         count=count,
         type=fields[2],
-        redop=fields[3],
+        redop=named.get("redop", "none"),
         root=root,
         time_us=t,
         algbw_GBps=alg,
@@ -177,6 +287,50 @@ def _row(path: Path, lineno: int, fields: list[str]) -> NcclTestRow:
         wrong=wrong[0],
         inplace_wrong=wrong[1],
     )
+
+
+def check_size(path: str | Path, size: int, count: int, line: int | None = None) -> None:
+    """Refuse a size (B) or an element count outside 0 to :data:`MAX_SIZE_BYTES`.
+
+    Raises
+    ------
+    FormatError
+        Naming the file (and the line, when given) and the limit.
+
+    Examples
+    --------
+    >>> check_size("x.log", 1 << 63, 1, 5)
+    Traceback (most recent call last):
+    topo.errors.FormatError: x.log:5: size must be from 0 to 9,223,372,036,854,775,807 \
+(nccl-tests prints a signed 64-bit count), got 9223372036854775808
+    """
+    for name, x in (("size", size), ("count", count)):
+        if not 0 <= x <= MAX_SIZE_BYTES:
+            shown = f"{x}" if len(str(x)) <= 24 else f"a number of {len(str(abs(x)))} digits"
+            raise FormatError(
+                path,
+                f"{name} must be from 0 to {MAX_SIZE_BYTES:,} (nccl-tests prints a signed "
+                f"64-bit count), got {shown}",
+                line,
+            )
+
+
+def _error(path: Path, lineno: int, text: str) -> None:
+    """An ``error`` column of nccl-tests < 2.13: ``%5.0le`` of the largest difference from
+    the expected values, or ``N/A``; no count of wrong elements, so None."""
+    if text == "N/A":
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0):
+        raise FormatError(
+            path,
+            f"error must be a non-negative number (largest difference) or N/A, got {text!r}",
+            lineno,
+        )
+    return None
 
 
 def _wrong(path: Path, lineno: int, text: str) -> int | None:
@@ -219,31 +373,31 @@ def _check_row(
                 )
 
 
-def _close(path: Path, cur: _Open) -> NcclTest:
+def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
     if cur.failure is not None:
         lineno, what = cur.failure
         raise FormatError(
             path,
-            f"test {cur.name} (started line {cur.line}) failed: {what.strip()}; no results",
+            f"{cur.label} (started line {cur.line}) failed: {what.strip()}; no results",
             line=lineno,
         )
     if not cur.rows:
         raise FormatError(
             path,
-            f"test {cur.name} (started line {cur.line}) has no result rows: truncated log",
+            f"{cur.label} (started line {cur.line}) has no result rows: truncated log",
         )
     if cur.avg is None:
         raise FormatError(
             path,
-            f"test {cur.name} (started line {cur.line}) has no 'Avg bus bandwidth' line after "
+            f"{cur.label} (started line {cur.line}) has no 'Avg bus bandwidth' line after "
             f"its last row (line {cur.rows[-1].line}): truncated log",
         )
+    name = _name(path, cur, op)
     hosts = list(dict.fromkeys(cur.ranks[r] for r in sorted(cur.ranks)))
     per_host = set(Counter(cur.ranks.values()).values())
     gpn = per_host.pop() if len(per_host) == 1 else None
-    op = cur.name.removesuffix("_perf")
     return NcclTest(
-        op=op,
+        op=name,
         rows=cur.rows,
         ranks=len(cur.ranks) or None,
         hosts=hosts,
@@ -255,6 +409,106 @@ def _close(path: Path, cur: _Open) -> NcclTest:
         out_of_bounds=cur.out_of_bounds,
         devices=list(dict.fromkeys(cur.devices[r] for r in sorted(cur.devices))),
     )
+
+
+def _name(path: Path, cur: _Open, op: str | None) -> str:
+    """The test's operation: as the log names it, else ``op``; checked against the columns
+    of an old-layout table (:data:`OLD_LEAD`)."""
+    if cur.name is not None:
+        name, source = cur.name.removesuffix("_perf"), f"{cur.name} on line {cur.named_at}"
+    elif op is not None:
+        name, source = op, f"op {op}"
+    else:
+        err = FormatError(
+            path,
+            f"cannot tell which collective the test (started line {cur.line}) measured: the "
+            "log has no '# Collective test starting' line (nccl-tests before 2.16.7) and names "
+            "no *_perf binary before it; give op (all_reduce, all_gather, reduce_scatter, "
+            "alltoall, broadcast, reduce, sendrecv) or put the command line above the test",
+            line=cur.line,
+        )
+        err.param, err.names = "op", ("op",)
+        raise err
+    want = OLD_LEAD.get(name)
+    if cur.old and want is not None and cur.lead is not None and cur.lead != want:
+        mine = " ".join(("size", "count", "type", *cur.lead))
+        theirs = [k for k, v in OLD_LEAD.items() if v == cur.lead]
+        err = FormatError(
+            path,
+            f"the table of the test started line {cur.line} has the columns {mine!r} of "
+            f"{' or '.join(theirs)} in nccl-tests before 2.13, not those of {name} "
+            f"({' '.join(('size', 'count', 'type', *want))!r}); the collective is {source}",
+            line=cur.lead_line or cur.rows[0].line,
+        )
+        if cur.name is None:
+            err.param, err.names = "op", ("op",)
+        raise err
+    if not cur.named_by_start:
+        _check_sizes(path, cur, name, source)
+    return name
+
+
+WORD_BYTES = {
+    "int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8,
+    "uint64": 8, "half": 2, "float": 4, "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1,
+}  # fmt: skip
+"""Bytes per element of nccl-tests' type names (``test_typenames`` of ``src/common.cu``)."""
+
+WHOLE_BUFFER = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Ops whose size column is the whole buffer: ``count`` (one rank's share) times the word
+size times the ranks (``getCollByteCount`` of ``src/<op>.cu``, 2.0 to 2.19); the size of
+all_reduce, broadcast, reduce and sendrecv is ``count`` times the word size."""
+
+
+def _check_sizes(path: Path, cur: _Open, name: str, source: str) -> None:
+    """Refuse an op whose size convention the rows contradict (:data:`WHOLE_BUFFER`)."""
+    per_rank = ("all_reduce", "broadcast", "reduce", "sendrecv")
+    if name not in WHOLE_BUFFER and name not in per_rank:
+        return
+    n = len(cur.ranks) or None
+    for r in cur.rows:
+        word = WORD_BYTES.get(r.type)
+        if word is None or r.count == 0:
+            continue
+        ratio = r.size_bytes / (r.count * word)
+        if name in WHOLE_BUFFER:
+            # ranks x count x word; a divisor of the ranks where NCCL_TESTS_SPLIT splits them
+            whole = ratio == int(ratio) and (ratio > 1 or n == 1)
+            if n is None or n == 1 or (whole and n % int(ratio) == 0):
+                continue
+            want = f"{n} ranks (or a group of them) x count x {word} B"
+        else:
+            if ratio == 1:
+                continue
+            want = f"count x {word} B"
+        err = FormatError(
+            path,
+            f"size {r.size_bytes} is {ratio:g} x count {r.count} x {word} B ({r.type}), not "
+            f"{want} as nccl-tests prints {name}: the collective ({source}) is not the one "
+            "the test measured",
+            line=r.line,
+        )
+        if cur.name is None:
+            err.param, err.names = "op", ("op",)
+        raise err
+
+
+def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:
+    """The column header (``# size count type ... time algbw busbw #wrong|error ...``): the
+    columns before ``time``, and which check column the table has."""
+    words = line.lstrip("#").split()
+    if "time" not in words:
+        return
+    lead = tuple(words[3 : words.index("time")])
+    if any(w not in MODERN_LEAD for w in lead):
+        raise FormatError(
+            path,
+            f"unknown columns {' '.join(lead)!r} between type and time in the table header: "
+            "expected redop and/or root",
+            line=lineno,
+        )
+    cur.lead, cur.lead_line = lead, lineno
+    cur.old = "error" in words and "#wrong" not in words
 
 
 def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
@@ -273,6 +527,12 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
             "device D ...' (the ranks and hosts are counted from these lines)",
             line=lineno,
         )
+    if _COLUMNS.match(line):
+        _columns(path, lineno, line, cur)
+        return
+    if _NTHREAD.match(line) and cur.old is None:
+        cur.old = "agg iters" not in line  # 'agg iters' came with 2.13's #wrong
+        return
     m = _BOUNDS.match(line)
     if m:
         cur.out_of_bounds = int(m.group(1))
@@ -300,13 +560,18 @@ def _read(path: Path) -> str:
     return text
 
 
-def read_nccl_tests(path: str | Path) -> list[NcclTest]:
+def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     """Read every test of an nccl-tests log.
 
     Parameters
     ----------
     path : str or Path
-        The log (stdout of ``*_perf``, one or more tests in a row).
+        The log (stdout of ``*_perf``, one or more tests in a row), of nccl-tests 2.0 or
+        later (the layouts of the module docstring).
+    op : str, optional
+        The operation (``all_reduce``, ...) of a test the log does not name: no
+        ``# Collective test starting`` line (nccl-tests before 2.16.7) and no ``*_perf`` binary
+        on a line before it. A test the log names keeps its own name.
 
     Returns
     -------
@@ -317,9 +582,13 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     ------
     FormatError
         Missing or unreadable file; no test in it; a test that failed (naming the failure
-        line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a result row that
-        does not have 9 or 13 columns or has a bad number (a time that is not positive and
-        finite, a bandwidth that is negative or not finite); a run of more than
+        line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a test whose
+        operation neither the log nor ``op`` gives; a test that the log does not name by a
+        ``Collective test starting`` line whose columns (nccl-tests 2.0-2.11,
+        :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
+        nccl-tests 1.x table; a result
+        row whose column count is not its table's or has a bad number (a time that is not
+        positive and finite, a bandwidth that is negative or not finite); a run of more than
         :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
 
     Examples
@@ -343,38 +612,60 @@ def read_nccl_tests(path: str | Path) -> list[NcclTest]:
     tests: list[NcclTest] = []
     cur: _Open | None = None
     version = library = ""
+    binary: tuple[str, int] | None = None  # the last *_perf named between tests
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+        line = LINE_TAG.sub("", raw, count=1).strip()
         if not line:
             continue
         m = _VERSION.match(line)
         if m:
             version, library = m.group(1), m.group(2) or ""
             continue
+        if _V1_COLUMNS.match(line):
+            raise FormatError(
+                path,
+                "an nccl-tests 1.x table (columns 'bytes N type', times in ms): topo reads "
+                "the logs of nccl-tests 2.0 and later",
+                line=lineno,
+            )
         m = _START.match(line)
-        if m or (_NTHREAD.match(line) and (cur is None or cur.rows or cur.avg is not None)):
+        between = cur is None or bool(cur.rows) or cur.avg is not None
+        if m or ((_NTHREAD.match(line) or _COLUMNS.match(line)) and between):
             if cur is not None:
-                tests.append(_close(path, cur))
-            name = m.group(1) if m else "nccl_test"
-            cur = _Open(name, lineno, version, library)
+                tests.append(_close(path, cur, op))
+            cur = _Open(None, lineno, version, library)
+            if m:
+                cur.name, cur.named_at, cur.named_by_start = m.group(1), lineno, True
+            elif binary is not None:
+                cur.name, cur.named_at = f"{binary[0]}_perf", binary[1]
+            binary = None
+            if _NTHREAD.match(line):
+                cur.old = "agg iters" not in line  # 'agg iters' came with 2.13's #wrong
+            elif _COLUMNS.match(line):
+                _columns(path, lineno, line, cur)
             continue
         fail = _FAIL.search(line)
         if fail:
             if cur is None:
-                cur = _Open("nccl_test", lineno, version, library)
+                cur = _Open(None, lineno, version, library)
             if cur.failure is None:
                 cur.failure = (lineno, fail.group(1) + fail.group(2))
             continue
+        fields = line.split()
+        is_row = fields[0].isdigit() and not line.startswith("#")
+        if between and not is_row:
+            named = _BINARY.search(line)
+            if named:
+                binary = (named.group(1), lineno)
         if cur is None:
             continue
         if line.startswith("#"):
             _comment(path, lineno, line, cur)
             continue
-        fields = line.split()
-        if fields[0].isdigit():
-            cur.rows.append(_row(path, lineno, fields))
+        if is_row:
+            cur.rows.append(_row(path, lineno, fields, cur))
     if cur is not None:
-        tests.append(_close(path, cur))
+        tests.append(_close(path, cur, op))
     if not tests:
         what = "empty file" if not text.strip() else "no nccl-tests result in the file"
         raise FormatError(path, f"{what} (no '# Collective test starting' or table)")

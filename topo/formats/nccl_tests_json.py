@@ -1,6 +1,6 @@
 """Reader of nccl-tests JSON reports (``*_perf -J FILE.json``, format version 3).
 
-nccl-tests (>= 2.17, ``src/util.cu``, ``JSON_FILE_VERSION 3``) writes one object per run::
+nccl-tests (>= 2.17.3, ``src/util.cu``, ``JSON_FILE_VERSION 3``) writes one object per run::
 
     {"version": 3, "start_time": "...", "args": ["./build/all_reduce_perf", "-b", ...],
      "env": [...], "nccl_version": 22902, "config": {...},
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import read_text, too_deep
-from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
+from topo.fabric import long_number, read_text, too_deep
+from topo.formats.nccl_tests import NcclTest, NcclTestRow, check_size, read_nccl_tests
 from topo.wording import shown
 
 FORMAT_VERSION = 3
@@ -106,8 +106,10 @@ def _row(path: Path, i: int, r: Any) -> NcclTestRow | None:
         raise FormatError(
             path, f"{where}: bad or missing size/count/type/redop/root ({exc})"
         ) from None
-    if size < 0 or count < 0:
-        raise FormatError(path, f"{where}: size and count must be >= 0")
+    try:
+        check_size(path, size, count)
+    except FormatError as exc:
+        raise FormatError(path, f"{where}: {exc.message}") from None
     wrong = [_nwrong(path, f"{where}.{k}", r.get(k)) for k in ("out_of_place", "in_place")]
     return NcclTestRow(
         size_bytes=size,
@@ -168,7 +170,9 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     ------
     FormatError
         Not JSON; a ``version`` other than 3; no ``args`` naming a ``*_perf`` binary; no
-        results; a result with a missing, negative or non-finite number.
+        results; a result with a missing, negative or non-finite number, or a size or count
+        above :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
 
     Examples
     --------
@@ -185,8 +189,12 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     ('all_gather', 2, 2, 0.05)
     """
     path = Path(path)
+    text = read_text(path)
+    too_long = long_number(path, text)
+    if too_long is not None:
+        raise too_long
     try:
-        doc = json.loads(read_text(path))
+        doc = json.loads(text)
     except RecursionError:
         raise too_deep(path, "not valid JSON") from None
     except json.JSONDecodeError as exc:
