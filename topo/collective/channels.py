@@ -58,6 +58,55 @@ def search_speed_GBps(nic_GBps: float, c: NcclConstants) -> float:
     return speeds[-1]
 
 
+def search_channels(r: FabricRates, c: NcclConstants) -> int:
+    """The channels of NCCL's ring graph across servers (``graph->nChannels``), which its
+    tuner multiplies its per-channel caps by (on one server: ``model.channels``).
+
+    Steps 1 and 2 of the module docstring: the search's channels, duplicated by
+    ``ncclTopoDupChannels``; ``ncclTopoPostset`` then sets up the communicator's channels
+    (:func:`coll_channels`) without changing the graph's count.
+
+    Parameters
+    ----------
+    r : FabricRates
+        The sub-cluster (its NICs in use per server and the NIC rate).
+    c : NcclConstants
+        The constants (``[search]``).
+
+    Returns
+    -------
+    int
+        Channels of the graph (dimensionless).
+
+    References
+    ----------
+    NVIDIA/nccl v2.29.2-1 ``src/graph/search.cc`` (``ncclTopoCompute``,
+    ``ncclTopoDupChannels``), ``src/graph/tuning.cc`` (``busBw = graphs[a]->nChannels * bw``).
+
+    Examples
+    --------
+    8x H100 with eight 400G NICs: 8 search channels at 48 GB/s, not duplicated (more than 4,
+    under 50 GB/s).
+    """
+    return _search(r, c)[0]
+
+
+def _search(r: FabricRates, c: NcclConstants) -> tuple[int, float]:
+    """(graph channels, GB/s each) after the search and ncclTopoDupChannels."""
+    if r.nodes == 1:
+        return c.channels, 0.0
+    s = c.data["search"]
+    nic_GBps = r.nic_Bps / 1e9
+    bw = search_speed_GBps(nic_GBps, c)
+    n = min(int(s["ring_max_channels"]), max(1, r.nics_per_node) * max(1, int(nic_GBps // bw)))
+    skip = c.arch in _FROM_SM80 and bw < s["dup_skip_below_GBps"]
+    if bw >= s["dup_min_GBps"] and not (skip and n > s["dup_skip_above_channels"]):
+        dup = min(2 * n, int(s["ring_max_channels"]))
+        bw /= -(-dup // n)
+        n = dup
+    return n, bw
+
+
 def coll_channels(r: FabricRates, c: NcclConstants) -> int:
     """NCCL's ``comm->nChannels`` across servers (on one server: ``model.channels``).
 
@@ -87,14 +136,7 @@ def coll_channels(r: FabricRates, c: NcclConstants) -> int:
     if r.nodes == 1:
         return c.channels
     s = c.data["search"]
-    nic_GBps = r.nic_Bps / 1e9
-    bw = search_speed_GBps(nic_GBps, c)
-    n = min(int(s["ring_max_channels"]), max(1, r.nics_per_node) * max(1, int(nic_GBps // bw)))
-    skip = c.arch in _FROM_SM80 and bw < s["dup_skip_below_GBps"]
-    if bw >= s["dup_min_GBps"] and not (skip and n > s["dup_skip_above_channels"]):
-        dup = min(2 * n, int(s["ring_max_channels"]))
-        bw /= -(-dup // n)
-        n = dup
+    n, bw = _search(r, c)
     n = min(int(s["max_channels"]), 2 * n)
     if c.arch in _FROM_SM90 and bw > s["quad_min_GBps"] and n < s["quad_below_channels"]:
         n = min(int(s["max_channels"]), 2 * n)

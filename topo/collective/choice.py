@@ -270,7 +270,8 @@ def ranked_candidates(
     Returns
     -------
     list of Candidate
-        The allowed candidates sorted by ``time_s`` (s), ties in the model's order; the first
+        The allowed candidates sorted by the tuner's time (``Candidate.rank_s``, s), ties in
+        the model's order; the first
         is the tuner's choice (:func:`topo.collective.model.choose`'s, without a restriction).
 
     Raises
@@ -302,7 +303,7 @@ def ranked_candidates(
     left = [k for k in cands if r.allows(op, k)]
     if not left:
         raise _nothing_left(op, size_bytes, cands, rates, r)
-    return sorted(left, key=lambda k: k.time_s)
+    return sorted(left, key=lambda k: k.rank_s)
 
 
 _SHOWN_AS = {"algbw_Bps": "bandwidth_Bps"}

@@ -7,32 +7,40 @@ Between 1 MiB and 512 MiB real runs sit well under it. This module gives the **e
 of the candidate NCCL's tuner picks, from the way NCCL 2.29 moves the data (NVIDIA/nccl
 v2.29.2-1):
 
-- Every algorithm runs on ``nch`` channels, each a pipeline of **messages**: a ring step moves
-  one chunk per channel, cut into slices (Simple: ``SlicePerChunk`` = 2 slices a step, empty
-  ones included, ``src/device/prims_simple.h``; LL and LL128: 1); a tree, NVLS or NVLS-tree
-  channel moves the buffer in chunks whose size ``calcCollChunking`` (``src/enqueue.cc``) sets
-  from the operation's bytes; a send/recv moves parts of ``NCCL_P2P_*_CHUNKSIZE``.
-- One message costs ``o + s / r_ch`` on a channel: a fixed cost ``o`` (the GPU posting the
-  slot, the proxy thread seeing it and posting the RDMA write, the receiver's proxy seeing the
-  completion and flushing, the flag reaching the receiving GPU: ``net_message_us``; the flag
-  and barrier of an NVLink step: ``nvlink_message_us``; one NVLS multimem step:
-  ``nvls_message_us``) plus the bytes at the channel's copy rate ``r_ch`` (one NVLink's worth
-  per channel, NCCL's ``ncclTopoNVLinkBw``, as the ceiling assumes), unless the channel's share
-  of the binding link is slower: a message then takes ``s / r_share`` and the fixed cost hides
-  behind the other channels that share the link. ``r_share`` is the ceiling's bandwidth split
-  over the channels, so oversubscription, failed links and NIC counts enter as in the ceiling.
-- A ring's steps depend on each other (step ``k`` of a rank needs step ``k-1`` of its
-  predecessor), so a channel's messages follow one another: ``M x t_msg`` for ``M`` = steps x
-  slices x loops. A tree, NVLS or NVLS-tree channel is a pipeline: its depth fills once, then one
-  message per ``t_msg``.
+- Every algorithm runs on ``nch`` channels, each moving its data as **messages**: a ring step
+  moves one chunk per channel, cut into slices (Simple: ``SlicePerChunk`` = 2 slices a step,
+  ``src/device/prims_simple.h``; LL and LL128: 1); a tree, NVLS or NVLS-tree channel moves the
+  buffer in chunks whose size ``calcCollChunking`` (``src/enqueue.cc``) sets from the
+  operation's bytes; a send/recv moves parts of ``NCCL_P2P_*_CHUNKSIZE``.
+- A message crosses a hop in ``o + s / r_ch``: a fixed cost ``o`` (across the network: the GPU
+  posting the slot, the proxy thread seeing it and posting the RDMA write, the receiving proxy
+  seeing the completion and flushing, the flag reaching the receiving GPU,
+  ``net_message_us``; over NVLink: the flag and the thread block's barrier,
+  ``nvlink_message_us``; an NVLS step: a multimem reduce or broadcast through the NVSwitch,
+  ``nvls_message_us_per_gpu`` per GPU of the domain) plus its bytes at one channel's copy
+  rate ``r_ch`` (one NVLink's worth, NCCL's ``ncclTopoNVLinkBw``, as the ceiling assumes);
+  or in ``s / r_share``, its bytes at the channel's share of the binding link, when that is
+  slower: the fixed cost then hides behind the other channels sharing the link. ``r_share``
+  is the ceiling's bandwidth split over the channels' messages, so oversubscription, failed
+  links and NIC counts enter as in the ceiling.
+- The first message of a channel crosses every hop of its path; the rest follow at the
+  channel's share: ``time = launch + depth + size / algbw``. A ring's path is its ``K`` steps
+  (step ``k`` of a rank needs step ``k-1`` of its predecessor; across servers the network hop
+  paces every step), a tree's its levels up and down, NVLS's its reduce and broadcast,
+  NVLS-tree's both, a send/recv's one hop. alltoall adds a setup cost per round of
+  ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` peers across servers (``p2p_round_us``).
 - Every operation pays ``launch_us`` once (the kernel launch and the host's enqueue, as
-  nccl-tests times them).
+  nccl-tests times them), and ``net_launch_us`` more when it crosses the network (the proxy
+  picking the operation up).
+- NVLS moves at most ``nvls_channel_GBps`` of the buffer per NVLS channel
+  (``nvls_tree_channel_GBps`` for NVLS-tree, whose thread blocks also drive the network), with
+  NCCL's NVLS channel counts (``src/transport/nvls.cc``).
 
-The fixed costs are **fitted** (``[expected]`` of the constants file): each names the mechanism
-it stands for, and the measurements it was fitted to are listed, with their sources, in
-``topo/data/training.toml`` (:mod:`topo.collective.training`); docs/collective.md reports the
-error on clusters left out of the fit. Everything else (chunk sizes, slices, channel counts,
-the ceiling's rates) comes from NCCL's code or the fabric.
+The fixed costs and NVLS rates are **fitted** (``[expected]`` of the constants file): each
+names the mechanism it stands for, and the measurements they were fitted to are listed, with
+their sources, in ``topo/data/training.toml`` (:mod:`topo.collective.training`);
+docs/collective.md reports the error on clusters left out of the fit. Everything else (chunk
+sizes, slices, channel counts, the ceiling's rates) comes from NCCL's code or the fabric.
 
 The expected time is never below the ceiling's: where the message model gives less (tiny sizes
 on NCCL's latency table), the ceiling's time is taken and ``binds`` says so.
@@ -60,20 +68,19 @@ class Expected:
     Attributes
     ----------
     time_s : float
-        Expected time (s): ``launch_s + fill_s + messages_s``, or the ceiling's time where that
-        is larger.
+        Expected time (s): ``launch_s + latency_s + bandwidth_s``, or the ceiling's time where
+        that is larger.
     ceiling_s : float
         The ceiling's time (NCCL's tuner cost on the fabric's rates, s).
     launch_s : float
-        The per-operation cost (s).
-    fill_s : float
-        Filling a pipeline's depth, trees and NVLS (s); 0 for rings and send/recv.
-    messages_s : float
-        The messages of the busiest channel one after another (s).
+        The per-operation costs (s).
+    latency_s : float
+        The first message's way along the path, beyond its bytes at the channel's share,
+        plus alltoall's rounds (s).
     bandwidth_s : float
-        The part of ``messages_s`` that is bytes at the ceiling's rate: size / algbw (s).
+        size / algbw: the bytes at the rate of ``bound`` (s).
     messages : int
-        Messages on the busiest channel (the ring's steps x slices x loops; a pipeline's chunks).
+        Messages a channel moves (ring: steps x slices x loops; a pipeline lane's chunks).
     message_bytes : float
         Bytes of one message (B).
     channels : int
@@ -93,8 +100,7 @@ class Expected:
     time_s: float
     ceiling_s: float
     launch_s: float
-    fill_s: float
-    messages_s: float
+    latency_s: float
     bandwidth_s: float
     messages: int
     message_bytes: float
@@ -136,10 +142,22 @@ def _message_s(c: NcclConstants, protocol: str, network: bool) -> float:
     return _ex(c, "nvlink_message_us") * 1e-6
 
 
-def _ring(
-    op: str, cand: Candidate, S: float, R: Rates
-) -> tuple[float, float, float, int, float, int]:
-    """(fill, messages time, bandwidth time, messages, message bytes, channels) of a ring."""
+def _hop_s(o: float, s: float, r_ch: float, r_share: float) -> float:
+    """One message's time across one hop (s): its fixed cost ``o`` plus its bytes at one
+    channel's copy rate ``r_ch``, or its bytes at the channel's share ``r_share`` of the
+    binding link when that is slower (the fixed cost then hides behind the channels that
+    share the link)."""
+    return max(o + s / r_ch, s / r_share)
+
+
+def _ring(op: str, cand: Candidate, S: float, R: Rates) -> tuple[float, float, int, float, int]:
+    """(latency, bandwidth time, messages, message bytes, channels) of a ring.
+
+    A step of rank ``r`` needs step ``k-1`` of its predecessor: the first loop's ``K`` steps
+    are a chain of hops, each taking :func:`_hop_s` for a message (the slowest hop, across
+    the network when the ring leaves the server, paces every step); later loops and slices
+    follow at the channel's share of the link. So ``K x (hop - s / r_share) + size / algbw``.
+    """
     c, n, N = R.c, R.n, R.N
     p = cand.protocol
     nch = coll_channels(R.r, c) if N > 1 else c.channels
@@ -149,19 +167,40 @@ def _ring(
     loops = max(1, _cdiv(S, nch * n * chunk))
     s = S / (loops * nch * n * slices)
     M = steps * loops * slices
-    t_bw = S / cand.algbw_Bps
-    r_share = M * s / t_bw
-    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, p)
-    t_msg = max(_message_s(c, p, N > 1) + s / r_ch, s / r_share)
-    if op in ("broadcast", "reduce"):
-        # a chain of n-1 hops: the depth fills once, then the chunks follow
+    if op in ("broadcast", "reduce"):  # a chain of n-1 hops moving S / nch per channel
         M = max(1, _cdiv(S, nch * chunk)) * slices
         s = S / (M * nch)
-        r_share = M * s / t_bw
-        t_msg = max(_message_s(c, p, N > 1) + s / r_ch, s / r_share)
-        fill = (n - 2) * (_message_s(c, p, N > 1) + s / r_ch)
-        return fill, M * t_msg, t_bw, M, s, nch
-    return 0.0, M * t_msg, t_bw, M, s, nch
+        steps = n - 1
+    t_bw = S / cand.algbw_Bps
+    r_share = M * s / t_bw
+    r_ch = _channel_Bps(c, p)
+    if N > 1:
+        # the step waits for the slowest of its N network hops: for hop delays drawn
+        # independently from an exponential distribution of mean o, the expected maximum is
+        # o x H_N (the N-th harmonic number)
+        o = _per_proto(c, "ring_net_step_us", p) * 1e-6 * harmonic(N)
+    else:
+        o = _message_s(c, p, False)
+    hop = _hop_s(o, s, r_ch, r_share)
+    return steps * (hop - s / r_share), t_bw, M, s, nch
+
+
+def harmonic(N: int) -> float:
+    """The N-th harmonic number ``1 + 1/2 + ... + 1/N``: the expected maximum of N
+    independent exponential delays of mean 1.
+
+    Examples
+    --------
+    >>> harmonic(1), harmonic(2), round(harmonic(10), 4)
+    (1.0, 1.5, 2.929)
+    """
+    return sum(1.0 / k for k in range(1, N + 1))
+
+
+def _channel_Bps(c: NcclConstants, protocol: str) -> float:
+    """What one channel copies (B/s): one NVLink's rate (NCCL's ``ncclTopoNVLinkBw``, the
+    ceiling's assumption) times the protocol's factor."""
+    return c.nvlink_link_GBps() * 1e9 * _proto_factor(c, protocol)
 
 
 def _tree_chunk(c: NcclConstants, p: str, S: float, nch: int, R: Rates) -> float:
@@ -183,29 +222,23 @@ def _pipeline(
     R: Rates,
     lanes: int,
     chunk: float,
-    hops: list[tuple[float, int, bool]],
+    hops: list[tuple[float, int]],
     rate_Bps: float | None = None,
-) -> tuple[float, float, float, int, float]:
-    """(fill, messages time, bandwidth time, messages, message bytes) of ``lanes`` pipelines
-    (channels x heads) moving ``S`` in chunks through stages, given per kind as (fixed cost
-    per message, count, shares the binding link). A chunk takes ``o + s / r_ch`` at a stage,
-    or ``s / r_share`` at a stage on the binding link when that is slower; the first chunk
-    crosses every stage (the fill), the others follow at the slowest stage's pace:
-    ``sum(stage times) + (M - 1) x max(stage time)``. ``rate_Bps`` (algbw) replaces the
-    ceiling's where a limit of the expected model is tighter."""
+) -> tuple[float, float, int, float]:
+    """(latency, bandwidth time, messages, message bytes) of ``lanes`` pipelines (channels x
+    heads) moving ``S`` in chunks through the stages ``hops``, given as (fixed cost per
+    message, count). The first chunk crosses every stage (:func:`_hop_s` each); the others
+    follow at the lane's share of the binding link: ``sum(hops) + (M - 1) x s / r_share``,
+    written as a latency plus ``size / algbw``. ``rate_Bps`` (algbw) replaces the ceiling's
+    where a limit of the expected model is tighter."""
     c = R.c
     M = max(1, _cdiv(S, lanes * chunk))
     s = S / (M * lanes)
     t_bw = S / (rate_Bps if rate_Bps is not None else cand.algbw_Bps)
     r_share = M * s / t_bw
-    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, cand.protocol)
-    stage = [
-        (max(o + s / r_ch, s / r_share) if shared else o + s / r_ch, k) for o, k, shared in hops
-    ]
-    t_msg = max((t for t, k in stage if k > 0), default=s / r_share)
-    t_msg = max(t_msg, s / r_share)
-    first = sum(t * k for t, k in stage)
-    return first - t_msg, M * t_msg, t_bw, M, s
+    r_ch = _channel_Bps(c, cand.protocol)
+    depth = sum(k * _hop_s(o, s, r_ch, r_share) for o, k in hops)
+    return depth - s / r_share, t_bw, M, s
 
 
 def _ceil_log2(N: int) -> int:
@@ -288,60 +321,58 @@ def expected(
     o_nvl = _message_s(c, p, False)
     # an NVLS step reads (reduce) or writes (broadcast) the chunk at every GPU of the domain
     o_nvls = _ex(c, "nvls_message_us_per_gpu") * 1e-6 * R.G
+    extra = 0.0
     if a == "ring":
-        fill, t_m, t_bw, M, s, nch = _ring(op, cand, S, R)
+        lat, t_bw, M, s, nch = _ring(op, cand, S, R)
     elif a == "tree":
         nch = coll_channels(rates, c)
         chunk = _tree_chunk(c, p, S, nch, R)
-        hops = [(o_nvl, 2 * (R.G - 1), False), (o_net, 2 * _ceil_log2(R.N), True)]
-        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
+        hops = [(o_nvl, 2 * (R.G - 1)), (o_net, 2 * _ceil_log2(R.N))]
+        lat, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
     elif a in ("nvls", "nvls_tree"):
         nch = _nvls_channels(c, R.N)
         lanes = nch * R.G
         chunk = _nvls_chunk(c, S, lanes, a == "nvls_tree", R.N)
-        hops = [(o_nvls, 2, True)]
+        hops = [(o_nvls, 2)]
         if a == "nvls_tree":
-            hops.append((o_net, 2 * _ceil_log2(R.N), True))
+            hops.append((o_net, 2 * _ceil_log2(R.N)))
         # one NVLS channel (a thread block issuing multimem loads and stores, and with
         # NVLS-tree also driving the network) moves at most so many bytes of the buffer a
         # second (fitted)
         key = "nvls_channel_GBps" if a == "nvls" else "nvls_tree_channel_GBps"
         cap = nch * _ex(c, key) * 1e9
-        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, lanes, chunk, hops, min(cand.algbw_Bps, cap))
+        lat, t_bw, M, s = _pipeline(cand, S, R, lanes, chunk, hops, min(cand.algbw_Bps, cap))
     elif a == "pairwise":
-        fill, t_m, t_bw, M, s, nch = _pairwise(cand, S, R)
+        lat, t_bw, M, s, nch, extra = _pairwise(cand, S, R)
     elif a == "p2p":
         nch = p2p_op_channels(R, S)
         chunk = _p2p_chunk(c, S / nch, net, p)
-        hops = [(o_net if net else o_nvl, 1, True)]
-        fill, t_m, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
-    else:  # PAT: the ceiling's own latency model, plus the launch
+        lat, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, [(o_net if net else o_nvl, 1)])
+    else:  # PAT: the ceiling's own latency model
         nch, M, s = coll_channels(rates, c), 1, S
-        fill, t_bw = cand.latency_s, S / cand.algbw_Bps
-        t_m = t_bw
+        lat, t_bw = cand.latency_s, S / cand.algbw_Bps
+    fill = max(0.0, lat) + extra
     launch = _ex(c, "launch_us") * 1e-6
     if net:
         launch += _ex(c, "net_launch_us") * 1e-6
-    total = launch + fill + t_m
-    over = t_m - t_bw
+    total = launch + fill + t_bw
     bound = cand.bound
     if t_bw > S / cand.algbw_Bps * (1 + 1e-9):
         bound = f"{nch} NVLS channels"
     if total < cand.time_s:
         binds, detail = "ceiling", "NCCL's latency table exceeds the message model"
         total = cand.time_s
-    elif t_bw >= max(over, launch + fill):
+    elif t_bw >= launch + fill:
         binds, detail = "bandwidth", bound
-    elif over >= launch + fill:
-        binds, detail = "messages", f"{M:,} messages of {_kib(s)} per channel"
+    elif fill >= launch:
+        binds, detail = "messages", f"{_kib(s)} messages through {depth_word(a)}"
     else:
-        binds, detail = "latency", "launch and pipeline fill"
+        binds, detail = "latency", "the operation's launch"
     return Expected(
         time_s=total,
         ceiling_s=cand.time_s,
         launch_s=launch,
-        fill_s=fill,
-        messages_s=t_m,
+        latency_s=fill,
         bandwidth_s=t_bw,
         messages=int(M),
         message_bytes=float(s),
@@ -356,10 +387,14 @@ def _kib(nbytes: float) -> str:
     return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
 
-def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, float, int, float, int]:
+def _pairwise(
+    cand: Candidate, S: float, R: Rates
+) -> tuple[float, float, int, float, int, float]:
     """alltoall as NCCL runs it: n-1 sends and receives of S/n, each split over the per-peer
     channels in parts of NCCL's p2p chunk, the parts of all peers spread over the p2p channels
-    (src/enqueue.cc addP2pToPlan; src/graph/paths.cc)."""
+    (src/enqueue.cc addP2pToPlan; src/graph/paths.cc); across servers the peers are served in
+    rounds of NCCL_MAX_DEV_WORK_P2P_PER_BATCH, each with a fitted setup cost.
+    (latency, bandwidth time, messages, message bytes, channels, rounds' cost)."""
     c, n, N = R.c, R.n, R.N
     net = N > 1
     k = p2p_channels_per_peer(R)
@@ -371,12 +406,18 @@ def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, float,
     M = max(1, _cdiv((n - 1) * k * parts, total))
     t_bw = S / cand.algbw_Bps
     r_share = M * s / t_bw
-    r_ch = c.nvlink_link_GBps() * 1e9 * _proto_factor(c, cand.protocol)
-    o = _message_s(c, cand.protocol, net)
-    t_msg = max(o + s / r_ch, s / r_share)
-    rounds = _cdiv(n - 1, c.factor("p2p_per_batch"))
-    fill = rounds * _ex(c, "p2p_round_us") * 1e-6
-    return fill, M * t_msg, t_bw, M, s, total
+    hop = _hop_s(_message_s(c, cand.protocol, net), s, _channel_Bps(c, cand.protocol), r_share)
+    rounds = _cdiv(n - 1, c.factor("p2p_per_batch")) if net else 0
+    return hop - s / r_share, t_bw, M, s, total, rounds * _ex(c, "p2p_round_us") * 1e-6
+
+
+def depth_word(algorithm: str) -> str:
+    """How the messages line up, for ``binds_detail``."""
+    return {
+        "ring": "the ring's steps",
+        "pairwise": "the peers' rounds",
+        "p2p": "one hop",
+    }.get(algorithm, "the pipeline's stages")
 
 
 __all__ = ["Expected", "expected"]

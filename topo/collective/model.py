@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.collective.channels import p2p_channels
+from topo.collective.channels import p2p_channels, search_channels
 from topo.collective.constants import PROTOCOLS, NcclConstants, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
@@ -125,6 +125,11 @@ class Candidate:
         What limits ``algbw``: ``nvlink``, ``net <tiers>`` (the fabric's binding link
         directions), ``net NICs (no LP)`` (the flow LP was too large), ``server ceiling`` (the
         node_network efficiency), ``own NIC``, a protocol ceiling or a per-channel cap.
+    tuner_time_s, tuner_algbw_Bps : float
+        The time (s) and bandwidth (B/s) NCCL's tuner gives it: the same latency and caps,
+        without the model's own limit of one NVLink's rate per channel, which NCCL's tuner
+        does not have (its bandwidths are its graph's channels times their speed); what the
+        choice is made on. NaN where not worked out (then ``time_s`` is used).
     """
 
     algorithm: str
@@ -133,6 +138,13 @@ class Candidate:
     algbw_Bps: float
     time_s: float
     bound: str
+    tuner_time_s: float = math.nan
+    tuner_algbw_Bps: float = math.nan
+
+    @property
+    def rank_s(self) -> float:
+        """What the tuner ranks it by (s): ``tuner_time_s``, else ``time_s``."""
+        return self.time_s if math.isnan(self.tuner_time_s) else self.tuner_time_s
 
 
 def _hose(p: PatternRate, server_Bps: float) -> float:
@@ -143,11 +155,16 @@ def _hose(p: PatternRate, server_Bps: float) -> float:
 class _Rates:
     """Efficiency-adjusted rates (B/s) of a sub-cluster under a set of constants."""
 
-    def __init__(self, r: FabricRates, c: NcclConstants) -> None:
+    def __init__(self, r: FabricRates, c: NcclConstants, tuner: bool = False) -> None:
         self.r, self.c = r, c
+        # tuner: NCCL's tuner's view, without the model's one-NVLink-per-channel limit
+        self.tuner = tuner
         self.n, self.N, self.G = r.gpus, r.nodes, r.gpus_per_node
         self.nvl = r.nvlink_Bps * c.nvlink_efficiency
         self.node_cap = c.node_network_efficiency * r.server_nic_Bps
+        # the channels NCCL's tuner multiplies its per-channel caps by: its ring graph's
+        # (graphs[a]->nChannels, tuning.cc), half the communicator's across servers
+        self.tuner_channels = search_channels(r, c)
 
     def pattern(self, p: PatternRate) -> tuple[float, str]:
         """Units per second of a pattern, and its bound."""
@@ -176,7 +193,7 @@ class _Rates:
         # one thread block per channel copies at most one NVLink's rate (the model's
         # assumption, as for send/recv); a server's rings carry `channels` of them
         cap = self.c.channels * GBps_to_Bps(self.c.nvlink_link_GBps())
-        if cap < bw:
+        if cap < bw and not self.tuner:
             bw, bound = cap, f"{self.c.channels} channels"
         return bw, bound
 
@@ -198,7 +215,7 @@ def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
             if cap < b:
                 b, why = cap, "LL ceiling"
         elif p == "LL128":
-            cap = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_ring_ll128", N))
+            cap = GBps_to_Bps(R.tuner_channels * c.per_channel_GBps("per_channel_ring_ll128", N))
             b = bus * c.factor("ring_ll128_factor")
             if cap < b:
                 b, why = cap, "LL128 cap"
@@ -237,7 +254,7 @@ def _tree_net(R: _Rates) -> tuple[float, str]:
     # the server's channels carry its tree traffic: at most `channels` thread blocks' worth
     # (one NVLink each, as for the ring) of the pattern's busiest server bytes per unit
     cap = R.c.channels * GBps_to_Bps(R.c.nvlink_link_GBps()) / R.r.tree.node_bytes
-    if cap < bw:
+    if cap < bw and not R.tuner:
         return cap, f"{R.c.channels} channels"
     return bw, bound
 
@@ -253,7 +270,7 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
     out = []
     for p in PROTOCOLS:
         bus, why = 2 * raw, bound  # NCCL's tree busBw; algbw = busBw / 2
-        cap = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_tree", N))
+        cap = GBps_to_Bps(R.tuner_channels * c.per_channel_GBps("per_channel_tree", N))
         bus = bus * c.factor("tree_factor")
         if cap < bus:
             bus, why = cap, "tree cap"
@@ -264,7 +281,9 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
                 bus, why = llcap, "LL ceiling"
         elif p == "LL128":
             f = c.factor("tree_ll128_factor_one_node" if N == 1 else "tree_ll128_factor")
-            cap128 = GBps_to_Bps(c.channels * c.per_channel_GBps("per_channel_tree_ll128", N))
+            cap128 = GBps_to_Bps(
+                R.tuner_channels * c.per_channel_GBps("per_channel_tree_ll128", N)
+            )
             bus = bus * f
             if cap128 < bus:
                 bus, why = cap128, "LL128 cap"
@@ -461,7 +480,8 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     Returns
     -------
     list of Candidate
-        Unsorted; ``time_s`` = latency + size / algbw.
+        Unsorted; ``time_s`` = latency + size / algbw (the ceiling), ``tuner_time_s`` the
+        same as NCCL's tuner sees it (what :func:`choose` ranks by).
 
     Raises
     ------
@@ -471,8 +491,19 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     _check_op(op)
     if not size_bytes > 0:
         raise TopoError(f"size must be > 0 bytes, got {size_bytes}")
-    R = _Rates(rates, c)
     S = float(size_bytes)
+    ceiling = _candidates(op, S, _Rates(rates, c))
+    tuner = _candidates(op, S, _Rates(rates, c, tuner=True))
+    return [
+        Candidate(
+            k.algorithm, k.protocol, k.latency_s, k.algbw_Bps, k.time_s, k.bound, t.time_s,
+            t.algbw_Bps,
+        )
+        for k, t in zip(ceiling, tuner, strict=True)
+    ]
+
+
+def _candidates(op: str, S: float, R: _Rates) -> list[Candidate]:
     if op == "alltoall":
         return _alltoall(S, R)
     if op == "sendrecv":
@@ -501,7 +532,7 @@ def choose(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants) -> 
     Returns
     -------
     Candidate
-        The (algorithm, protocol) of least ``time_s`` (s).
+        The (algorithm, protocol) of least ``tuner_time_s`` (s).
 
     Raises
     ------
@@ -522,4 +553,4 @@ def choose(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants) -> 
     >>> best.protocol                      # tiny messages: the low-latency protocol
     'LL'
     """
-    return min(candidates(op, size_bytes, rates, c), key=lambda k: k.time_s)
+    return min(candidates(op, size_bytes, rates, c), key=lambda k: k.rank_s)

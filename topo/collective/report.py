@@ -86,15 +86,15 @@ class Row:
         table plus size over the rate the fabric allows (:mod:`topo.collective.model`); a
         bound, never less than the expected time.
     binds : str
-        The largest part of the expected time: ``bandwidth``, ``messages`` (NCCL's
-        per-message cost), ``latency`` (launch and pipeline fill), or ``ceiling`` (NCCL's
-        latency table exceeds the message model and is taken).
+        The largest part of the expected time: ``bandwidth``, ``messages`` (the messages' way
+        along the path: NCCL's per-message costs), ``latency`` (the operation's launch), or
+        ``ceiling`` (NCCL's latency table exceeds the message model and is taken).
     binds_detail : str
         What in particular (the bound, the messages and their size, ...).
     expected : dict
-        The expected time's parts (µs): ``launch_us``, ``fill_us``, ``messages_us`` (of which
-        ``bandwidth_us`` is bytes at the rate of the bound), and ``messages``,
-        ``message_bytes`` (B) and ``channels`` of the busiest channel.
+        The expected time's parts (µs): ``launch_us`` (per operation), ``latency_us`` (the
+        messages' way along the path), ``bandwidth_us`` (size over the bound's rate), and
+        ``messages``, ``message_bytes`` (B) and ``channels`` of a channel.
     """
 
     size_bytes: int
@@ -296,8 +296,7 @@ def predict_row(
         binds_detail=ex.binds_detail,
         expected={
             "launch_us": s_to_us(ex.launch_s),
-            "fill_us": s_to_us(ex.fill_s),
-            "messages_us": s_to_us(ex.messages_s),
+            "latency_us": s_to_us(ex.latency_s),
             "bandwidth_us": s_to_us(ex.bandwidth_s),
             "messages": ex.messages,
             "message_bytes": ex.message_bytes,
