@@ -10,6 +10,7 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from collective._ceiling import ceiling_constants, ceiling_file
 from formats._real import real_file
 from typer.testing import CliRunner, Result
 
@@ -108,18 +109,32 @@ def test_arch_default_follows_the_fabric(fabric_file, tmp_path, server):
 # ------------------------------------------------------------------ say why
 
 
-def test_busbw_above_nvlink_is_explained(server, fabric_file):
+def test_busbw_above_nvlink_is_explained(server, fabric_file, tmp_path):
     """NVLS all_reduce on one server: algbw = 450 x 0.824 x 0.85 x 8/9 = 280.1 GB/s, busbw =
-    x 2 x 7/8 = 490 GB/s > NVLink's 450: a note says why; a ring all_gather has none."""
+    x 2 x 7/8 = 490 GB/s > NVLink's 450 (the ceiling); where the printed busbw is that (the
+    expected curve's message costs at zero) a note says why; a ring all_gather has none."""
     rep = collective_table(server, "all_reduce", gpus=8, min_bytes=1 << 30, max_bytes=1 << 30)
+    assert rep.rows[0].algorithm == "nvls"
+    # the ceiling's time has NVLS's 25 us latency: busbw = 1.75 x 1 GiB / (25 us + 1 GiB / 280.1)
+    algbw = 450 * 0.824 * 0.85 * 8 / 9 * 1e9
+    ceiling = 1.75 * (1 << 30) / (25e-6 + (1 << 30) / algbw) / 1e9
+    assert rep.rows[0].ceiling_busbw_GBps == pytest.approx(ceiling, rel=1e-6)
+    c = ceiling_constants(tmp_path)
+    rep = collective_table(
+        server, "all_reduce", gpus=8, min_bytes=1 << 30, max_bytes=1 << 30, constants=c
+    )
     (row,) = rep.rows
     assert row.algorithm == "nvls" and row.busbw_GBps > 450
     assert "exceeds the NVLink rate 450 GB/s" in row.busbw_note and "NVLS" in row.busbw_note
-    ag = collective_table(server, "all_gather", gpus=8, min_bytes=1 << 30, max_bytes=1 << 30)
+    ag = collective_table(
+        server, "all_gather", gpus=8, min_bytes=1 << 30, max_bytes=1 << 30, constants=c
+    )
     assert ag.rows[0].busbw_note == ""
-    r = run(fabric_file, "--gpus", 8, "--min-bytes", "1G", "--max-bytes", "1G", "--json")
+    args = ["--gpus", 8, "--min-bytes", "1G", "--max-bytes", "1G"]
+    args += ["--constants", ceiling_file(tmp_path)]
+    r = run(fabric_file, *args, "--json")
     assert "not a fault" in json.loads(r.stdout)["rows"][0]["busbw_note"]
-    table = run(fabric_file, "--gpus", 8, "--min-bytes", "1G", "--max-bytes", "1G").stdout
+    table = run(fabric_file, *args).stdout
     assert "note" in table and "not a" in table
 
 

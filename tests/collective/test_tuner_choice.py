@@ -128,17 +128,24 @@ def test_every_row_lists_every_candidate_fastest_first_and_marks_the_least(G):
         cands = row.candidates
         assert {(k["algorithm"], k["protocol"]) for k in cands} == expected
         assert len(cands) == len(expected)
-        times = [k["time_us"] for k in cands]
+        # ranked by the time NCCL's tuner gives each (its rates, without the model's limit of
+        # one NVLink per channel); each also shows its ceiling and expected times
+        times = [k["tuner_time_us"] for k in cands]
         assert times == sorted(times)
         assert [k["chosen"] for k in cands] == [True] + [False] * (len(cands) - 1)
         first = cands[0]
         assert (first["algorithm"], first["protocol"]) == (row.algorithm, row.protocol)
-        assert first["time_us"] == row.time_us and first["busbw_GBps"] == row.busbw_GBps
+        assert first["time_us"] == row.ceiling_time_us
+        assert first["busbw_GBps"] == row.ceiling_busbw_GBps
+        assert first["expected_time_us"] == row.time_us
+        assert first["expected_busbw_GBps"] == pytest.approx(row.busbw_GBps, rel=1e-12)
         for k in cands:
             # nccl-tests' columns had NCCL chosen it: algbw = size / time, busbw x 2(n-1)/n
             assert k["algbw_GBps"] == pytest.approx(row.size_bytes / k["time_us"] / 1e3)
             assert k["busbw_GBps"] == pytest.approx(k["algbw_GBps"] * AR_FACTOR)
             assert k["time_us"] >= k["latency_us"]
+            assert k["tuner_time_us"] <= k["time_us"] * (1 + 1e-12)  # fewer limits, not more
+            assert k["expected_time_us"] >= k["time_us"] * (1 - 1e-12)  # a ceiling is a bound
             assert set(k) >= {"bandwidth_GBps", "bound"}
 
 
@@ -163,8 +170,11 @@ def test_one_candidate_by_hand(G):
     rep = table(G, lo=GIB, hi=GIB, algo="Ring", proto="Simple")
     row = rep.rows[0]
     assert (row.algorithm, row.protocol) == ("ring", "Simple")
-    assert row.time_us == pytest.approx(ring_simple_all_reduce_us(GIB), rel=1e-9)
-    assert row.time_us == pytest.approx(6292.45, abs=0.01)
+    assert row.ceiling_time_us == pytest.approx(ring_simple_all_reduce_us(GIB), rel=1e-9)
+    assert row.ceiling_time_us == pytest.approx(6292.45, abs=0.01)
+    assert row.ceiling_busbw_GBps == pytest.approx(
+        GIB / row.ceiling_time_us / 1e3 * AR_FACTOR, rel=1e-9
+    )
     assert row.busbw_GBps == pytest.approx(GIB / row.time_us / 1e3 * AR_FACTOR, rel=1e-9)
     # the same candidate, unforced, in the chosen row's list
     free = table(G, lo=GIB, hi=GIB).rows[0].candidates
@@ -188,11 +198,11 @@ def test_algo_ring_forces_ring_where_tree_was_chosen(G):
     # at 8 B the free choice is tree/LL (6.8 + 2(7 x 0.6 + 5.0) = 25.2 us); forced: ring/LL
     small = table(G, lo=8, hi=8)
     assert (small.rows[0].algorithm, small.rows[0].protocol) == ("tree", "LL")
-    assert small.rows[0].time_us == pytest.approx(TREE_LL_LATENCY_US, abs=0.01)
+    assert small.rows[0].ceiling_time_us == pytest.approx(TREE_LL_LATENCY_US, abs=0.01)
     ring = table(G, lo=8, hi=8, algo="RING").rows[0]
     assert (ring.algorithm, ring.protocol) == ("ring", "LL")
-    assert ring.time_us == pytest.approx(ring_ll_all_reduce_us(8), rel=1e-9)
-    assert ring.time_us == pytest.approx(40.0, abs=1e-3)
+    assert ring.ceiling_time_us == pytest.approx(ring_ll_all_reduce_us(8), rel=1e-9)
+    assert ring.ceiling_time_us == pytest.approx(40.0, abs=1e-3)
 
 
 def test_proto_simple_leaves_only_simple_and_takes_the_fastest(G):
@@ -200,11 +210,14 @@ def test_proto_simple_leaves_only_simple_and_takes_the_fastest(G):
     for row in rep.rows:
         assert {k["protocol"] for k in row.candidates} == {"Simple"}
         assert row.protocol == "Simple"
-        assert row.time_us == min(k["time_us"] for k in row.candidates)
+        assert row.ceiling_time_us == min(k["time_us"] for k in row.candidates if k["chosen"])
+        assert min(k["tuner_time_us"] for k in row.candidates) == next(
+            k["tuner_time_us"] for k in row.candidates if k["chosen"]
+        )
     # at 8 B: nvls_tree/Simple (66.8 us) beats tree/Simple (92.4) and ring/Simple (131.6)
     first = rep.rows[0]
     assert first.algorithm == "nvls_tree"
-    assert first.time_us == pytest.approx(NVLS_TREE_LATENCY_US, abs=1e-3)
+    assert first.ceiling_time_us == pytest.approx(NVLS_TREE_LATENCY_US, abs=1e-3)
     assert rep.proto == "simple" and rep.algo is None
 
 

@@ -283,7 +283,7 @@ def predict_row(
         algorithm=best.algorithm,
         protocol=best.protocol,
         latency_us=s_to_us(best.latency_s),
-        bound=ex.bound,
+        bound=best.bound,
         busbw_note=busbw_note(algbw * factor, best.algorithm, rates),
         candidates=[
             candidate_record(k, op, size_bytes, rates.gpus, chosen=i == 0, expected_s=e.time_s)

@@ -667,8 +667,9 @@ def _time_busbw(time_us: float, busbw_GBps: float) -> str:
 
 def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False) -> None:
     """``--why``: one row per size, one column per (algorithm, protocol) the tuner weighed,
-    each cell the candidate's time (us) over its busbw (GB/s) as nccl-tests would print them
-    had NCCL chosen it, the choice marked ``*``; with ``measured``, the log's own first."""
+    each cell the candidate's time in NCCL's tuner (us, what the choice is made on) over its
+    expected busbw (GB/s, what nccl-tests would print had NCCL chosen it), the choice marked
+    ``*``; with ``measured``, the log's own first."""
     from topo.collective.choice import ALGORITHM_ORDER
     from topo.collective.constants import PROTOCOLS
 
@@ -680,7 +681,8 @@ def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False
     pairs = sorted({(k["algorithm"], k["protocol"]) for r in rows for k in r.candidates}, key=order)
     table = Table(
         title=f"why: every (algorithm, protocol) NCCL's tuner weighs for {op}"
-        f"{' under ' + restricted if restricted else ''}: time (us) over busbw (GB/s)",
+        f"{' under ' + restricted if restricted else ''}: its time in the tuner (us) over the "
+        "expected busbw (GB/s) had NCCL chosen it",
         title_justify="left",
         caption="* the tuner's choice, the least time; - not a candidate at that size",
         caption_justify="left",
@@ -702,7 +704,7 @@ def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False
             if k is None:
                 row.append("-")
                 continue
-            text = _time_busbw(k["time_us"], k["busbw_GBps"])
+            text = _time_busbw(k["tuner_time_us"], k["expected_busbw_GBps"])
             row.append(f"[bold]*{text}[/bold]" if k["chosen"] else text)
         table.add_row(*row)
     out.print(table)
