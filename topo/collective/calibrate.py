@@ -53,7 +53,7 @@ import numpy as np
 
 from topo.collective.choice import ranked_candidates
 from topo.collective.constants import NcclConstants
-from topo.collective.expected import expected
+from topo.collective.expected import Expected, expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor
 from topo.errors import TopoError
@@ -73,8 +73,9 @@ LATENCY_KEYS = (
 )
 """The ``[expected]`` per-operation and per-message costs (µs) the latency scale multiplies."""
 LATENCY_SHARE = 0.3
-"""A row is in the latency band when launch, fill and per-message costs are at least this share
-of its expected time; else in the bandwidth band when its time is bytes at a rate."""
+"""A row is in the latency band when the per-operation and per-message costs make at least this
+share of its expected time (read as the time's response to scaling them); the bandwidth band
+takes rows under it whose time is bytes at a rate."""
 MIN_ROWS = 3
 """Fewest rows of its band a constant is fitted on."""
 GUARD_TOLERANCE = 0.02
@@ -217,8 +218,10 @@ def with_calibration(
         ex = data["expected"]
         for key in LATENCY_KEYS:
             v = ex[key]
-            ex[key] = [float(x) * latency_scale for x in v] if isinstance(v, list) else (
-                float(v) * latency_scale
+            ex[key] = (
+                [float(x) * latency_scale for x in v]
+                if isinstance(v, list)
+                else (float(v) * latency_scale)
             )
     return NcclConstants(data, c.origin + " + calibration")
 
@@ -263,7 +266,7 @@ class _Model:
     def constants(self, nn: float, scale: float) -> NcclConstants:
         return with_calibration(self.c, nn, scale if scale != 1.0 else None)
 
-    def expected(self, p: _Point, cc: NcclConstants) -> Any:
+    def expected(self, p: _Point, cc: NcclConstants) -> Expected:
         key = (id(p), cc.node_network_efficiency)
         if key not in self._choices:
             self._choices[key] = ranked_candidates(p.op, p.size, p.rates, cc, None)[0]
@@ -280,21 +283,23 @@ class _Model:
         return out
 
 
-def _latency_share(p_time: Callable[[float], float]) -> float:
+def _latency_share(p: _Point, model: _Model) -> float:
     """The share of a row's expected time its per-operation and per-message costs make, as
-    the time's response to scaling them (``p_time(scale)``, s): ``ln(T(1.2) / T(1/1.2)) /
-    ln(1.44)``. That is their share where they add to the time, and less where a message's
-    fixed cost hides behind a shared link or NCCL's latency table is taken instead."""
-    return math.log(p_time(1.2) / p_time(1 / 1.2)) / math.log(1.44)
+    the time's response to scaling them: ``ln(T(1.2) / T(1/1.2)) / ln(1.44)``. That is their
+    share where they add to the time, and less where a message's fixed cost hides behind a
+    shared link or NCCL's latency table is taken instead."""
+    nn = model.c.node_network_efficiency
+    up = model.expected(p, model.constants(nn, 1.2)).time_s
+    down = model.expected(p, model.constants(nn, 1 / 1.2)).time_s
+    return math.log(up / down) / math.log(1.44)
 
 
 def _bands(pts: list[_Point], model: _Model) -> dict[str, list[_Point]]:
     """The rows of each band, read at the constants given (see the module's docstring)."""
     out: dict[str, list[_Point]] = {"bandwidth": [], "latency": [], "neither": []}
-    nn = model.c.node_network_efficiency
     for p in pts:
         ex = model.expected(p, model.c)
-        share = _latency_share(lambda s, p=p: model.expected(p, model.constants(nn, s)).time_s)
+        share = _latency_share(p, model)
         if share >= LATENCY_SHARE:
             out["latency"].append(p)
         elif ex.binds == "bandwidth" or (
@@ -390,7 +395,8 @@ def _sizes(pts: list[_Point]) -> str:
 
 
 WHAT_BAND = {
-    "bandwidth": "bandwidth-bound (bytes at a rate are over 70% of its expected time)",
+    "bandwidth": "bandwidth-bound (its expected time bytes at a rate, per-message costs under "
+    "30% of it)",
     "latency": "set by launch and per-message costs (30% of its expected time or more, "
     "not NCCL's latency table)",
 }
