@@ -23,9 +23,11 @@ cluster's log can move each only where it shows:
 The bands are read at the constants given (the shipped ones, or a ``--constants`` file). Each
 constant is fitted on its own band only, by a robust least squares (soft L1, scale 10%, as
 :func:`topo.collective.training.fit`) of log(expected / measured busbw), one constant at a time
-with the other at its current value, three rounds. A constant whose band has fewer than
-:data:`MIN_ROWS` rows, or whose band's rows do not depend on it, is **not fitted**: it keeps the
-value given, and the result says why.
+with the other at its current value, until neither moves (three rounds at most). A constant
+is **not fitted**, keeps the value given, and the result says why, when its band has fewer
+than :data:`MIN_ROWS` rows, when its band's rows do not depend on it anywhere in its range, or
+when the fitted value lowers the median |error| of the rows it moves by less than
+:data:`MIN_GAIN` (a log's noise is not a cluster's constant).
 
 Then a **guard**: for every op with rows of 1 GiB and more, the median ``|expected / measured
 busbw - 1|`` of those rows after calibration may exceed the one before by at most
@@ -78,6 +80,10 @@ share of its expected time (read as the time's response to scaling them); the ba
 takes rows under it whose time is bytes at a rate."""
 MIN_ROWS = 3
 """Fewest rows of its band a constant is fitted on."""
+MIN_GAIN = 0.01
+"""A fitted value is taken only when it lowers the median |error| of the rows of its band that it
+moves by at least this much (fraction: 1 point) below the value given; less is within a log's
+noise."""
 GUARD_TOLERANCE = 0.02
 """How much the median |error| of an op's rows of 1 GiB and more may grow with calibration
 (fraction: 0.02 = 2 points)."""
@@ -507,6 +513,37 @@ def _harm(table: list[dict[str, Any]]) -> tuple[float, dict[str, Any] | None]:
     return worst, which
 
 
+def _gain(
+    name: str, band: list[_Point], model: _Model, nn: float, scale: float
+) -> tuple[int, float, float]:
+    """The rows of a constant's band that its fitted value moves (by more than 0.1%, the
+    other constant as fitted), and their median |error| with it as given and as fitted."""
+    given = (model.c.node_network_efficiency, scale) if name == NODE_NETWORK else (nn, 1.0)
+    before = model.log_errors(band, *given)
+    after = model.log_errors(band, nn, scale)
+    moved = np.abs(after - before) > 1e-3
+    if not moved.any():
+        return 0, 0.0, 0.0
+    b = float(np.median(np.abs(np.expm1(before[moved]))))
+    a = float(np.median(np.abs(np.expm1(after[moved]))))
+    return int(moved.sum()), b, a
+
+
+def _gain_reason(
+    name: str, moved: int, before: float, after: float, nn: float, scale: float, model: _Model
+) -> str:
+    """Why a fit that does not lower the median |error| of the rows it moves by
+    :data:`MIN_GAIN` is not taken."""
+    value = nn if name == NODE_NETWORK else scale
+    if moved == 0:
+        return f"the rows of its band fit best at the value given; {_kept(name, model.c)}"
+    return (
+        f"fitted on its band to {value:.3f}, it takes the {moved} rows it moves only from "
+        f"{before:.1%} to {after:.1%} median |error| (under {MIN_GAIN * 100:g} point better: "
+        f"within a log's noise); {_kept(name, model.c)}"
+    )
+
+
 def _run(pts: list[_Point], model: _Model) -> _Run:
     """Bands, fits and the guard on ``pts`` (the module's docstring)."""
     c = model.c
@@ -521,10 +558,20 @@ def _run(pts: list[_Point], model: _Model) -> _Run:
             not_fitted[name] = why
     while True:
         nn, scale, found = _fit(bands, model, names)
-        for name in [k for k in names if not found[k].depends]:
+        large = _guard(pts, model, nn, scale)
+        flat = [k for k in names if not found[k].depends]
+        for name in flat:
             not_fitted[name] = _flat_reason(name, bands[BANDS[name]], model)
             names.remove(name)
-        large = _guard(pts, model, nn, scale)
+        if flat:
+            continue
+        small = {k: _gain(k, bands[BANDS[k]], model, nn, scale) for k in names}
+        for name, (moved, before, after) in small.items():
+            if moved == 0 or before - after < MIN_GAIN:
+                not_fitted[name] = _gain_reason(name, moved, before, after, nn, scale, model)
+                names.remove(name)
+        if len(names) < len(small):
+            continue
         _, op = _harm(large)
         if op is None or not names:
             break
@@ -646,12 +693,17 @@ def calibrate(G: nx.Graph, tests: list[NcclTest], c: NcclConstants) -> Calibrati
             f"{'the ' + have[0] + ' band only' if have else 'neither band'}: the fit cannot be "
             "checked on this log (nothing is left to hold out)"
         )
-    if len(ops) == 1 and LATENCY_SCALE in run.fitted:
-        notes.append(
-            f"the latency scale is fitted on {ops[0]} alone: it scales every per-operation and "
-            "per-message cost alike, and a one-op log cannot show that it carries over to "
-            "other ops or algorithms"
-        )
+    for name, f in run.fitted.items():
+        if len(f["ops"]) == 1:
+            what = (
+                "a server's ceiling, it sets every op's bandwidth"
+                if name == NODE_NETWORK
+                else "it scales every per-operation and per-message cost alike"
+            )
+            notes.append(
+                f"{name} is fitted on {f['ops'][0]} alone: {what}, and rows of one op cannot "
+                "show that it carries over to other ops or algorithms"
+            )
     if not run.large:
         notes.append(
             "no row of 1 GiB or more: the guard that keeps the large rows from getting worse "
