@@ -115,9 +115,11 @@ OPS = ("all_gather", "all_reduce", "alltoall")
 def test_calibration_recovers_node_network_and_latency_scale(two_servers, tmp_path):
     """node_network 0.8 and the [expected] costs x 1.5. On these servers a ring is bound by
     its 16 channels of one NVLink (16 x 20.6 = 329.6 GB/s per server) under the 8 x 48 = 384
-    of the NICs, and 0.8 x 8 x 50 = 320 GB/s is under both: every op's large rows show the
-    server ceiling, so the bandwidth band recovers it; the small and mid rows (launch and
-    per-message costs) recover the scale. Held out, each op is predicted by the other two."""
+    of the NICs, and 0.8 x 8 x 50 = 320 GB/s is under both: the large rows of all_gather and
+    alltoall show the server ceiling (all_reduce runs NVLS-tree, bound by its NVLS channels),
+    so the bandwidth band recovers it; the small and mid rows (launch and per-message costs)
+    recover the scale. Held out, each op is predicted by the other two, one of which always
+    shows the ceiling."""
     tests = synthetic(two_servers, truth(tmp_path, 0.8, 1.5), OPS, SIZES)
     cal = calibrate(two_servers, tests, load_constants())
     assert cal.node_network == pytest.approx(0.8, rel=0.01)
@@ -338,6 +340,7 @@ def test_calibrate_cli_on_a_one_op_log(ten_servers, tmp_path):
     assert "# node_network not fitted: " in text
     c = load_constants(out)
     shipped = load_constants()
+    assert run(fab, "--compare", log, "--constants", out, "--json").exit_code == 0
     assert c.node_network_efficiency == shipped.node_network_efficiency
     assert c.data["expected"]["launch_us"] == pytest.approx(
         shipped.data["expected"]["launch_us"] * d["latency_scale"], abs=5e-5
