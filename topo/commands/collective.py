@@ -165,9 +165,10 @@ def collective(
         Path | None,
         typer.Option(
             "--calibrate",
-            help="A measured log (as --compare): fit what the model leaves unknown "
-            "(docs/collective.md) "
-            "and report leave-one-op-out error; with -o, write the cluster file.",
+            help="A measured log (as --compare): fit node_network on its bandwidth-bound rows and a "
+            "scale on the per-message costs on its latency-bound rows, each only where the log "
+            "shows it (docs/collective.md); report the held-out error; with -o, write the "
+            "fitted values as a cluster file for --constants.",
             exists=True,
             dir_okay=False,
         ),
@@ -376,7 +377,8 @@ def _calibrate(
     arch: Arch | None,
     as_json: bool,
 ) -> None:
-    """``--calibrate LOG [-o cluster.toml]``: fit the unknowns, report leave-one-op-out error."""
+    """``--calibrate LOG [-o cluster.toml]``: fit each constant on the rows that show it,
+    report the guard and the held-out error; write the fitted values (an error if none)."""
     from topo import fabric as fabric_mod
     from topo.collective.calibrate import calibrate, cluster_toml
     from topo.fabric import write_atomic
@@ -398,27 +400,78 @@ def _calibrate(
 
 
 def _calibration_table(result: Any, log: Path) -> None:
+    """The calibration's result: what was fitted on which rows, what was not and why, the
+    guard on the large rows, the held-out errors and what the log cannot show."""
+    from rich.markup import escape
+
+    from topo.collective.calibrate import LATENCY_SCALE, NODE_NETWORK
+
+    b = result.bands
     out.print(
-        f"calibrated on {log.name}: node_network = {result.node_network:.3f}, "
-        f"step_latency_us = {result.step_latency_us:.2f} (fitted on every op of the log)"
+        f"calibrated on {log.name}: {count(result.rows, 'row')} of {', '.join(result.ops)}; "
+        f"{b['bandwidth']} bandwidth-bound, {b['latency']} set by launch and per-message "
+        f"costs, {b['neither']} neither"
     )
-    table = Table(
-        title="leave-one-op-out: fitted on the other ops, predicted on this one",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    for name in ("op", "node_network", "step latency (us)", "rows", "median |err|", "max |err|"):
-        table.add_column(name, justify="right")
-    for h in result.held_out:
-        table.add_row(
-            h.op,
-            f"{h.node_network:.3f}",
-            f"{h.step_latency_us:.2f}",
-            str(h.rows),
-            f"{h.median_abs_error * 100:.1f}%",
-            f"{h.max_abs_error * 100:.1f}%",
+    for name in (NODE_NETWORK, LATENCY_SCALE):
+        f = result.fitted.get(name)
+        if f is None:
+            out.print(escape(f"{name} not fitted: {result.not_fitted[name]}"), style="bold")
+            continue
+        what = (
+            "node_network"
+            if name == NODE_NETWORK
+            else "latency scale (on the [expected] per-operation and per-message costs)"
         )
-    out.print(table)
+        rows = (
+            f"{f['rows']} bandwidth-bound rows"
+            if f["band"] == "bandwidth"
+            else f"{f['rows']} rows set by launch and per-message costs"
+        )
+        line = (
+            f"{what} = {f['value']:.3f} (was {float(f['given'])}): fitted on {rows} "
+            f"({', '.join(f['ops'])}; {f['sizes']})"
+        )
+        lo, hi = f["range"]
+        if name == NODE_NETWORK and hi - lo > 0.005:
+            line += f"; any value from {lo:.2f} to {hi:.2f} fits them as well, the highest is taken"
+        out.print(escape(line))
+    if result.large_rows:
+        parts = [
+            f"{g['op']} {g['median_abs_error_before'] * 100:.1f}% -> "
+            f"{g['median_abs_error_after'] * 100:.1f}%"
+            for g in result.large_rows
+        ]
+        out.print("rows of 1 GiB and more, median |error| before -> after: " + ", ".join(parts))
+    if result.held_out:
+        by = "the other ops" if result.held_out_by == "op" else "the other size band"
+        table = Table(
+            title=f"held out: fitted on {by}, predicted on this one",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for name in (
+            "held out",
+            "node_network",
+            "latency scale",
+            "rows",
+            "median |err|",
+            "max |err|",
+            "uncalibrated median",
+        ):
+            table.add_column(name, justify="right")
+        for h in result.held_out:
+            table.add_row(
+                f"{h.op}{' ' + h.band + ' band' if h.band else ''}",
+                f"{h.node_network:.3f}",
+                f"{h.latency_scale:.3f}",
+                str(h.rows),
+                f"{h.median_abs_error * 100:.1f}%",
+                f"{h.max_abs_error * 100:.1f}%",
+                f"{h.median_abs_error_given * 100:.1f}%",
+            )
+        out.print(table)
+    for note in result.notes:
+        out.print(escape(f"note: {note}"))
 
 
 def _log_tests(
