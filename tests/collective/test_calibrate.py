@@ -35,6 +35,7 @@ COSTS = (
     "launch_us",
     "net_launch_us",
     "net_message_us",
+    "ring_net_step_us",
     "nvlink_message_us",
     "nvls_message_us_per_gpu",
     "p2p_round_us",
@@ -166,8 +167,10 @@ def test_calibration_of_one_op_holds_out_by_size_band(two_servers, tmp_path):
     ]
     lat, bw = cal.held_out
     # the latency band is predicted with the scale as shipped (1), the bandwidth band with
-    # node_network as shipped (1): each from the other band's constant only
-    assert lat.latency_scale == 1.0 and lat.node_network == pytest.approx(0.8, rel=0.01)
+    # node_network as shipped (1): each from the other band's constant only. Fitted without
+    # the scale, node_network takes up the costs' excess (x1.5) in the bandwidth-bound rows
+    # (the launch and the ring's 15 steps, a few % of them): it can only come out low
+    assert lat.latency_scale == 1.0 and 0.8 * 0.95 <= lat.node_network <= 0.8 * 1.002
     assert bw.node_network == 1.0 and bw.latency_scale == pytest.approx(1.5, rel=0.01)
     assert any(
         n.startswith("one op (all_gather): the fit cannot be checked on other ops")
@@ -203,8 +206,9 @@ def test_guard_refuses_a_node_network_that_moves_the_large_rows(two_servers, tmp
     assert m, why
     v, pct = float(m.group(1)), float(m.group(2))
     assert 0.6 <= v < 0.824
-    # (the launch, a few tenths of a percent of these rows, takes a little off)
-    assert pct == pytest.approx((1 - v * 400 / 329.6) * 100, rel=0.03)
+    # (the expected time's latency, the launch and the ring's 15 steps, about 0.1 ms or 2-3%
+    # of these rows, takes a little off)
+    assert pct == pytest.approx((1 - v * 400 / 329.6) * 100, rel=0.08)
     (g,) = cal.large_rows
     assert g["rows"] == 2 and g["median_abs_error_after"] == g["median_abs_error_before"] < 1e-9
 
@@ -304,8 +308,8 @@ def test_cluster_file_refused_when_nothing_is_fitted(two_servers, tmp_path):
 
 def test_calibrate_cli_on_a_one_op_log(ten_servers, tmp_path):
     """The reduce_scatter part of the real log, alone: its rows of 32 to 256 MiB are set by
-    per-message costs (the scale is fitted on them), its larger rows bandwidth-bound; fitted
-    there, node_network would lower their median |error| by under a point, and is not taken.
+    per-message costs (the scale is fitted on them), its larger rows bandwidth-bound and
+    already fitted best by the shipped node_network, which is kept.
     Plain words on stdout; the keys in JSON; the file holds the scale only."""
     text = real_file(*LOG).read_text()
     start = text.rindex("# nccl-tests version", 0, text.index("starting: reduce_scatter_perf"))
@@ -319,8 +323,10 @@ def test_calibrate_cli_on_a_one_op_log(ten_servers, tmp_path):
     assert r.exit_code == 0, r.output
     assert "calibrated on reduce_scatter.log: 10 rows of reduce_scatter" in r.stdout
     assert "latency scale (on the [expected] per-operation and per-message costs) = " in r.stdout
-    assert "node_network not fitted: fitted on its band to " in r.stdout
-    assert "(under 1 point better: within a log's noise); the shipped 1.0 is kept" in r.stdout
+    assert (
+        "node_network not fitted: the rows of its band fit best at the value given; the shipped "
+        "1.0 is kept" in r.stdout
+    )
     assert "rows of 1 GiB and more, median |error| before -> after: reduce_scatter" in r.stdout
     assert "held out: fitted on the other size band, predicted on this one" in r.stdout
     assert "note: one op (reduce_scatter): the fit cannot be checked on other ops" in r.stdout
