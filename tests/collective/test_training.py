@@ -1,0 +1,82 @@
+"""The training file of the expected curve's fitted constants, and the fit that made them."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from topo.collective.constants import load_constants
+from topo.collective.training import (
+    FITTED,
+    default_training_path,
+    fit,
+    load_training,
+    log_errors,
+    points,
+    summary,
+)
+from topo.fabric import read_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "real"
+
+
+def test_every_measurement_names_its_source_and_cluster():
+    data = tomllib.loads(read_text(default_training_path()))
+    clusters = {c["id"] for c in data["cluster"]}
+    assert len(clusters) == len(data["cluster"])
+    ids = [m["id"] for m in data["measurement"]]
+    assert len(ids) == len(set(ids))
+    for c in data["cluster"]:
+        assert c["source"].strip() and c["gpu_model"].startswith("NVIDIA ")
+    for m in data["measurement"]:
+        assert m["cluster"] in clusters and m["source"].strip()
+        assert ("shared" in m) != ("rows" in m)
+        for size, t in m.get("rows", []):
+            assert size >= 1 << 20 and 0 < t < 1e7  # the fit takes rows of 1 MiB and more
+
+
+def test_public_tables_load_without_the_shared_folder(tmp_path):
+    clusters = load_training(shared=tmp_path)  # an empty folder: no shared log is there
+    ids = {c.id for c in clusters}
+    assert "xxrjun-cluster01" not in ids
+    assert len(ids) >= 10
+    assert all(m.rows for c in clusters for m in c.measurements)
+
+
+def test_fitted_constants_are_the_shipped_ones():
+    """Every fitted constant the constants file ships is in [expected], finite and >= 0; the
+    file says which are fitted and names the training file."""
+    c = load_constants()
+    text = read_text(Path(c.origin.split(" + ")[0]))
+    assert "topo/data/training.toml" in text
+    for key, idx in FITTED:
+        v = c.data["expected"][key]
+        v = v if idx is None else v[idx]
+        assert math.isfinite(v) and v >= 0, key
+
+
+@pytest.mark.slow
+def test_a_refit_reproduces_the_shipped_constants():
+    """Refitting on the training file (shared logs included) gives the shipped values within
+    5% (or 0.3 µs): the shipped constants are what the declared measurements give."""
+    if not SHARED.is_dir():
+        pytest.skip("the shared logs are not here")
+    c = load_constants()
+    pts = points(load_training(), c)
+    f = fit(pts, c)
+    for key, idx in FITTED:
+        got = f.data["expected"][key] if idx is None else f.data["expected"][key][idx]
+        want = c.data["expected"][key] if idx is None else c.data["expected"][key][idx]
+        assert got == pytest.approx(want, rel=0.05, abs=0.3), key
+    s = summary(log_errors(pts, c))
+    assert s["within_15pct"] == pytest.approx(summary(log_errors(pts, f))["within_15pct"], abs=0.02)
+    assert np.isfinite(s["worst_ratio"])
