@@ -10,10 +10,10 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from collective._ceiling import ceiling_constants, ceiling_file
 from formats._real import real_file
 from typer.testing import CliRunner, Result
 
+from collective._ceiling import ceiling_constants, ceiling_file
 from topo.builders import build
 from topo.cli import app
 from topo.collective import candidates, choose, collective_table, fabric_rates, load_constants

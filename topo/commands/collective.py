@@ -165,9 +165,9 @@ def collective(
         Path | None,
         typer.Option(
             "--calibrate",
-            help="A measured log (as --compare): fit node_network on its bandwidth-bound rows and a "
-            "scale on the per-message costs on its latency-bound rows, each only where the log "
-            "shows it (docs/collective.md); report the held-out error; with -o, write the "
+            help="A measured log (as --compare): fit node_network on its bandwidth-bound rows "
+            "and a scale on the per-message costs on its latency-bound rows, each only where "
+            "the log shows it (docs/collective.md); report the held-out error; with -o, write the "
             "fitted values as a cluster file for --constants.",
             exists=True,
             dir_okay=False,
@@ -647,9 +647,7 @@ def _table(rep: CollectiveReport) -> None:
     out.print(table)
     noted = [r for r in rep.rows if r.busbw_note]
     if noted:
-        sizes = f"{noted[0].size_bytes}" + (
-            f" to {noted[-1].size_bytes}" if len(noted) > 1 else ""
-        )
+        sizes = f"{noted[0].size_bytes}" + (f" to {noted[-1].size_bytes}" if len(noted) > 1 else "")
         out.print(f"note ({sizes} B): {noted[0].busbw_note}")
 
 
