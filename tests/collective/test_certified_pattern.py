@@ -95,3 +95,34 @@ def test_a_gpu_level_demand_is_not_certified():
     a, b = "node0/gpu0", "node1/gpu0"
     assert G.nodes[a]["kind"] == G.nodes[b]["kind"] == "gpu"
     assert certified_pattern(G, Demand("gpu", (a, b), {(a, b): 1.0})) is None
+
+
+@pytest.mark.parametrize("family", ["mpft", "mrft"])
+@pytest.mark.parametrize("nic", ["node0/nic3", "node5/nic0"])
+def test_a_server_that_lost_a_nic_cable_gets_the_lps_rate(family, nic):
+    # servers unlike the others (7 NICs left in one): the split by shares of NIC capacity
+    # must not claim more than the LP
+    G = build(family, switch_ports=16, gpus=128)
+    (leaf,) = [w for w in G.adj[nic] if G.adj[nic][w]["kind"] == "endpoint"]
+    H, _ = fail(G, named=[f"{nic}--{leaf}"])
+    sub, servers = sub_and_servers(H)
+    for pattern in (ring_step, double_binary_tree_step):
+        demand = pattern(servers)
+        got = certified_pattern(sub, demand)
+        want = lp_seconds_per_byte(sub, demand)
+        if got is not None:
+            assert got.seconds_per_byte == pytest.approx(want, rel=1e-7)
+        # the server that lost a NIC sends and receives over 7 x 50 GB/s: never faster
+        assert want >= 1 / (7 * NIC_Bps) * (1 - 1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("family", ["mpft", "mrft"])
+def test_damaged_planes_and_rails_get_the_lps_rate(family, seed):
+    H, _ = fail(build(family, switch_ports=16, gpus=128), links=4, seed=seed)
+    sub, servers = sub_and_servers(H)
+    rates = fabric_rates(H)
+    for got, pattern in ((rates.ring, ring_step), (rates.tree, double_binary_tree_step)):
+        assert got is not None
+        want = lp_seconds_per_byte(sub, pattern(servers))
+        assert got.seconds_per_byte == pytest.approx(want, rel=1e-7), got.method

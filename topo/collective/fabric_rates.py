@@ -485,11 +485,12 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
     shares of NIC capacity there; inside a component, over the sender's and the receiver's
     NICs in proportion to their rates; between the two NICs' switches, at every switch over
     the links one hop nearer the destination in proportion to their capacity (shortest paths,
-    ECMP by capacity). When no switch link then carries more than its capacity times ``T``
-    (to :data:`topo.flow.cuts.MET_TOL`), the routing delivers the pattern in ``T``: by weak
-    duality ``T`` is the LP's optimum (the max concurrent flow, Shahrokhi and Matula, J. ACM
-    37(2), 1990), found without it. A non-blocking two- or three-layer fat tree, MRFT or
-    MPFT meets it for any ring or tree step; an oversubscribed or damaged one usually not.
+    ECMP by capacity). When no NIC and no switch link then carries more than its capacity
+    times ``T`` (to :data:`topo.flow.cuts.MET_TOL`), the routing delivers the pattern in
+    ``T``: by weak duality ``T`` is the LP's optimum (the max concurrent flow, Shahrokhi and
+    Matula, J. ACM 37(2), 1990), found without it. Non-blocking two- and three-layer fat
+    trees, MRFTs and MPFTs of identical servers meet it for the ring and tree steps;
+    oversubscribed or damaged fabrics usually do not.
 
     Parameters
     ----------
@@ -534,7 +535,7 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
         max(x / total[s] for s, x in out.items()), max(x / total[s] for s, x in into.items())
     )
     comp = {v: i for i, c in enumerate(switch_components(G)) for v in c}
-    flows = _switch_flows(demand, nics, total, comp)
+    flows = _switch_flows(demand, nics, total, comp, bound)
     if flows is None or not _routed_within(G, flows, bound):
         return None
     return PatternRate(
@@ -567,36 +568,48 @@ def _switch_flows(
     nics: dict[Hashable, list[tuple[Any, Any, float]]],
     total: dict[Hashable, float],
     comp: dict[Any, int],
+    bound: float,
 ) -> dict[Any, dict[Any, float]] | None:
     """Bytes per unit from each switch to each destination switch (by destination), the
     pattern split over components and NICs as :func:`certified_pattern` says; None when a
-    pair shares no component."""
-    by_comp: dict[Hashable, dict[int, list[tuple[Any, float]]]] = {}
+    pair shares no component, or a NIC sends or receives more than its rate times ``bound``
+    (servers whose shares of NIC capacity differ between components)."""
+    by_comp: dict[Hashable, dict[int, list[tuple[Any, Any, float]]]] = {}
     for s, ns in nics.items():
-        d: dict[int, list[tuple[Any, float]]] = {}
-        for _, sw, r in ns:
-            d.setdefault(comp[sw], []).append((sw, r))
+        d: dict[int, list[tuple[Any, Any, float]]] = {}
+        for nic, sw, r in ns:
+            d.setdefault(comp[sw], []).append((nic, sw, r))
         by_comp[s] = d
     flows: dict[Any, dict[Any, float]] = {}
+    sent: dict[Any, float] = {}
+    got: dict[Any, float] = {}
     assert demand.entries is not None
     for (a, b), x in demand.entries.items():
         ca, cb = by_comp[a], by_comp[b]
-        share = {
-            c: min(sum(r for _, r in ca[c]) / total[a], sum(r for _, r in cb[c]) / total[b])
+        common = {
+            c: (sum(r for _, _, r in ca[c]), sum(r for _, _, r in cb[c]))
             for c in ca.keys() & cb.keys()
         }
+        share = {c: min(ra / total[a], rb / total[b]) for c, (ra, rb) in common.items()}
         norm = sum(share.values())
         if norm <= 0:
             return None
         for c, w in share.items():
-            ra = sum(r for _, r in ca[c])
-            rb = sum(r for _, r in cb[c])
-            for sa, xa in ca[c]:
-                for sb, xb in cb[c]:
-                    f = x * (w / norm) * (xa / ra) * (xb / rb)
+            ra, rb = common[c]
+            here = x * w / norm
+            for na, _, xa in ca[c]:
+                sent[na] = sent.get(na, 0.0) + here * xa / ra
+            for nb, _, xb in cb[c]:
+                got[nb] = got.get(nb, 0.0) + here * xb / rb
+            for _, sa, xa in ca[c]:
+                for _, sb, xb in cb[c]:
                     if sa != sb:
                         row = flows.setdefault(sb, {})
-                        row[sa] = row.get(sa, 0.0) + f
+                        row[sa] = row.get(sa, 0.0) + here * (xa / ra) * (xb / rb)
+    limit = bound * (1 + MET_TOL)
+    rate = {nic: r for ns in nics.values() for nic, _, r in ns}
+    if any(x > rate[n] * limit for load in (sent, got) for n, x in load.items()):
+        return None
     return flows
 
 
