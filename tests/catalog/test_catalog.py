@@ -59,9 +59,11 @@ def test_switches_as_their_datasheets_state(name, ports, gbps):
 @pytest.mark.parametrize(
     "name, gpus, nvlink_bidir_GBps, nic_gbps, arch",
     [
+        ("a100", 8, 600, 200, "ampere"),
         ("h800", 8, 400, 400, "hopper"),
         ("h100", 8, 900, 400, "hopper"),
         ("h200", 8, 900, 400, "hopper"),
+        ("h20", 8, 900, 400, "hopper"),
         ("b200", 8, 1800, 400, "blackwell"),
         ("b300", 8, 1800, 800, "blackwell"),
         ("gb200-nvl72", 72, 1800, 400, "blackwell"),
@@ -155,7 +157,7 @@ def test_unknown_model_and_too_many_nics_refused_with_the_numbers():
     r = run("build", "ft2", "--switch", "qm9701")
     assert r.exit_code == 1 and "qm9700, q3400, sn5600" in r.output
     r = run("build", "ft2", "--node", "h900")
-    assert r.exit_code == 1 and "h800, h100, h200, b200" in r.output
+    assert r.exit_code == 1 and "a100, h800, h100, h200, h20, b200" in r.output
     # 72 rails (one NIC per GPU of an NVL72 rack) on 64-port switches
     r = run("build", "mrft", "--switch", "qm9700", "--node", "gb200-nvl72")
     assert r.exit_code == 1

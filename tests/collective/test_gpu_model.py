@@ -37,7 +37,8 @@ def test_names_resolve_as_the_catalog_and_the_gpu_table_say() -> None:
     assert resolve_gpu_model("gb200-nvl72") == nodes["gb200-nvl72"]["model"]
     assert resolve_gpu_model("H100") == nodes["h100"]["model"]  # the catalog server h100
     assert resolve_gpu_model("gb200") == "NVIDIA GB200"
-    assert resolve_gpu_model("a100") == "NVIDIA A100"
+    assert resolve_gpu_model("a100") == nodes["a100"]["model"]  # the catalog server a100
+    assert resolve_gpu_model("a800") == "NVIDIA A800"
     import networkx as nx
 
     for name in nodes:

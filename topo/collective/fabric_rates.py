@@ -20,6 +20,7 @@ server are applied by :mod:`topo.collective.model`.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +29,12 @@ import networkx as nx
 
 from topo.collective.domains import select_domain_subcluster
 from topo.errors import InfeasibleError, SolverError, TopoError
-from topo.fabric import named_servers, spans_hosts
+from topo.fabric import SWITCH_KINDS, named_servers, spans_hosts, switch_components
 from topo.fabric import servers as server_vertices
 from topo.flow.alltoall import alltoall_bandwidth
+from topo.flow.cuts import MET_TOL
 from topo.flow.demand import server_demand_time
+from topo.flow.network import links
 from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
 
 UNIT_BYTES = 1e9
@@ -330,7 +333,11 @@ def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
 
 def _pattern(G: nx.Graph, demand: Demand) -> PatternRate:
     """Solve one pattern (given per byte of its unit) by max concurrent flow, posed at
-    :data:`UNIT_BYTES` per unit."""
+    :data:`UNIT_BYTES` per unit; first by a routing that meets the servers' NIC bound
+    (:func:`certified_pattern`), else by the LP."""
+    certified = certified_pattern(G, demand)
+    if certified is not None:
+        return certified
     posed = demand.scaled(UNIT_BYTES)
     assert posed.entries is not None
     try:
@@ -460,3 +467,208 @@ def _patterns(
     ring = _pattern(sub, ring_step(servers))
     tree = _pattern(sub, double_binary_tree_step(servers))
     return ring, tree, _alltoall_pattern(sub, servers, g)
+
+
+CERTIFY_WORK = 50_000_000
+"""Most (destination switch x switch link) steps :func:`certified_pattern` spends on its
+routing before leaving a pattern to the LP (a few seconds of Python)."""
+
+
+def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
+    """A server-level pattern's exact time, from a routing that meets the servers' NIC bound.
+
+    No schedule delivers a server's bytes faster than its NICs send or receive them: with
+    ``R_s`` the sum over server ``s``'s cabled NICs of min(cable, PCIe side) (the capacity of
+    the server in the LP's contraction, :mod:`topo.flow.matrix`), the time per unit is at
+    least ``T = max_s max(out_s, in_s) / R_s``. The routing here splits each pair's bytes over
+    the switch components (planes) both servers reach, in proportion to the smaller of their
+    shares of NIC capacity there; inside a component, over the sender's and the receiver's
+    NICs in proportion to their rates; between the two NICs' switches, at every switch over
+    the links one hop nearer the destination in proportion to their capacity (shortest paths,
+    ECMP by capacity). When no NIC and no switch link then carries more than its capacity
+    times ``T`` (to :data:`topo.flow.cuts.MET_TOL`), the routing delivers the pattern in
+    ``T``: by weak duality ``T`` is the LP's optimum (the max concurrent flow, Shahrokhi and
+    Matula, J. ACM 37(2), 1990), found without it. Non-blocking two- and three-layer fat
+    trees, MRFTs and MPFTs of identical servers meet it for the ring and tree steps;
+    oversubscribed or damaged fabrics usually do not.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The sub-fabric of a collective (:func:`select_subcluster`).
+    demand : Demand
+        A server-level pattern, bytes per byte of its unit (:mod:`topo.traffic.collective`).
+
+    Returns
+    -------
+    PatternRate or None
+        ``seconds_per_byte = T`` (s/B), ``method`` ``"certified"``, the bottleneck the NIC
+        cables of the first server (in the demand's order) whose bound is ``T``, in the
+        direction that binds (send first); None when the routing does not meet the bound,
+        the demand is not server level, a NIC has several cables, a pair shares no switch
+        component, or the routing would cost more than :data:`CERTIFY_WORK` steps: then the
+        LP decides.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> from topo.traffic import ring_step
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> r = certified_pattern(G, ring_step([0, 1, 2]))
+    >>> r.method, 1 / r.seconds_per_byte / 1e9  # each server sends 1 B per unit on 2 x 50 GB/s
+    ('certified', 100.0)
+    """
+    if demand.level != "server" or not demand.entries:
+        return None
+    nics = _server_nics(G)
+    if nics is None:
+        return None
+    total = {s: sum(r for _, _, r in ns) for s, ns in nics.items()}
+    out: dict[Hashable, float] = {}
+    into: dict[Hashable, float] = {}
+    for (a, b), x in demand.entries.items():
+        if a not in nics or b not in nics or a == b or not total[a] or not total[b]:
+            return None
+        out[a] = out.get(a, 0.0) + x
+        into[b] = into.get(b, 0.0) + x
+    bound = max(
+        max(x / total[s] for s, x in out.items()), max(x / total[s] for s, x in into.items())
+    )
+    comp = {v: i for i, c in enumerate(switch_components(G)) for v in c}
+    flows = _switch_flows(demand, nics, total, comp, bound)
+    if flows is None or not _routed_within(G, flows, bound):
+        return None
+    return PatternRate(
+        bound, demand.peak_bytes, _nic_bottleneck(G, demand, nics, total, out, into, bound),
+        "certified", demand,
+    )  # fmt: skip
+
+
+def _server_nics(G: nx.Graph) -> dict[Hashable, list[tuple[Any, Any, float]]] | None:
+    """Each server's cabled NICs as (NIC, its switch, min(cable, PCIe side) in B/s); None
+    when a NIC has more than one cable (left to the LP's own contraction)."""
+    nics: dict[Hashable, list[tuple[Any, Any, float]]] = {}
+    for s, parts in _inventory(G).items():
+        mine = []
+        for nic in parts["nic"]:
+            cables = [(w, e["capacity"]) for w, e in G.adj[nic].items() if e["kind"] == "endpoint"]
+            if not cables:
+                continue
+            if len(cables) > 1:
+                return None
+            pcie = sum(e["capacity"] for e in G.adj[nic].values() if e["kind"] == "pcie")
+            cap = cables[0][1]
+            mine.append((nic, cables[0][0], float(min(cap, pcie) if pcie > 0 else cap)))
+        nics[s] = mine
+    return nics
+
+
+def _switch_flows(
+    demand: Demand,
+    nics: dict[Hashable, list[tuple[Any, Any, float]]],
+    total: dict[Hashable, float],
+    comp: dict[Any, int],
+    bound: float,
+) -> dict[Any, dict[Any, float]] | None:
+    """Bytes per unit from each switch to each destination switch (by destination), the
+    pattern split over components and NICs as :func:`certified_pattern` says; None when a
+    pair shares no component, or a NIC sends or receives more than its rate times ``bound``
+    (servers whose shares of NIC capacity differ between components)."""
+    by_comp: dict[Hashable, dict[int, list[tuple[Any, Any, float]]]] = {}
+    for s, ns in nics.items():
+        d: dict[int, list[tuple[Any, Any, float]]] = {}
+        for nic, sw, r in ns:
+            d.setdefault(comp[sw], []).append((nic, sw, r))
+        by_comp[s] = d
+    flows: dict[Any, dict[Any, float]] = {}
+    sent: dict[Any, float] = {}
+    got: dict[Any, float] = {}
+    assert demand.entries is not None
+    for (a, b), x in demand.entries.items():
+        ca, cb = by_comp[a], by_comp[b]
+        common = {
+            c: (sum(r for _, _, r in ca[c]), sum(r for _, _, r in cb[c]))
+            for c in ca.keys() & cb.keys()
+        }
+        share = {c: min(ra / total[a], rb / total[b]) for c, (ra, rb) in common.items()}
+        norm = sum(share.values())
+        if norm <= 0:
+            return None
+        for c, w in share.items():
+            ra, rb = common[c]
+            here = x * w / norm
+            for na, _, xa in ca[c]:
+                sent[na] = sent.get(na, 0.0) + here * xa / ra
+            for nb, _, xb in cb[c]:
+                got[nb] = got.get(nb, 0.0) + here * xb / rb
+            for _, sa, xa in ca[c]:
+                for _, sb, xb in cb[c]:
+                    if sa != sb:
+                        row = flows.setdefault(sb, {})
+                        row[sa] = row.get(sa, 0.0) + here * (xa / ra) * (xb / rb)
+    limit = bound * (1 + MET_TOL)
+    rate = {nic: r for ns in nics.values() for nic, _, r in ns}
+    if any(x > rate[n] * limit for load in (sent, got) for n, x in load.items()):
+        return None
+    return flows
+
+
+def _routed_within(G: nx.Graph, flows: dict[Any, dict[Any, float]], bound: float) -> bool:
+    """Route each destination's flows over shortest switch paths, split at every switch over
+    the links one hop nearer in proportion to their capacity; True when every switch link
+    direction carries at most its capacity times ``bound`` (to :data:`MET_TOL`)."""
+    kind = dict(G.nodes(data="kind"))
+    adj = {
+        v: {w: float(e["capacity"]) for w, e in G.adj[v].items() if kind[w] in SWITCH_KINDS}
+        for v, k in kind.items()
+        if k in SWITCH_KINDS
+    }
+    if len(flows) * sum(len(n) for n in adj.values()) > CERTIFY_WORK:
+        return False
+    load: dict[tuple[Any, Any], float] = {}
+    for t, sources in flows.items():
+        dist = {t: 0}
+        layers = [[t]]
+        while layers[-1]:
+            nxt = []
+            for v in layers[-1]:
+                for w in adj[v]:
+                    if w not in dist:
+                        dist[w] = len(layers)
+                        nxt.append(w)
+            layers.append(nxt)
+        at = dict(sources)
+        for layer in reversed(layers[1:-1]):
+            for v in layer:
+                f = at.pop(v, 0.0)
+                if f <= 0:
+                    continue
+                near = [(w, c) for w, c in adj[v].items() if dist[w] == dist[v] - 1]
+                cap = sum(c for _, c in near)
+                for w, c in near:
+                    part = f * c / cap
+                    load[(v, w)] = load.get((v, w), 0.0) + part
+                    at[w] = at.get(w, 0.0) + part
+        if any(v != t and f > 0 for v, f in at.items()):
+            return False  # a source not joined to its destination
+    limit = bound * (1 + MET_TOL)
+    return all(x <= adj[u][v] * limit for (u, v), x in load.items())
+
+
+def _nic_bottleneck(
+    G: nx.Graph,
+    demand: Demand,
+    nics: dict[Hashable, list[tuple[Any, Any, float]]],
+    total: dict[Hashable, float],
+    out: dict[Hashable, float],
+    into: dict[Hashable, float],
+    bound: float,
+) -> dict[str, int]:
+    """Binding link directions per tier: the NIC cables of the first server, in the demand's
+    terminal order, whose send (else receive) bound is ``bound``."""
+    for s in demand.terminals:
+        for flow, towards in ((out, False), (into, True)):
+            if flow.get(s, 0.0) / total[s] >= bound * (1 - MET_TOL):
+                dirs = [(sw, nic, r, r) if towards else (nic, sw, r, r) for nic, sw, r in nics[s]]
+                return dict(sorted(Counter(b.tier for b in links(G, dirs)).items()))
+    return {}

@@ -9,9 +9,19 @@ a GPU of :data:`topo.collective.fabric_rates.GPU_ARCHES` (``GB200``, ``H100``, .
 
 from __future__ import annotations
 
+import networkx as nx
+
 from topo.catalog import load_catalog
-from topo.collective.fabric_rates import GPU_ARCHES, arch_of_model
+from topo.collective.fabric_rates import GPU_ARCHES, arch_of_model, gpu_arch, gpu_model
 from topo.errors import SpecError
+
+ARCH_CLASS = {
+    "volta": "Volta (V100-class)",
+    "ampere": "Ampere (A100-class)",
+    "hopper": "Hopper (H100-class)",
+    "blackwell": "Blackwell (B200-class)",
+}
+"""How a warning names each NCCL generation: the generation and its reference GPU."""
 
 
 def known_gpu_models() -> list[str]:
@@ -69,4 +79,45 @@ def resolve_gpu_model(name: str) -> str:
         f"--gpu-model {name!r} is not a GPU topo knows: give a catalog server or a GPU, one of "
         f"{', '.join(known_gpu_models())}",
         param="gpu_model",
+    )
+
+
+def assumed_arch_note(G: nx.Graph, arch: str) -> str | None:
+    """Why a fabric's collectives use ``arch``, when the fabric does not say which GPUs it has.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric; its GPU model is ``G.graph["gpu_model"]`` or a GPU vertex's ``model``
+        (:func:`~topo.collective.fabric_rates.gpu_model`).
+    arch : str
+        The generation the constants will use (``volta`` ... ``blackwell``): the constants
+        file's ``model.arch`` when nothing else chose one.
+
+    Returns
+    -------
+    str or None
+        None when the fabric records a GPU model of a known generation
+        (:func:`~topo.collective.fabric_rates.gpu_arch`); else one clause for a warning, e.g.
+        ``"records no GPU model; assuming Hopper (H100-class) NCCL tables; pass --arch or
+        build with --node"``, naming the recorded model when topo has no tables for it.
+
+    Examples
+    --------
+    >>> assumed_arch_note(nx.Graph(), "hopper")[:58]
+    'records no GPU model; assuming Hopper (H100-class) NCCL ta'
+    >>> assumed_arch_note(nx.Graph(gpu_model="NVIDIA A100-SXM4-80GB"), "hopper") is None
+    True
+    """
+    if gpu_arch(G) is not None:
+        return None
+    model = gpu_model(G)
+    what = (
+        "records no GPU model"
+        if model is None
+        else f"records GPU model {model!r}, of no generation topo has NCCL tables for"
+    )
+    return (
+        f"{what}; assuming {ARCH_CLASS.get(arch, arch)} NCCL tables; pass --arch or build "
+        "with --node"
     )

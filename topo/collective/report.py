@@ -15,7 +15,6 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import nnls
 
 from topo.collective.choice import (
     TunerRestriction,
@@ -561,6 +560,8 @@ def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> 
         raise TopoError("--fit: every measured time must be a positive number of µs")
     A = np.column_stack([np.ones_like(x), x])
     scale = np.array([1.0, 1.0 / x.max()])  # columns of like size for the solver
+    from scipy.optimize import nnls  # here: scipy.optimize costs every command 0.5 s
+
     coef, _ = nnls(A * scale / t[:, None], np.ones_like(t))
     alpha, inv_beta = coef * scale
     if not inv_beta > 0:

@@ -65,7 +65,7 @@ def build(
         str | None,
         typer.Option(
             "--node",
-            help="A GPU server of the catalog (topo catalog node): h800, h100, b200, "
+            help="A GPU server of the catalog (topo catalog node): a100, h100, h20, b200, "
             "gb200-nvl72, ...; the per-node options win over it.",
         ),
     ] = None,

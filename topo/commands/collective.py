@@ -276,6 +276,7 @@ def collective(
                 for t in tests
             ]
         _warn_send_recv([t.op for t in tests], algo, proto)
+        _warn_assumed_arch(fabric, G, arch, c)
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
             print_json([cmp.to_dict() for cmp in comparisons])
@@ -288,6 +289,7 @@ def collective(
         assert fabric is not None
         G = fabric_mod.load(fabric)
         the_op = (op or Op.all_reduce).value
+        c = _arch_constants(c, arch, G)
         with about(fabric):
             report = collective_table(
                 G,
@@ -298,11 +300,12 @@ def collective(
                 max_bytes=parse_size(max_bytes, "--max-bytes"),
                 step_factor=step_factor,
                 dtype=datatype,
-                constants=_arch_constants(c, arch, G),
+                constants=c,
                 algo=algo,
                 proto=proto,
             )
         _warn_send_recv([the_op], algo, proto)
+        _warn_assumed_arch(fabric, G, arch, c)
         _write_html(html, lambda: plot_busbw(report=report))
         if as_json:
             print_json(report.to_dict())
@@ -359,6 +362,21 @@ def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     return c.with_arch(chosen) if chosen else c
 
 
+def _warn_assumed_arch(fabric: Path | None, G: nx.Graph, arch: Arch | None, c: Any) -> None:
+    """One ``topo: warning:`` line on stderr when FABRIC records no GPU model of a known
+    generation and no ``--arch`` (or ``--node``) chose one: the numbers are of ``c.arch``, the
+    constants file's (:func:`topo.collective.gpu_models.assumed_arch_note`). Called once the
+    computation succeeded, so that a refused input stays one line; not for the default
+    cluster of --compare without FABRIC, whose own note names its H100s."""
+    from topo.collective.gpu_models import assumed_arch_note
+
+    if fabric is None or arch is not None:
+        return
+    note = assumed_arch_note(G, c.arch)
+    if note is not None:
+        print(f"topo: warning: {fabric} {note}", file=sys.stderr)
+
+
 def _warn_devices(log: Path, tests: Any, G: nx.Graph, model_arch: str, arch: Arch | None) -> None:
     """One ``topo: warning:`` line on stderr when the log ran on other GPUs than the model's
     (:func:`topo.collective.log_devices.device_mismatch`); the numbers stay as they are."""
@@ -389,6 +407,7 @@ def _calibrate(
     _warn_devices(log, tests, G, c.arch, arch)
     with about(fabric):
         result = calibrate(G, tests, c)
+    _warn_assumed_arch(fabric, G, arch, c)
     if output is not None:
         write_atomic(output, cluster_toml(result, log))
     if as_json:
