@@ -173,6 +173,7 @@ COSTS = (
     "launch_us",
     "net_launch_us",
     "net_message_us",
+    "ring_net_step_us",
     "nvlink_message_us",
     "nvls_message_us_per_gpu",
     "p2p_round_us",

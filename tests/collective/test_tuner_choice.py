@@ -48,7 +48,9 @@ def G():
 @pytest.fixture(scope="module")
 def fabric(G, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("fab") / "h100.json"
-    save(G, path)
+    H = G.copy()
+    H.graph["gpu_model"] = "NVIDIA H100 80GB HBM3"  # (as topo build --node h100 records it)
+    save(H, path)
     return path
 
 

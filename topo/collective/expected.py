@@ -53,8 +53,7 @@ from dataclasses import dataclass
 from topo.collective.channels import coll_channels, p2p_channels
 from topo.collective.constants import PROTOCOLS, NcclConstants, log2i
 from topo.collective.fabric_rates import FabricRates
-from topo.collective.model import Candidate, p2p_channels_per_peer, p2p_op_channels
-from topo.collective.model import _Rates as Rates
+from topo.collective.model import Candidate, Rates, p2p_channels_per_peer, p2p_op_channels
 
 RING_STEPS = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}
 """Ring steps per rank, as a multiple of ``n - 1`` (NCCL ``src/device/all_reduce.h``,

@@ -152,7 +152,7 @@ def _hose(p: PatternRate, server_Bps: float) -> float:
     return p.demand.hose_time(server_Bps)
 
 
-class _Rates:
+class Rates:
     """Efficiency-adjusted rates (B/s) of a sub-cluster under a set of constants."""
 
     def __init__(self, r: FabricRates, c: NcclConstants, tuner: bool = False) -> None:
@@ -198,11 +198,11 @@ class _Rates:
         return bw, bound
 
 
-def _hw_intra(rates: _Rates) -> str:
+def _hw_intra(rates: Rates) -> str:
     return "nvlink" if rates.r.nvswitch and rates.G > 1 else "pci"
 
 
-def _ring(op: str, S: float, R: _Rates) -> list[Candidate]:
+def _ring(op: str, S: float, R: Rates) -> list[Candidate]:
     c, n, N = R.c, R.n, R.N
     bus, bound = R.ring_bus()
     nsteps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
@@ -247,7 +247,7 @@ def _cand(algo: str, proto: str, lat_us: float, algbw: float, S: float, bound: s
     return Candidate(algo, proto, lat, algbw, lat + S / algbw, bound)
 
 
-def _tree_net(R: _Rates) -> tuple[float, str]:
+def _tree_net(R: Rates) -> tuple[float, str]:
     """all_reduce bytes per second the tree pattern moves across servers (no NCCL factors)."""
     assert R.r.tree is not None
     bw, bound = R.pattern(R.r.tree)
@@ -259,7 +259,7 @@ def _tree_net(R: _Rates) -> tuple[float, str]:
     return bw, bound
 
 
-def _tree(S: float, R: _Rates) -> list[Candidate]:
+def _tree(S: float, R: Rates) -> list[Candidate]:
     c, N, G = R.c, R.N, R.G
     if N == 1:
         raw, bound = R.nvl / 2, "nvlink"
@@ -298,11 +298,11 @@ def _tree(S: float, R: _Rates) -> list[Candidate]:
     return out
 
 
-def _nvls_ok(R: _Rates) -> bool:
+def _nvls_ok(R: Rates) -> bool:
     return R.r.nvswitch and R.G > 1 and R.c.nvls_efficiency() > 0
 
 
-def _nvls(op: str, S: float, R: _Rates) -> list[Candidate]:
+def _nvls(op: str, S: float, R: Rates) -> list[Candidate]:
     c, G, n = R.c, R.G, R.n
     eff = R.nvl * c.nvls_efficiency()
     if op == "all_reduce":
@@ -313,7 +313,7 @@ def _nvls(op: str, S: float, R: _Rates) -> list[Candidate]:
     return [_cand("nvls", "Simple", lat, algbw, S, "nvlink")]
 
 
-def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
+def _nvls_tree(S: float, R: Rates) -> list[Candidate]:
     c, G, N, n = R.c, R.G, R.N, R.n
     intra = R.nvl * c.nvls_efficiency() * G / (G + 1)
     inter, bound = _tree_net(R)
@@ -334,7 +334,7 @@ def _nvls_tree(S: float, R: _Rates) -> list[Candidate]:
     return [_cand("nvls_tree", "Simple", lat, algbw, S, why)]
 
 
-def _pat(S: float, R: _Rates) -> list[Candidate]:
+def _pat(S: float, R: Rates) -> list[Candidate]:
     c = R.c
     bus, bound = R.ring_bus()
     algbw = bus * c.factor("pat_factor")
@@ -348,7 +348,7 @@ def _pat(S: float, R: _Rates) -> list[Candidate]:
     return [_cand("pat", "Simple", lat, algbw, S, bound)]
 
 
-def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
+def _p2p_latency(R: Rates, p: str, peers: int) -> float:
     c = R.c
     hw = "net" if R.N > 1 else _hw_intra(R)
     lat = c.base_latency_us("ring", p) + c.hw_latency_us(hw, "ring", p)
@@ -358,7 +358,7 @@ def _p2p_latency(R: _Rates, p: str, peers: int) -> float:
     return lat + _div_up(peers, c.factor("p2p_per_batch")) * c.latency("extra_step_us")
 
 
-def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
+def _p2p_protocols(R: Rates, per_peer: float) -> list[tuple[str, float]]:
     """Send/recv's protocols: LL up to NCCL_P2P_LL_THRESHOLD per peer, where the connection
     has LL buffers (across servers only with NCCL_ALLOC_P2P_NET_LL_BUFFERS=1: src/enqueue.cc,
     src/transport/net.cc, NCCL 2.29); Simple always."""
@@ -369,7 +369,7 @@ def _p2p_protocols(R: _Rates, per_peer: float) -> list[tuple[str, float]]:
     return out
 
 
-def _alltoall(S: float, R: _Rates) -> list[Candidate]:
+def _alltoall(S: float, R: Rates) -> list[Candidate]:
     n, G, N = R.n, R.G, R.N
     chunk = S / n
     t_net, t_nvl = 0.0, 0.0
@@ -395,7 +395,7 @@ def _div_up(a: float, b: float) -> int:
     return int(-(-a // b))
 
 
-def p2p_channels_per_peer(R: _Rates) -> int:
+def p2p_channels_per_peer(R: Rates) -> int:
     """NCCL's ``p2pnChannelsPerPeer`` (src/graph/paths.cc, 2.29): over NVLink 2 channels per
     NVLink's worth of the path, over the network max(NICs, ceil(NIC GB/s / 14)); the least over
     the peers, a power of two, halved across servers until every peer fits in one round."""
@@ -416,7 +416,7 @@ def p2p_channels_per_peer(R: _Rates) -> int:
     return min(total, per_peer)
 
 
-def p2p_op_channels(R: _Rates, nbytes: float) -> int:
+def p2p_op_channels(R: Rates, nbytes: float) -> int:
     """Channels NCCL splits one send (or recv) of ``nbytes`` over (src/enqueue.cc addP2pToPlan,
     2.29): at least ``nChannelsMin`` parts of >= chunk/2 (network) or chunk/8 (NVLink), doubled
     while a part exceeds one chunk (network) or 32 chunks (NVLink), up to the per-peer count."""
@@ -439,7 +439,7 @@ def p2p_op_channels(R: _Rates, nbytes: float) -> int:
     return max(1, k)
 
 
-def _sendrecv(S: float, R: _Rates) -> list[Candidate]:
+def _sendrecv(S: float, R: Rates) -> list[Candidate]:
     """nccl-tests' sendrecv: every rank sends S to the next and receives from the previous; the
     slowest pair (across servers when N > 1) sets the time. A pair moves at most its channels'
     worth (:func:`p2p_op_channels`; per channel one NVLink, or NCCL's 14 GB/s over the network)."""
@@ -492,8 +492,8 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     if not size_bytes > 0:
         raise TopoError(f"size must be > 0 bytes, got {size_bytes}")
     S = float(size_bytes)
-    ceiling = _candidates(op, S, _Rates(rates, c))
-    tuner = _candidates(op, S, _Rates(rates, c, tuner=True))
+    ceiling = _candidates(op, S, Rates(rates, c))
+    tuner = _candidates(op, S, Rates(rates, c, tuner=True))
     return [
         Candidate(
             k.algorithm, k.protocol, k.latency_s, k.algbw_Bps, k.time_s, k.bound, t.time_s,
@@ -503,7 +503,7 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     ]
 
 
-def _candidates(op: str, S: float, R: _Rates) -> list[Candidate]:
+def _candidates(op: str, S: float, R: Rates) -> list[Candidate]:
     if op == "alltoall":
         return _alltoall(S, R)
     if op == "sendrecv":

@@ -407,9 +407,10 @@ def _calibrate(
     _warn_devices(log, tests, G, c.arch, arch)
     with about(fabric):
         result = calibrate(G, tests, c)
+    text = cluster_toml(result, log) if output is not None else None  # (refuses a bare fit)
     _warn_assumed_arch(fabric, G, arch, c)
-    if output is not None:
-        write_atomic(output, cluster_toml(result, log))
+    if output is not None and text is not None:
+        write_atomic(output, text)
     if as_json:
         print_json(result.to_dict())
     else:

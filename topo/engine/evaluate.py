@@ -200,6 +200,7 @@ def _collective(G: nx.Graph, ctx: Context, point: dict[str, Any]) -> dict[str, A
         "collective_size_bytes": row["size_bytes"],
         "collective_time_us": row["time_us"],
         "collective_busbw_GBps": row["busbw_GBps"],
+        "collective_ceiling_busbw_GBps": row["ceiling_busbw_GBps"],
     }
 
 
