@@ -24,7 +24,7 @@ from topo.collective.choice import (
 )
 from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.expected import expected
-from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.fabric_rates import FabricRates, fabric_rates, gpu_arch
 from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor
 from topo.errors import TopoError
 from topo.formats.nccl_tests import NcclTest
@@ -142,6 +142,23 @@ class CollectiveReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; ``rows`` is a list of objects with nccl-tests' columns."""
         return asdict(self)
+
+
+def fabric_constants(G: nx.Graph) -> NcclConstants:
+    """The default constants (:func:`load_constants`) for the GPU generation the fabric
+    records (:func:`topo.collective.fabric_rates.gpu_arch`), else the file's (hopper).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    >>> G.graph["gpu_model"] = "NVIDIA A100-SXM4-80GB"
+    >>> fabric_constants(G).arch
+    'ampere'
+    """
+    c = load_constants()
+    arch = gpu_arch(G)
+    return c.with_arch(arch) if arch is not None and arch != c.arch else c
 
 
 def rates_summary(r: FabricRates, c: NcclConstants) -> dict[str, Any]:
@@ -336,7 +353,7 @@ def collective_table(
         nccl-tests data type (sizes are rounded to whole elements, 16-byte aligned, and for
         all_gather, reduce_scatter and alltoall to n chunks, as nccl-tests does).
     constants : NcclConstants, optional
-        Default: :func:`topo.collective.constants.load_constants`.
+        Default: :func:`fabric_constants` (the file's, for the fabric's GPU generation).
     algo, proto : str, optional
         Restrict the tuner's choice as NCCL_ALGO and NCCL_PROTO do (e.g. ``"ring"``,
         ``"^tree"``, ``"Simple"``; :func:`topo.collective.choice.tuner_restriction`); they do
@@ -375,7 +392,7 @@ def collective_table(
     if step_factor < 2:
         raise TopoError(f"--step-factor must be >= 2, got {step_factor}")
     restriction = tuner_restriction(algo, proto)
-    c = constants or load_constants()
+    c = constants or fabric_constants(G)
     rates = fabric_rates(G, gpus, gpus_per_node)
     elt = TYPE_BYTES[dtype]
     rows = []
@@ -630,7 +647,7 @@ def compare_log(
     gpus, gpus_per_node : int, optional
         Default: the ranks and ranks per host listed in the log.
     constants : NcclConstants, optional
-        Default: :func:`topo.collective.constants.load_constants`.
+        Default: :func:`fabric_constants` (the file's, for the fabric's GPU generation).
     fit : bool
         Also fit alpha and beta to the measured out-of-place times.
     algo, proto : str, optional
@@ -658,7 +675,7 @@ def compare_log(
     g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
     if n is None:
         raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
-    c = constants or load_constants()
+    c = constants or fabric_constants(G)
     rates = fabric_rates(G, n, g)
     predicted = [
         predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
