@@ -251,6 +251,7 @@ def _check(data: dict[str, Any], path: Path) -> None:
     _check_numbers(model["p2p_channels"], path, "model.p2p_channels.", zero_ok=True)
     _check_numbers(data["latency"], path, "latency.", zero_ok=True)
     _check_numbers(data["bandwidth"], path, "bandwidth.", zero_ok=True)
+    _check_numbers(data["expected"], path, "expected.", zero_ok=True)
     eff = data["efficiency"]
     for name, value in (
         ("efficiency.nic", eff["nic"]),
@@ -300,6 +301,11 @@ POSITIVE = (
     ("bandwidth", "p2p_per_batch"),
     ("model", "p2p_channels", "one_node"),
     ("search",),
+    ("expected", "nvls_channel_GBps"),
+    ("expected", "nvls_tree_channel_GBps"),
+    ("expected", "ring_slices"),
+    ("expected", "chunk"),
+    ("expected", "nvls_channels"),
 )
 """Latencies and caps NCCL never sets to zero: a zero there is a typo (a zero latency makes every
 size free of latency; a zero cap divides by zero)."""
