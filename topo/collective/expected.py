@@ -48,6 +48,7 @@ on NCCL's latency table), the ceiling's time is taken and ``binds`` says so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from topo.collective.channels import coll_channels, p2p_channels
@@ -166,13 +167,23 @@ def _ring(op: str, cand: Candidate, S: float, R: Rates) -> tuple[float, float, i
     loops = max(1, _cdiv(S, nch * n * chunk))
     s = S / (loops * nch * n * slices)
     M = steps * loops * slices
-    if op in ("broadcast", "reduce"):  # a chain of n-1 hops moving S / nch per channel
+    chain = op in ("broadcast", "reduce")
+    if chain:  # a chain of n-1 hops moving S / nch per channel: a pipeline
         M = max(1, _cdiv(S, nch * chunk)) * slices
         s = S / (M * nch)
         steps = n - 1
     t_bw = S / cand.algbw_Bps
     r_share = M * s / t_bw
-    r_ch = _channel_Bps(c, p)
+    r_ch = _channel_Bps(c, p, N > 1)
+    if chain:  # the first chunk crosses n - N NVLink hops and N - 1 network hops, one by one
+        o_hop = _per_proto(c, "ring_net_step_us", p) * 1e-6
+        net_hop = _hop_s(o_hop, s, r_ch, r_share)
+        o_nvl = _message_s(c, p, False)
+        r_nvl = _channel_Bps(c, p, False)
+        # across servers the NICs bind and an NVLink hop goes at a channel's copy rate
+        nvl_hop = o_nvl + s / r_nvl if N > 1 else _hop_s(o_nvl, s, r_nvl, r_share)
+        fill = (n - N) * nvl_hop + (N - 1) * net_hop
+        return fill - s / r_share, t_bw, M, s, nch
     if N > 1:
         # the step waits for the slowest of its N network hops: for hop delays drawn
         # independently from an exponential distribution of mean o, the expected maximum is
@@ -196,9 +207,15 @@ def harmonic(N: int) -> float:
     return sum(1.0 / k for k in range(1, N + 1))
 
 
-def _channel_Bps(c: NcclConstants, protocol: str) -> float:
-    """What one channel copies (B/s): one NVLink's rate (NCCL's ``ncclTopoNVLinkBw``, the
-    ceiling's assumption) times the protocol's factor."""
+def _channel_Bps(c: NcclConstants, protocol: str, network: bool) -> float:
+    """How fast a message's bytes hold up its hop (B/s). Across the network every protocol
+    stores and forwards: the proxy posts a step once the GPU has written it, copied at one
+    channel's rate (one NVLink's, NCCL's ``ncclTopoNVLinkBw``, the ceiling's assumption),
+    times the protocol's factor. Over NVLink, LL and LL128 forward each line as it arrives (a
+    flag in every 8 or 128 bytes, ``src/device/prims_ll.h``, ``prims_ll128.h``): their bytes
+    do not hold up a hop (infinite); Simple stores and forwards a slice."""
+    if not network and protocol in ("LL", "LL128"):
+        return math.inf
     return c.nvlink_link_GBps() * 1e9 * _proto_factor(c, protocol)
 
 
@@ -221,13 +238,14 @@ def _pipeline(
     R: Rates,
     lanes: int,
     chunk: float,
-    hops: list[tuple[float, int]],
+    hops: list[tuple[float, int, bool, bool]],
     rate_Bps: float | None = None,
 ) -> tuple[float, float, int, float]:
     """(latency, bandwidth time, messages, message bytes) of ``lanes`` pipelines (channels x
     heads) moving ``S`` in chunks through the stages ``hops``, given as (fixed cost per
-    message, count). The first chunk crosses every stage (:func:`_hop_s` each); the others
-    follow at the lane's share of the binding link: ``sum(hops) + (M - 1) x s / r_share``,
+    message, count, on the binding link, across the network). The first chunk crosses every
+    stage (:func:`_hop_s` on the binding link, ``o + s / r_ch`` on another); the others follow at the lane's share of
+    the binding link: ``sum(hops) + (M - 1) x s / r_share``,
     written as a latency plus ``size / algbw``. ``rate_Bps`` (algbw) replaces the ceiling's
     where a limit of the expected model is tighter."""
     c = R.c
@@ -235,8 +253,10 @@ def _pipeline(
     s = S / (M * lanes)
     t_bw = S / (rate_Bps if rate_Bps is not None else cand.algbw_Bps)
     r_share = M * s / t_bw
-    r_ch = _channel_Bps(c, cand.protocol)
-    depth = sum(k * _hop_s(o, s, r_ch, r_share) for o, k in hops)
+    depth = 0.0
+    for o, k, binding, network in hops:
+        r_ch = _channel_Bps(c, cand.protocol, network)
+        depth += k * (_hop_s(o, s, r_ch, r_share) if binding else o + s / r_ch)
     return depth - s / r_share, t_bw, M, s
 
 
@@ -326,15 +346,15 @@ def expected(
     elif a == "tree":
         nch = coll_channels(rates, c)
         chunk = _tree_chunk(c, p, S, nch, R)
-        hops = [(o_nvl, 2 * (R.G - 1)), (o_net, 2 * _ceil_log2(R.N))]
+        hops = [(o_nvl, 2 * (R.G - 1), False, False), (o_net, 2 * _ceil_log2(R.N), True, True)]
         lat, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, hops)
     elif a in ("nvls", "nvls_tree"):
         nch = _nvls_channels(c, R.N)
         lanes = nch * R.G
         chunk = _nvls_chunk(c, S, lanes, a == "nvls_tree", R.N)
-        hops = [(o_nvls, 2)]
+        hops = [(o_nvls, 2, True, False)]
         if a == "nvls_tree":
-            hops.append((o_net, 2 * _ceil_log2(R.N)))
+            hops.append((o_net, 2 * _ceil_log2(R.N), True, True))
         # one NVLS channel (a thread block issuing multimem loads and stores, and with
         # NVLS-tree also driving the network) moves at most so many bytes of the buffer a
         # second (fitted)
@@ -346,7 +366,8 @@ def expected(
     elif a == "p2p":
         nch = p2p_op_channels(R, S)
         chunk = _p2p_chunk(c, S / nch, net, p)
-        lat, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, [(o_net if net else o_nvl, 1)])
+        hop = (o_net if net else o_nvl, 1, True, net)
+        lat, t_bw, M, s = _pipeline(cand, S, R, nch, chunk, [hop])
     else:  # PAT: the ceiling's own latency model
         nch, M, s = coll_channels(rates, c), 1, S
         lat, t_bw = cand.latency_s, S / cand.algbw_Bps
@@ -359,8 +380,14 @@ def expected(
     if t_bw > S / cand.algbw_Bps * (1 + 1e-9):
         bound = f"{nch} NVLS channels"
     if total < cand.time_s:
-        binds, detail = "ceiling", "NCCL's latency table exceeds the message model"
-        total = cand.time_s
+        # the ceiling's time is taken, with its own parts: NCCL's latency and the bytes
+        total, launch, fill = cand.time_s, 0.0, cand.latency_s
+        t_bw = S / cand.algbw_Bps
+        bound = cand.bound
+        if t_bw >= fill:
+            binds, detail = "bandwidth", bound
+        else:
+            binds, detail = "ceiling", "NCCL's latency table exceeds the message model"
     elif t_bw >= launch + fill:
         binds, detail = "bandwidth", bound
     elif fill >= launch:
@@ -405,7 +432,8 @@ def _pairwise(
     M = max(1, _cdiv((n - 1) * k * parts, total))
     t_bw = S / cand.algbw_Bps
     r_share = M * s / t_bw
-    hop = _hop_s(_message_s(c, cand.protocol, net), s, _channel_Bps(c, cand.protocol), r_share)
+    r_ch = _channel_Bps(c, cand.protocol, net)
+    hop = _hop_s(_message_s(c, cand.protocol, net), s, r_ch, r_share)
     rounds = _cdiv(n - 1, c.factor("p2p_per_batch")) if net else 0
     return hop - s / r_share, t_bw, M, s, total, rounds * _ex(c, "p2p_round_us") * 1e-6
 

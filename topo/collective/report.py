@@ -677,9 +677,14 @@ def compare_log(
         raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
     c = constants or fabric_constants(G)
     rates = fabric_rates(G, n, g)
+    # nccl-tests prints rows of 0 bytes where -b is under ranks x a word (all_gather,
+    # reduce_scatter, alltoall): nothing moves, nothing to compare
+    measured = [m for m in test.rows if m.size_bytes > 0]
+    if not measured:
+        raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
     predicted = [
         predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
-        for m in test.rows
+        for m in measured
     ]
     rows = [
         CompareRow(
@@ -688,19 +693,19 @@ def compare_log(
             predicted_time_us=p.time_us,
             measured_busbw_GBps=m.busbw_GBps,
             predicted_busbw_GBps=p.busbw_GBps,
-            ratio=m.busbw_GBps / p.busbw_GBps if p.busbw_GBps > 0 else math.inf,
+            # from the times (busbw = factor x size / time on both sides): the log's busbw has
+            # two decimals, too few at small sizes
+            ratio=p.time_us / m.time_us if m.time_us > 0 else math.inf,
             algorithm=p.algorithm,
             protocol=p.protocol,
             bound=p.bound,
             busbw_note=p.busbw_note,
             candidates=p.candidates,
             ceiling_busbw_GBps=p.ceiling_busbw_GBps,
-            ceiling_ratio=(
-                m.busbw_GBps / p.ceiling_busbw_GBps if p.ceiling_busbw_GBps > 0 else math.inf
-            ),
+            ceiling_ratio=p.ceiling_time_us / m.time_us if m.time_us > 0 else math.inf,
             binds=p.binds,
         )
-        for m, p in zip(test.rows, predicted, strict=True)
+        for m, p in zip(measured, predicted, strict=True)
     ]
     large = [r for r in rows if r.size_bytes >= GIB]
     which = "1 GiB and more" if large else "every size"
@@ -712,8 +717,8 @@ def compare_log(
     model_lat = None
     if fit:
         f = fit_alpha_beta(
-            [m.size_bytes for m in test.rows],
-            [m.time_us for m in test.rows],
+            [m.size_bytes for m in measured],
+            [m.time_us for m in measured],
             busbw_factor(test.op, rates.gpus),
         )
         model_lat = max(predicted, key=lambda p: p.size_bytes).latency_us
