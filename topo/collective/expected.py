@@ -244,8 +244,8 @@ def _pipeline(
     """(latency, bandwidth time, messages, message bytes) of ``lanes`` pipelines (channels x
     heads) moving ``S`` in chunks through the stages ``hops``, given as (fixed cost per
     message, count, on the binding link, across the network). The first chunk crosses every
-    stage (:func:`_hop_s` on the binding link, ``o + s / r_ch`` on another); the others follow at the lane's share of
-    the binding link: ``sum(hops) + (M - 1) x s / r_share``,
+    stage (:func:`_hop_s` on the binding link, ``o + s / r_ch`` on another); the others
+    follow at the lane's share of the binding link: ``sum(hops) + (M - 1) x s / r_share``,
     written as a latency plus ``size / algbw``. ``rate_Bps`` (algbw) replaces the ceiling's
     where a limit of the expected model is tighter."""
     c = R.c
@@ -413,9 +413,7 @@ def _kib(nbytes: float) -> str:
     return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
 
-def _pairwise(
-    cand: Candidate, S: float, R: Rates
-) -> tuple[float, float, int, float, int, float]:
+def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, int, float, int, float]:
     """alltoall as NCCL runs it: n-1 sends and receives of S/n, each split over the per-peer
     channels in parts of NCCL's p2p chunk, the parts of all peers spread over the p2p channels
     (src/enqueue.cc addP2pToPlan; src/graph/paths.cc); across servers the peers are served in
