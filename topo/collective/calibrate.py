@@ -538,6 +538,11 @@ def _gain_reason(
     value = nn if name == NODE_NETWORK else scale
     if moved == 0:
         return f"the rows of its band fit best at the value given; {_kept(name, model.c)}"
+    if after >= before:  # the band's fit is better on its rows overall, not on those it moves
+        return (
+            f"fitted on its band to {value:.3f}, it takes the {moved} rows it moves from "
+            f"{before:.1%} to {after:.1%} median |error| (no better); {_kept(name, model.c)}"
+        )
     return (
         f"fitted on its band to {value:.3f}, it takes the {moved} rows it moves only from "
         f"{before:.1%} to {after:.1%} median |error| (under {MIN_GAIN * 100:g} point better: "

@@ -618,7 +618,7 @@ def _warn_send_recv(ops: list[str], algo: str | None, proto: str | None) -> None
 
 EXPECTED_CAPTION = (
     "time, algbw, busbw: expected (NCCL's per-message costs, fitted: docs/collective.md); "
-    "ceiling busbw: the bound the fabric allows NCCL's tuner"
+    "ceiling: the busbw bound the fabric allows NCCL's tuner"
 )
 
 
@@ -645,7 +645,7 @@ def _table(rep: CollectiveReport) -> None:
         "time (us)",
         "algbw (GB/s)",
         "busbw (GB/s)",
-        "ceiling busbw",
+        "ceiling (GB/s)",
     ):
         table.add_column(name, justify="right")
     table.add_column("algorithm/protocol")
