@@ -410,7 +410,7 @@ def expected(
 
 
 def _kib(nbytes: float) -> str:
-    return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
+    return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.3g} B"
 
 
 def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, int, float, int, float]:
