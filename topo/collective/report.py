@@ -620,7 +620,8 @@ def _verdict(op: str, median: float, which: str) -> tuple[str, bool]:
         return (f"agrees with the model: {pct} of the expected busbw at {which}", False)
     return (
         f"above the model: {pct} of the expected busbw at {which}; the model is pessimistic "
-        "here (check the fabric file and the constants)",
+        "here (check that the fabric file is the cluster measured, then the constants; under 1 MiB "
+        "the expected curve is not fitted: docs/collective.md)",
         False,
     )
 

@@ -258,7 +258,11 @@ def collective(
         )
     if compare is not None:
         tests = _log_tests(compare, op, gpus, gpus_per_node)
-        G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
+        G = (
+            fabric_mod.load(fabric)
+            if fabric is not None
+            else _default_cluster(tests, gpus, gpus_per_node)
+        )
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
         with about(fabric):
@@ -550,11 +554,17 @@ x16), on a non-blocking two-layer fat tree of 64-port 400G switches; as
 examples/h100-10node.toml."""
 
 
-def _default_cluster(tests: list[NcclTest]) -> nx.Graph:
-    """Build :data:`DEFAULT_CLUSTER` with as many servers as the log's largest test used."""
+def _default_cluster(
+    tests: list[NcclTest], gpus: int | None = None, gpus_per_node: int | None = None
+) -> nx.Graph:
+    """Build :data:`DEFAULT_CLUSTER` with as many servers as the log's largest test used, or
+    as ``--gpus`` at ``--gpus-per-node`` (default 8) need where that is more."""
     from topo.builders import build
 
     servers = max((max(len(t.hosts), t.nodes or 0) for t in tests), default=0) or 1
+    if gpus is not None and gpus > 0:
+        per = gpus_per_node if gpus_per_node and gpus_per_node > 0 else 8
+        servers = max(servers, -(-gpus // per))
     per_server: int = DEFAULT_CLUSTER["gpus_per_node"]
     err.print(
         f"no FABRIC given: holding the log against {servers} H100 server(s) of 8 GPUs and "
