@@ -201,6 +201,23 @@ def test_a_launchers_tags_are_removed(tmp_path, tag):
     assert log_format(p) == "nccl-tests"
 
 
+def test_open_mpi_tags_inside_a_row_are_removed(tmp_path):
+    """nccl-tests writes a row in pieces; mpirun --tag-output tags each piece (a public AWS
+    p5 log: ``[1,0]<stdout>:  8  2  float  sum  -1[1,0]<stdout>:  85.70 ...``)."""
+    tag = "[1,0]<stdout>:"
+    lines = []
+    for x in ALL_REDUCE.splitlines(keepends=True):
+        f = x.split()
+        if x.strip() and not x.lstrip().startswith("#") and len(f) > 5 and f[0].isdigit():
+            # cut the row after its leading columns and again after the out-of-place ones
+            head = "  ".join(f[:4])
+            lines.append(f"{tag}  {head}{tag}  {'  '.join(f[4:8])}{tag}  {'  '.join(f[8:])}\n")
+        else:
+            lines.append(tag + x)
+    p = _write(tmp_path, "".join(lines))
+    assert read_nccl_tests(p) == read_nccl_tests(_write(tmp_path, ALL_REDUCE, "plain.log"))
+
+
 def test_two_old_tests_each_take_the_binary_before_it(tmp_path):
     text = ALL_REDUCE + "$ ./build/all_gather_perf -b 128M -e 128M\n" + ALL_GATHER
     assert [t.op for t in read_nccl_tests(_write(tmp_path, text))] == ["all_reduce", "all_gather"]

@@ -72,6 +72,9 @@ _BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\b")
 LINE_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)")
 """A launcher's tag before each line: Open MPI's ``mpirun --tag-output``
 (``[1,0]<stdout>:``), Slurm's ``srun --label`` (``0: ``); removed before reading."""
+MID_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
+"""Open MPI's tag inside a line: nccl-tests prints a row in several writes, and
+``--tag-output`` tags each (``... -1[1,0]<stdout>:    85.70 ...``); replaced by a space."""
 _COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
 _V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
 # the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
@@ -614,7 +617,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     version = library = ""
     binary: tuple[str, int] | None = None  # the last *_perf named between tests
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = LINE_TAG.sub("", raw, count=1).strip()
+        line = MID_TAG.sub(" ", LINE_TAG.sub("", raw, count=1)).strip()
         if not line:
             continue
         m = _VERSION.match(line)
