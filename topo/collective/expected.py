@@ -87,9 +87,9 @@ class Expected:
         Channels the operation runs on.
     binds : str
         The largest part of the time: ``bandwidth`` (bytes at the rate of ``bound``),
-        ``messages`` (the per-message cost of ``messages`` messages), ``latency`` (launch and
-        pipeline fill), or ``ceiling`` (NCCL's latency table gives more than the message model:
-        the ceiling's time is taken).
+        ``messages`` (the messages' way along the path: ``latency_s``), ``latency`` (the
+        operation's launch), or ``ceiling`` (NCCL's latency table gives more than the message
+        model: the ceiling's time is taken, and its own latency exceeds its bytes' time).
     binds_detail : str
         What in particular: the bound, the messages and their size, or the latency's parts.
     bound : str
@@ -157,6 +157,8 @@ def _ring(op: str, cand: Candidate, S: float, R: Rates) -> tuple[float, float, i
     are a chain of hops, each taking :func:`_hop_s` for a message (the slowest hop, across
     the network when the ring leaves the server, paces every step); later loops and slices
     follow at the channel's share of the link. So ``K x (hop - s / r_share) + size / algbw``.
+    broadcast and reduce are a chain from the root instead: the first chunk crosses ``n - N``
+    NVLink hops and ``N - 1`` network hops one after another, the others follow at the share.
     """
     c, n, N = R.c, R.n, R.N
     p = cand.protocol
