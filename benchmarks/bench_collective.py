@@ -15,14 +15,12 @@ busbw at the largest size. Run from the project root::
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from bench_limits import memory_index, speed_index, steal_seconds
+from bench_limits import measure, print_cases, print_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPO = [sys.executable, str(ROOT / "cli.py")]
@@ -47,20 +45,8 @@ LARGE_CASES = [
 
 
 def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
-    """Run ``topo collective ARGS`` in ``cwd``: (wall s, CPU s, peak MB, stdout), CPU and
-    memory of that process alone (``os.wait4``)."""
-    with tempfile.TemporaryFile("w+") as buf:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [*TOPO, "collective", *args], cwd=cwd, stdout=buf, stderr=subprocess.DEVNULL
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        if os.waitstatus_to_exitcode(status):
-            raise SystemExit(f"topo collective {' '.join(args)} failed")
-        buf.seek(0)
-        out = buf.read()
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+    """Run ``topo collective ARGS`` in ``cwd`` (:func:`bench_limits.measure`)."""
+    return measure([*TOPO, "collective", *args], cwd)
 
 
 def found(out: str) -> str:
@@ -85,28 +71,9 @@ def main() -> None:
             subprocess.run(
                 [*TOPO, "build", *args, "-o", name], cwd=cwd, check=True, capture_output=True
             )
-        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        print(f"speed index {speed_index():.2f} s (ten million Python additions; lower is faster)")
-        print(f"memory index {memory_index():.2f} s (256 MB touched, 300,000 dicts built)")
-        print(
-            f"{'case':<34} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'steal s':>7} "
-            f"{'peak MB':>8}  found"
-        )
-        print("-" * 120)
-        for label, args, limit in CASES + (LARGE_CASES if large else []):
-            stolen = steal_seconds()
-            wall, cpu, peak, out = run(args, cwd)
-            stolen = steal_seconds() - stolen
-            lim = f"{limit:g}" if limit else "-"
-            print(
-                f"{label:<34} {lim:>7} {wall:>7.2f} {cpu:>7.2f} {stolen:>7.1f} {peak:>8.0f}  "
-                f"{found(out)}"
-            )
-        print(
-            f"load average {os.getloadavg()[0]:.1f}; speed index {speed_index():.2f} s; "
-            f"memory index {memory_index():.2f} s"
-        )
-
+        print_machine()
+        cases = CASES + (LARGE_CASES if large else [])
+        print_cases(cases, cwd, run, found, width=34, digits=2)
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BUILDS = {
@@ -75,23 +76,66 @@ def steal_seconds() -> float:
         return math.nan
 
 
-def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
-    """Run ``topo ARGS --json`` in ``cwd``, numba's cache in ``cwd/numba-cache``: (wall s,
-    CPU s, peak MB, stdout), CPU and memory of that process alone (``os.wait4``)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cwd / "numba-cache")}
+def measure(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[
+    float, float, float, str
+]:
+    """Run ``command`` in ``cwd``: (wall s, CPU s, peak MB, stdout), CPU and memory of that
+    process alone (``os.wait4``); a failure ends the benchmark."""
     with tempfile.TemporaryFile("w+") as buf:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            ["topo", *args, "--json"], cwd=cwd, stdout=buf, stderr=subprocess.DEVNULL, env=env
-        )
+        proc = subprocess.Popen(command, cwd=cwd, stdout=buf, stderr=subprocess.DEVNULL, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode:
-            raise SystemExit(f"topo {' '.join(args)} failed ({proc.returncode})")
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            raise SystemExit(f"{' '.join(command)} failed ({code})")
         buf.seek(0)
         out = buf.read()
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+
+
+def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
+    """Run ``topo ARGS --json`` in ``cwd``, numba's cache in ``cwd/numba-cache``
+    (:func:`measure`)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cwd / "numba-cache")}
+    return measure(["topo", *args, "--json"], cwd, env)
+
+
+def print_machine() -> None:
+    """The machine's load and speed, before the cases."""
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"speed index {speed_index():.2f} s (ten million Python additions; lower is faster)")
+    print(f"memory index {memory_index():.2f} s (256 MB touched, 300,000 dicts built)")
+
+
+def print_cases(
+    cases: list[tuple[str, list[str], float | None]],
+    cwd: Path,
+    run: Callable[[list[str], Path], tuple[float, float, float, str]],
+    found: Callable[[str], str],
+    width: int,
+    digits: int,
+) -> None:
+    """One line a case: label, limit, wall, CPU and stolen seconds (``digits`` decimals), peak
+    MB and what ``found`` reads in its output; then the machine's load and speed again."""
+    print(
+        f"{'case':<{width}} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'steal s':>7} "
+        f"{'peak MB':>8}  found"
+    )
+    print("-" * (width + 76))
+    for label, args, limit in cases:
+        stolen = steal_seconds()
+        wall, cpu, peak, out = run(args, cwd)
+        stolen = steal_seconds() - stolen
+        lim = f"{limit:g}" if limit else "-"
+        print(
+            f"{label:<{width}} {lim:>7} {wall:>7.{digits}f} {cpu:>7.{digits}f} {stolen:>7.1f} "
+            f"{peak:>8.0f}  {found(out)}"
+        )
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; speed index {speed_index():.2f} s; "
+        f"memory index {memory_index():.2f} s"
+    )
 
 
 def found(out: str) -> str:
@@ -160,28 +204,9 @@ def main() -> None:
             subprocess.run(
                 ["topo", "build", *args, "-o", name], cwd=cwd, check=True, capture_output=True
             )
-        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        print(f"speed index {speed_index():.2f} s (ten million Python additions; lower is faster)")
-        print(f"memory index {memory_index():.2f} s (256 MB touched, 300,000 dicts built)")
-        print(
-            f"{'case':<42} {'limit s':>7} {'wall s':>7} {'CPU s':>7} {'steal s':>7} "
-            f"{'peak MB':>8}  found"
-        )
-        print("-" * 118)
-        for label, args, limit in CASES + ([] if quick else [RESILIENCE]):
-            stolen = steal_seconds()
-            wall, cpu, peak, out = run(args, cwd)
-            stolen = steal_seconds() - stolen
-            lim = f"{limit}" if limit else "-"
-            print(
-                f"{label:<42} {lim:>7} {wall:>7.1f} {cpu:>7.1f} {stolen:>7.1f} {peak:>8.0f}  "
-                f"{found(out)}"
-            )
-        print(
-            f"load average {os.getloadavg()[0]:.1f}; speed index {speed_index():.2f} s; "
-            f"memory index {memory_index():.2f} s"
-        )
-
+        print_machine()
+        cases = CASES + ([] if quick else [RESILIENCE])
+        print_cases(cases, cwd, run, found, width=42, digits=1)
 
 if __name__ == "__main__":
     main()

@@ -96,3 +96,22 @@ def _shown_int(n: int) -> str:
 
 
 __all__ = ["count", "shown"]
+
+
+def binary_bytes(n: float) -> str:
+    """A byte count in binary units, 3 significant digits: ``32 MiB``, ``1.5 KiB``, ``0.5 B``.
+
+    Parameters
+    ----------
+    n : float
+        Bytes (>= 0).
+
+    Examples
+    --------
+    >>> binary_bytes(32 << 20), binary_bytes(1536), binary_bytes(0.5)
+    ('32 MiB', '1.5 KiB', '0.5 B')
+    """
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k:
+            return f"{n / (1 << k):.3g} {unit}"
+    return f"{n:.3g} B"

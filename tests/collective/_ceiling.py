@@ -8,19 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from topo.collective.constants import NcclConstants, load_constants
+from topo.collective.expected import COST_KEYS
 
-TOML = """
-[expected]
-launch_us = 0.0
-net_launch_us = 0.0
-net_message_us = [0.0, 0.0, 0.0]
-ring_net_step_us = [0.0, 0.0, 0.0]
-nvlink_message_us = 0.0
-nvls_message_us_per_gpu = 0.0
-nvls_channel_GBps = 1000000.0
-nvls_tree_channel_GBps = 1000000.0
-p2p_round_us = 0.0
-"""
+TOML = "\n".join(
+    ["[expected]"]
+    + [
+        f"{key} = {[0.0] * 3 if isinstance(value, list) else 0.0}"
+        for key, value in load_constants().data["expected"].items()
+        if key in COST_KEYS
+    ]
+    + ["nvls_channel_GBps = 1000000.0", "nvls_tree_channel_GBps = 1000000.0", ""]
+)
 
 
 def ceiling_file(folder: Path) -> Path:

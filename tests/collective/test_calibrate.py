@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -18,29 +17,21 @@ import pytest
 from formats._real import real_file
 from typer.testing import CliRunner, Result
 
+from collective._synthetic import OPS, SIZES, synthetic, truth
 from topo.builders import build
 from topo.cli import app
 from topo.collective import compare_log, fabric_rates, load_constants
 from topo.collective.calibrate import calibrate, cluster_toml, with_calibration
 from topo.collective.constants import NcclConstants
+from topo.collective.expected import COST_KEYS
 from topo.collective.report import predict_row
 from topo.errors import TopoError
 from topo.fabric import save
-from topo.formats.nccl_tests import NcclTest, NcclTestRow, read_nccl_tests
+from topo.formats.nccl_tests import read_nccl_tests
 
 LOGS = ("nccl_tests_logs", "xxrjun_cluster01_multinode_N10")
 LOG = (*LOGS, "nccl_N10_G8.log")
 ONE_SERVER_LOG = ("nccl_tests_logs", "xxrjun_cluster01_singlenode", "nccl_N1_G8_cnode3-002.log")
-COSTS = (
-    "launch_us",
-    "net_launch_us",
-    "net_message_us",
-    "ring_net_step_us",
-    "nvlink_message_us",
-    "nvls_message_us_per_gpu",
-    "p2p_round_us",
-)
-"""The [expected] per-operation and per-message costs the latency scale multiplies."""
 GIB = 1 << 30
 
 
@@ -63,51 +54,6 @@ def two_servers() -> nx.Graph:
     return build("ft2", switch_ports=8, gpus=16, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450)
 
 
-def truth(tmp_path: Path, node_network: float, scale: float) -> NcclConstants:
-    """The shipped constants with node_network set and every [expected] cost times ``scale``,
-    written as a constants file by hand."""
-    shipped = load_constants().data["expected"]
-    lines = ["[efficiency]", f"node_network = {node_network}", "", "[expected]"]
-    for key in COSTS:
-        v = shipped[key]
-        lines.append(f"{key} = {[x * scale for x in v] if isinstance(v, list) else v * scale}")
-    path = tmp_path / f"truth-{node_network}-{scale}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return load_constants(path)
-
-
-def synthetic(
-    G: nx.Graph, c: NcclConstants, ops: tuple[str, ...], sizes: list[int], n: int = 16
-) -> list[NcclTest]:
-    """Tests whose rows are the expected curve under ``c`` (n ranks, 8 per server)."""
-    rates = fabric_rates(G, n, 8)
-    tests = []
-    for op in ops:
-        rows = []
-        for i, size in enumerate(sizes):
-            p = predict_row(op, size, size // 4, "float", rates, c)
-            rows.append(
-                NcclTestRow(
-                    size,
-                    size // 4,
-                    "float",
-                    "sum",
-                    -1,
-                    p.time_us,
-                    p.algbw_GBps,
-                    p.busbw_GBps,
-                    None,
-                    None,
-                    None,
-                    i + 1,
-                )  # fmt: skip
-            )
-        tests.append(NcclTest(op, rows, n, ["a", "b"], 8, "", "", 0.0, 1))
-    return tests
-
-
-SIZES = [1 << k for k in range(16, 33)]  # 64 KiB .. 4 GiB
-OPS = ("all_gather", "all_reduce", "alltoall")
 
 
 # ------------------------------------------------------------------ recovering known values
@@ -277,7 +223,7 @@ def test_cluster_file_loads_and_reproduces_the_fit(two_servers, tmp_path):
     c = load_constants(path)
     shipped = load_constants().data["expected"]
     assert c.node_network_efficiency == pytest.approx(cal.node_network, abs=5e-5)
-    for key in COSTS:
+    for key in COST_KEYS:
         got, want = c.data["expected"][key], shipped[key]
         if isinstance(want, list):
             assert got == pytest.approx([x * cal.latency_scale for x in want], abs=5e-5)

@@ -53,8 +53,9 @@ def test_ring_all_gather_by_hand(two_servers):
     hop = max(o + s / 20.6e9, s / r_share)
     latency = 15 * (hop - s / r_share)
     launch = (ex["launch_us"] + ex["net_launch_us"]) * 1e-6
-    ceiling_s = row.ceiling_time_us * 1e-6
-    want = max(launch + latency + t_bw, ceiling_s)
+    want = launch + latency + t_bw
+    # above the ceiling (NCCL's ring/Simple latency and the same rate), so it is the row's
+    assert want > row.ceiling_time_us * 1e-6
     assert row.time_us == pytest.approx(want * 1e6, rel=1e-9)
     assert row.expected["messages"] == M and row.expected["message_bytes"] == s
     assert row.expected["channels"] == 16

@@ -14,15 +14,14 @@ from formats._real import real_file
 from typer.testing import CliRunner, Result
 
 from collective._ceiling import ceiling_constants, ceiling_file
+from collective._synthetic import OPS, SIZES, synthetic, truth
 from topo.builders import build
 from topo.cli import app
 from topo.collective import candidates, choose, collective_table, fabric_rates, load_constants
 from topo.collective.calibrate import calibrate, cluster_toml
 from topo.collective.fabric_rates import gpu_arch
-from topo.collective.report import predict_row
 from topo.errors import FormatError, TopoError
 from topo.fabric import save
-from topo.formats.nccl_tests import NcclTest, NcclTestRow
 
 runner = CliRunner()
 LOG = ("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
@@ -169,55 +168,6 @@ def test_eighty_ranks_sendrecv_one_channel():
 # ------------------------------------------------------------------ calibration
 
 
-COSTS = (
-    "launch_us",
-    "net_launch_us",
-    "net_message_us",
-    "ring_net_step_us",
-    "nvlink_message_us",
-    "nvls_message_us_per_gpu",
-    "p2p_round_us",
-)
-"""The [expected] per-operation and per-message costs the latency scale multiplies."""
-
-
-def _synthetic(G: nx.Graph, tmp_path: Any, node_network: float, scale: float) -> list[NcclTest]:
-    """Tests whose busbw the expected curve gives under constants written by hand: the
-    shipped file with node_network set and every [expected] cost times ``scale``."""
-    shipped = load_constants().data["expected"]
-    lines = ["[efficiency]", f"node_network = {node_network}", "", "[expected]"]
-    for key in COSTS:
-        v = shipped[key]
-        lines.append(f"{key} = {[x * scale for x in v] if isinstance(v, list) else v * scale}")
-    path = tmp_path / "truth.toml"
-    path.write_text("\n".join(lines) + "\n")
-    c = load_constants(path)
-    out = []
-    for op, n in (("all_gather", 16), ("all_reduce", 16), ("alltoall", 16)):
-        rates = fabric_rates(G, n, 8)
-        rows = []
-        for i, size in enumerate(1 << k for k in range(16, 33)):
-            p = predict_row(op, size, size // 4, "float", rates, c)
-            rows.append(
-                NcclTestRow(
-                    size,
-                    size // 4,
-                    "float",
-                    "sum",
-                    -1,
-                    p.time_us,
-                    p.algbw_GBps,
-                    p.busbw_GBps,
-                    None,
-                    None,
-                    None,
-                    i + 1,
-                )  # fmt: skip
-            )
-        out.append(NcclTest(op, rows, n, ["a", "b"], 8, "", "", 0.0, 1))
-    return out
-
-
 def test_calibration_recovers_known_values(server, tmp_path):
     """node_network 0.9 and the [expected] costs x 1.5, on 64 KiB to 4 GiB: the fit on every
     op finds both (node_network on the bandwidth-bound rows, the scale on the rows set by
@@ -228,7 +178,7 @@ def test_calibration_recovers_known_values(server, tmp_path):
     from 0.824 (329.6 / 400) up fits them, and the fit keeps the highest, 1. alltoall is then
     predicted at 8 x 48 = 384 GB/s per server against 360: 384 / 360 - 1 = 6.7% too fast at
     the largest size (a little less: its launch and p2p rounds take a share of the time)."""
-    tests = _synthetic(server, tmp_path, 0.9, 1.5)
+    tests = synthetic(server, truth(tmp_path, 0.9, 1.5), OPS, SIZES)
     cal = calibrate(server, tests, load_constants())
     assert cal.node_network == pytest.approx(0.9, rel=0.01)
     assert cal.latency_scale == pytest.approx(1.5, rel=0.01)

@@ -55,25 +55,18 @@ import numpy as np
 
 from topo.collective.choice import ranked_candidates
 from topo.collective.constants import NcclConstants
-from topo.collective.expected import Expected, expected
+from topo.collective.expected import COST_KEYS, Expected, expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor
 from topo.errors import TopoError
 from topo.formats.nccl_tests import NcclTest
+from topo.wording import binary_bytes
 
 NODE_NETWORK_RANGE = (0.5, 1.0)
 """Range searched for ``efficiency.node_network`` (dimensionless)."""
 LATENCY_SCALE_RANGE = (0.2, 5.0)
 """Range searched for the latency scale (dimensionless, on the ``[expected]`` costs given)."""
-LATENCY_KEYS = (
-    "launch_us",
-    "net_launch_us",
-    "net_message_us",
-    "ring_net_step_us",
-    "nvlink_message_us",
-    "nvls_message_us_per_gpu",
-    "p2p_round_us",
-)
+LATENCY_KEYS = COST_KEYS
 """The ``[expected]`` per-operation and per-message costs (µs) the latency scale multiplies."""
 LATENCY_SHARE = 0.3
 """A row is in the latency band when the per-operation and per-message costs make at least this
@@ -388,17 +381,10 @@ def _fit_one(name: str, band: list[_Point], model: _Model, nn: float, scale: flo
     )
 
 
-def _bytes(n: float) -> str:
-    """A byte count in binary units, 3 significant digits (``32 MiB``)."""
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << k:
-            return f"{n / (1 << k):.3g} {unit}"
-    return f"{n:.0f} B"
-
-
 def _sizes(pts: list[_Point]) -> str:
     lo, hi = min(p.size for p in pts), max(p.size for p in pts)
-    return _bytes(lo) if _bytes(lo) == _bytes(hi) else f"{_bytes(lo)} to {_bytes(hi)}"
+    a, b = binary_bytes(lo), binary_bytes(hi)
+    return a if a == b else f"{a} to {b}"
 
 
 WHAT_BAND = {

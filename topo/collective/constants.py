@@ -176,6 +176,17 @@ def log2i(x: int) -> int:
     return x.bit_length() - 1 if x > 0 else -1
 
 
+def div_up(a: float, b: float) -> int:
+    """NCCL's ``DIVUP``: the least integer >= ``a / b`` (``b > 0``).
+
+    Examples
+    --------
+    >>> div_up(10, 8), div_up(16, 8), div_up(0.5, 8)
+    (2, 2, 1)
+    """
+    return int(-(-a // b))
+
+
 def pow2_up(x: int) -> int:
     """NCCL's ``pow2Up``: the least power of two >= ``x`` (1 for ``x <= 1``).
 

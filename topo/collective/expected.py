@@ -52,9 +52,23 @@ import math
 from dataclasses import dataclass
 
 from topo.collective.channels import coll_channels, p2p_channels
-from topo.collective.constants import PROTOCOLS, NcclConstants, log2i
+from topo.collective.constants import PROTOCOLS, NcclConstants, div_up, log2i
 from topo.collective.fabric_rates import FabricRates
 from topo.collective.model import Candidate, Rates, p2p_channels_per_peer, p2p_op_channels
+from topo.wording import binary_bytes
+
+COST_KEYS = (
+    "launch_us",
+    "net_launch_us",
+    "net_message_us",
+    "ring_net_step_us",
+    "nvlink_message_us",
+    "nvls_message_us_per_gpu",
+    "p2p_round_us",
+)
+"""The ``[expected]`` per-operation and per-message costs (µs; per protocol where a list): what
+a latency scale multiplies (:mod:`topo.collective.calibrate`) and what a test zeroes to make
+the expected time the ceiling's."""
 
 RING_STEPS = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}
 """Ring steps per rank, as a multiple of ``n - 1`` (NCCL ``src/device/all_reduce.h``,
@@ -110,10 +124,6 @@ class Expected:
     bound: str
 
 
-def _cdiv(a: float, b: float) -> int:
-    return int(-(-a // b))
-
-
 def _proto_factor(c: NcclConstants, protocol: str) -> float:
     """NCCL's protocol bandwidth factor (tuning.cc): LL 0.5, LL128 0.92, Simple 1."""
     if protocol == "LL":
@@ -166,12 +176,12 @@ def _ring(op: str, cand: Candidate, S: float, R: Rates) -> tuple[float, float, i
     slices = int(c.data["expected"]["ring_slices"][PROTOCOLS.index(p)])
     steps = RING_STEPS.get(op, 1) * (n - 1)
     chunk = _chunk(c, "ring", p)
-    loops = max(1, _cdiv(S, nch * n * chunk))
+    loops = max(1, div_up(S, nch * n * chunk))
     s = S / (loops * nch * n * slices)
     M = steps * loops * slices
     chain = op in ("broadcast", "reduce")
     if chain:  # a chain of n-1 hops moving S / nch per channel: a pipeline
-        M = max(1, _cdiv(S, nch * chunk)) * slices
+        M = max(1, div_up(S, nch * chunk)) * slices
         s = S / (M * nch)
         steps = n - 1
     t_bw = S / cand.algbw_Bps
@@ -251,7 +261,7 @@ def _pipeline(
     written as a latency plus ``size / algbw``. ``rate_Bps`` (algbw) replaces the ceiling's
     where a limit of the expected model is tighter."""
     c = R.c
-    M = max(1, _cdiv(S, lanes * chunk))
+    M = max(1, div_up(S, lanes * chunk))
     s = S / (M * lanes)
     t_bw = S / (rate_Bps if rate_Bps is not None else cand.algbw_Bps)
     r_share = M * s / t_bw
@@ -393,7 +403,7 @@ def expected(
     elif t_bw >= launch + fill:
         binds, detail = "bandwidth", bound
     elif fill >= launch:
-        binds, detail = "messages", f"{_kib(s)} messages through {depth_word(a)}"
+        binds, detail = "messages", f"{binary_bytes(s)} messages through {_depth_word(a)}"
     else:
         binds, detail = "latency", "the operation's launch"
     return Expected(
@@ -411,10 +421,6 @@ def expected(
     )
 
 
-def _kib(nbytes: float) -> str:
-    return f"{nbytes / 1024:.0f} KiB" if nbytes >= 1024 else f"{nbytes:.3g} B"
-
-
 def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, int, float, int, float]:
     """alltoall as NCCL runs it: n-1 sends and receives of S/n, each split over the per-peer
     channels in parts of NCCL's p2p chunk, the parts of all peers spread over the p2p channels
@@ -427,18 +433,18 @@ def _pairwise(cand: Candidate, S: float, R: Rates) -> tuple[float, float, int, f
     total = p2p_channels(R.r, c)
     per_peer = S / n
     chunk = _p2p_chunk(c, per_peer / k, net, cand.protocol)
-    parts = max(1, _cdiv(per_peer / k, chunk))
+    parts = max(1, div_up(per_peer / k, chunk))
     s = per_peer / (k * parts)
-    M = max(1, _cdiv((n - 1) * k * parts, total))
+    M = max(1, div_up((n - 1) * k * parts, total))
     t_bw = S / cand.algbw_Bps
     r_share = M * s / t_bw
     r_ch = _channel_Bps(c, cand.protocol, net)
     hop = _hop_s(_message_s(c, cand.protocol, net), s, r_ch, r_share)
-    rounds = _cdiv(n - 1, c.factor("p2p_per_batch")) if net else 0
+    rounds = div_up(n - 1, c.factor("p2p_per_batch")) if net else 0
     return hop - s / r_share, t_bw, M, s, total, rounds * _ex(c, "p2p_round_us") * 1e-6
 
 
-def depth_word(algorithm: str) -> str:
+def _depth_word(algorithm: str) -> str:
     """How the messages line up, for ``binds_detail``."""
     return {
         "ring": "the ring's steps",

@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 
 from topo.collective.channels import p2p_channels, search_channels
-from topo.collective.constants import PROTOCOLS, NcclConstants, log2i, pow2_up
+from topo.collective.constants import PROTOCOLS, NcclConstants, div_up, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
 from topo.units import GBps_to_Bps
@@ -153,17 +153,37 @@ def _hose(p: PatternRate, server_Bps: float) -> float:
 
 
 class Rates:
-    """Efficiency-adjusted rates (B/s) of a sub-cluster under a set of constants."""
+    """Efficiency-adjusted rates of a sub-cluster under a set of constants.
+
+    Parameters
+    ----------
+    r : FabricRates
+        The sub-cluster's raw rates (B/s).
+    c : NcclConstants
+        The constants (efficiencies, caps, channel counts).
+    tuner : bool
+        NCCL's tuner's view: without the model's one-NVLink-per-channel limit on rings and
+        trees (what :attr:`Candidate.tuner_time_s` is worked out on).
+
+    Attributes
+    ----------
+    n, N, G : int
+        Ranks, servers, ranks per server.
+    nvl : float
+        NVLink per GPU as NCCL gets it (B/s).
+    node_cap : float
+        A server's network ceiling, ``node_network`` x its NICs (B/s).
+    tuner_channels : int
+        The ring graph's channels, which NCCL's tuner multiplies its per-channel caps by
+        (:func:`topo.collective.channels.search_channels`).
+    """
 
     def __init__(self, r: FabricRates, c: NcclConstants, tuner: bool = False) -> None:
         self.r, self.c = r, c
-        # tuner: NCCL's tuner's view, without the model's one-NVLink-per-channel limit
         self.tuner = tuner
         self.n, self.N, self.G = r.gpus, r.nodes, r.gpus_per_node
         self.nvl = r.nvlink_Bps * c.nvlink_efficiency
         self.node_cap = c.node_network_efficiency * r.server_nic_Bps
-        # the channels NCCL's tuner multiplies its per-channel caps by: its ring graph's
-        # (graphs[a]->nChannels, tuning.cc), half the communicator's across servers
         self.tuner_channels = search_channels(r, c)
 
     def pattern(self, p: PatternRate) -> tuple[float, str]:
@@ -355,7 +375,7 @@ def _p2p_latency(R: Rates, p: str, peers: int) -> float:
     if R.N > 1:
         lat += peers * c.latency("net_overhead_us")
     # one step per round of at most NCCL_MAX_DEV_WORK_P2P_PER_BATCH peers
-    return lat + _div_up(peers, c.factor("p2p_per_batch")) * c.latency("extra_step_us")
+    return lat + div_up(peers, c.factor("p2p_per_batch")) * c.latency("extra_step_us")
 
 
 def _p2p_protocols(R: Rates, per_peer: float) -> list[tuple[str, float]]:
@@ -391,10 +411,6 @@ def _alltoall(S: float, R: Rates) -> list[Candidate]:
     return out
 
 
-def _div_up(a: float, b: float) -> int:
-    return int(-(-a // b))
-
-
 def p2p_channels_per_peer(R: Rates) -> int:
     """NCCL's ``p2pnChannelsPerPeer`` (src/graph/paths.cc, 2.29): over NVLink 2 channels per
     NVLink's worth of the path, over the network max(NICs, ceil(NIC GB/s / 14)); the least over
@@ -406,11 +422,11 @@ def p2p_channels_per_peer(R: Rates) -> int:
     if R.N > 1:
         nic_GBps = R.r.gpu_nic_Bps / 1e9
         nics = max(1, round(R.r.nics_per_node / max(1, R.G)))
-        per_peer = min(per_peer, max(nics, _div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps"))))
+        per_peer = min(per_peer, max(nics, div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps"))))
     per_peer = pow2_up(per_peer)
     total = p2p_channels(R.r, c)
     if R.N > 1:
-        rounds = _div_up(R.n, c.factor("p2p_per_batch"))
+        rounds = div_up(R.n, c.factor("p2p_per_batch"))
         while per_peer * rounds > total and per_peer > 1:
             per_peer //= 2
     return min(total, per_peer)
@@ -431,11 +447,11 @@ def p2p_op_channels(R: Rates, nbytes: float) -> int:
     else:
         step = c.factor("p2p_nvl_chunk_bytes")
         min_part, max_part = step / 8, step * 32
-    k = min(cmin, _div_up(nbytes, min_part))
-    part = max(min_part, _div_up(nbytes, k))
+    k = min(cmin, div_up(nbytes, min_part))
+    part = max(min_part, div_up(nbytes, k))
     while part > max_part and k <= cmax // 2:
         k *= 2
-        part = _div_up(nbytes, k)
+        part = div_up(nbytes, k)
     return max(1, k)
 
 

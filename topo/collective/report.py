@@ -144,9 +144,10 @@ class CollectiveReport:
         return asdict(self)
 
 
-def fabric_constants(G: nx.Graph) -> NcclConstants:
-    """The default constants (:func:`load_constants`) for the GPU generation the fabric
-    records (:func:`topo.collective.fabric_rates.gpu_arch`), else the file's (hopper).
+def fabric_constants(G: nx.Graph, c: NcclConstants | None = None) -> NcclConstants:
+    """The constants ``c`` (default :func:`load_constants`) for the GPU generation the fabric
+    records (:func:`topo.collective.fabric_rates.gpu_arch`), else as they are (the file's
+    generation, hopper).
 
     Examples
     --------
@@ -156,7 +157,7 @@ def fabric_constants(G: nx.Graph) -> NcclConstants:
     >>> fabric_constants(G).arch
     'ampere'
     """
-    c = load_constants()
+    c = c if c is not None else load_constants()
     arch = gpu_arch(G)
     return c.with_arch(arch) if arch is not None and arch != c.arch else c
 

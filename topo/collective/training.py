@@ -29,12 +29,13 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.collective.constants import NcclConstants, load_constants
+from topo.collective.constants import NcclConstants, div_up, load_constants
 from topo.collective.expected import expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import Candidate
+from topo.collective.report import fabric_constants
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.fabric import read_text, toml_error
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,8 +108,8 @@ class Cluster:
         family = str(opts.pop("family", "ft2"))
         gpn = int(opts["gpus_per_node"])
         hosts_per_server = gpn // int(opts.get("gpus_per_host") or gpn)
-        hosts = max(1, -(-ranks // ranks_per_host))
-        G = build(family, gpus=gpn * max(1, -(-hosts // hosts_per_server)), **opts)
+        hosts = max(1, div_up(ranks, ranks_per_host))
+        G = build(family, gpus=gpn * max(1, div_up(hosts, hosts_per_server)), **opts)
         G.graph["gpu_model"] = self.gpu_model
         return G
 
@@ -131,13 +132,26 @@ def load_training(path: str | Path | None = None, shared: Path | None = None) ->
     Raises
     ------
     FormatError
-        Unreadable file, a measurement of an unknown cluster, a row that is not [size, time].
+        Unreadable file or invalid TOML, a cluster or measurement without one of its keys or
+        with a value of the wrong type, a measurement of an unknown cluster, a row that is not
+        [size (B), time (µs)].
     """
+    p = Path(path) if path is not None else default_training_path()
+    try:
+        data = tomllib.loads(read_text(p))
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_error(p, exc) from None
+    try:
+        return _clusters(data, p, shared if shared is not None else shared_data_root())
+    except KeyError as exc:
+        raise FormatError(p, f"a cluster or measurement has no {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise FormatError(p, f"a value of the wrong type ({exc})") from None
+
+
+def _clusters(data: dict[str, Any], p: Path, root: Path) -> list[Cluster]:
     from topo.formats.nccl_tests import read_nccl_tests
 
-    p = Path(path) if path is not None else default_training_path()
-    data = tomllib.loads(read_text(p))
-    root = shared if shared is not None else shared_data_root()
     clusters = {
         str(c["id"]): Cluster(str(c["id"]), str(c["source"]), dict(c["spec"]), str(c["gpu_model"]))
         for c in data.get("cluster", [])
@@ -202,7 +216,16 @@ class Point:
 
 
 def points(clusters: list[Cluster], c: NcclConstants, min_bytes: int = MIB) -> list[Point]:
-    """Every row of ``min_bytes`` and more, with NCCL's choice on its cluster's fabric."""
+    """Every row of ``min_bytes`` (B) and more, with NCCL's choice on its cluster's fabric.
+
+    Each cluster's fabric is built and its rates solved once per (ranks, ranks per host);
+    the constants are ``c`` for the GPU generation the cluster records.
+
+    Returns
+    -------
+    list of Point
+        Sizes in B, measured times in µs.
+    """
     out = []
     for cl in clusters:
         cache: dict[tuple[int, int], tuple[FabricRates, NcclConstants]] = {}
@@ -210,10 +233,7 @@ def points(clusters: list[Cluster], c: NcclConstants, min_bytes: int = MIB) -> l
             key = (m.ranks, m.gpus_per_node)
             if key not in cache:
                 G = cl.fabric(m.ranks, m.gpus_per_node)
-                from topo.collective.fabric_rates import gpu_arch
-
-                arch = gpu_arch(G) or c.arch
-                cache[key] = (fabric_rates(G, m.ranks, m.gpus_per_node), c.with_arch(arch))
+                cache[key] = (fabric_rates(G, m.ranks, m.gpus_per_node), fabric_constants(G, c))
             r, ca = cache[key]
             for size, t in m.rows:
                 if size >= min_bytes:
@@ -250,7 +270,9 @@ def _current(c: NcclConstants) -> np.ndarray:
 
 
 def log_errors(pts: list[Point], c: NcclConstants) -> np.ndarray:
-    """log(expected / measured time) per point."""
+    """log(expected / measured time) per point (dimensionless, shape ``(len(pts),)``); the
+    expected time is :func:`topo.collective.expected.expected` of the point's choice under
+    ``c`` for the point's GPU generation."""
     out = np.empty(len(pts))
     for i, p in enumerate(pts):
         ca = c.with_arch(p.arch)

@@ -360,10 +360,9 @@ def _check_log_options(
 
 def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     """The constants for ``--arch``, else for the fabric's GPU model, else as loaded."""
-    from topo.collective.fabric_rates import gpu_arch
+    from topo.collective.report import fabric_constants
 
-    chosen = arch.value if arch is not None else gpu_arch(G)
-    return c.with_arch(chosen) if chosen else c
+    return c.with_arch(arch.value) if arch is not None else fabric_constants(G, c)
 
 
 def _warn_assumed_arch(fabric: Path | None, G: nx.Graph, arch: Arch | None, c: Any) -> None:
