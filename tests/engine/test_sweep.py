@@ -347,3 +347,28 @@ def test_checks_that_need_no_solve_come_before_the_cluster(
     assert r.exit_code == 1 and "this journal is of another sweep spec" in r.stderr, r.output
     assert journal.read_text() == '{"digest": "not this spec"}\n'  # left as it was
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "table, key",
+    [
+        ("grid", "oversubscription"),
+        ("grid", "link_gbps"),
+        ("grid", "fail_link_rate"),
+        ("sweep", "seed"),
+    ],
+)
+def test_a_400_digit_number_is_refused_at_its_line(tmp_path: Path, table: str, key: str) -> None:
+    # A 400-digit integer in a float field ended in OverflowError (int too large to convert
+    # to float); a 400-digit seed was taken. Line 2 of each file below holds the number.
+    lines = {"sweep": ["[sweep]", "evaluate = ['cost']"], "grid": ["[grid]", "family = 'ft2'"]}
+    lines[table].insert(1, f"{key} = {'9' * 400}")
+    path = tmp_path / "s.toml"
+    path.write_text("\n".join(lines[table] + lines["grid" if table == "sweep" else "sweep"]))
+    out = tmp_path / "o.csv"
+    r = CliRunner().invoke(app, ["sweep", str(path), "-o", str(out)])
+    assert r.exit_code == 1 and not out.exists(), r.output
+    assert r.output.strip().splitlines() == [
+        f"topo: error: {path}:2: a number of 400 digits: numbers in input files have at most "
+        "100 digits"
+    ]

@@ -33,14 +33,9 @@ import numpy as np
 from topo.collective.model import OPS
 from topo.engine.seeds import task_seeds
 from topo.errors import FormatError
-from topo.fabric import read_text, toml_error
-from topo.spec import FAMILIES
+from topo.fabric import read_text
+from topo.spec import FAMILIES, parse_toml
 from topo.wording import shown
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 GRID_KEYS: dict[str, type] = {
     "family": str,
@@ -242,7 +237,8 @@ def load_sweep(path: str | Path) -> SweepSpec:
     Raises
     ------
     FormatError
-        Unreadable file, bad TOML, an unknown table or key, a value of the wrong type, an
+        Unreadable file, bad TOML, a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS`
+        digits (named by its line), an unknown table or key, a value of the wrong type, an
         empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a missing file named;
         a value no point could use: an unknown ``family`` or ``[collective] op``, a count
         below its least value, ``fail_link_rate`` outside [0, 1], a ``link_gbps`` or
@@ -251,10 +247,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     """
     path = Path(path)
     text = read_text(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_error(path, exc) from None
+    data = parse_toml(path, text)
     unknown = set(data) - {"sweep", "grid", "moe", "collective"}
     if unknown:
         raise FormatError(
