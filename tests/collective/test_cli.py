@@ -216,3 +216,18 @@ def test_byte_counts_as_nccl_tests_reads_them_and_their_ib_forms():
         8 << 30,
         1024,
     ]
+
+
+def test_a_4301_digit_constant_is_refused_at_its_line(small, tmp_path):
+    # tomllib raised a plain ValueError (Python's 4,300-digit limit on int()): a traceback.
+    # The constants file now goes through the guarded TOML reader of the other TOML files.
+    bad = tmp_path / "c.toml"
+    bad.write_text("[model]\narch = 'hopper'\n[expected]\nlaunch_us = " + "9" * 4301 + "\n")
+    want = (
+        f"topo: error: {bad}:4: a number of 4,301 digits: numbers in input files have at most "
+        "100 digits"
+    )
+    assert user_error(run(small, "--constants", bad)) == want
+    log = tmp_path / "one.log"
+    log.write_text("# Collective test starting: all_gather_perf\n  " + "9" * 4301 + "\n")
+    assert user_error(run(small, "--calibrate", log, "--constants", bad)) == want

@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import read_text, toml_error
+from topo.fabric import read_text
+from topo.spec import parse_toml
 from topo.wording import shown
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT_RELEASE = "2.29"
 ARCHES = ("volta", "ampere", "hopper", "blackwell")
@@ -204,11 +199,7 @@ def default_constants_path(release: str = DEFAULT_RELEASE) -> Path:
 
 
 def _parse(path: Path) -> dict[str, Any]:
-    text = read_text(path)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_error(path, exc) from None
+    return parse_toml(path, read_text(path))
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], path: Path, where: str = "") -> None:
@@ -353,10 +344,12 @@ def load_constants(
     Raises
     ------
     FormatError
-        Unknown release, unreadable or invalid TOML, a key the default file does not have, a
-        value of another type or shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency
-        outside (0, 1], a latency or bandwidth that is NaN, infinite or negative, or zero
-        where NCCL never has zero (:data:`POSITIVE`).
+        Unknown release, unreadable or invalid TOML, a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits (:func:`topo.spec.parse_toml`, as every
+        TOML reader of topo), a key the default file does not have, a value of another type or
+        shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency outside (0, 1], a latency
+        or bandwidth that is NaN, infinite or negative, or zero where NCCL never has zero
+        (:data:`POSITIVE`).
 
     Examples
     --------

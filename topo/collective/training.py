@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -35,12 +34,8 @@ from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import Candidate
 from topo.collective.report import fabric_constants
 from topo.errors import FormatError
-from topo.fabric import read_text, toml_error
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from topo.fabric import read_text
+from topo.spec import parse_toml
 
 MIB = 1 << 20
 
@@ -137,10 +132,7 @@ def load_training(path: str | Path | None = None, shared: Path | None = None) ->
         [size (B), time (µs)].
     """
     p = Path(path) if path is not None else default_training_path()
-    try:
-        data = tomllib.loads(read_text(p))
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_error(p, exc) from None
+    data = parse_toml(p, read_text(p))
     try:
         return _clusters(data, p, shared if shared is not None else shared_data_root())
     except KeyError as exc:
