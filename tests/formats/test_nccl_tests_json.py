@@ -118,7 +118,7 @@ def test_skipped_sizes_are_left_out(tmp_path, text_tests):
         (lambda d: d.update(results=[]), "no results"),
         (lambda d: d["results"][0]["out_of_place"].update(bus_bw=-1.0), "bus_bw must be >= 0"),
         (lambda d: d["results"][0]["out_of_place"].update(time="x"), "time must be a finite"),
-        (lambda d: d["results"][1].pop("size"), "results[1]: bad or missing"),
+        (lambda d: d["results"][1].pop("size"), "results[1].size must be a whole number"),
         (
             lambda d: d["results"][1].update(size=1 << 63),
             "results[1]: size must be from 0 to 9,223,372,036,854,775,807",
@@ -153,3 +153,48 @@ def test_not_json(tmp_path):
     f.write_text("[1, 2]")
     with pytest.raises(FormatError, match="is an object"):
         read_nccl_tests_json(f)
+
+
+SMALL = {
+    "version": 3,
+    "args": ["./build/all_gather_perf"],
+    "devices": [{"rank": 0, "hostname": "a"}, {"rank": 1, "hostname": "a"}],
+    "results": [
+        {
+            "size": 1024,
+            "count": 128,
+            "type": "float",
+            "redop": "none",
+            "root": "    -1",
+            "out_of_place": {"time": 10.0, "alg_bw": 0.1024, "bus_bw": 0.0512, "nwrong": 0},
+            "in_place": None,
+        }
+    ],
+}
+"""A hand-made report: all_gather of 2 ranks, 128 floats each (2 x 128 x 4 = 1,024 B) in
+10 µs: algbw 1024 / 10 / 1e3 = 0.1024 GB/s, busbw 0.1024 x (2-1)/2 = 0.0512 GB/s."""
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        # json.loads reads Infinity; int(inf) raised OverflowError
+        ('"size": 1024', '"size": Infinity', "results[0].size must be a whole number, got inf"),
+        ('"count": 128', '"count": -Infinity', "results[0].count must be a whole number, got -inf"),
+        ('"size": 1024', '"size": NaN', "results[0].size must be a whole number, got nan"),
+        ('"size": 1024', '"size": 1024.5', "results[0].size must be a whole number, got 1024.5"),
+        (
+            '"bus_bw": 0.0512',
+            '"bus_bw": ' + "9" * 400,
+            ":1: a number of 400 digits: numbers in input files have at most 100 digits",
+        ),
+    ],
+)
+def test_an_unconvertible_number_is_a_one_line_error(tmp_path, old, new, message):
+    text = json.dumps(SMALL)
+    assert old in text
+    f = tmp_path / "bad.json"
+    f.write_text(text.replace(old, new))
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value) == f"{f}{'' if message.startswith(':') else ': '}{message}"

@@ -99,13 +99,12 @@ def _row(path: Path, i: int, r: Any) -> NcclTestRow | None:
     ip: tuple[float | None, ...] = (None, None, None)
     if r.get("in_place") is not None:
         ip = _body(path, where + ".in_place", r["in_place"])
+    size, count = _whole(path, where, r, "size"), _whole(path, where, r, "count")
     try:
-        size, count, root = int(r["size"]), int(r["count"]), int(str(r.get("root", -1)))
+        root = int(str(r.get("root", -1)))
         dtype, redop = str(r["type"]), str(r["redop"])
     except (KeyError, ValueError, TypeError) as exc:
-        raise FormatError(
-            path, f"{where}: bad or missing size/count/type/redop/root ({exc})"
-        ) from None
+        raise FormatError(path, f"{where}: bad or missing type/redop/root ({exc})") from None
     try:
         check_size(path, size, count)
     except FormatError as exc:
@@ -127,6 +126,16 @@ def _row(path: Path, i: int, r: Any) -> NcclTestRow | None:
         wrong=wrong[0],
         inplace_wrong=wrong[1],
     )
+
+
+def _whole(path: Path, where: str, r: dict[str, Any], key: str) -> int:
+    """``r[key]``: a whole number, as nccl-tests writes a size and a count (``%zu``)."""
+    x = r.get(key)
+    if isinstance(x, float) and x.is_integer():  # finite: 1024.0, 1e3
+        x = int(x)
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise FormatError(path, f"{where}.{key} must be a whole number, got {shown(x)}")
+    return x
 
 
 def _nwrong(path: Path, where: str, body: Any) -> int | None:
@@ -170,8 +179,9 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     ------
     FormatError
         Not JSON; a ``version`` other than 3; no ``args`` naming a ``*_perf`` binary; no
-        results; a result with a missing, negative or non-finite number, or a size or count
-        above :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a run of more than
+        results; a result with a missing, negative or non-finite number, a size or count that
+        is not a whole number (``Infinity``, ``NaN``, ``1024.5``) or above
+        :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a run of more than
         :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
 
     Examples
