@@ -231,3 +231,42 @@ def test_a_4301_digit_constant_is_refused_at_its_line(small, tmp_path):
     log = tmp_path / "one.log"
     log.write_text("# Collective test starting: all_gather_perf\n  " + "9" * 4301 + "\n")
     assert user_error(run(small, "--calibrate", log, "--constants", bad)) == want
+
+
+def _nineteen_ranks(tmp_path):
+    """An all_reduce of 19 ranks, 8 + 8 + 3 on hosts a, b, c (rank lines 2-20): 1 MiB in
+    100 µs is algbw 1048576 / 100 / 1e3 = 10.49 GB/s, busbw x 2 x 18 / 19 = 19.87 GB/s."""
+    hosts = ["a"] * 8 + ["b"] * 8 + ["c"] * 3
+    lines = ["# Collective test starting: all_reduce_perf"] + [
+        f"#  Rank {i:2d} Group  0 Pid {100 + i} on {h} device {i % 8:2d} [0000:1b:00] "
+        "NVIDIA H100 80GB HBM3"
+        for i, h in enumerate(hosts)
+    ]
+    lines.append(
+        "     1048576        262144     float     sum      -1   100.00   10.49   19.87      0"
+        "   100.00   10.49   19.87      0"
+    )
+    lines.append("# Avg bus bandwidth    : 19.87")
+    log = tmp_path / "r19.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_sizes_the_user_did_not_give_are_said_to_come_from_the_log(small, tmp_path):
+    # It said "--gpus 19 must be a multiple of --gpus-per-node 8" when neither was given: 19
+    # came from the log's rank lines, 8 from the fabric's servers.
+    log = _nineteen_ranks(tmp_path)
+    refusal = f"topo: error: {log}: --gpus 19 must be a multiple of --gpus-per-node 8"
+    from_log = (
+        "--gpus not given: 19 is the ranks of the log's all_reduce_perf test, its '#  Rank' "
+        "lines 2-20"
+    )
+    for flag in ("--compare", "--calibrate"):
+        assert user_error(run(small, flag, log)) == (
+            f"{refusal} ({from_log}; --gpus-per-node not given: the GPUs of the fabric's "
+            "servers, the log's 3 hosts holding unequal ranks)"
+        )
+    line = user_error(run(small, "--compare", log, "--gpus-per-node", 8))
+    assert line == f"{refusal} ({from_log})"
+    line = user_error(run(small, "--compare", log, "--gpus", 19, "--gpus-per-node", 8))
+    assert line == "topo: error: --gpus 19 must be a multiple of --gpus-per-node 8"

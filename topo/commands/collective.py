@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -265,20 +266,21 @@ def collective(
         )
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
-        with about(fabric):
-            comparisons = [
-                compare_log(
-                    G,
-                    t,
-                    gpus=gpus,
-                    gpus_per_node=gpus_per_node,
-                    constants=c,
-                    fit=fit,
-                    algo=algo,
-                    proto=proto,
+        comparisons = []
+        for t in tests:
+            with about(fabric), _sizes_from_log(compare, [t], gpus, gpus_per_node):
+                comparisons.append(
+                    compare_log(
+                        G,
+                        t,
+                        gpus=gpus,
+                        gpus_per_node=gpus_per_node,
+                        constants=c,
+                        fit=fit,
+                        algo=algo,
+                        proto=proto,
+                    )
                 )
-                for t in tests
-            ]
         _warn_send_recv([t.op for t in tests], algo, proto)
         _warn_assumed_arch(fabric, G, arch, c)
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
@@ -408,7 +410,7 @@ def _calibrate(
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
     _warn_devices(log, tests, G, c.arch, arch)
-    with about(fabric):
+    with about(fabric), _sizes_from_log(log, tests, None, None):
         result = calibrate(G, tests, c)
     text = cluster_toml(result, log) if output is not None else None  # (refuses a bare fit)
     _warn_assumed_arch(fabric, G, arch, c)
@@ -527,6 +529,45 @@ def _log_tests(
                 f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
             )
     return tests
+
+
+@contextlib.contextmanager
+def _sizes_from_log(
+    log: Path, tests: list[NcclTest], gpus: int | None, gpus_per_node: int | None
+) -> Iterator[None]:
+    """Say where the ranks and ranks per server came from when the model refuses them (an
+    error naming --gpus or --gpus-per-node) and the user gave neither or one: the log's rank
+    list (of the test whose ranks the error names), the fabric's servers."""
+    try:
+        yield
+    except TopoError as exc:
+        text = str(exc)
+        if (gpus is not None and gpus_per_node is not None) or not (
+            {"gpus", "gpus_per_node"} & {exc.param, *exc.names} or "--gpus" in text
+        ):
+            raise
+        t = next((t for t in tests if re.search(rf"\b{t.ranks}\b", text)), tests[0])
+        where = t.ranks_source or "its rank list"
+        parts = []
+        if gpus is None:
+            parts.append(
+                f"--gpus not given: {t.ranks} is the ranks of the log's {t.op}_perf test, {where}"
+            )
+        if gpus_per_node is None and t.gpus_per_node is not None:
+            parts.append(
+                f"--gpus-per-node not given: {t.gpus_per_node} is the ranks on each of the "
+                f"log's {len(t.hosts)} hosts"
+            )
+        elif gpus_per_node is None:
+            hosts = (
+                f"the log's {len(t.hosts)} hosts holding unequal ranks"
+                if t.hosts
+                else "the log naming no hosts"
+            )
+            parts.append(f"--gpus-per-node not given: the GPUs of the fabric's servers, {hosts}")
+        err = exc.prefixed(f"{log}: ")
+        err.args = (f"{err} ({'; '.join(parts)})", *err.args[1:])
+        raise err from None
 
 
 def _write_html(path: Path | None, figure: Callable[[], Any]) -> None:

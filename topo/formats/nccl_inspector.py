@@ -374,4 +374,5 @@ def _test(op: str, n: int, nnodes: int, g: _Group) -> NcclTest:
         avg_busbw_GBps=sum(r.busbw_GBps for r in rows) / len(rows),
         line=g.line,
         nodes=nnodes,
+        ranks_source=f"the n_ranks and nnodes of its records (from line {g.line})",
     )

@@ -179,6 +179,9 @@ class NcclTest:
     nodes : int or None
         Servers the ranks ran on, where the source states it (the NCCL Inspector's
         ``nnodes``, which may name more servers than ``hosts`` lists); None otherwise.
+    ranks_source : str
+        Where in the file ``ranks`` and ``hosts`` come from, for messages (``"its '#  Rank'
+        lines 3-21"``, ``"its 'devices' list"``); empty when it lists no ranks.
     """
 
     op: str
@@ -194,6 +197,7 @@ class NcclTest:
     out_of_bounds: int | None = None
     devices: list[str] = field(default_factory=list)
     nodes: int | None = None
+    ranks_source: str = ""
 
 
 @dataclass
@@ -203,6 +207,7 @@ class _Open:
     version: str = ""
     library: str = ""
     ranks: dict[int, str] = field(default_factory=dict)
+    rank_lines: list[int] = field(default_factory=list)  # where the '#  Rank' lines are
     devices: dict[int, str] = field(default_factory=dict)
     rows: list[NcclTestRow] = field(default_factory=list)
     avg: float | None = None
@@ -411,7 +416,16 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
         line=cur.line,
         out_of_bounds=cur.out_of_bounds,
         devices=list(dict.fromkeys(cur.devices[r] for r in sorted(cur.devices))),
+        ranks_source=_lines("its '#  Rank' line", cur.rank_lines),
     )
+
+
+def _lines(what: str, lines: list[int]) -> str:
+    """``what`` and the lines it is on: ``"its '#  Rank' lines 3-21"``; empty for none."""
+    if not lines:
+        return ""
+    first, last = min(lines), max(lines)
+    return f"{what} {first}" if first == last else f"{what}s {first}-{last}"
 
 
 def _name(path: Path, cur: _Open, op: str | None) -> str:
@@ -519,6 +533,7 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
     m = _RANK.match(line)
     if m:
         cur.ranks[int(m.group(1))] = m.group(2)
+        cur.rank_lines.append(lineno)
         device = _DEVICE.search(line)
         if device:
             cur.devices[int(m.group(1))] = device.group(1)

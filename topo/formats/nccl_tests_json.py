@@ -236,6 +236,7 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
             avg_busbw_GBps=sum(r.busbw_GBps for r in rows) / len(rows),
             line=1,
             out_of_bounds=_out_of_bounds(path, doc.get("out_of_bounds")),
+            ranks_source="its 'devices' list" if ranks else "",
         )
     ]
 
