@@ -270,3 +270,40 @@ def test_sizes_the_user_did_not_give_are_said_to_come_from_the_log(small, tmp_pa
     assert line == f"{refusal} ({from_log})"
     line = user_error(run(small, "--compare", log, "--gpus", 19, "--gpus-per-node", 8))
     assert line == "topo: error: --gpus 19 must be a multiple of --gpus-per-node 8"
+
+
+def test_an_implausible_row_is_left_out_with_one_warning(small, tmp_path):
+    # busbw 1e30 GB/s was printed with a ratio of 2.5e27; a 32 MiB row timed at 0.001 µs
+    # made --fit report millions of GB/s per GPU. 8 ranks on one host: 32 MiB in 300.0 µs
+    # is algbw 33554432 / 300 / 1e3 = 111.85 GB/s, busbw x 1.75 = 195.73 GB/s; 64 MiB in
+    # 600.0 µs and 128 MiB in 1200.0 µs the same.
+    head = ["# Collective test starting: all_reduce_perf"] + [
+        f"#  Rank {i:2d} Group  0 Pid {100 + i} on h1 device {i:2d} [0000:1b:00] NVIDIA H100"
+        for i in range(8)
+    ]
+    row = "  {:>10}  {:>12}     float     sum      -1  {:>7}  111.85  {:>6}      0"
+    good = [
+        row.format(33554432, 8388608, "300.0", "195.73"),
+        row.format(67108864, 16777216, "600.0", "195.73"),
+    ]
+    for bad, why in [
+        (
+            row.format(134217728, 33554432, "1200.0", "1e30"),
+            "busbw 1e+30 GB/s is not from 0 to 1e+06 GB/s",
+        ),
+        (
+            row.format(134217728, 33554432, "0.001", "195.73"),
+            "algbw 111.85 GB/s is not size / time = 134217728 B / 0.001 µs = 1.342e+08 GB/s",
+        ),
+    ]:
+        log = tmp_path / "x.log"
+        log.write_text("\n".join([*head, *good, bad, "# Avg bus bandwidth    : 195.73"]) + "\n")
+        r = ok(small, "--compare", log, "--fit", "--json", "--arch", "hopper")
+        assert r.stderr.strip().splitlines() == [
+            f"topo: warning: {log}:12: all_reduce_perf row of 134217728 B left out: {why}"
+        ]
+        (cmp,) = json.loads(r.stdout)
+        assert [row["size_bytes"] for row in cmp["rows"]] == [33554432, 67108864]
+        # both rows left are 111.85 GB/s: the fit's busbw is 111.85 x 1.75 = 195.7 GB/s
+        assert cmp["fit"]["points"] == 2
+        assert cmp["fit"]["busbw_GBps"] == pytest.approx(195.73, abs=0.01)

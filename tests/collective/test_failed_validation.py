@@ -148,10 +148,12 @@ def test_a_json_report_s_nwrong_counts_as_the_log_s_wrong_column(tmp_path: Path)
     # nccl-tests -J writes "nwrong" in each half of a result (null with -c 0) and
     # "out_of_bounds": {"count", "okay"} after the results (src/util.cu).
     def result(size: int, nwrong: int | None) -> dict[str, Any]:
-        body = {"time": 100.0, "alg_bw": size / 1e5, "bus_bw": size / 1e5, "nwrong": nwrong}
+        # all_gather of 16 ranks: count is one rank's share, busbw algbw x 15 / 16
+        alg = size / 100.0 / 1e3
+        body = {"time": 100.0, "alg_bw": alg, "bus_bw": alg * 15 / 16, "nwrong": nwrong}
         return {
             "size": size,
-            "count": size // 4,
+            "count": size // 4 // 16,
             "type": "float",
             "redop": "none",
             "root": "    -1",

@@ -47,7 +47,7 @@ ALL_REDUCE = (
     "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  "
     "(GB/s)  (GB/s)       \n"
     "    33554432       8388608     float     sum   2925.6   11.47   17.20  5e-07   2917.0   "
-    "11.50   17.26  5e-07\n"
+    "11.50   17.25  5e-07\n"
     "    67108864      16777216     float     sum   5557.3   12.08   18.11  5e-07   5571.2   "
     "12.05   18.07  5e-07\n" + FOOTER
 )
@@ -93,7 +93,7 @@ def test_an_all_reduce_of_2_11_reads_field_by_field(tmp_path):
     assert t.devices == ["Tesla V100-SXM2-32GB"]
     assert (t.out_of_bounds, t.avg_busbw_GBps, t.line) == (0, 18.0725, 2)
     first, second = t.rows
-    # "    33554432  8388608  float  sum  2925.6  11.47  17.20  5e-07  2917.0  11.50  17.26  5e-07"
+    # "    33554432  8388608  float  sum  2925.6  11.47  17.20  5e-07  2917.0  11.50  17.25  5e-07"
     assert (first.size_bytes, first.count, first.type, first.redop, first.root) == (
         33554432,
         8388608,
@@ -105,7 +105,7 @@ def test_an_all_reduce_of_2_11_reads_field_by_field(tmp_path):
     assert (first.inplace_time_us, first.inplace_algbw_GBps, first.inplace_busbw_GBps) == (
         2917.0,
         11.50,
-        17.26,
+        17.25,
     )
     # 'error' is the largest difference, no count of wrong elements; lines 10-12: the header
     assert (first.wrong, first.inplace_wrong, first.line) == (None, None, 13)
@@ -299,12 +299,21 @@ def test_a_failed_data_check_leaves_the_old_test_out(tmp_path):
         ("5e-07   2917.0", "-1e+00   2917.0", r"old.log:13: error must be a non-negative"),
         ("11.47   17.20  5e-07", "11.47   17.20", r"old.log:13: a result row has 8 or 12 "
                                                   r"columns .*as the header on line 11\), got 11"),
-        ("2925.6", "nan", r"old.log:13: time must be a positive number of µs, got nan"),
     ],
 )  # fmt: skip
 def test_bad_old_rows_are_refused(tmp_path, old, new, match):
     with pytest.raises(FormatError, match=match):
         read_nccl_tests(_write(tmp_path, ALL_REDUCE.replace(old, new, 1)))
+
+
+def test_an_old_row_timed_nan_is_left_out(tmp_path):
+    path = _write(tmp_path, ALL_REDUCE.replace("2925.6", "nan"))
+    (t,) = read_nccl_tests(path)
+    assert [r.line for r in t.rows] == [14]
+    assert t.left_out == [
+        f"{path}:13: all_reduce_perf row of 33554432 B left out: time nan µs is not above 0 "
+        "and at most 3.6e+09 µs (one hour)"
+    ]
 
 
 def test_a_version_1_table_is_refused(tmp_path):

@@ -514,8 +514,9 @@ def _log_tests(
         tests = [t for t in tests if t.op == op.value]
         if not tests:
             raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
+    left_out = [line for t in tests for line in t.left_out]
     tests, warnings = validated_tests(tests, log)
-    for line in warnings:
+    for line in left_out + warnings:
         print(f"topo: warning: {line}", file=sys.stderr)
     for t in tests:
         if gpus is not None and t.ranks is not None and gpus != t.ranks:

@@ -51,7 +51,14 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.fabric import long_number, read_text, too_deep
-from topo.formats.nccl_tests import MAX_SIZE_BYTES, NcclTest, NcclTestRow
+from topo.formats.nccl_tests import (
+    MAX_GBPS,
+    MAX_SIZE_BYTES,
+    MAX_TIME_US,
+    NcclTest,
+    NcclTestRow,
+    busbw_factor,
+)
 from topo.wording import shown
 
 FORMAT_VERSION = "v4.0"
@@ -75,12 +82,6 @@ WHOLE_BUFFER = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 
 REDUCTIONS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
 
-MAX_TIME_US = 3.6e9
-"""Longest call accepted (µs): one hour; a collective that takes longer hung."""
-
-MAX_GBPS = 1e6
-"""Largest bandwidth accepted (GB/s): a petabyte per second, a thousand times any GPU's."""
-
 MAX_RANKS = 1 << 24
 """Largest communicator accepted (ranks)."""
 
@@ -92,6 +93,7 @@ class _Group:
     line: int
     hosts: dict[str, None] = field(default_factory=dict)
     sizes: dict[int, list[tuple[float, float, int]]] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)
 
 
 def looks_like_inspector(head: str) -> bool:
@@ -229,9 +231,17 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         ``metadata`` and ``coll_perf`` or ``p2p_perf``; a format version other than v4.0; a
         missing, non-finite, negative or absurd number (a message, or a whole buffer, above
         :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a time of 0 or above
-        :data:`MAX_TIME_US`; a bandwidth above :data:`MAX_GBPS`; ``n_ranks`` above
-        :data:`MAX_RANKS`; a rank outside the communicator); a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits; no record of a collective topo models.
+        :data:`~topo.formats.nccl_tests.MAX_TIME_US`; a bandwidth above
+        :data:`~topo.formats.nccl_tests.MAX_GBPS`; ``n_ranks`` above :data:`MAX_RANKS`; a
+        rank outside the communicator); a run of more than
+        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits; no record of a collective topo models;
+        an (op, ``n_ranks``) whose every record is left out.
+
+    Notes
+    -----
+    A record whose ``coll_busbw_gbs`` is not ``coll_algobw_gbs`` times nccl-tests' factor of
+    the op on ``n_ranks`` ranks (:func:`topo.formats.nccl_tests.busbw_factor`; to 0.1 %) is
+    left out, with a line in the test's ``left_out``.
 
     References
     ----------
@@ -298,6 +308,10 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         _check_algbw(path, line, alg, size, t, coll)
         factor = bus / alg if alg > 0 else (n - 1) / n  # AlltoAll: the plugin writes 0
         g = groups.setdefault((op, n, nnodes), _Group(line))
+        why = _busbw_disagrees(alg, bus, op, n)
+        if why is not None:
+            g.left_out.append(f"{path}:{line}: {coll} record of {size} B left out: {why}")
+            continue
         g.hosts.setdefault(str(meta.get("hostname", "")), None)
         g.sizes.setdefault(size, []).append((t, factor, line))
     if not groups:
@@ -307,6 +321,13 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
             f"no record of a collective topo models ({', '.join(sorted(set(OPS.values())))}); "
             f"records found: {what}",
         )
+    for (op, n, _), g in groups.items():
+        if not g.sizes:
+            raise FormatError(
+                path,
+                f"no plausible record of {op} on {n} ranks is left; "
+                f"{g.left_out[0].removeprefix(f'{path}:')}",
+            )
     return [_test(op, n, nnodes, g) for (op, n, nnodes), g in groups.items()]
 
 
@@ -337,6 +358,22 @@ def _check_algbw(path: Path, line: int, alg: float, size: int, t: float, coll: s
             "an Inspector that sizes its messages otherwise",
             line,
         )
+
+
+def _busbw_disagrees(alg: float, bus: float, op: str, n: int) -> str | None:
+    """Why a record's busbw is not its algbw times nccl-tests' factor of the op
+    (``inspectorComputeOpBw`` follows nccl-tests' ``doc/PERFORMANCE.md``), to the 6
+    decimals ``%lf`` prints; None when it is (or the plugin wrote no algbw: AlltoAll)."""
+    f = busbw_factor(op, n)
+    if alg == 0 or f is None:
+        return None
+    want = alg * f
+    if abs(bus - want) <= 1e-3 * want + 1e-6:
+        return None
+    return (
+        f"coll_busbw_gbs {bus:g} is not coll_algobw_gbs {alg:g} x {f:.4g} ({op} of {n} "
+        f"ranks) = {want:.6g}"
+    )
 
 
 def _test(op: str, n: int, nnodes: int, g: _Group) -> NcclTest:
@@ -375,4 +412,5 @@ def _test(op: str, n: int, nnodes: int, g: _Group) -> NcclTest:
         line=g.line,
         nodes=nnodes,
         ranks_source=f"the n_ranks and nnodes of its records (from line {g.line})",
+        left_out=g.left_out,
     )

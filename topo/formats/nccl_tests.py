@@ -182,6 +182,9 @@ class NcclTest:
     ranks_source : str
         Where in the file ``ranks`` and ``hosts`` come from, for messages (``"its '#  Rank'
         lines 3-21"``, ``"its 'devices' list"``); empty when it lists no ranks.
+    left_out : list of str
+        One line per result row the reader left out as implausible (:func:`implausible`):
+        the file, the row's line (or ``results[i]``) and what disagrees.
     """
 
     op: str
@@ -198,6 +201,7 @@ class NcclTest:
     devices: list[str] = field(default_factory=list)
     nodes: int | None = None
     ranks_source: str = ""
+    left_out: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -276,7 +280,7 @@ def _row(path: Path, lineno: int, fields: list[str], cur: _Open) -> NcclTestRow:
             path, f"bad number in result row: {' '.join(fields)!r}", line=lineno
         ) from None
     check_size(path, size, count, lineno)
-    _check_row(path, lineno, root, t, alg, bus, ip)
+    _check_root(path, lineno, root)
     check = _error if cur.old else _wrong
     wrong = [check(path, lineno, tail[i]) if len(tail) > i else None for i in (3, 7)]
     return NcclTestRow(
@@ -356,29 +360,10 @@ def _wrong(path: Path, lineno: int, text: str) -> int | None:
     return int(x)
 
 
-def _check_row(
-    path: Path,
-    lineno: int,
-    root: int,
-    t: float,
-    alg: float,
-    bus: float,
-    ip: list[float | None],
-) -> None:
-    """Refuse what nccl-tests never prints: a time that is not a positive finite number of
-    µs, a bandwidth that is negative or not finite, a root below -1."""
+def _check_root(path: Path, lineno: int, root: int) -> None:
+    """Refuse a root below -1 (nccl-tests prints -1 for a collective that has none)."""
     if root < -1:
         raise FormatError(path, f"root must be -1 (not rooted) or a rank, got {root}", lineno)
-    for what, times, rates in (("", t, (alg, bus)), ("in-place ", ip[0], ip[1:])):
-        if times is not None and not (math.isfinite(times) and times > 0):
-            raise FormatError(
-                path, f"{what}time must be a positive number of µs, got {times:g}", lineno
-            )
-        for name, x in zip(("algbw", "busbw"), rates, strict=True):
-            if x is not None and not (math.isfinite(x) and x >= 0):
-                raise FormatError(
-                    path, f"{what}{name} must be a non-negative number of GB/s, got {x:g}", lineno
-                )
 
 
 def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
@@ -401,12 +386,22 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
             f"its last row (line {cur.rows[-1].line}): truncated log",
         )
     name = _name(path, cur, op)
+    rows, left_out = plausible_rows(name, len(cur.ranks) or None, cur.rows, f"{path}:")
+    if not rows:
+        first = cur.rows[0]
+        why = implausible(name, len(cur.ranks) or None, first)
+        raise FormatError(
+            path,
+            f"{name}_perf row of {first.size_bytes} B: {why}; "
+            f"no plausible row is left in {cur.label} (started line {cur.line})",
+            line=first.line,
+        )
     hosts = list(dict.fromkeys(cur.ranks[r] for r in sorted(cur.ranks)))
     per_host = set(Counter(cur.ranks.values()).values())
     gpn = per_host.pop() if len(per_host) == 1 else None
     return NcclTest(
         op=name,
-        rows=cur.rows,
+        rows=rows,
         ranks=len(cur.ranks) or None,
         hosts=hosts,
         gpus_per_node=gpn,
@@ -417,6 +412,7 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
         out_of_bounds=cur.out_of_bounds,
         devices=list(dict.fromkeys(cur.devices[r] for r in sorted(cur.devices))),
         ranks_source=_lines("its '#  Rank' line", cur.rank_lines),
+        left_out=left_out,
     )
 
 
@@ -508,6 +504,218 @@ def _check_sizes(path: Path, cur: _Open, name: str, source: str) -> None:
         if cur.name is None:
             err.param, err.names = "op", ("op",)
         raise err
+
+
+MAX_TIME_US = 3.6e9
+"""Longest time accepted in a row (µs): one hour; a collective that takes longer hung."""
+
+MAX_GBPS = 1e6
+"""Largest bandwidth accepted in a row (GB/s): a petabyte per second, a thousand times any
+GPU's."""
+
+PER_RANK = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+"""Ops whose size column is ``count`` x the word size (``getCollByteCount`` of
+``src/<op>.cu``)."""
+
+BUFFER_OPS = WHOLE_BUFFER | {"gather", "scatter", "hypercube"}
+"""Ops whose size column is ``count`` (one rank's share) x the word size x the ranks."""
+
+
+def busbw_factor(op: str, ranks: int) -> float | None:
+    """nccl-tests' busbw / algbw of ``op`` on ``ranks`` ranks (``GetBw`` of ``src/<op>.cu``):
+    2(n-1)/n for all_reduce; (n-1)/n for all_gather, reduce_scatter, alltoall, gather,
+    scatter; 1 for broadcast, reduce, sendrecv and hypercube; None for an op it does not know.
+
+    Examples
+    --------
+    >>> busbw_factor("all_reduce", 8), busbw_factor("all_gather", 8), busbw_factor("reduce", 8)
+    (1.75, 0.875, 1.0)
+    """
+    if op == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if op in WHOLE_BUFFER or op in ("gather", "scatter"):
+        return (ranks - 1) / ranks
+    if op in PER_RANK or op == "hypercube":
+        return 1.0
+    return None
+
+
+def half_unit(x: float, width: int) -> float:
+    """Half the last printed digit of a value nccl-tests printed in a column ``width`` wide:
+    the coarser of ``getFloatStr`` (``src/util.cu``, 2.14 on: ``%.2f``, ``%.1f``, ``%.0f``,
+    whichever fits, then ``%.1e`` (width 7) or ``%.0e``) and the older formats (time
+    ``%7.2f`` under 100 µs, ``%7.1f`` under 10,000 µs, ``%7.0f`` above; bandwidths
+    ``%6.2f``).
+
+    Parameters
+    ----------
+    x : float
+        The value as read (>= 0).
+    width : int
+        7 for a time (µs), 6 for a bandwidth (GB/s).
+
+    Returns
+    -------
+    float
+        The largest rounding error the printing may have made, in the unit of ``x``.
+
+    Examples
+    --------
+    >>> half_unit(12.34, 6), half_unit(2925.6, 7), half_unit(12345.0, 7)
+    (0.005, 0.05, 0.5)
+    """
+    new = None
+    for d in (2, 1, 0):
+        if len(f"{x:.{d}f}") <= width:
+            new = 0.5 * 10.0**-d
+            break
+    if new is None:
+        mantissa = 1 if width >= 7 else 0
+        new = 0.5 * 10.0 ** (math.floor(math.log10(x)) - mantissa)
+    old = 0.005 if width < 7 or x < 100 else 0.05 if x < 10_000 else 0.5
+    return max(new, old)
+
+
+def _size_count(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
+    """Why ``size`` cannot be ``count`` x the word x (the ranks, for a whole-buffer op)."""
+    word = WORD_BYTES.get(row.type)
+    if word is None or (op not in PER_RANK and op not in BUFFER_OPS):
+        return None
+    unit = row.count * word
+    if op in PER_RANK:
+        if row.size_bytes == unit:
+            return None
+        want = f"count {row.count} x {word} B ({row.type}) = {unit}"
+    else:
+        whole = unit > 0 and row.size_bytes % unit == 0
+        m = row.size_bytes // unit if whole else 0
+        split = whole and (m > 1 or ranks in (None, 1)) and (ranks is None or ranks % m == 0)
+        if unit == row.size_bytes == 0 or split:
+            return None  # a group of the ranks where NCCL_TESTS_SPLIT splits them
+        want = f"count {row.count} x {word} B ({row.type}) x " + (
+            f"{ranks} ranks = {unit * ranks}" if ranks is not None else "the ranks"
+        )
+    return f"size {row.size_bytes} B is not {want} B, as nccl-tests prints {op}"
+
+
+def _disagree(op: str, ranks: int | None, row: NcclTestRow, cols: tuple[float, ...]) -> str | None:
+    """Why a (time, algbw, busbw) triple of ``row`` cannot be what nccl-tests printed."""
+    t, alg, bus = cols
+    if not (math.isfinite(t) and 0 < t <= MAX_TIME_US):
+        return f"time {t:g} µs is not above 0 and at most {MAX_TIME_US:g} µs (one hour)"
+    for name, x in (("algbw", alg), ("busbw", bus)):
+        if not (math.isfinite(x) and 0 <= x <= MAX_GBPS):
+            return f"{name} {x:g} GB/s is not from 0 to {MAX_GBPS:g} GB/s"
+    word = WORD_BYTES.get(row.type)
+    moved: int | None = row.size_bytes
+    if op in BUFFER_OPS and ranks is not None and word is not None:
+        moved = row.count * word * (ranks - 1 if op == "hypercube" else ranks)
+    elif op == "hypercube":
+        moved = None
+    ht, ha, hb = half_unit(t, 7), half_unit(alg, 6), half_unit(bus, 6)
+    lo, hi = alg - ha, alg + ha
+    if moved is not None:
+        lo = max(lo, moved / (t + ht) / 1e3)
+        hi = min(hi, moved / (t - ht) / 1e3 if t > ht else math.inf)
+        if lo > hi * (1 + 1e-9) + 1e-12:
+            return (
+                f"algbw {alg:g} GB/s is not size / time = {moved} B / {t:g} µs = "
+                f"{moved / t / 1e3:.4g} GB/s"
+            )
+    f = busbw_factor(op, ranks) if ranks is not None else None
+    if f is None:
+        return None
+    if f > 0:
+        bad = max(lo, (bus - hb) / f) > min(hi, (bus + hb) / f) * (1 + 1e-9) + 1e-12
+    else:
+        bad = bus > hb
+    if bad:
+        return (
+            f"busbw {bus:g} GB/s is not algbw {alg:g} GB/s x {f:.4g} ({op} of {ranks} ranks) "
+            f"= {alg * f:.4g} GB/s"
+        )
+    return None
+
+
+def implausible(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
+    """Why a row cannot be what nccl-tests printed, or None when it can.
+
+    nccl-tests' columns are redundant (``src/<op>.cu``, ``getCollByteCount`` and ``GetBw``):
+    size = count x the word size (x the ranks for :data:`BUFFER_OPS`); algbw = the bytes
+    moved / time (the size; count x word x (n-1) for hypercube); busbw = algbw x
+    :func:`busbw_factor`. A row whose columns disagree by more than the printing's rounding
+    (:func:`half_unit` of each column), or whose time is not above 0 and at most
+    :data:`MAX_TIME_US`, or whose bandwidth is negative, not finite or above
+    :data:`MAX_GBPS`, is implausible.
+
+    Parameters
+    ----------
+    op : str
+        The test's operation (``all_reduce``, ...); an unknown one has its times and
+        bandwidths checked for range only.
+    ranks : int or None
+        The test's ranks n (the busbw factor and a whole buffer need it); None: not checked.
+    row : NcclTestRow
+        The row (out-of-place, and in-place when printed).
+
+    Returns
+    -------
+    str or None
+        What disagrees, in one line (``"busbw 1e+30 GB/s is not algbw 10.49 GB/s x 1.75
+        (all_reduce of 8 ranks) = 18.36 GB/s"``); for the in-place columns it starts with
+        ``"in-place "``.
+
+    Examples
+    --------
+    >>> row = NcclTestRow(1048576, 262144, "float", "sum", -1, 100.0, 10.49, 18.35,
+    ...                   None, None, None, line=9)
+    >>> implausible("all_reduce", 8, row) is None  # 1048576 / 100 µs = 10.49 GB/s, x 1.75
+    True
+    >>> implausible("all_reduce", 8, replace(row, busbw_GBps=0.0))
+    'busbw 0 GB/s is not algbw 10.49 GB/s x 1.75 (all_reduce of 8 ranks) = 18.36 GB/s'
+    """
+    why = _size_count(op, ranks, row)
+    if why is not None:
+        return why
+    why = _disagree(op, ranks, row, (row.time_us, row.algbw_GBps, row.busbw_GBps))
+    if why is not None or row.inplace_time_us is None:
+        return why
+    ip = (row.inplace_time_us, row.inplace_algbw_GBps, row.inplace_busbw_GBps)
+    why = _disagree(op, ranks, row, tuple(math.nan if x is None else x for x in ip))
+    return None if why is None else "in-place " + why
+
+
+def plausible_rows(
+    op: str, ranks: int | None, rows: list[NcclTestRow], where: str
+) -> tuple[list[NcclTestRow], list[str]]:
+    """The rows that are not :func:`implausible`, and a line for each one left out.
+
+    Parameters
+    ----------
+    op, ranks
+        As :func:`implausible`.
+    rows : list of NcclTestRow
+        A test's rows.
+    where : str
+        How a row's place is written before it: ``"PATH:"`` (then the row's line) for a text
+        log, ``"PATH: results["`` (then the index, and ``]``) for a JSON report.
+
+    Returns
+    -------
+    rows : list of NcclTestRow
+        In order.
+    left_out : list of str
+        ``"PATH:LINE: all_reduce_perf row of SIZE B left out: WHY"`` per row left out.
+    """
+    kept, left_out = [], []
+    for r in rows:
+        why = implausible(op, ranks, r)
+        if why is None:
+            kept.append(r)
+            continue
+        place = f"{where}{r.line - 1}]" if where.endswith("[") else f"{where}{r.line}"
+        left_out.append(f"{place}: {op}_perf row of {r.size_bytes} B left out: {why}")
+    return kept, left_out
 
 
 def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:

@@ -29,7 +29,13 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.fabric import long_number, read_text, too_deep
-from topo.formats.nccl_tests import NcclTest, NcclTestRow, check_size, read_nccl_tests
+from topo.formats.nccl_tests import (
+    NcclTest,
+    NcclTestRow,
+    check_size,
+    plausible_rows,
+    read_nccl_tests,
+)
 from topo.wording import shown
 
 FORMAT_VERSION = 3
@@ -223,6 +229,11 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     if not rows:
         raise FormatError(path, f"{op}_perf: no results in the report (a failed or empty run)")
     ranks, hosts, gpn = _hosts(path, doc.get("devices"))
+    rows, left_out = plausible_rows(op, ranks, rows, f"{path}: results[")
+    if not rows:
+        raise FormatError(
+            path, f"{op}_perf: no plausible result is left; {left_out[0].removeprefix(f'{path}: ')}"
+        )
     version = doc.get("nccl_version")
     return [
         NcclTest(
@@ -237,6 +248,7 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
             line=1,
             out_of_bounds=_out_of_bounds(path, doc.get("out_of_bounds")),
             ranks_source="its 'devices' list" if ranks else "",
+            left_out=left_out,
         )
     ]
 
