@@ -307,3 +307,9 @@ def test_an_implausible_row_is_left_out_with_one_warning(small, tmp_path):
         # both rows left are 111.85 GB/s: the fit's busbw is 111.85 x 1.75 = 195.7 GB/s
         assert cmp["fit"]["points"] == 2
         assert cmp["fit"]["busbw_GBps"] == pytest.approx(195.73, abs=0.01)
+    # a refusal stays one line: the warning is said only once the comparison stands
+    line = user_error(run(small, "--compare", log, "--gpus", 16, "--arch", "hopper"))
+    assert line == (
+        f"topo: error: {log}: --gpus 16 differs from the 8 ranks of its all_reduce_perf test: "
+        "a log is compared with the model at its own size"
+    )

@@ -258,7 +258,7 @@ def collective(
             "against a default H100 cluster"
         )
     if compare is not None:
-        tests = _log_tests(compare, op, gpus, gpus_per_node)
+        tests, left_out = _log_tests(compare, op, gpus, gpus_per_node)
         G = (
             fabric_mod.load(fabric)
             if fabric is not None
@@ -281,6 +281,7 @@ def collective(
                         proto=proto,
                     )
                 )
+        _warn(left_out)
         _warn_send_recv([t.op for t in tests], algo, proto)
         _warn_assumed_arch(fabric, G, arch, c)
         _write_html(html, lambda: plot_busbw(comparisons=comparisons))
@@ -406,12 +407,13 @@ def _calibrate(
     from topo.collective.calibrate import calibrate, cluster_toml
     from topo.fabric import write_atomic
 
-    tests = _log_tests(log, None, None, None)
+    tests, left_out = _log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
     _warn_devices(log, tests, G, c.arch, arch)
     with about(fabric), _sizes_from_log(log, tests, None, None):
         result = calibrate(G, tests, c)
+    _warn(left_out)
     text = cluster_toml(result, log) if output is not None else None  # (refuses a bare fit)
     _warn_assumed_arch(fabric, G, arch, c)
     if output is not None and text is not None:
@@ -499,12 +501,19 @@ def _calibration_table(result: Any, log: Path) -> None:
         out.print(escape(f"note: {note}"))
 
 
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        print(f"topo: warning: {line}", file=sys.stderr)
+
+
 def _log_tests(
     log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
-) -> list[NcclTest]:
+) -> tuple[list[NcclTest], list[str]]:
     """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
     content) to compare (of ``op`` if given, which also names a test an old log does not),
-    checked against the --gpus and --gpus-per-node given."""
+    checked against the --gpus and --gpus-per-node given; and the rows left out (implausible,
+    or failed nccl-tests' data check), one line each, for the caller to print once its
+    result stands (a refusal stays one line)."""
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests import validated_tests
 
@@ -516,8 +525,6 @@ def _log_tests(
             raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
     left_out = [line for t in tests for line in t.left_out]
     tests, warnings = validated_tests(tests, log)
-    for line in left_out + warnings:
-        print(f"topo: warning: {line}", file=sys.stderr)
     for t in tests:
         if gpus is not None and t.ranks is not None and gpus != t.ranks:
             raise TopoError(
@@ -529,7 +536,7 @@ def _log_tests(
                 f"{log}: --gpus-per-node {gpus_per_node} differs from the "
                 f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
             )
-    return tests
+    return tests, left_out + warnings
 
 
 @contextlib.contextmanager
