@@ -291,6 +291,12 @@ def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
             r"/s\.toml:4: \[collective\] size_bytes must be from 1 to 1,125,899,906,842,624 "
             r"\(1 PiB\), got -5$",
         ),
+        # numpy's SeedSequence refuses a negative seed: it was refused after the cluster
+        # had started, naming no file
+        (
+            "[sweep]\nseed = -1\n[grid]\nfamily = 'ft2'\n",
+            r"/s\.toml:2: \[sweep\] seed must be >= 0, got -1$",
+        ),
     ],
 )
 def test_values_no_point_could_use_are_refused_up_front(

@@ -239,7 +239,8 @@ def load_sweep(path: str | Path) -> SweepSpec:
     FormatError
         Unreadable file, bad TOML, a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS`
         digits (named by its line), an unknown table or key, a value of the wrong type, an
-        empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a missing file named;
+        empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a negative ``seed``, a
+        missing file named;
         a value no point could use: an unknown ``family`` or ``[collective] op``, a count
         below its least value, ``fail_link_rate`` outside [0, 1], a ``link_gbps`` or
         ``oversubscription`` that is not positive and finite, ``size_bytes`` outside 1 to
@@ -274,6 +275,13 @@ def load_sweep(path: str | Path) -> SweepSpec:
             path, f"[sweep] sample must be >= 1, got {shown(sample)}", line=_line(path, "sample")
         )
     moe = _table(path, data, "moe", MOE_KEYS)
+    for name, table in (("sweep", sweep), ("moe", moe)):
+        if table.get("seed", 0) < 0:  # numpy's SeedSequence takes none
+            raise FormatError(
+                path,
+                f"[{name}] seed must be >= 0, got {shown(table['seed'])}",
+                line=_line(path, "seed"),
+            )
     files = [text]
     for table, key in ((moe, "model"), (sweep, "prices")):
         if key in table:
