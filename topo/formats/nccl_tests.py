@@ -45,6 +45,11 @@ A launcher's tag before each line (:data:`LINE_TAG`: ``mpirun --tag-output``,
 A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
 ``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
 partial result.
+
+The columns are redundant (size = count x word [x ranks], algbw = size / time, busbw = algbw
+x the op's factor): a row whose columns disagree beyond the rounding of what nccl-tests prints
+is left out with a line naming the file and the line (:func:`implausible`,
+:attr:`NcclTest.left_out`).
 """
 
 from __future__ import annotations
@@ -812,10 +817,16 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
         operation neither the log nor ``op`` gives; a test that the log does not name by a
         ``Collective test starting`` line whose columns (nccl-tests 2.0-2.11,
         :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
-        nccl-tests 1.x table; a result
-        row whose column count is not its table's or has a bad number (a time that is not
-        positive and finite, a bandwidth that is negative or not finite); a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
+        nccl-tests 1.x table; a result row whose column count is not its table's, or that
+        is not a number where one is printed, or whose root is below -1; a test whose every
+        row is :func:`implausible`; a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS`
+        digits.
+
+    Notes
+    -----
+    A row that is :func:`implausible` (its columns disagree beyond the printing's rounding;
+    a time not above 0 and at most :data:`MAX_TIME_US`; a bandwidth outside 0 to
+    :data:`MAX_GBPS`) is left out of its test, with a line in the test's ``left_out``.
 
     Examples
     --------
