@@ -261,3 +261,29 @@ def test_no_row_of_the_real_logs_is_left_out():
             assert t.left_out == [], (path, t.left_out)
             rows += len(t.rows)
     assert rows == 7 * 5 * 10 - 3 * 10  # 6 logs of 5 tests, 1 of 2 (pairwise); 10 sizes each
+
+
+def test_a_cpu_time_is_not_held_to_algbw(tmp_path):
+    """nccl-tests -C 1 prints the CPU's time under 'cputime' (src/common.cu) while algbw is
+    the GPU's: 32 MiB at 111.85 GB/s beside a CPU time of 500.0 µs is what it prints; busbw
+    is still algbw x 1.75 (195.73), and 250.00 is left out."""
+    header = (
+        "#       size         count      type   redop    root  cputime   algbw   busbw #wrong"
+        "  cputime   algbw   busbw #wrong"
+    )
+    row = "    33554432       8388608     float     sum      -1    500.0  111.85  {}      0"
+    path = tmp_path / "x.log"
+    path.write_text("\n".join([*HEAD, header, row.format("195.73"), row.format("250.00"), AVG]))
+    (t,) = read_nccl_tests(path)
+    assert [r.line for r in t.rows] == [11]
+    assert t.left_out == [
+        f"{path}:12: all_reduce_perf row of 33554432 B left out: busbw 250 GB/s is not algbw "
+        "111.85 GB/s x 1.75 (all_reduce of 8 ranks) = 195.7 GB/s"
+    ]
+    doc = json.loads(json.dumps(REPORT))
+    for r in doc["results"]:
+        r["out_of_place"]["cpu_time"] = r["out_of_place"].pop("time") * 2
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    (j,) = read_nccl_tests_json(path)
+    assert len(j.rows) == 3 and j.left_out == []

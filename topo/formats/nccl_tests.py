@@ -227,6 +227,7 @@ class _Open:
     lead_line: int | None = None  # the column header's line (None: told by the rows)
     old: bool | None = None  # nccl-tests < 2.13: an 'error' column, not '#wrong'
     named_by_start: bool = False  # '# Collective test starting' named the op
+    cpu_time: bool = False  # the time columns are 'cputime' (-C 1)
 
     @property
     def label(self) -> str:
@@ -391,10 +392,11 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
             f"its last row (line {cur.rows[-1].line}): truncated log",
         )
     name = _name(path, cur, op)
-    rows, left_out = plausible_rows(name, len(cur.ranks) or None, cur.rows, f"{path}:")
+    n = len(cur.ranks) or None
+    rows, left_out = plausible_rows(name, n, cur.rows, f"{path}:", cur.cpu_time)
     if not rows:
         first = cur.rows[0]
-        why = implausible(name, len(cur.ranks) or None, first)
+        why = implausible(name, n, first, cur.cpu_time)
         raise FormatError(
             path,
             f"{name}_perf row of {first.size_bytes} B: {why}; "
@@ -603,7 +605,9 @@ def _size_count(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
     return f"size {row.size_bytes} B is not {want} B, as nccl-tests prints {op}"
 
 
-def _disagree(op: str, ranks: int | None, row: NcclTestRow, cols: tuple[float, ...]) -> str | None:
+def _disagree(
+    op: str, ranks: int | None, row: NcclTestRow, cols: tuple[float, ...], cpu_time: bool
+) -> str | None:
     """Why a (time, algbw, busbw) triple of ``row`` cannot be what nccl-tests printed."""
     t, alg, bus = cols
     if not (math.isfinite(t) and 0 < t <= MAX_TIME_US):
@@ -616,6 +620,8 @@ def _disagree(op: str, ranks: int | None, row: NcclTestRow, cols: tuple[float, .
     if op in BUFFER_OPS and ranks is not None and word is not None:
         moved = row.count * word * (ranks - 1 if op == "hypercube" else ranks)
     elif op == "hypercube":
+        moved = None
+    if cpu_time:
         moved = None
     ht, ha, hb = half_unit(t, 7), half_unit(alg, 6), half_unit(bus, 6)
     lo, hi = alg - ha, alg + ha
@@ -642,7 +648,7 @@ def _disagree(op: str, ranks: int | None, row: NcclTestRow, cols: tuple[float, .
     return None
 
 
-def implausible(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
+def implausible(op: str, ranks: int | None, row: NcclTestRow, cpu_time: bool = False) -> str | None:
     """Why a row cannot be what nccl-tests printed, or None when it can.
 
     nccl-tests' columns are redundant (``src/<op>.cu``, ``getCollByteCount`` and ``GetBw``):
@@ -662,6 +668,9 @@ def implausible(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
         The test's ranks n (the busbw factor and a whole buffer need it); None: not checked.
     row : NcclTestRow
         The row (out-of-place, and in-place when printed).
+    cpu_time : bool
+        The times are the CPU's (``-C 1``: a ``cputime`` column, JSON ``cpu_time``), while
+        algbw is from the GPU's: algbw is then not held to size / time.
 
     Returns
     -------
@@ -682,16 +691,19 @@ def implausible(op: str, ranks: int | None, row: NcclTestRow) -> str | None:
     why = _size_count(op, ranks, row)
     if why is not None:
         return why
-    why = _disagree(op, ranks, row, (row.time_us, row.algbw_GBps, row.busbw_GBps))
+    why = _disagree(op, ranks, row, (row.time_us, row.algbw_GBps, row.busbw_GBps), cpu_time)
     if why is not None or row.inplace_time_us is None:
         return why
-    ip = (row.inplace_time_us, row.inplace_algbw_GBps, row.inplace_busbw_GBps)
-    why = _disagree(op, ranks, row, tuple(math.nan if x is None else x for x in ip))
+    ip = tuple(
+        math.nan if x is None else x
+        for x in (row.inplace_time_us, row.inplace_algbw_GBps, row.inplace_busbw_GBps)
+    )
+    why = _disagree(op, ranks, row, ip, cpu_time)
     return None if why is None else "in-place " + why
 
 
 def plausible_rows(
-    op: str, ranks: int | None, rows: list[NcclTestRow], where: str
+    op: str, ranks: int | None, rows: list[NcclTestRow], where: str, cpu_time: bool = False
 ) -> tuple[list[NcclTestRow], list[str]]:
     """The rows that are not :func:`implausible`, and a line for each one left out.
 
@@ -704,6 +716,8 @@ def plausible_rows(
     where : str
         How a row's place is written before it: ``"PATH:"`` (then the row's line) for a text
         log, ``"PATH: results["`` (then the index, and ``]``) for a JSON report.
+    cpu_time : bool
+        As :func:`implausible`.
 
     Returns
     -------
@@ -714,7 +728,7 @@ def plausible_rows(
     """
     kept, left_out = [], []
     for r in rows:
-        why = implausible(op, ranks, r)
+        why = implausible(op, ranks, r, cpu_time)
         if why is None:
             kept.append(r)
             continue
@@ -726,9 +740,10 @@ def plausible_rows(
 def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:
     """The column header (``# size count type ... time algbw busbw #wrong|error ...``): the
     columns before ``time``, and which check column the table has."""
-    words = line.lstrip("#").split()
+    words = ["time" if w == "cputime" else w for w in line.lstrip("#").split()]
     if "time" not in words:
         return
+    cur.cpu_time = "cputime" in line  # nccl-tests -C 1: the CPU's time, not algbw's
     lead = tuple(words[3 : words.index("time")])
     if any(w not in MODERN_LEAD for w in lead):
         raise FormatError(

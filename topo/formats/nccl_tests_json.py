@@ -229,7 +229,13 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     if not rows:
         raise FormatError(path, f"{op}_perf: no results in the report (a failed or empty run)")
     ranks, hosts, gpn = _hosts(path, doc.get("devices"))
-    rows, left_out = plausible_rows(op, ranks, rows, f"{path}: results[")
+    cpu = any(
+        isinstance(r, dict)
+        and isinstance(r.get("out_of_place"), dict)
+        and "time" not in r["out_of_place"]
+        for r in results
+    )  # -C 1: "cpu_time", the CPU's time, while algbw is the GPU's
+    rows, left_out = plausible_rows(op, ranks, rows, f"{path}: results[", cpu)
     if not rows:
         raise FormatError(
             path, f"{op}_perf: no plausible result is left; {left_out[0].removeprefix(f'{path}: ')}"
