@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = 41
 MUTANTS = 300
 """Mutants per reader through the library (a few hundred each)."""
-CLI_MUTANTS = 40
+CLI_MUTANTS = 30
 """Mutants per command through the command line (each a whole CLI run)."""
 LIMIT_S = 10
 """Longest a reader may take on one small mutant (s); none needs a second."""
