@@ -1414,9 +1414,9 @@ def capacity_fault(G: nx.Graph) -> str | None:
     number of B/s within :data:`CAPACITY_RANGE_Bps`, as the message that names it; None when
     every edge's is.
 
-    One pass over the edges gathers the capacities, which numpy then checks at once (about
-    20 ms for the 65,536 edges of the 16,384-GPU MPFT); the rule of :func:`check_schema` (a
-    file) and of the solvers' entry points (a graph built in memory, :func:`require_fabric`).
+    One pass over the edges gathers the capacities, which numpy then checks at once; the
+    rule of :func:`check_schema` (a file) and of the solvers' entry points (a graph built in
+    memory, :func:`require_fabric`).
 
     Parameters
     ----------
