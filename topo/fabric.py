@@ -723,21 +723,21 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
     Parameters
     ----------
     path : str or Path
-        The output file, or a symbolic link to it.
+        The output file.
 
     Returns
     -------
     (Path, Path)
-        The file to be replaced (a link's target) and its folder.
+        The file to be written and its folder.
 
     Raises
     ------
     FormatError
-        ``path`` is ``-`` (a user means standard output by it), or a link into this process's
-        file descriptors (``/dev/stdout``, ``/dev/fd/1``: the file behind it would be replaced
-        by another, and what the command prints after it lost); it ends in ``/`` (a folder's
-        name); it (or the target of the link) exists and is not a regular file; its folder
-        does not exist or cannot be written (``os.access``: a user's permissions, not the
+        ``path`` is ``-`` (a user means standard output by it), or a symbolic link (an
+        output is never written through a link, nor replaces one: the file behind it, often
+        another format's, or ``/dev/stdout``, would be overwritten without remark); it ends in
+        ``/`` (a folder's name); it exists and is not a regular file; its folder does not
+        exist or cannot be written (``os.access``: a user's permissions, not the
         superuser's).
     """
     raw = str(path)
@@ -758,7 +758,14 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
         raise FormatError(
             path, "cannot write: a name ending in '/' names a folder; give a file name"
         )
-    path = target or Path(path)
+    if os.path.islink(path):
+        raise FormatError(
+            path,
+            f"cannot write: it is a symbolic link (to {os.readlink(path)}); an output is "
+            "never written through a link nor replaces one: give the file's own name, or "
+            "another",
+        )
+    path = Path(path)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -814,14 +821,16 @@ def written_names(path: str | Path) -> list[tuple[str | Path, str]]:
 def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
-    A symbolic link is written through: its target is replaced and the link stays. Anything
-    else that is not a regular file (a FIFO, a device such as ``/dev/full``, a socket, a
-    folder) is never replaced.
+    Nothing that is not a regular file is written through or replaced: a symbolic link, a
+    FIFO, a device such as ``/dev/full``, a socket, a folder. The temporary file is
+    ``.NAME.PID.XXXXXXXX.tmp`` (``PID`` this process's id); a write of ``NAME`` first removes
+    the temporary files of ``NAME`` whose process is gone (one killed mid-write, by SIGKILL or
+    a power cut, leaves its file behind: Ctrl-C and SIGTERM remove theirs).
 
     Parameters
     ----------
     path : str or Path
-        The output file, or a symbolic link to it.
+        The output file.
     text : str or bytes
         The whole content: a string is written as UTF-8, bytes as they are (e.g. a Parquet
         table).
@@ -829,13 +838,16 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     Raises
     ------
     FormatError
-        If the folder does not exist or cannot be written, ``path`` (or the target of the
-        link) exists and is not a regular file, or ``path`` is ``-`` (a user means standard
-        output by it; a file named ``-`` was written before).
+        As :func:`check_writable`: the folder does not exist or cannot be written, ``path`` is
+        a symbolic link or exists and is not a regular file, or ``path`` is ``-`` (a user
+        means standard output by it; a file named ``-`` was written before).
     """
     path, folder = check_writable(path)
+    remove_stale_temporaries(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX
+        )
     except OSError as exc:
         raise FormatError(path, f"cannot write: {exc.strerror}") from None
     try:
@@ -845,6 +857,7 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+        check_writable(path)  # (what may have taken its place meanwhile is not replaced)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -854,6 +867,66 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         if isinstance(exc, OSError):
             raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
         raise
+
+
+_TEMP_SUFFIX = ".tmp"
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporary files that :func:`write_atomic` left beside ``path`` in a process
+    that is gone (``.NAME.PID.XXXXXXXX.tmp`` whose ``PID`` no longer runs).
+
+    A process killed while it wrote (SIGKILL, the machine's power) leaves its temporary file;
+    the next write of the same name removes it. Those of running processes (another write
+    under way) are kept.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output file.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    pattern = re.compile(
+        rf"\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+{re.escape(_TEMP_SUFFIX)}"
+    )
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or _process_runs(int(m[1])):
+            continue
+        stale = folder / name
+        try:
+            if stat.S_ISREG(os.lstat(stale).st_mode):
+                stale.unlink()
+                removed.append(stale)
+        except OSError:  # (gone meanwhile, or not ours to remove)
+            pass
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether a process with id ``pid`` exists (``kill(pid, 0)``; another user's counts)."""
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def read_text(path: str | Path) -> str:
