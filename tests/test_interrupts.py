@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from tests._signals import signal_and_wait
 from topo import interrupts
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
@@ -179,7 +180,6 @@ def test_a_signal_during_a_solve_ends_the_command_with_one_line(
 ) -> None:
     # Issue 41: the default actions ended the process at once, but silently (no line, status
     # -2 or -15); the watcher ends it as the command line does elsewhere.
-    import os
     import time
 
     from topo.fabric import save
@@ -193,21 +193,11 @@ def test_a_signal_during_a_solve_ends_the_command_with_one_line(
         text=True,
         start_new_session=True,
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), proc.communicate()
-        time.sleep(0.3)  # inside HiGHS
-        start = time.perf_counter()
-        if group:
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-        assert time.perf_counter() - start < 1.5
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # inside HiGHS
+    out, err, seconds = signal_and_wait(proc, sig, group)
+    assert marker.exists(), err
     assert (proc.returncode, err, out) == (status, line, "")
+    assert seconds < 1.5

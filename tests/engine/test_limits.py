@@ -3,7 +3,6 @@ stops a Dask run within a second or two with one line (issue 41)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._signals import signal_and_wait
 from topo.builders import build
 from topo.engine import cluster
 from topo.engine.cluster import check_workers, max_workers, parse_memory_limit
@@ -161,20 +161,10 @@ def test_a_signal_stops_a_dask_run_at_once(mpft, sig, group, workers, status, li
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    try:
-        first = proc.stderr.readline()  # the workers are up
-        assert first.startswith(f"engine: Dask, {workers} worker(s)")
-        time.sleep(1.0)  # solving
-        start = time.perf_counter()
-        if group:
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-        _, rest = proc.communicate(timeout=30)
-        assert time.perf_counter() - start < 1.5
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    first = proc.stderr.readline()  # the workers are up
+    time.sleep(1.0)  # solving
+    _, rest, seconds = signal_and_wait(proc, sig, group)
+    assert first.startswith(f"engine: Dask, {workers} worker(s)")
+    assert seconds < 1.5
     assert proc.returncode == status
     assert rest == line + "\n"  # no worker's traceback, no scheduler's CommClosedError
