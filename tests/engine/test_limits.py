@@ -77,6 +77,23 @@ def test_a_slurm_jobs_memory_is_not_bounded_by_this_machine(small_machine) -> No
     assert parse_memory_limit("64GiB", "slurm") == 64 * GiB
 
 
+def test_the_default_memory_limit_is_the_machines_where_that_is_less(
+    small_machine, monkeypatch
+) -> None:
+    # 4GiB on a 1 GiB machine: the machine's 1 GiB (an explicit 4GiB is refused)
+    class Started(Exception):
+        pass
+
+    def start(self, n):
+        raise Started(self.memory_limit)
+
+    monkeypatch.setattr(cluster.Engine, "_start", start)
+    with pytest.raises(Started, match=f"^{GiB}$"):
+        cluster.Engine(workers=1)
+    with pytest.raises(TopoError, match="memory_limit must be from 256 MiB"):
+        cluster.Engine(workers=1, memory_limit="5GiB")
+
+
 def _topo(*args: object, **kw) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, str(REPO / "cli.py"), *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)

@@ -141,4 +141,5 @@ def check_engine_options(
 
         kind = cluster.value if cluster is not None else "local"
         check_workers(ctx.params.get("workers"), kind)
-        parse_memory_limit(ctx.params["memory_limit"], kind)
+        if from_command_line(ctx, "memory_limit"):  # (the default fits any machine: Engine)
+            parse_memory_limit(ctx.params["memory_limit"], kind)

@@ -261,7 +261,9 @@ class Engine:
         scaled to ``workers`` jobs of one worker each.
     memory_limit : str
         Memory limit per embedded worker (Dask's syntax, e.g. ``"2GiB"``), from
-        :data:`MIN_MEMORY_LIMIT_BYTES` to this machine's memory (:func:`parse_memory_limit`).
+        :data:`MIN_MEMORY_LIMIT_BYTES` to this machine's memory (:func:`parse_memory_limit`);
+        the default, :data:`DEFAULT_MEMORY_LIMIT`, is the machine's memory where that is
+        less.
     slurm : dict, optional
         Keyword arguments of ``SLURMCluster`` (``queue``, ``account``, ``walltime``,
         ``cores``, ``memory``, ...); see :func:`slurm_arguments`.
@@ -294,6 +296,9 @@ class Engine:
             )
         if self.scheduler is None:
             check_workers(self.workers, self.cluster)
+            if self.memory_limit == DEFAULT_MEMORY_LIMIT and self.cluster == "local":
+                # (the default, on a machine with less memory: the machine's)
+                self.memory_limit = str(min(4 * 2**30, machine_memory_bytes()))
             parse_memory_limit(self.memory_limit, self.cluster)
         n = self.workers or os.cpu_count() or 1
         self._cluster: Any = None
