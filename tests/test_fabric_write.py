@@ -1,5 +1,6 @@
-"""``topo.fabric.write_atomic`` and ``save``: written whole, through a symbolic link, never over
-something that is not a regular file (issue 11: ``-o`` replaced a FIFO, a device, a link)."""
+"""``topo.fabric.write_atomic`` and ``save``: written whole, never through or over something that
+is not a regular file (issue 11: ``-o`` replaced a FIFO, a device, a link; issue 41: ``export
+slurm -o link.json`` wrote a Slurm file through a link into a .json)."""
 
 from __future__ import annotations
 
@@ -21,23 +22,37 @@ def test_writes_a_new_file_and_replaces_a_regular_one(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
-def test_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+def test_a_symbolic_link_is_neither_written_through_nor_replaced(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     target = tmp_path / "real" / "fabric.json"
     target.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    write_atomic(link, "new")
+    with pytest.raises(FormatError) as info:
+        write_atomic(link, "new")
+    assert str(info.value) == (
+        f"{link}: cannot write: it is a symbolic link (to {target}); an output is never "
+        "written through a link nor replaces one: give the file's own name, or another"
+    )
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert target.read_text() == "new"
-    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["fabric.json"]
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real"]
 
 
-def test_a_dangling_link_creates_its_target(tmp_path: Path) -> None:
+def test_a_dangling_link_is_refused_too(tmp_path: Path) -> None:
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "later.json")
-    write_atomic(link, "x")
-    assert link.is_symlink() and (tmp_path / "later.json").read_text() == "x"
+    with pytest.raises(FormatError, match="cannot write: it is a symbolic link"):
+        write_atomic(link, "x")
+    assert link.is_symlink() and not (tmp_path / "later.json").exists()
+
+
+def test_a_link_in_the_folders_path_is_followed(tmp_path: Path) -> None:
+    # (only the output's own name is held to the rule: /home -> /data/home is common)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    write_atomic(tmp_path / "via" / "out.json", "x")
+    assert (tmp_path / "real" / "out.json").read_text() == "x"
 
 
 def test_refuses_a_fifo(tmp_path: Path) -> None:
@@ -53,7 +68,7 @@ def test_refuses_a_link_to_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     (tmp_path / "link").symlink_to(fifo)
-    with pytest.raises(FormatError, match=r"pipe: cannot write: it is not a regular file"):
+    with pytest.raises(FormatError, match=r"link: cannot write: it is a symbolic link"):
         write_atomic(tmp_path / "link", "x")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
@@ -84,7 +99,7 @@ def test_refuses_a_link_loop(tmp_path: Path) -> None:
         write_atomic(tmp_path / "a", "x")
 
 
-def test_build_o_refuses_a_fifo_and_writes_through_a_link(tmp_path: Path) -> None:
+def test_build_o_refuses_a_fifo_and_a_link(tmp_path: Path) -> None:
     # The issue's case from the command line: -o replaced a FIFO (and a device) by a file.
     from typer.testing import CliRunner
 
@@ -101,8 +116,9 @@ def test_build_o_refuses_a_fifo_and_writes_through_a_link(tmp_path: Path) -> Non
     target.write_text("old")
     link.symlink_to(target)
     r = CliRunner().invoke(app, [*args, "-o", str(link)])
-    assert r.exit_code == 0, r.output
-    assert link.is_symlink() and target.read_text().startswith("{")
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert r.stderr.startswith(f"topo: error: --output {link}: cannot write: it is a symbolic")
+    assert link.is_symlink() and target.read_text() == "old"
 
 
 @pytest.mark.parametrize("name", ["out.csv", "out.parquet", "out.html", "f.toml"])
@@ -179,7 +195,7 @@ def test_links_into_the_process_s_descriptors_are_refused(name: str) -> None:
         check_writable(name)
 
 
-def test_a_link_of_ours_to_dev_stdout_is_refused_one_to_a_file_is_not(tmp_path: Path) -> None:
+def test_a_link_to_dev_stdout_is_refused_as_a_file_descriptor(tmp_path: Path) -> None:
     from topo.fabric import check_writable
 
     (tmp_path / "out.json").symlink_to("/dev/stdout")
@@ -188,9 +204,7 @@ def test_a_link_of_ours_to_dev_stdout_is_refused_one_to_a_file_is_not(tmp_path: 
     (tmp_path / "fd").symlink_to("/proc/self/fd")
     with pytest.raises(FormatError, match="file descriptor of this process"):
         check_writable(tmp_path / "fd" / "1")
-    (tmp_path / "real.json").write_text("x")
-    (tmp_path / "ok.json").symlink_to(tmp_path / "real.json")
-    assert check_writable(tmp_path / "ok.json") == (tmp_path / "real.json", tmp_path)
+    assert check_writable(tmp_path / "real.json") == (tmp_path / "real.json", tmp_path)
 
 
 def test_a_name_ending_in_a_slash_is_refused(tmp_path: Path) -> None:
@@ -199,32 +213,75 @@ def test_a_name_ending_in_a_slash_is_refused(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_suffix_of_a_link_s_target_is_checked_too(tmp_path: Path) -> None:
-    # A fresh-user trial: `-o link.json` with link.json -> target.txt put JSON into the .txt.
+def test_export_does_not_write_through_a_link_whatever_its_target(tmp_path: Path) -> None:
+    # Issue 41: `export slurm -o link.json`, link.json -> real.json, wrote topology.conf into
+    # the .json without remark (the target's suffix was checked, and .json passed).
     from typer.testing import CliRunner
 
+    from topo.builders import build
     from topo.cli import app
+    from topo.fabric import save
 
-    target, link = tmp_path / "target.txt", tmp_path / "link.json"
-    target.write_text("old")
+    fabric = tmp_path / "f.json"
+    save(build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1), fabric)
+    target, link = tmp_path / "real.json", tmp_path / "link.json"
+    target.write_text("{}")
     link.symlink_to(target)
-    r = CliRunner().invoke(app, ["build", "ft2", "--switch-ports", "4", "-o", str(link)])
+    r = CliRunner().invoke(app, ["export", "slurm", str(fabric), "-o", str(link)])
     assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
     assert r.stderr == (
-        f"topo: error: --output {link}: a link to {target}: a fabric is written as node-link "
-        "JSON: name it .json, not .txt\n"
+        f"topo: error: --output {link}: cannot write: it is a symbolic link (to {target}); "
+        "an output is never written through a link nor replaces one: give the file's own "
+        "name, or another\n"
     )
-    assert target.read_text() == "old"
-    fabric = tmp_path / "f.json"
-    assert (
-        CliRunner()
-        .invoke(app, ["build", "ft2", "--switch-ports", "4", "-o", str(fabric)])
-        .exit_code
-        == 0
+    assert link.is_symlink() and target.read_text() == "{}"
+    for cmd in (["build", "ft2", "--switch-ports", "4"], ["plot", str(fabric)]):
+        r = CliRunner().invoke(app, [*cmd, "-o", str(link)])
+        assert r.exit_code == 1 and "cannot write: it is a symbolic link" in r.stderr
+    assert target.read_text() == "{}"
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    # Issue 41: a SIGKILLed write left .out.json.XXXX.tmp behind, and no later run removed it.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out.json"
+    code = (
+        "import os, time, sys\n"
+        "os.replace = lambda *a: time.sleep(60)  # stalls after the temporary file is written\n"
+        "from topo.fabric import write_atomic\n"
+        f"write_atomic({str(out)!r}, 'half')\n"
     )
-    page, png = tmp_path / "page.html", tmp_path / "page.png"
-    page.symlink_to(png)
-    r = CliRunner().invoke(app, ["plot", str(fabric), "-o", str(page)])
-    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
-    assert f"a link to {png}: topo writes an HTML page" in r.stderr
-    assert not png.exists()
+    repo = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=repo)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob(".out.json.*.tmp")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    (left,) = tmp_path.glob(".out.json.*.tmp")
+    assert left.name.startswith(f".out.json.{child.pid}.")  # the writer's pid in its name
+    live = tmp_path / f".out.json.{os.getpid()}.abcdefgh.tmp"  # a write under way: kept
+    live.write_text("mine")
+    other = tmp_path / f".other.json.{child.pid}.abcdefgh.tmp"  # another file's: kept
+    other.write_text("other")
+    write_atomic(out, "whole")
+    assert out.read_text() == "whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out.json", live.name, other.name])
+
+
+def test_the_temporary_file_is_removed_on_ctrl_c(tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "out.json"
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(out, "x")
+    assert list(tmp_path.iterdir()) == []

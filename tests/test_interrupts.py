@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from tests._signals import signal_and_wait
 from topo import interrupts
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
@@ -48,12 +49,35 @@ def test_a_library_solve_keeps_the_callers_handlers(monkeypatch, library_state) 
     assert before[0] is signal.default_int_handler  # Ctrl-C raises KeyboardInterrupt
 
 
-def test_the_command_lines_choice_restores_the_default_actions(monkeypatch, library_state):
+def test_the_command_lines_choice_keeps_the_handlers_and_watches_the_solve(
+    monkeypatch, library_state
+):
+    # The handlers stay (a signal between two calls into HiGHS unwinds as anywhere); during
+    # the solve a wakeup fd tells the watcher thread of a signal, and is restored after.
+    import threading
+
     before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     interrupts.terminate_on_interrupt()
+    wakeup: list[int] = []
+    watchers: list[bool] = []
+    import highspy
+
+    run = highspy.Highs.run
+
+    def spy(self, *args, **kwargs):
+        fd = signal.set_wakeup_fd(-1)
+        signal.set_wakeup_fd(fd)
+        wakeup.append(fd)
+        watchers.append(any(t.name == "topo-interrupt-watcher" for t in threading.enumerate()))
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(highspy.Highs, "run", spy)
     seen = _handlers_during_solve(monkeypatch)
-    assert seen and all(s == (signal.SIG_DFL, signal.SIG_DFL) for s in seen)
+    assert seen and all(s == before for s in seen)
+    assert wakeup and all(fd >= 0 for fd in wakeup) and all(watchers)
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert signal.set_wakeup_fd(-1) == -1  # restored (none before)
+    assert not any(t.name == "topo-interrupt-watcher" for t in threading.enumerate())
 
 
 def test_ctrl_c_in_a_library_solve_is_a_keyboard_interrupt() -> None:
@@ -123,3 +147,57 @@ def test_sigterm_ends_a_command_with_status_143(capsys):
         command()
     assert ended.value.exit_code == 143
     assert capsys.readouterr().err == "topo: terminated\n"
+
+
+def _solving_cli(fabric: str, marker: str) -> list[str]:
+    """The command line solving ``fabric``'s general LP, writing ``marker`` as HiGHS starts."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import highspy
+        run = highspy.Highs.run
+        def marked(self, *args, **kwargs):
+            open({marker!r}, "w").close()
+            return run(self, *args, **kwargs)
+        highspy.Highs.run = marked
+        sys.argv = ["topo", "bandwidth", {fabric!r}, "--method", "general"]
+        from topo.cli import main
+        main()
+        """
+    )
+    return [sys.executable, "-c", code]
+
+
+@pytest.mark.parametrize(
+    "sig, group, status, line",
+    [
+        (signal.SIGINT, True, 130, "topo: interrupted\n"),  # Ctrl-C: the whole process group
+        (signal.SIGTERM, False, 143, "topo: terminated\n"),
+    ],
+)
+def test_a_signal_during_a_solve_ends_the_command_with_one_line(
+    tmp_path, sig, group, status, line
+) -> None:
+    # Issue 41: the default actions ended the process at once, but silently (no line, status
+    # -2 or -15); the watcher ends it as the command line does elsewhere.
+    import time
+
+    from topo.fabric import save
+
+    fabric, marker = tmp_path / "ft2-128.json", tmp_path / "solving"
+    save(build("ft2", switch_ports=16, gpus_per_node=1, nics_per_node=1), fabric)  # ~7 s LP
+    proc = subprocess.Popen(
+        _solving_cli(str(fabric), str(marker)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # inside HiGHS
+    out, err, seconds = signal_and_wait(proc, sig, group)
+    assert marker.exists(), err
+    assert (proc.returncode, err, out) == (status, line, "")
+    assert seconds < 1.5

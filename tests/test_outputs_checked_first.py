@@ -72,10 +72,7 @@ def test_other_bad_outputs_are_refused_before_the_solve(
 def test_check_writable_gives_the_file_and_folder_and_refuses_a_read_only_folder(
     tmp_path: Path,
 ) -> None:
-    target = tmp_path / "t.json"
-    link = tmp_path / "l.json"
-    link.symlink_to(target)
-    assert check_writable(link) == (target, tmp_path)  # a link is written through
+    assert check_writable(tmp_path / "t.json") == (tmp_path / "t.json", tmp_path)
     locked = tmp_path / "ro"
     locked.mkdir()
     locked.chmod(0o500)

@@ -138,8 +138,17 @@ def _finish(code: int) -> None:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (``topo ... | head``) or stream
             pass
+    if code in _SIGNALLED:
+        # ended by Ctrl-C or SIGTERM, its one line printed: an exit handler's complaint about
+        # the work it cut short (Dask's, closing a cluster whose workers were still starting)
+        # is not shown
+        sys.unraisablehook = lambda unraisable: None
     atexit._run_exitfuncs()
     os._exit(code)
+
+
+_SIGNALLED = {130, 143}
+"""The exit statuses of a command ended by SIGINT (128 + 2) and SIGTERM (128 + 15)."""
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m topo.cli, as the console script

@@ -73,6 +73,7 @@ networkx node-link JSON, ``networkx.node_link_data(G, edges="edges")``, written 
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import math
 import os
@@ -88,9 +89,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import orjson
 
-from topo.errors import FormatError, TopoError
+from topo.errors import FormatError, SpecError, TopoError
 from topo.wording import shown
 
 SWITCH_KINDS = ("leaf", "spine", "core", "switch")
@@ -332,8 +334,12 @@ def require_fabric(G: object, name: str = "G") -> None:
     """Refuse, with topo's own error, an argument that is not a fabric graph.
 
     Library entry points call it first, so that a wrong argument (``None``, a path, a directed
-    graph) gives one line naming it, not an AttributeError deep inside a solver. It checks the
-    type only; :func:`load` and :func:`check_schema` check the contents.
+    graph, a graph built in memory with an edge of no, NaN, infinite, zero or negative
+    capacity) gives one line naming it, not an AttributeError or KeyError deep inside a
+    solver, nor a wrong number (a NaN or infinite capacity made the edge unconstrained). It
+    checks the type and every edge's capacity (:func:`capacity_fault`, the rule
+    :func:`load` applies to a file); :func:`check_schema` and :func:`check_wiring` check the
+    rest.
 
     Parameters
     ----------
@@ -346,12 +352,27 @@ def require_fabric(G: object, name: str = "G") -> None:
     ------
     TopoError
         ``G`` is not an undirected, simple ``networkx.Graph``.
+    SpecError
+        (``.param`` ``name``) an edge's capacity is missing or not a finite number of B/s
+        within :data:`CAPACITY_RANGE_Bps`, naming the edge.
+
+    Examples
+    --------
+    >>> G = nx.Graph()
+    >>> G.add_edge("leaf0", "spine0", capacity=-1)
+    >>> require_fabric(G)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topo.errors.SpecError: G: edge 'leaf0'-'spine0': 'capacity' must be a number of B/s ..., got -1
     """
     if not isinstance(G, nx.Graph) or G.is_directed() or G.is_multigraph():
         raise TopoError(
             f"{name} must be a fabric: an undirected networkx.Graph (topo.builders.build, "
             f"topo.fabric.load), got {type(G).__name__}"
         )
+    fault = capacity_fault(G)
+    if fault is not None:
+        raise SpecError(f"{name}: {fault}", param=name)
 
 
 def terminal_kind(G: nx.Graph) -> str:
@@ -702,21 +723,21 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
     Parameters
     ----------
     path : str or Path
-        The output file, or a symbolic link to it.
+        The output file.
 
     Returns
     -------
     (Path, Path)
-        The file to be replaced (a link's target) and its folder.
+        The file to be written and its folder.
 
     Raises
     ------
     FormatError
-        ``path`` is ``-`` (a user means standard output by it), or a link into this process's
-        file descriptors (``/dev/stdout``, ``/dev/fd/1``: the file behind it would be replaced
-        by another, and what the command prints after it lost); it ends in ``/`` (a folder's
-        name); it (or the target of the link) exists and is not a regular file; its folder
-        does not exist or cannot be written (``os.access``: a user's permissions, not the
+        ``path`` is ``-`` (a user means standard output by it), or a symbolic link (an
+        output is never written through a link, nor replaces one: the file behind it, often
+        another format's, or ``/dev/stdout``, would be overwritten without remark); it ends in
+        ``/`` (a folder's name); it exists and is not a regular file; its folder does not
+        exist or cannot be written (``os.access``: a user's permissions, not the
         superuser's).
     """
     raw = str(path)
@@ -737,7 +758,14 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
         raise FormatError(
             path, "cannot write: a name ending in '/' names a folder; give a file name"
         )
-    path = target or Path(path)
+    if os.path.islink(path):
+        raise FormatError(
+            path,
+            f"cannot write: it is a symbolic link (to {os.readlink(path)}); an output is "
+            "never written through a link nor replaces one: give the file's own name, or "
+            "another",
+        )
+    path = Path(path)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -793,14 +821,16 @@ def written_names(path: str | Path) -> list[tuple[str | Path, str]]:
 def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then rename).
 
-    A symbolic link is written through: its target is replaced and the link stays. Anything
-    else that is not a regular file (a FIFO, a device such as ``/dev/full``, a socket, a
-    folder) is never replaced.
+    Nothing that is not a regular file is written through or replaced: a symbolic link, a
+    FIFO, a device such as ``/dev/full``, a socket, a folder. The temporary file is
+    ``.NAME.PID.XXXXXXXX.tmp`` (``PID`` this process's id); a write of ``NAME`` first removes
+    the temporary files of ``NAME`` whose process is gone (one killed mid-write, by SIGKILL or
+    a power cut, leaves its file behind: Ctrl-C and SIGTERM remove theirs).
 
     Parameters
     ----------
     path : str or Path
-        The output file, or a symbolic link to it.
+        The output file.
     text : str or bytes
         The whole content: a string is written as UTF-8, bytes as they are (e.g. a Parquet
         table).
@@ -808,13 +838,16 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     Raises
     ------
     FormatError
-        If the folder does not exist or cannot be written, ``path`` (or the target of the
-        link) exists and is not a regular file, or ``path`` is ``-`` (a user means standard
-        output by it; a file named ``-`` was written before).
+        As :func:`check_writable`: the folder does not exist or cannot be written, ``path`` is
+        a symbolic link or exists and is not a regular file, or ``path`` is ``-`` (a user
+        means standard output by it; a file named ``-`` was written before).
     """
     path, folder = check_writable(path)
+    remove_stale_temporaries(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX
+        )
     except OSError as exc:
         raise FormatError(path, f"cannot write: {exc.strerror}") from None
     try:
@@ -824,6 +857,7 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+        check_writable(path)  # (what may have taken its place meanwhile is not replaced)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -833,6 +867,66 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         if isinstance(exc, OSError):
             raise FormatError(path, f"cannot write: {exc.strerror or exc}") from None
         raise
+
+
+_TEMP_SUFFIX = ".tmp"
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporary files that :func:`write_atomic` left beside ``path`` in a process
+    that is gone (``.NAME.PID.XXXXXXXX.tmp`` whose ``PID`` no longer runs).
+
+    A process killed while it wrote (SIGKILL, the machine's power) leaves its temporary file;
+    the next write of the same name removes it. Those of running processes (another write
+    under way) are kept.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output file.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    pattern = re.compile(
+        rf"\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+{re.escape(_TEMP_SUFFIX)}"
+    )
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or _process_runs(int(m[1])):
+            continue
+        stale = folder / name
+        try:
+            if stat.S_ISREG(os.lstat(stale).st_mode):
+                stale.unlink()
+                removed.append(stale)
+        except OSError:  # (gone meanwhile, or not ours to remove)
+            pass
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether a process with id ``pid`` exists (``kill(pid, 0)``; another user's counts)."""
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def read_text(path: str | Path) -> str:
@@ -1388,6 +1482,60 @@ CAPACITY_RANGE_Bps = (1e3, 1e15)
 """Accepted edge capacities, B/s per direction: 1 kB/s to 1 PB/s."""
 
 
+def capacity_fault(G: nx.Graph) -> str | None:
+    """The first edge, in ``G.edges`` order, whose ``capacity`` is missing or not a finite
+    number of B/s within :data:`CAPACITY_RANGE_Bps`, as the message that names it; None when
+    every edge's is.
+
+    One pass over the edges gathers the capacities, which numpy then checks at once; the
+    rule of :func:`check_schema` (a file) and of the solvers' entry points (a graph built in
+    memory, :func:`require_fabric`).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+
+    Returns
+    -------
+    str or None
+        ``edge 'u'-'v': 'capacity' must be a number of B/s from 1000 to 1e+15, got nan``, or
+        ``edge 'u'-'v' has no 'capacity' (...)``.
+
+    Examples
+    --------
+    >>> G = nx.Graph()
+    >>> G.add_edge("a", "b", capacity=50e9)
+    >>> G.add_edge("b", "c", capacity=float("inf"))
+    >>> capacity_fault(G)
+    "edge 'b'-'c': 'capacity' must be a number of B/s from 1000 to 1e+15, got inf"
+    """
+    lo, hi = CAPACITY_RANGE_Bps
+    # Each edge's dict, twice (from each end), in the order G.edges first meets it: the raw
+    # neighbour dicts, 3 times as fast as G.edges(data=True), which tracks the nodes seen.
+    caps = [d.get("capacity") for nbrs in G._adj.values() for d in nbrs.values()]
+    at: int | None = None
+    if set(map(type, caps)) <= {float, int}:  # (the usual case: one numpy pass)
+        try:
+            values = np.array(caps, dtype=float)
+        except OverflowError:  # an int beyond any float
+            values = None
+        if values is not None:
+            ok = (values >= lo) & (values <= hi)  # (NaN is neither)
+            if bool(ok.all()):
+                return None
+            at = int(np.argmin(ok))
+    if at is None:
+        at = next((i for i, c in enumerate(caps) if not (_is_number(c) and lo <= c <= hi)), None)
+        if at is None:
+            return None
+    u, v = next(itertools.islice(((u, v) for u, nbrs in G._adj.items() for v in nbrs), at, None))
+    rule = f"a number of B/s from {lo:g} to {hi:g}"
+    if "capacity" not in G._adj[u][v]:
+        return f"edge {u!r}-{v!r} has no 'capacity' ({rule})"
+    return f"edge {u!r}-{v!r}: 'capacity' must be {rule}, got {shown(caps[at])}"
+
+
 def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     """Check the schema of fabric ``G``: node kinds and attributes, edge attributes.
 
@@ -1403,7 +1551,8 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     - edge ``links``: a positive integer;
     - edge ``kind``: one of :data:`EDGE_KINDS`.
 
-    Nodes are checked in order, then edges, in ``G.edges`` order.
+    Nodes are checked in order, then every edge's capacity (:func:`capacity_fault`), then
+    the edges' other attributes, in ``G.edges`` order.
 
     Parameters
     ----------
@@ -1427,7 +1576,6 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
         raise FormatError(
             path, f"graph attribute 'planes' must be a positive integer, got {shown(planes)}"
         )
-    lo, hi = CAPACITY_RANGE_Bps
     for v, d in G.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:
@@ -1446,14 +1594,10 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
             and not (isinstance(d["host"], str) or _is_int(d["host"]))
         ):
             raise FormatError(path, f"{kind} {v!r}: 'host' must be a string or an integer")
+    fault = capacity_fault(G)
+    if fault is not None:
+        raise FormatError(path, fault)
     for u, v, d in G.edges(data=True):
-        cap = d.get("capacity")
-        if not (_is_number(cap) and lo <= cap <= hi):
-            raise FormatError(
-                path,
-                f"edge {u!r}-{v!r}: 'capacity' must be a number of B/s from {lo:g} to {hi:g}, "
-                f"got {shown(cap)}",
-            )
         links = d.get("links")
         if not _is_int(links) or links < 1:
             raise FormatError(

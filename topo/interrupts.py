@@ -2,15 +2,21 @@
 
 Python runs its signal handlers only when control comes back from C, and a large LP can keep
 HiGHS busy for minutes; Ctrl-C, ``timeout`` and Slurm would wait for it. The command line
-therefore asks (:func:`terminate_on_interrupt`) for the default actions (the process ends at
-once) during each solve; nothing needs cleaning up then (no output file is open). A library
-caller (a notebook, a service) keeps its own handlers: its Ctrl-C raises ``KeyboardInterrupt``
-as soon as HiGHS returns, and its process lives on.
+therefore asks (:func:`terminate_on_interrupt`) that each solve end the process at once on
+either signal, with the one line the command line prints for it (``topo: interrupted``, exit
+status 130; ``topo: terminated``, 143): a watcher thread, woken by the signal through
+:func:`signal.set_wakeup_fd` (written by the C-level handler the moment the signal arrives),
+prints the line and ends the process, while HiGHS runs without the GIL. Nothing needs cleaning
+up then (no output file is open). A signal the main thread handles itself (between two calls
+into HiGHS) unwinds as anywhere else. A library caller (a notebook, a service) keeps its own
+handlers: its Ctrl-C raises ``KeyboardInterrupt`` as soon as HiGHS returns, and its process
+lives on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -24,8 +30,9 @@ def terminate_on_interrupt(enabled: bool = True) -> None:
     Parameters
     ----------
     enabled : bool
-        True: :func:`solving` restores the default actions for the duration of each solve;
-        False (the default state of a library import): it leaves every handler as it is.
+        True: a signal during a solve (:func:`solving`) ends the process at once with the
+        command line's line; False (the default state of a library import): a solve leaves
+        signals to the caller's handlers.
     """
     _state["terminate"] = bool(enabled)
 
@@ -35,19 +42,63 @@ def terminates_on_interrupt() -> bool:
     return _state["terminate"]
 
 
+GRACE_S = 0.25
+"""Seconds the watcher leaves the main thread to handle a signal itself (it unwinds out of the
+solve at once when it is running Python) before it ends the process."""
+
+_LINES = {
+    signal.SIGINT: (b"topo: interrupted\n", 130),
+    signal.SIGTERM: (b"topo: terminated\n", 143),
+}
+
+
 @contextlib.contextmanager
 def solving() -> Iterator[None]:
-    """The block of a solve: under :func:`terminate_on_interrupt`, SIGINT and SIGTERM take
-    their default actions inside it (and the previous handlers after); otherwise, or outside
-    the main thread, nothing changes."""
+    """The block of a solve: under :func:`terminate_on_interrupt`, SIGINT or SIGTERM inside it
+    ends the process within :data:`GRACE_S` with the command line's line (``topo:
+    interrupted``, status 130; ``topo: terminated``, 143), even while HiGHS holds the main
+    thread; otherwise, or outside the main thread, nothing changes. The handlers themselves
+    are left as they are."""
     if not _state["terminate"] or threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
     try:
-        for sig in saved:
-            signal.signal(sig, signal.SIG_DFL)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except ValueError:  # (not the main thread of the main interpreter)
+        os.close(read_end)
+        os.close(write_end)
+        yield
+        return
+    left = threading.Event()
+    watcher = threading.Thread(
+        target=_watch, args=(read_end, left), name="topo-interrupt-watcher", daemon=True
+    )
+    watcher.start()
+    try:
         yield
     finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        left.set()
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)  # (the watcher's read returns: it ends)
+        watcher.join()
+        os.close(read_end)
+
+
+def _watch(read_end: int, left: threading.Event) -> None:
+    """Wait for a signal number on ``read_end``; for SIGINT or SIGTERM, unless the main thread
+    has left the solve within :data:`GRACE_S` (it handled the signal), print the command
+    line's line and end the process."""
+    while True:
+        try:
+            data = os.read(read_end, 64)
+        except OSError:
+            return
+        if not data:  # the solve is over
+            return
+        for signum in data:
+            if signum in _LINES and not left.wait(GRACE_S):
+                line, status = _LINES[signal.Signals(signum)]
+                os.write(2, line)
+                os._exit(status)

@@ -24,7 +24,8 @@ WorkersOpt = Annotated[
     int | None,
     typer.Option(
         "--workers",
-        help="Worker processes of the embedded Dask cluster (default: the cores).",
+        help="Worker processes of the embedded Dask cluster (default: the cores; at most 4 "
+        "per core and one per 256 MiB of memory), or Slurm jobs (at most 1024).",
         min=1,
     ),
 ]
@@ -47,7 +48,9 @@ ClusterOpt = Annotated[
 MemoryLimitOpt = Annotated[
     str,
     typer.Option(
-        "--memory-limit", help="Memory per worker (embedded cluster, Slurm job), e.g. 2GiB."
+        "--memory-limit",
+        help="Memory per worker (embedded cluster, Slurm job), e.g. 2GiB: from 256MiB to the "
+        "machine's memory (embedded cluster).",
     ),
 ]
 SlurmQueueOpt = Annotated[
@@ -108,7 +111,9 @@ def check_engine_options(
     TopoError
         A ``--slurm-*`` option without ``--cluster slurm``; ``--workers`` or
         ``--memory-limit`` with ``--scheduler`` (its workers are already running); with
-        ``serial``, ``--memory-limit`` with no engine option.
+        ``serial``, ``--memory-limit`` with no engine option; a ``--workers`` or
+        ``--memory-limit`` out of range (:func:`topo.engine.cluster.check_workers`,
+        :func:`topo.engine.cluster.parse_memory_limit`), before any work starts.
     """
     if cluster is not Cluster.slurm:
         refuse_given(
@@ -131,3 +136,10 @@ def check_engine_options(
             "Dask workers (--workers, --cluster)",
             "without them the trials run in this process",
         )
+    else:  # topo starts the workers: their count and memory, checked before the work
+        from topo.engine.cluster import check_workers, parse_memory_limit
+
+        kind = cluster.value if cluster is not None else "local"
+        check_workers(ctx.params.get("workers"), kind)
+        if from_command_line(ctx, "memory_limit"):  # (the default fits any machine: Engine)
+            parse_memory_limit(ctx.params["memory_limit"], kind)

@@ -16,7 +16,9 @@ it starts).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,18 @@ CLUSTERS = ("local", "slurm")
 DEFAULT_MEMORY_LIMIT = "4GiB"
 """Memory limit per embedded worker: a few one-solve footprints (the 16,384-GPU MPFT's exact
 all-to-all LP takes well under 1 GiB); the nanny restarts a worker that exceeds it."""
+
+MIN_MEMORY_LIMIT_BYTES = 256 * 2**20
+"""Smallest ``memory_limit`` per worker: 256 MiB. A Dask worker that has imported topo and
+solved a small fabric holds about 200 MiB; below this its nanny would restart it before or
+during its first task."""
+
+WORKERS_PER_CORE = 4
+"""Most embedded workers per core (:func:`max_workers`): the tasks are CPU-bound solves, so
+more workers than cores only share them (and each is a process of its own to start and stop)."""
+
+MAX_CLUSTER_JOBS = 1024
+"""Most Slurm jobs (``cluster="slurm"``: one worker each) one run submits."""
 
 ALLOWED_FAILURES = 1
 """Worker deaths a task may cause before it is reported (Dask's
@@ -57,6 +71,128 @@ class TaskOutcome:
     def ok(self) -> bool:
         """True when the task returned a value."""
         return not self.error
+
+
+def machine_memory_bytes() -> int:
+    """The memory this process may use, bytes: the machine's, or its cgroup's limit when
+    lower (Dask's ``distributed.system.MEMORY_LIMIT``)."""
+    from distributed.system import MEMORY_LIMIT
+
+    return int(MEMORY_LIMIT)
+
+
+def max_workers(cluster: str = "local") -> int:
+    """The most workers an engine may start.
+
+    Parameters
+    ----------
+    cluster : {"local", "slurm"}
+        ``local``: worker processes on this machine, at most :data:`WORKERS_PER_CORE` per
+        core (``os.cpu_count()``) and one per :data:`MIN_MEMORY_LIMIT_BYTES` of its memory
+        (:func:`machine_memory_bytes`); ``slurm``: :data:`MAX_CLUSTER_JOBS` jobs.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> max_workers("slurm")
+    1024
+    """
+    if cluster == "slurm":
+        return MAX_CLUSTER_JOBS
+    cores = os.cpu_count() or 1
+    return max(1, min(WORKERS_PER_CORE * cores, machine_memory_bytes() // MIN_MEMORY_LIMIT_BYTES))
+
+
+def check_workers(workers: int | None, cluster: str = "local") -> None:
+    """Refuse a worker count the engine cannot start.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes (``local``) or jobs (``slurm``); None: the default (the cores).
+    cluster : {"local", "slurm"}
+
+    Raises
+    ------
+    TopoError
+        (``.param`` ``workers``) ``workers`` is not a whole number from 1 to
+        :func:`max_workers`.
+    """
+    if workers is None:
+        return
+    top, cores = max_workers(cluster), os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= top:
+        where = (
+            f"{MAX_CLUSTER_JOBS} Slurm jobs"
+            if cluster == "slurm"
+            else f"{top} on this machine ({WORKERS_PER_CORE} per core of its {cores}, "
+            f"one per {MIN_MEMORY_LIMIT_BYTES // 2**20} MiB of its "
+            f"{machine_memory_bytes() / 2**30:.1f} GiB)"
+        )
+        raise TopoError(
+            f"workers must be a whole number from 1 to {where}, got {workers!r}",
+            param="workers",
+        )
+
+
+def parse_memory_limit(memory_limit: str, cluster: str = "local") -> int:
+    """A worker's memory limit in bytes, from Dask's syntax (``"4GiB"``, ``"500MB"``,
+    ``"2e9"``; :func:`dask.utils.parse_bytes`).
+
+    Parameters
+    ----------
+    memory_limit : str
+        The limit per worker.
+    cluster : {"local", "slurm"}
+        ``local``: the workers run on this machine, whose memory bounds the limit; ``slurm``:
+        on the cluster's nodes (the limit is each job's ``--mem``), bounded by 1 PiB.
+
+    Returns
+    -------
+    int
+        Bytes, from :data:`MIN_MEMORY_LIMIT_BYTES` to :func:`machine_memory_bytes`
+        (``local``).
+
+    Raises
+    ------
+    TopoError
+        (``.param`` ``memory_limit``) not a size, negative or zero (Dask would read 0 as no
+        limit at all), below :data:`MIN_MEMORY_LIMIT_BYTES`, or above this machine's memory
+        (``local``).
+
+    Examples
+    --------
+    >>> parse_memory_limit("2GiB")
+    2147483648
+    """
+    from dask.utils import parse_bytes
+
+    text = str(memory_limit).strip()
+    try:
+        value = parse_bytes(text) if text else None
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError):
+        value = None
+    if value is None:
+        raise TopoError(
+            f"memory_limit must be a size such as 4GiB, 500MB or 2e9 (bytes), got {memory_limit!r}",
+            param="memory_limit",
+        )
+    low = MIN_MEMORY_LIMIT_BYTES
+    if cluster == "slurm":
+        top, what = 2**50, "1 PiB"
+    else:
+        top = machine_memory_bytes()
+        what = f"this machine's memory ({top / 2**30:.1f} GiB)"
+    if not low <= value <= top:
+        raise TopoError(
+            f"memory_limit must be from {low // 2**20} MiB to {what}, got {memory_limit!r} "
+            f"({value:,} bytes)",
+            param="memory_limit",
+        )
+    return int(value)
 
 
 def _error_line(exc: BaseException) -> str:
@@ -114,8 +250,8 @@ class Engine:
     Parameters
     ----------
     workers : int, optional
-        Worker processes (one thread each) of the embedded or Slurm cluster; default the
-        cores of this machine (``os.cpu_count()``).
+        Worker processes (one thread each) of the embedded or Slurm cluster, at most
+        :func:`max_workers`; default the cores of this machine (``os.cpu_count()``).
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://HOST:PORT``); its workers are used as
         they are, and nothing is started or stopped but the client.
@@ -124,7 +260,10 @@ class Engine:
         ``slurm``: ``dask_jobqueue.SLURMCluster`` with ``slurm`` as its keyword arguments,
         scaled to ``workers`` jobs of one worker each.
     memory_limit : str
-        Memory limit per embedded worker (Dask's syntax, e.g. ``"2GiB"``).
+        Memory limit per embedded worker (Dask's syntax, e.g. ``"2GiB"``), from
+        :data:`MIN_MEMORY_LIMIT_BYTES` to this machine's memory (:func:`parse_memory_limit`);
+        the default, :data:`DEFAULT_MEMORY_LIMIT`, is the machine's memory where that is
+        less.
     slurm : dict, optional
         Keyword arguments of ``SLURMCluster`` (``queue``, ``account``, ``walltime``,
         ``cores``, ``memory``, ...); see :func:`slurm_arguments`.
@@ -134,8 +273,9 @@ class Engine:
     Raises
     ------
     TopoError
-        A bad worker count, an unknown cluster kind, a scheduler that does not answer, or
-        ``dask-jobqueue`` missing for ``slurm``.
+        A worker count out of range (:func:`check_workers`), a memory limit out of range
+        (:func:`parse_memory_limit`), an unknown cluster kind, a scheduler that does not
+        answer, or ``dask-jobqueue`` missing for ``slurm``.
     """
 
     workers: int | None = None
@@ -149,13 +289,17 @@ class Engine:
         import dask
         from distributed import Client
 
-        if self.workers is not None and self.workers < 1:
-            raise TopoError(f"workers must be >= 1, got {self.workers}", param="workers")
         if self.cluster not in CLUSTERS:
             raise TopoError(
                 f"cluster must be one of {', '.join(CLUSTERS)}, got {self.cluster!r}",
                 param="cluster",
             )
+        if self.scheduler is None:
+            check_workers(self.workers, self.cluster)
+            if self.memory_limit == DEFAULT_MEMORY_LIMIT and self.cluster == "local":
+                # (the default, on a machine with less memory: the machine's)
+                self.memory_limit = str(min(4 * 2**30, machine_memory_bytes()))
+            parse_memory_limit(self.memory_limit, self.cluster)
         n = self.workers or os.cpu_count() or 1
         self._cluster: Any = None
         settings = {
@@ -165,11 +309,18 @@ class Engine:
             "distributed.scheduler.worker-saturation": 1.0,
         }
         with dask.config.set(settings):
-            if self.scheduler is not None:
-                self.client = _connect(self.scheduler, self.timeout_s)
-            else:
-                self._cluster = self._start(n)
-                self.client = Client(self._cluster)
+            try:
+                if self.scheduler is not None:
+                    self.client = _connect(self.scheduler, self.timeout_s)
+                else:
+                    with _sigint_held():
+                        self._cluster = self._start(n)
+                        self.client = Client(self._cluster)
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM while the workers start: no complaints
+                _silence_dask()
+                if self._cluster is not None:
+                    self._cluster.close()
+                raise
         self.workers = n if self.scheduler is None else len(self.client.scheduler_info()["workers"])
         self.address = str(self.client.scheduler.address)
 
@@ -256,18 +407,79 @@ class Engine:
                 progress(done)
             yield outcome
 
-    def close(self) -> None:
-        """Stop the client, and the cluster if this engine started it."""
+    def close(self, interrupted: bool = False) -> None:
+        """Stop the client, and the cluster if this engine started it.
+
+        Parameters
+        ----------
+        interrupted : bool
+            The run was interrupted (Ctrl-C, SIGTERM): the embedded workers are killed
+            (their tasks abandoned), and Dask's own complaints about them (its scheduler
+            logs every message it can no longer send to the closed client, with a
+            traceback) are silenced.
+        """
+        if interrupted:
+            _silence_dask()
+            self._kill_local_workers()
         self.client.close()
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
 
+    def _kill_local_workers(self) -> None:
+        """SIGKILL the embedded cluster's worker processes, their nannies told not to restart
+        them: their tasks are abandoned, and a worker inside a long solve would answer its
+        nanny's request to close only when the solve returns (a run of 64 workers on 2 cores
+        took 78 s to stop)."""
+        workers = getattr(self._cluster, "workers", None) if self.cluster == "local" else None
+        for nanny in list((workers or {}).values()):
+            with contextlib.suppress(Exception):  # (no restart when the process dies)
+                nanny.close_gracefully(reason="topo-interrupted")
+            pid = getattr(nanny, "pid", None)
+            if isinstance(pid, int) and pid > 0:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
     def __enter__(self) -> Engine:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold SIGINT back while Dask starts its threads and worker processes.
+
+    Ctrl-C in a terminal sends SIGINT to the whole foreground process group: to topo and to
+    each worker process, where it became a ``KeyboardInterrupt`` traceback per worker. A
+    blocked signal stays blocked in the threads a thread starts and across ``exec``, so the
+    threads Dask starts here, and the worker processes they spawn (now or when a nanny
+    restarts one), never receive it; topo's main thread, unblocked again on leaving, gets the
+    signal (one held meanwhile arrives then) and stops the workers
+    (:meth:`Engine.close`). SIGTERM is not held.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # (not on Windows)
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    # multiprocessing unblocks SIGINT in the thread that first starts its resource tracker
+    # (the first worker's): started here, before the block, it leaves the mask alone
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _silence_dask() -> None:
+    """Turn off the loggers of Dask's scheduler, nanny and workers in this process."""
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _connect(address: str, timeout_s: float) -> Any:

@@ -3,7 +3,10 @@ journal a sweep streams its rows into so that ``--resume`` continues an interrup
 
 The journal ``OUTPUT.partial.jsonl`` sits beside the output: a header line (the spec's digest,
 the column names) and one JSON row per finished point, flushed as each arrives. The table is
-written from it when the sweep ends, and the journal removed.
+written from it when the sweep ends, and the journal removed. A running sweep holds an
+exclusive lock on its journal (``flock``; the system releases it when the process ends, however
+it ends), so a second sweep to the same output is told that another sweep is writing it,
+and a journal without a lock is an interrupted sweep's.
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from topo.errors import FormatError
+from topo.errors import FormatError, TopoError
 from topo.fabric import write_atomic
+
+try:
+    import fcntl
+except ImportError:  # (Windows: no flock; a live sweep's journal is not told apart there)
+    fcntl = None  # type: ignore[assignment]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 FORMATS = (".parquet", ".csv")
 
@@ -113,6 +124,8 @@ def check_journal(output: Path, digest: str, resume: bool) -> None:
 
     Raises
     ------
+    TopoError
+        Another sweep is running to ``output`` (it holds its journal's lock).
     FormatError
         Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
         of another spec (its first line holds the digest), or one that cannot be read.
@@ -120,6 +133,8 @@ def check_journal(output: Path, digest: str, resume: bool) -> None:
     path = journal_path(output)
     if not path.exists():
         return
+    if _locked(path):
+        raise _another_sweep(output, path)
     if not resume:
         raise FormatError(
             path,
@@ -155,9 +170,12 @@ class Journal:
 
     Raises
     ------
+    TopoError
+        Another sweep is running to ``output`` (it holds its journal's lock).
     FormatError
         Without ``resume``, a journal already there (an interrupted sweep); with it, a journal
-        of another spec; a journal that cannot be written (e.g. its folder is missing).
+        of another spec; a journal that cannot be written (e.g. its folder is missing), or a
+        symbolic link.
     """
 
     def __init__(self, output: Path, digest: str, resume: bool) -> None:
@@ -166,11 +184,21 @@ class Journal:
         check_journal(output, digest, resume)
         try:
             if resume and self.path.exists():
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+                _lock(fd, output, self.path)
+                self._fh: TextIO = os.fdopen(fd, "a", encoding="utf-8")
                 self.rows = self._read()
             else:
-                with open(self.path, "w", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"digest": digest}) + "\n")
-            self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                try:
+                    fd = os.open(self.path, flags, 0o666)
+                except FileExistsError:  # one appeared since the check: whose?
+                    check_journal(output, digest, resume)
+                    raise
+                _lock(fd, output, self.path)
+                self._fh = os.fdopen(fd, "a", encoding="utf-8")
+                self._fh.write(json.dumps({"digest": digest}) + "\n")
+                self._fh.flush()
         except OSError as exc:
             raise FormatError(self.path, f"cannot write: {exc.strerror or exc}") from None
 
@@ -184,8 +212,12 @@ class Journal:
             except json.JSONDecodeError:  # the line being written when it stopped
                 continue
             rows[int(row["point"])] = row
-        with open(self.path, "w", encoding="utf-8") as fh:  # drop a torn last line
-            fh.write("\n".join([lines[0], *(json.dumps(r) for r in rows.values())]) + "\n")
+        # drop a torn last line: rewritten through the locked descriptor (appending after the
+        # truncation)
+        self._fh.flush()
+        os.ftruncate(self._fh.fileno(), 0)
+        self._fh.write("\n".join([lines[0], *(json.dumps(r) for r in rows.values())]) + "\n")
+        self._fh.flush()
         return rows
 
     def add(self, row: dict[str, Any]) -> None:
@@ -199,3 +231,41 @@ class Journal:
         self._fh.close()
         if done:
             self.path.unlink(missing_ok=True)
+
+
+def _another_sweep(output: Path, journal: Path) -> TopoError:
+    return TopoError(
+        f"another sweep is writing {output} (its journal {journal.name} is locked by that "
+        "running process): wait for it to end, or write this sweep's table to another file"
+    )
+
+
+def _locked(path: Path) -> bool:
+    """Whether a running process holds the lock of the journal ``path`` (:class:`Journal`)."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # (and our probe's lock with it)
+    return False
+
+
+def _lock(fd: int, output: Path, journal: Path) -> None:
+    """Take the journal's exclusive lock for the run (released when ``fd`` closes, or the
+    process ends); another sweep holding it is refused."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise _another_sweep(output, journal) from None

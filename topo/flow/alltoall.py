@@ -42,7 +42,7 @@ import networkx as nx
 from topo.errors import TopoError
 from topo.fabric import require_fabric
 from topo.flow.concurrent import METHODS, uniform_flow
-from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.flow.result import BandwidthReport, BandwidthResult, BottleneckLink
 
 __all__ = ["BandwidthReport", "BottleneckLink", "alltoall_bandwidth"]
@@ -92,7 +92,12 @@ def alltoall_bandwidth(
     Raises
     ------
     TopoError
-        An unknown ``method``.
+        An unknown ``method``; ``G`` not a fabric (:func:`topo.fabric.require_fabric`).
+    SpecError
+        An edge of ``G`` without a finite capacity within
+        :data:`topo.fabric.CAPACITY_RANGE_Bps` (``.param`` ``G``, naming the edge), or
+        ``max_variables`` or ``time_limit_s`` out of range
+        (:func:`topo.flow.lp.check_solver_limits`).
     InfeasibleError
         Fewer than two terminals, or terminals with no cable to any switch.
     SolverError
@@ -114,6 +119,7 @@ def alltoall_bandwidth(
     ``doc/PERFORMANCE.md`` (busbw of alltoall).
     """
     require_fabric(G)
+    check_solver_limits(max_variables, time_limit_s)
     if method not in METHODS:
         raise TopoError(f"--method must be auto or general, got {method!r}")
     # (the demand over all terminals, not listed: fewer than two, or a server without a NIC

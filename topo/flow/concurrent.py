@@ -20,7 +20,7 @@ from topo.fabric import gc_paused, require_fabric
 from topo.flow.bounds import bounds_report
 from topo.flow.exact import exact_alltoall
 from topo.flow.hosts import check_connected, check_terminals, hosts
-from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.flow.matrix import matrix_flow
 from topo.flow.result import BandwidthResult
 from topo.traffic import Demand
@@ -76,6 +76,11 @@ def concurrent_flow(
     TopoError
         An unknown method, a uniform demand that is not over the fabric's terminals, or an
         explicit demand naming terminals that are not the fabric's.
+    SpecError
+        An edge of ``G`` without a finite capacity within
+        :data:`topo.fabric.CAPACITY_RANGE_Bps` (``.param`` ``G``, naming the edge), or
+        ``max_variables`` or ``time_limit_s`` out of range
+        (:func:`topo.flow.lp.check_solver_limits`).
     InfeasibleError
         Fewer than two terminals, terminals with no cable, or a pair with no path.
     SolverError
@@ -96,6 +101,7 @@ def concurrent_flow(
     F. Shahrokhi and D. W. Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990.
     """
     require_fabric(G)
+    check_solver_limits(max_variables, time_limit_s)
     if method not in METHODS:
         raise TopoError(f"--method must be auto or general, got {method!r}")
     if demand.entries is not None:

@@ -15,10 +15,10 @@ from collections.abc import Hashable, Mapping
 import networkx as nx
 
 from topo.errors import TopoError
-from topo.fabric import natural_key, terminal_kind
+from topo.fabric import natural_key, require_fabric, terminal_kind
 from topo.flow.concurrent import concurrent_flow
 from topo.flow.hosts import attached
-from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.flow.result import BandwidthResult, DemandReport
 from topo.traffic import Demand
 
@@ -55,6 +55,11 @@ def server_demand_time(
     TopoError
         A pair names an unknown server, a server sends to itself, or a byte count is negative,
         not finite, or all are zero.
+    SpecError
+        An edge of ``G`` without a finite capacity within
+        :data:`topo.fabric.CAPACITY_RANGE_Bps` (``.param`` ``G``, naming the edge), or
+        ``max_variables`` out of range
+        (:func:`topo.flow.lp.check_solver_limits`).
     InfeasibleError
         A server in the demand has no NIC cabled to a switch, or a pair has no path.
     SolverError
@@ -69,6 +74,8 @@ def server_demand_time(
     >>> round(rep.time_s, 6)                            # 100e9 / (2 * 50e9) s
     1.0
     """
+    require_fabric(G)
+    check_solver_limits(max_variables)
     if not isinstance(demand, Demand):
         demand = server_matrix(G, demand)
     return concurrent_flow(G, demand, max_variables=max_variables)

@@ -23,6 +23,7 @@ The model is built as arrays and passed to HiGHS in one call (:mod:`topo.flow.hi
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topo.errors import LPTimeLimit, LPTooLarge, SolverError
+from topo.errors import LPTimeLimit, LPTooLarge, SolverError, SpecError
 from topo.flow.highs_model import FlowModel, flow_model
 from topo.interrupts import solving
 
@@ -43,6 +44,53 @@ multicommodity LPs, many minutes of HiGHS (and several GiB inside it). Larger pr
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
 1e-7 relative: a wider spread would lose the small arcs)."""
+
+
+def check_solver_limits(max_variables: int, time_limit_s: float | None = None) -> None:
+    """Refuse solver limits that mean nothing, as the command line's ``--max-variables`` and
+    ``--time-limit`` do: the solvers' entry points call it first.
+
+    Parameters
+    ----------
+    max_variables : int
+        Largest LP to solve, in flow variables: a whole number >= 1.
+    time_limit_s : float, optional
+        HiGHS time limit, s: a number > 0; None or ``inf``: no limit (HiGHS's default).
+
+    Raises
+    ------
+    SpecError
+        (``.param`` ``max_variables`` or ``time_limit_s``) either out of its range, naming
+        it and the value.
+
+    Examples
+    --------
+    >>> check_solver_limits(2_000_000, 120.0)
+    >>> check_solver_limits(-1)
+    Traceback (most recent call last):
+    ...
+    topo.errors.SpecError: max_variables must be a whole number >= 1, got -1
+    """
+    if (
+        isinstance(max_variables, bool)
+        or not isinstance(max_variables, (int, np.integer))
+        or max_variables < 1
+    ):
+        raise SpecError(
+            f"max_variables must be a whole number >= 1, got {max_variables!r}",
+            param="max_variables",
+        )
+    if time_limit_s is not None and (
+        isinstance(time_limit_s, bool)
+        or not isinstance(time_limit_s, (int, float, np.integer, np.floating))
+        or math.isnan(time_limit_s)
+        or time_limit_s <= 0
+    ):
+        raise SpecError(
+            f"time_limit_s must be a number of seconds > 0 (inf or None: no limit), got "
+            f"{time_limit_s!r}",
+            param="time_limit_s",
+        )
 
 
 @dataclass(frozen=True)
@@ -181,6 +229,7 @@ def max_concurrent_flow(
     F. Shahrokhi and D. W. Matula, "The maximum concurrent flow problem", J. ACM 37(2), 1990.
     """
     t0 = time.perf_counter()
+    check_solver_limits(max_variables, time_limit_s)
     cap = np.asarray(capacity, dtype=float)
     n_arcs = len(arcs)
     n_vars = _check(cap, n_arcs, commodities, commodity_arcs, max_variables)

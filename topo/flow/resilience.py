@@ -22,6 +22,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
+from topo.fabric import require_fabric
 from topo.flow.alltoall import alltoall_bandwidth
 from topo.flow.failures import (
     FailureSet,
@@ -30,7 +31,7 @@ from topo.flow.failures import (
     island_sizes,
     without_servers,
 )
-from topo.flow.lp import DEFAULT_MAX_VARIABLES
+from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
 from topo.flow.seeds import trial_seeds
@@ -125,10 +126,17 @@ def damaged_bandwidth(
     ------
     TopoError
         Bad failure counts or names, an unknown routing.
+    SpecError
+        An edge of ``G`` without a finite capacity within
+        :data:`topo.fabric.CAPACITY_RANGE_Bps` (``.param`` ``G``, naming the edge), or
+        ``max_variables`` or ``time_limit_s`` out of range
+        (:func:`topo.flow.lp.check_solver_limits`).
     InfeasibleError
         Fewer than two GPUs remain connected; every GPU cut off (no GPU keeps a switch),
         said plainly with the GPU count.
     """
+    require_fabric(G)
+    check_solver_limits(max_variables, time_limit_s)
     if routing not in ROUTINGS:
         raise TopoError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
     H, failures = _damage(G, links, switches, seed, tuple(named))
@@ -570,6 +578,8 @@ def resilience(
         asked for, or as :func:`damaged_bandwidth`.
     """
     check_trials(trials)
+    require_fabric(G)
+    check_solver_limits(max_variables, time_limit_s)
     if links <= 0 and switches <= 0:
         raise TopoError("give --fail-links N and/or --fail-switches M (at least one failure)")
     t0 = time.perf_counter()

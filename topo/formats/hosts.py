@@ -29,6 +29,7 @@ from topo.formats.nvlink_domains import (
     domain_of,
     nvlink_domains,
 )
+from topo.formats.patterns import UserPattern, compile_pattern
 from topo.units import GBps_to_Bps
 
 HOST_GRAPH_KEYS = frozenset({"gpus_per_node", "nvlink_GBps", "pcie_GBps", "host_regex"})
@@ -38,15 +39,16 @@ COMPUTE_GRAPH_KEYS = frozenset({"compute_host_regex", "non_compute_hosts"})
 """The graph attributes :func:`add_hosts` adds with ``compute_host_regex``."""
 
 
-def host_of(description: str, host_regex: str | re.Pattern[str]) -> str | None:
+def host_of(description: str, host_regex: str | re.Pattern[str] | UserPattern) -> str | None:
     """The host part of a CA's node description, by ``host_regex``.
 
     Parameters
     ----------
     description : str
         The CA's node description (``"gpu-node017 mlx5_3"``).
-    host_regex : str or re.Pattern
-        Searched in the description; the host is the group named ``host`` if there is one,
+    host_regex : str, re.Pattern or UserPattern
+        Searched in the description (a str as :func:`topo.formats.patterns.compile_pattern`
+        compiles it: within its time limit); the host is the group named ``host`` if there is one,
         else group 1, else the whole match.
 
     Returns
@@ -61,7 +63,7 @@ def host_of(description: str, host_regex: str | re.Pattern[str]) -> str | None:
     >>> host_of("rack2-n4-hca1", r"(?P<host>rack\\d+-n\\d+)")
     'rack2-n4'
     """
-    pattern = re.compile(host_regex) if isinstance(host_regex, str) else host_regex
+    pattern = _compile(host_regex) if isinstance(host_regex, str) else host_regex
     m = pattern.search(description)
     if m is None:
         return None
@@ -142,7 +144,7 @@ def add_hosts(
     if nvlink_domain_regex is not None:
         compile_domain_regex(nvlink_domain_regex)
     if compute_host_regex is not None:
-        _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
+        _compile(compute_host_regex, "compute_host_regex")
     H = G.copy()
     hosts: dict[str, list[str]] = defaultdict(list)
     for v, host in _nic_hosts(G, host_regex).items():
@@ -242,12 +244,13 @@ def _add_domains(
 ) -> None:
     """The servers of :func:`add_hosts` as NVLink domains of hosts (``nvlink_domain_regex``)."""
     domains = nvlink_domains(list(hosts), regex)
+    pattern = compile_domain_regex(regex)
     for domain, members in domains.items():
         nics = {h: sorted(hosts[h], key=natural_key) for h in members}
         add_domain_servers(H, domain, nics, gpus, *rates)
     H.graph.update(
         nvlink_domain_regex=regex,
-        hosts_outside_nvlink_domains=sum(1 for h in hosts if domain_of(h, regex) is None),
+        hosts_outside_nvlink_domains=sum(1 for h in hosts if domain_of(h, pattern) is None),
     )
 
 
@@ -320,21 +323,14 @@ def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: floa
         raise SpecError("the fabric already has GPUs: hosts are added once", param="gpus_per_host")
 
 
-def _compile(
-    regex: str, option: str = "--host-regex", param: str = "host_regex"
-) -> re.Pattern[str]:
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        raise SpecError(
-            f"{option} {regex!r} is not a regular expression: {exc}", param=param
-        ) from None
+def _compile(regex: str, param: str = "host_regex") -> UserPattern:
+    return compile_pattern(regex, param)
 
 
 def _compute_hosts(H: nx.Graph, hosts: dict[str, list[str]], regex: str) -> dict[str, list[str]]:
     """The hosts ``regex`` matches (they get GPUs); the others' NICs stay a server of NICs
     alone. Records ``compute_host_regex`` and ``non_compute_hosts`` in ``H.graph``."""
-    pattern = _compile(regex, "--compute-host-regex", "compute_host_regex")
+    pattern = _compile(regex, "compute_host_regex")
     compute = {h: nics for h, nics in hosts.items() if pattern.search(h)}
     if not compute:
         first = min(hosts, key=natural_key) if hosts else None
@@ -495,7 +491,7 @@ def import_ibnetdiscover(
                 "--compute-host-regex chooses the hosts that get GPUs: give --gpus-per-host too",
                 param="compute_host_regex",
             )
-        _compile(compute_host_regex, "--compute-host-regex", "compute_host_regex")
+        _compile(compute_host_regex, "compute_host_regex")
     G = merge_dumps(read_ibnetdiscover_dumps(files, name_map=name_map))
     if gpus_per_host is None:
         return G

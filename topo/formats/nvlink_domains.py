@@ -24,21 +24,22 @@ import networkx as nx
 
 from topo.errors import SpecError
 from topo.fabric import natural_key
+from topo.formats.patterns import UserPattern, compile_pattern
 
 DOMAIN_GRAPH_KEYS = frozenset({"nvlink_domain_regex", "hosts_outside_nvlink_domains"})
 """The graph attributes an import with NVLink domains adds (beside those of hosts)."""
 
 
-def domain_of(host: str, pattern: str | re.Pattern[str]) -> str | None:
+def domain_of(host: str, pattern: str | re.Pattern[str] | UserPattern) -> str | None:
     """The NVLink domain of a host, by a regular expression searched in its name.
 
     Parameters
     ----------
     host : str
         The host name (``"a05-p1-dgx-01-c03"``).
-    pattern : str or re.Pattern
-        Searched in ``host``; the domain is the group named ``domain`` if there is one, else
-        group 1, else the whole match.
+    pattern : str, re.Pattern or UserPattern
+        Searched in ``host`` (a str as :func:`compile_domain_regex` compiles it); the domain
+        is the group named ``domain`` if there is one, else group 1, else the whole match.
 
     Returns
     -------
@@ -52,7 +53,7 @@ def domain_of(host: str, pattern: str | re.Pattern[str]) -> str | None:
     >>> domain_of("ubuntu", r"-dgx-(\\d+)-c\\d+$") is None
     True
     """
-    rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+    rx = compile_domain_regex(pattern) if isinstance(pattern, str) else pattern
     m = rx.search(host)
     if m is None:
         return None
@@ -63,21 +64,17 @@ def domain_of(host: str, pattern: str | re.Pattern[str]) -> str | None:
     return found or None
 
 
-def compile_domain_regex(regex: str) -> re.Pattern[str]:
-    """``--nvlink-domain-regex`` compiled.
+def compile_domain_regex(regex: str) -> UserPattern:
+    """``nvlink_domain_regex`` compiled, its searches within
+    :data:`topo.formats.patterns.TIME_LIMIT_S` together.
 
     Raises
     ------
     SpecError
-        If it is not a regular expression (``.param`` ``nvlink_domain_regex``).
+        If it is not a regular expression, or (when searched) takes more than its time
+        limit (``.param`` ``nvlink_domain_regex``).
     """
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        raise SpecError(
-            f"--nvlink-domain-regex {regex!r} is not a regular expression: {exc}",
-            param="nvlink_domain_regex",
-        ) from None
+    return compile_pattern(regex, "nvlink_domain_regex")
 
 
 def nvlink_domains(hosts: Sequence[str], regex: str) -> dict[str, list[str]]:
