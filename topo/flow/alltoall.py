@@ -43,9 +43,9 @@ from topo.errors import TopoError
 from topo.fabric import require_fabric
 from topo.flow.concurrent import METHODS, uniform_flow
 from topo.flow.lp import DEFAULT_MAX_VARIABLES
-from topo.flow.result import BandwidthReport, BandwidthResult, BottleneckLink
+from topo.flow.result import BandwidthResult, BottleneckLink
 
-__all__ = ["BandwidthReport", "BottleneckLink", "alltoall_bandwidth"]
+__all__ = ["BandwidthResult", "BottleneckLink", "alltoall_bandwidth"]
 
 
 def alltoall_bandwidth(

@@ -43,8 +43,9 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
-from topo.flow.demand import DemandReport, server_demand_time
+from topo.flow.demand import server_demand_time
 from topo.flow.memory import check_moe_matrices
+from topo.flow.result import BandwidthResult
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
@@ -476,7 +477,7 @@ HOSE_TOL = 1e-6
 """Relative tolerance of the hose-bound check of :func:`network_time`."""
 
 
-def network_time(G: nx.Graph, demand: Demand) -> tuple[DemandReport, str]:
+def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
     """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
     The fabric is first cut down to the servers that send or receive, the leaves they are
