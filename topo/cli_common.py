@@ -94,7 +94,8 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
     """Each option of a command function by its Python parameter name: its first long flag as
     the function declares it (``switch_ports`` -> ``--switch-ports``, ``routers_per_group``
     -> ``--routers-per-group`` of ``-a/--routers-per-group``; an option declared without
-    names gets typer's ``--switch-ports``).
+    names gets typer's ``--switch-ports``); the off switch of a boolean flag as ``no_`` and
+    the name (``no_pxn`` -> ``--no-pxn`` of ``--pxn/--no-pxn``).
 
     Parameters
     ----------
@@ -125,7 +126,22 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
         decls = [d for decl in raw for d in decl.split("/")]
         long = next((d for d in decls if d.startswith("--")), "--" + name.replace("_", "-"))
         flags[name] = long
+        off = [d for decl in raw if "/" in decl for d in decl.split("/")[1:] if d[:2] == "--"]
+        if off:
+            flags["no_" + name] = off[0]
     return flags
+
+
+LIBRARY_PARAMS = {
+    "links": "fail_links",
+    "switches": "fail_switches",
+    "named": "fail",
+    "time_limit_s": "time_limit",
+    "num_sms": "kernel_sms",
+}
+"""Library parameters (:func:`topo.flow.fail`, :func:`topo.flow.damaged_bandwidth`, the LP's
+``time_limit_s``, :func:`topo.moe.kernels.kernel_report`'s ``num_sms``) that a command passes
+from an option of another name: an error naming ``links`` speaks of ``--fail-links``."""
 
 
 def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
@@ -144,8 +160,15 @@ def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
     -------
     str
         One line for ``topo: error: ...``.
+
+    Examples
+    --------
+    >>> from topo.commands.bandwidth import bandwidth
+    >>> error_line(TopoError("links -1 must be >= 0", param="links"), bandwidth)
+    '--fail-links -1 must be >= 0'
     """
-    return exc.render(option_flags(command).get)
+    flags = option_flags(command)
+    return exc.render(lambda name: flags.get(name) or flags.get(LIBRARY_PARAMS.get(name, "")))
 
 
 JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -623,7 +646,7 @@ def check_outputs(
         try:
             fabric_mod.check_writable(path)
         except TopoError as exc:
-            raise TopoError(f"{option} {exc}") from None
+            raise exc.prefixed(f"{option} ") from None
         if option in fabric:
             check_fabric_output(option, path)
         if option in html:

@@ -115,7 +115,7 @@ def alltoall_bandwidth(
     """
     require_fabric(G)
     if method not in METHODS:
-        raise TopoError(f"--method must be auto or general, got {method!r}")
+        raise TopoError(f"method must be auto or general, got {method!r}", param="method")
     # (the demand over all terminals, not listed: fewer than two, or a server without a NIC
     # cabled to a switch, are refused in the fabric's own terms by check_terminals)
     return uniform_flow(G, None, method, max_variables, link_loads, time_limit_s)
