@@ -8,8 +8,6 @@ the typer app.
 from __future__ import annotations
 
 import inspect
-import json
-import math
 import os
 import signal
 import sys
@@ -18,12 +16,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from functools import wraps
-from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import networkx as nx
-import numpy as np
 import orjson
 import typer
 from rich.console import Console
@@ -98,7 +94,8 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
     """Each option of a command function by its Python parameter name: its first long flag as
     the function declares it (``switch_ports`` -> ``--switch-ports``, ``routers_per_group``
     -> ``--routers-per-group`` of ``-a/--routers-per-group``; an option declared without
-    names gets typer's ``--switch-ports``).
+    names gets typer's ``--switch-ports``); the off switch of a boolean flag as ``no_`` and
+    the name (``no_pxn`` -> ``--no-pxn`` of ``--pxn/--no-pxn``).
 
     Parameters
     ----------
@@ -129,7 +126,22 @@ def option_flags(command: Callable[..., Any]) -> dict[str, str]:
         decls = [d for decl in raw for d in decl.split("/")]
         long = next((d for d in decls if d.startswith("--")), "--" + name.replace("_", "-"))
         flags[name] = long
+        off = [d for decl in raw if "/" in decl for d in decl.split("/")[1:] if d[:2] == "--"]
+        if off:
+            flags["no_" + name] = off[0]
     return flags
+
+
+LIBRARY_PARAMS = {
+    "links": "fail_links",
+    "switches": "fail_switches",
+    "named": "fail",
+    "time_limit_s": "time_limit",
+    "num_sms": "kernel_sms",
+}
+"""Library parameters (:func:`topo.flow.fail`, :func:`topo.flow.damaged_bandwidth`, the LP's
+``time_limit_s``, :func:`topo.moe.kernels.kernel_report`'s ``num_sms``) that a command passes
+from an option of another name: an error naming ``links`` speaks of ``--fail-links``."""
 
 
 def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
@@ -148,219 +160,66 @@ def error_line(exc: TopoError, command: Callable[..., Any]) -> str:
     -------
     str
         One line for ``topo: error: ...``.
+
+    Examples
+    --------
+    >>> from topo.commands.bandwidth import bandwidth
+    >>> error_line(TopoError("links -1 must be >= 0", param="links"), bandwidth)
+    '--fail-links -1 must be >= 0'
     """
-    return exc.render(option_flags(command).get)
+    flags = option_flags(command)
+    return exc.render(lambda name: flags.get(name) or flags.get(LIBRARY_PARAMS.get(name, "")))
 
 
-def print_json(obj: Any) -> None:
-    """Write ``obj`` to stdout as :func:`json_text` gives it, with a final newline."""
-    with fabric_mod.gc_paused():  # (the text's pieces: strings, no cycles)
-        text = json_text(obj)
-    sys.stdout.write(text)
-    sys.stdout.write("\n")
+JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+"""How every ``--json`` is written: indented by two spaces, numpy scalars and arrays as
+numbers and lists, dict keys that are numbers, booleans or None as text (as :func:`json.dumps`
+writes them)."""
 
 
-def json_text(obj: Any) -> str:
-    """``json.dumps(obj, indent=2)``, character for character, built faster.
-
-    Python's encoder has no C path with ``indent`` (before 3.13): it yields every token from
-    nested generators. Here dicts, lists and tuples of plain ``str``, ``int``, ``float``,
-    ``bool`` and ``None`` are joined directly, each scalar written by the functions
-    :mod:`json` itself uses (``encode_basestring_ascii``, ``float.__repr__`` with ``NaN`` and
-    ``Infinity``); anything else (subclasses such as numpy floats or enums, other types) is
-    handed to :func:`json.dumps` as it stands and indented to its place.
-
-    Parameters
-    ----------
-    obj : Any
-        What to write.
-
-    Returns
-    -------
-    str
-        The JSON text.
+def json_default(obj: Any) -> str | list[Any]:
+    """What orjson does not write itself: a path as its text, a named tuple as a list.
 
     Raises
     ------
     TypeError
-        A value or a dict key JSON cannot hold (as :func:`json.dumps`; when there are
-        several, the first one named may differ).
-    ValueError
-        A circular reference.
+        Any other type (orjson reports it as ``orjson.JSONEncodeError``, a ``TypeError``).
     """
-    out: list[str] = []
-    _json_into(obj, "\n", out, set())
-    return "".join(out)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)  # type: ignore[return-value]
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
-_JSON_WORDS = {True: "true", False: "false", None: "null"}
-_json_str = json.encoder.encode_basestring_ascii  # (C, as json.dumps uses it)
+def print_json(obj: Any) -> None:
+    """Write ``obj`` to stdout as indented JSON, UTF-8, with a final newline.
 
+    Written by orjson (``JSON_OPTIONS``): dict keys in their insertion order; floats as
+    their shortest round-trip form (``0.1``, ``1e-7``, ``1.5e+22``); NaN and the infinities,
+    float or numpy, as ``null`` (strict JSON has no other); dataclasses as objects, enums as
+    their values, paths as text.
 
-def _json_scalar(v: Any) -> str | None:
-    """The JSON of a plain scalar (exact types only), or None."""
-    t = type(v)
-    if t is str:
-        return _json_str(v)  # type: ignore[no-any-return]
-    if t is float:
-        if v != v:
-            return "NaN"
-        return "Infinity" if v == math.inf else "-Infinity" if v == -math.inf else repr(v)
-    if t is int:
-        return int.__repr__(v)
-    if t is bool or v is None:
-        return _JSON_WORDS[v]
-    return None
+    Parameters
+    ----------
+    obj : Any
+        What to write: dicts, lists, tuples, str, int (within 64 bits), float, bool, None,
+        numpy scalars and arrays, dataclasses, enums, paths.
 
-
-_RECORDS_MIN = 64
-"""Lists at least this long are tried as records (:func:`_json_records`)."""
-
-_PLAIN_COLUMN = {
-    str: _json_str,
-    int: int.__repr__,
-    float: float.__repr__,  # (NaN and the infinities are put right after: _json_floats)
-}
-
-
-def _json_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
-    """The items of a list of records, joined as :func:`json.dumps` with ``indent=2`` writes
-    them one level in (``inner``: a newline and that indent), or None when they are not
-    records: dicts with the same string keys in the same order, every value a plain ``str``,
-    ``int``, ``float``, ``bool`` or None (exact types). A report's tables (131,072 bottleneck
-    links on a 65,536-GPU FT3) are such lists; their columns are written by the C functions
-    of :func:`_json_scalar`, each over a whole column, and the rows by one template."""
-    first = items[0]
-    if type(first) is not dict or not first:
-        return None
-    keys = tuple(first)
-    if any(type(k) is not str for k in keys):
-        return None
-    same = _orjson_records(items, inner)
-    if same is not None:
-        return same
-    rows = []
-    for d in items:
-        if type(d) is not dict or tuple(d) != keys:
-            return None
-        rows.append(tuple(d.values()))
-    columns: list[list[Any]] = []
-    for col in zip(*rows, strict=True):
-        kinds = set(map(type, col))
-        write = _PLAIN_COLUMN.get(kinds.pop()) if len(kinds) == 1 else None
-        if write is None:
-            mixed = list(map(_json_scalar, col))
-            if None in mixed:
-                return None  # (a value of another type: the general writer handles or refuses it)
-            columns.append(mixed)
-            continue
-        text: list[str] = list(map(write, col))
-        if write is float.__repr__:
-            _json_floats(text)
-        columns.append(text)
-    deeper = inner + "  "
-    fields = [deeper + _json_str(k).replace("%", "%%") + ": %s" for k in keys]
-    template = "{" + ",".join(fields) + inner + "}"
-    return ("," + inner).join(map(template.__mod__, zip(*columns, strict=True)))
-
-
-_ORJSON_SAME = frozenset({str, int, float, bool, type(None)})
-
-_ORJSON_OTHER_FLOATS = (1e-9, 1e-4)
-"""Magnitudes orjson writes otherwise than :func:`json.dumps`: ``1e-5`` as ``0.00001`` and
-``2e-7`` as ``2e-7`` (json: ``1e-05``, ``2e-07``); outside (exponents of two digits or more,
-or none) the two write the same shortest ``repr``."""
-
-
-def _orjson_records(items: list[Any] | tuple[Any, ...], inner: str) -> str | None:
-    """The records ``items`` written by orjson (C: 0.04 s for 131,072 records, against
-    0.5 s), or None where its text could differ from :func:`json.dumps`'s: records with other
-    keys than the first's, a non-ASCII or DEL character (orjson writes them as they are, json
-    escapes them), a float that is not finite (orjson writes null) or of a magnitude in
-    :data:`_ORJSON_OTHER_FLOATS` (another exponent style), an integer past 64 bits (orjson
-    refuses it), a value of another type. Keys in another order are written alike (both keep
-    each record's own order)."""
-    if set(map(type, items)) != {dict}:
-        return None
-    keys = tuple(items[0])
-    if sum(map(len, items)) != len(keys) * len(items):
-        return None
-    try:  # (with as many entries each, every record has exactly the first's keys)
-        cols = [list(map(itemgetter(k), items)) for k in keys]
-    except KeyError:
-        return None
-    lo, hi = _ORJSON_OTHER_FLOATS
-    for col in cols:
-        kinds = set(map(type, col))
-        if not kinds <= _ORJSON_SAME:
-            return None
-        if float in kinds:
-            x = np.abs(np.array(col if len(kinds) == 1 else [v for v in col if type(v) is float]))
-            if not (np.isfinite(x).all() and ((x < lo) | (x >= hi)).all()):
-                return None
-    try:
-        out = orjson.dumps(items, option=orjson.OPT_INDENT_2)
-    except orjson.JSONEncodeError:
-        return None
-    if not out.isascii() or b"\x7f" in out:  # (keys and strings, checked in the text)
-        return None
-    # orjson writes "[\n  {\n    ...\n  },\n  {...}\n]" from indent 0; the records here
-    # sit at the indent of ``inner``, without the brackets.
-    body = out[4:-2].decode()
-    pad = len(inner) - 3
-    return body.replace("\n", "\n" + " " * pad) if pad else body
-
-
-def _json_floats(text: list[str]) -> None:
-    """Put ``repr``'s ``nan``, ``inf`` and ``-inf`` right as JSON (``NaN``, ``Infinity``,
-    ``-Infinity``), in place."""
-    for i, t in enumerate(text):
-        if t[-1] in "nf":  # (a finite repr ends in a digit)
-            text[i] = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[t]
-
-
-def _json_into(o: Any, nl: str, out: list[str], seen: set[int]) -> None:
-    """Append the JSON of ``o`` to ``out``; ``nl``: a newline and the current indent."""
-    text = _json_scalar(o)
-    if text is not None:
-        out.append(text)
-        return
-    t = type(o)
-    if t is not dict and t is not list and t is not tuple:
-        out.append(json.dumps(o, indent=2).replace("\n", nl))  # (JSON strings hold no newline)
-        return
-    if not o:
-        out.append("{}" if t is dict else "[]")
-        return
-    if id(o) in seen:
-        raise ValueError("Circular reference detected")
-    inner = nl + "  "
-    if t is not dict and len(o) >= _RECORDS_MIN:
-        text = _json_records(o, inner)
-        if text is not None:
-            out.append("[" + inner + text + nl + "]")
-            return
-    seen.add(id(o))
-    sep = inner
-    out.append("{" if t is dict else "[")
-    for k, v in o.items() if t is dict else zip(o, o, strict=True):
-        out.append(sep)
-        if t is dict:
-            out.append(_json_str(k if type(k) is str else _json_key(k)) + ": ")
-        text = _json_scalar(v)  # (the scalars without a call of their own)
-        if text is None:
-            _json_into(v, inner, out, seen)
-        else:
-            out.append(text)
-        sep = "," + inner
-    out.append(nl + ("}" if t is dict else "]"))
-    seen.discard(id(o))
-
-
-def _json_key(k: Any) -> str:
-    """A dict key as :func:`json.dumps` writes it (numbers, booleans and None as text)."""
-    key: str = next(iter(json.loads(json.dumps({k: 0}))))
-    return key
+    Raises
+    ------
+    TypeError
+        ``orjson.JSONEncodeError``: a value of another type, an integer past 64 bits, a
+        circular reference.
+    """
+    text = orjson.dumps(obj, default=json_default, option=JSON_OPTIONS) + b"\n"
+    sys.stdout.flush()  # (what rich or print wrote before, first)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # (a text-only stream)
+        sys.stdout.write(text.decode())
+    else:
+        buffer.write(text)
+        buffer.flush()
 
 
 InputFabric = Annotated[
@@ -787,7 +646,7 @@ def check_outputs(
         try:
             fabric_mod.check_writable(path)
         except TopoError as exc:
-            raise TopoError(f"{option} {exc}") from None
+            raise exc.prefixed(f"{option} ") from None
         if option in fabric:
             check_fabric_output(option, path)
         if option in html:

@@ -26,7 +26,9 @@ class TopoError(Exception):
         ``"switch_ports"``; None when no single parameter is.
     names : sequence of str, optional
         The parameters the message spells, each at its first occurrence as a whole word (a
-        front end renders them in its own vocabulary: the command line as ``--switch-ports``).
+        front end renders them in its own vocabulary: the command line as ``--switch-ports``);
+        a name listed twice is spelled at its first two occurrences, and so on. ``no_x``
+        names the off switch of a boolean parameter ``x`` (``--no-x`` on the command line).
         Default: ``(param,)``, or none without ``param``.
 
     Examples
@@ -41,6 +43,7 @@ class TopoError(Exception):
         self, message: str = "", *, param: str | None = None, names: Sequence[str] | None = None
     ) -> None:
         super().__init__(message)
+        self.prefix = ""  # (what :meth:`prefixed` put before the message: not rendered)
         self.param = param
         self.names: tuple[str, ...] = (
             tuple(names) if names is not None else ((param,) if param is not None else ())
@@ -48,19 +51,22 @@ class TopoError(Exception):
 
     def render(self, spell: Callable[[str], str | None]) -> str:
         """The message with each of :attr:`names` spelled by ``spell`` (at its first
-        occurrence as a whole word; a name ``spell`` maps to None stays as it is)."""
-        text = str(self)
+        occurrence as a whole word, after any :meth:`prefixed` text; a name ``spell`` maps to
+        None stays as it is)."""
+        n = len(getattr(self, "prefix", ""))
+        head, text = str(self)[:n], str(self)[n:]
         for name in self.names:
             new = spell(name)
             if new is not None:
                 text = re.sub(rf"(?<![-\w]){re.escape(name)}(?!\w)", new, text, count=1)
-        return text
+        return head + text
 
     def prefixed(self, prefix: str) -> TopoError:
         """The same error (type, parameter, names) with ``prefix`` before its message (e.g.
         the spec file it came from)."""
         err = copy.copy(self)
         err.args = (prefix + str(self), *self.args[1:])
+        err.prefix = prefix + self.prefix
         return err
 
     def renamed(self, old: str, new: str) -> TopoError:
@@ -98,6 +104,9 @@ class FormatError(TopoError):
     column : int, optional
         1-based column of the offending character on that line (a JSON or TOML parser's
         position); only with ``line``.
+    names : sequence of str, optional
+        The parameters ``message`` spells (see :class:`TopoError`); the file's name before it
+        is never rendered.
 
     The message reads ``PATH: MESSAGE``, ``PATH:LINE: MESSAGE`` or ``PATH:LINE:COLUMN:
     MESSAGE``, the form compilers print and editors jump to.
@@ -109,7 +118,13 @@ class FormatError(TopoError):
     """
 
     def __init__(
-        self, path: str | Path, message: str, line: int | None = None, column: int | None = None
+        self,
+        path: str | Path,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        *,
+        names: Sequence[str] = (),
     ) -> None:
         self.path = str(path)
         self.line = line
@@ -118,7 +133,8 @@ class FormatError(TopoError):
         where = self.path if line is None else f"{self.path}:{line}"
         if self.column is not None:
             where += f":{self.column}"
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}", names=names)
+        self.prefix = f"{where}: "
 
     def __reduce__(
         self,

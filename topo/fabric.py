@@ -752,7 +752,8 @@ def check_writable(path: str | Path) -> tuple[Path, Path]:
         raise FormatError(
             path,
             f"cannot write: {what}; give a file name (without the output option the "
-            "command prints its table, or --json, to standard output)",
+            "command prints its table, or as_json, to standard output)",
+            names=("as_json",),
         )
     if raw.endswith(("/", os.sep)):
         raise FormatError(

@@ -450,5 +450,5 @@ def test_build_refuses_graphs_too_large_to_hold():
     # 1,024 ports (the largest radix accepted): k^2/2 = 524,288 endpoints, at the limit; a
     # three-layer tree of them, k^3/4 = 268,435,456, is refused.
     assert max_gpus("ft2", switch_ports=1024, gpus_per_node=1, nics_per_node=1) == 1 << 19
-    with pytest.raises(SpecError, match=r"this ft3 would have 268,435,456 \(pass --gpus"):
+    with pytest.raises(SpecError, match=r"this ft3 would have 268,435,456 \(pass gpus for"):
         build("ft3", switch_ports=1024, gpus_per_node=1, nics_per_node=1)

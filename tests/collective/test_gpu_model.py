@@ -44,7 +44,7 @@ def test_names_resolve_as_the_catalog_and_the_gpu_table_say() -> None:
     for name in nodes:
         got = gpu_arch(nx.Graph(gpu_model=resolve_gpu_model(name)))
         assert got == nodes[name]["arch"], name
-    with pytest.raises(SpecError, match=r"--gpu-model 'rtx4090' is not a GPU topo knows") as e:
+    with pytest.raises(SpecError, match=r"gpu_model 'rtx4090' is not a GPU topo knows") as e:
         resolve_gpu_model("rtx4090")
     assert e.value.param == "gpu_model"
     assert "gb200-nvl72" in str(e.value) and "GB200" in str(e.value)

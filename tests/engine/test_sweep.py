@@ -98,7 +98,7 @@ def test_an_interrupted_sweep_resumes(spec: Path, tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_sweep(parsed, out, SerialEngine(), progress=stop_after_three)
     assert not out.exists() and journal_path(out).exists()
-    with pytest.raises(FormatError, match="give --resume to continue it"):
+    with pytest.raises(FormatError, match="give resume to continue it"):
         run_sweep(parsed, out, SerialEngine())
     resumed = run_sweep(parsed, out, SerialEngine(), resume=True)
     full = run_sweep(parsed, tmp_path / "full.csv", SerialEngine())

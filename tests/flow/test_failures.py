@@ -60,27 +60,28 @@ def test_named_failures_and_their_errors() -> None:
         fail(G, named=["spine99"])
     # NVLink, PCIe and the vertices inside a server do not fail here; the error says so (it
     # said "neither a switch nor a link of the fabric" of an edge in the fabric's JSON).
+    # (the library names its parameter, named; topo bandwidth spells it --fail)
     only = "only cables to switches fail (NIC cables and switch-to-switch links) and switches"
     with pytest.raises(TopoError) as e:
         fail(G, named=["node0/gpu0--node0/nvswitch"])
-    assert str(e.value) == (
+    assert _on_the_command_line(e.value) == (
         f"--fail 'node0/gpu0--node0/nvswitch' is a link inside a server (nvlink): {only}"
     )
     with pytest.raises(TopoError) as e:
         fail(G, named=["node0/nic0--node0/gpu0"])
-    assert (
-        str(e.value) == f"--fail 'node0/nic0--node0/gpu0' is a link inside a server (pcie): {only}"
+    assert _on_the_command_line(e.value) == (
+        f"--fail 'node0/nic0--node0/gpu0' is a link inside a server (pcie): {only}"
     )
     with pytest.raises(TopoError) as e:
         fail(G, named=["node0/gpu0"])
-    assert str(e.value) == (
+    assert _on_the_command_line(e.value) == (
         "--fail 'node0/gpu0' is a gpu, not a switch, and has no cable to a switch: only cables "
         "to switches (NIC cables and switch-to-switch links) and switches fail"
     )
     nic_leaf = next(s for s in G.adj["node0/nic0"] if s.startswith("leaf"))
     with pytest.raises(TopoError) as e:
         fail(G, named=["node0/nic0"])
-    assert str(e.value) == (
+    assert _on_the_command_line(e.value) == (
         f"--fail 'node0/nic0' is a nic, not a switch: name one of its cables instead, e.g. "
         f"node0/nic0--{nic_leaf}"
     )
@@ -172,7 +173,7 @@ def test_names_holding_the_separator_or_integer_ids_are_resolved_or_refused() ->
     H = nx.relabel_nodes(G, {leaves[0]: "a--b", spines[0]: "c", leaves[1]: "a", spines[1]: "b--c"})
     if not H.has_edge("a--b", "c") or not H.has_edge("a", "b--c"):
         pytest.skip("the 4-port ft2 joins every leaf to every spine")
-    with pytest.raises(TopoError, match=r"--fail 'a--b--c' names 'a'-'b--c' and 'a--b'-'c'"):
+    with pytest.raises(TopoError, match=r"^named 'a--b--c' names 'a'-'b--c' and 'a--b'-'c'"):
         fail(H, named=["a--b--c"])
     _, f = fail(H, named=["a--c"])  # (one reading only)
     assert f.links == (("a", "c"),) or f.links == (("c", "a"),)
@@ -184,3 +185,11 @@ def test_names_holding_the_separator_or_integer_ids_are_resolved_or_refused() ->
     both = nx.relabel_nodes(ints, {s0 + 1: str(s0)})  # the next vertex, renamed '<s0>'
     with pytest.raises(TopoError, match="ambiguous"):
         fail(both, named=[str(s0)])
+
+
+def _on_the_command_line(exc: TopoError) -> str:
+    """The error as ``topo bandwidth --fail`` prints it."""
+    from topo.cli_common import error_line
+    from topo.commands.bandwidth import bandwidth
+
+    return error_line(exc, bandwidth)

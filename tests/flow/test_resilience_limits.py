@@ -29,7 +29,7 @@ def test_too_many_trials_are_refused_before_the_fabric_is_read(tmp_path: Path) -
         "topo: error: --trials must be from 1 to 10,000, got 10,001: the 5th percentile of "
         "10,000 trials is known to +-0.44 percentage points, and each trial is one solve\n"
     )
-    with pytest.raises(TopoError, match=r"^--trials must be from 1 to 10,000, got 100,000"):
+    with pytest.raises(TopoError, match=r"^trials must be from 1 to 10,000, got 100,000"):
         resilience(build("ft2", **SMALL), trials=100_000, links=1)
 
 

@@ -88,8 +88,8 @@ def test_more_nics_than_gpus_is_refused_as_the_builder_does(tmp_path: Path, gpus
     path.write_text(write_ibnetdiscover(design))
     with pytest.raises(
         SpecError,
-        match=rf"^--gpus-per-host {gpus}: host 'node0' of .*m\.net has 8 NICs, more than its "
-        rf"{gpus} GPUs \(16 hosts do\); each NIC needs a GPU behind it: give --gpus-per-host 8 "
+        match=rf"^gpus_per_host {gpus}: host 'node0' of .*m\.net has 8 NICs, more than its "
+        rf"{gpus} GPUs \(16 hosts do\); each NIC needs a GPU behind it: give gpus_per_host 8 "
         "or more$",
     ):
         import_ibnetdiscover(path, gpus_per_host=gpus)
@@ -120,7 +120,7 @@ def test_host_regex(tmp_path: Path) -> None:
         import_ibnetdiscover(path, gpus_per_host=2, host_regex=r"^node\d+")
     with pytest.raises(SpecError, match="not a regular expression"):
         import_ibnetdiscover(path, gpus_per_host=2, host_regex=r"(")
-    with pytest.raises(SpecError, match="give --gpus-per-host too"):
+    with pytest.raises(SpecError, match="^host_regex groups CAs into servers: give gpus_per_host"):
         import_ibnetdiscover(path, host_regex=r"rack")
 
 
@@ -135,7 +135,7 @@ def test_bad_host_arguments(tmp_path: Path) -> None:
     G = read_ibnetdiscover(whole)
     with pytest.raises(SpecError, match="from 1 to 1024, got 0"):
         add_hosts(G, 0, nvlink_GBps=200, pcie_GBps=64)
-    with pytest.raises(SpecError, match="--pcie-GBps must be a number of GB/s"):
+    with pytest.raises(SpecError, match="^pcie_GBps must be a number of GB/s"):
         add_hosts(G, 8, nvlink_GBps=200, pcie_GBps=-1)
     H = add_hosts(G, 8, nvlink_GBps=200, pcie_GBps=64)
     with pytest.raises(SpecError, match="already has GPUs"):

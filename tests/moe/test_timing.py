@@ -216,10 +216,10 @@ def test_fp8_scales_count():
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        (dict(node_limit=1), r"--node-limit 1: 1 nodes hold at most 2 experts, fewer than the 4"),
-        (dict(tokens_per_gpu=0), r"--tokens-per-gpu must be an integer >= 1"),
-        (dict(ib_efficiency=1.5), r"--ib-efficiency must be in \(0, 1\]"),
-        (dict(ep=3), r"--ep 3 does not span whole servers of 2 GPUs"),
+        (dict(node_limit=1), r"^node_limit 1: 1 nodes hold at most 2 experts, fewer than the 4"),
+        (dict(tokens_per_gpu=0), r"^tokens_per_gpu must be an integer >= 1"),
+        (dict(ib_efficiency=1.5), r"^ib_efficiency must be in \(0, 1\]"),
+        (dict(ep=3), r"^ep 3 does not span whole servers of 2 GPUs"),
         (dict(dispatch_dtype="int4"), r"dtype must be one of fp8, bf16, fp16, fp32"),
         (dict(shared="elsewhere"), r"shared experts must be one of remote, local"),
         (dict(routing=np.zeros((3, 4), dtype=int)), r"a fixed routing must have shape \(8, 4\)"),

@@ -103,10 +103,10 @@ def test_layout_blocks_and_nvlink():
 @pytest.mark.parametrize(
     ("ep", "match"),
     [
-        (0, "--ep must be from 1 to the fabric's 16 GPUs, got 0"),
-        (32, "--ep must be from 1 to the fabric's 16 GPUs, got 32"),
-        (6, "--ep 6 does not span whole servers of 4 GPUs"),
-        (12, "--ep 12 does not divide the 32 routed experts"),
+        (0, "^ep must be from 1 to the fabric's 16 GPUs, got 0"),
+        (32, "^ep must be from 1 to the fabric's 16 GPUs, got 32"),
+        (6, "^ep 6 does not span whole servers of 4 GPUs"),
+        (12, "^ep 12 does not divide the 32 routed experts"),
     ],
 )
 def test_layout_refusals(ep, match):

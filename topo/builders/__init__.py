@@ -137,9 +137,8 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
         raise SpecError(
             f"topo builds at most {MAX_BUILD_GPUS:,} GPUs in one graph; this {spec.family} would "
             f"have {target:,}"
-            + ("" if spec.gpus is not None else " (pass --gpus for a smaller one)"),
+            + ("" if spec.gpus is not None else " (pass gpus for a smaller one)"),
             param="gpus",
-            names=(),
         )
     G = _BUILDERS[spec.family](
         spec.switch,

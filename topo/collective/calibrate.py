@@ -250,7 +250,7 @@ def _points(G: nx.Graph, tests: list[NcclTest]) -> list[_Point]:
         rates = fabric_rates(G, t.ranks, t.gpus_per_node)
         pts += [_Point(t.op, m.size_bytes, rates, m.busbw_GBps) for m in t.rows if m.busbw_GBps > 0]
     if not pts:
-        raise TopoError("--calibrate: the log has no test of an op topo models")
+        raise TopoError("calibrate: the log has no test of an op topo models", names=("calibrate",))
     return pts
 
 
@@ -754,7 +754,10 @@ def cluster_toml(cal: Calibration, log: str | Path) -> str:
     """
     if not cal.fitted:
         why = "; ".join(f"{k} not fitted: {v}" for k, v in cal.not_fitted.items())
-        raise TopoError(f"--calibrate {Path(log).name}: nothing fitted, no file written ({why})")
+        raise TopoError(
+            f"calibrate {Path(log).name}: nothing fitted, no file written ({why})",
+            names=("calibrate",),
+        )
     lines = [
         f"# Calibrated by `topo collective --calibrate {Path(log).name}` ({cal.rows} rows of "
         f"{', '.join(cal.ops)}).",

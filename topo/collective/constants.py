@@ -79,7 +79,9 @@ class NcclConstants:
             ``arch`` not one of :data:`ARCHES`.
         """
         if arch not in ARCHES:
-            raise TopoError(f"--arch must be one of {', '.join(ARCHES)}, got {shown(arch)}")
+            raise TopoError(
+                f"arch must be one of {', '.join(ARCHES)}, got {shown(arch)}", param="arch"
+            )
         data = copy.deepcopy(self.data)
         data["model"]["arch"] = arch
         return NcclConstants(data, self.origin)

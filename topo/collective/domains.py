@@ -61,26 +61,32 @@ def _ranks(
         g = per_host
     if not 1 <= g <= per_host:
         raise TopoError(
-            f"--gpus-per-node {g}: ranks per host must be 1 to the {per_host} GPUs of the "
-            "fabric's hosts (its servers are NVLink domains of hosts)"
+            f"gpus_per_node {g}: ranks per host must be 1 to the {per_host} GPUs of the "
+            "fabric's hosts (its servers are NVLink domains of hosts)",
+            param="gpus_per_node",
         )
     n = g * n_hosts if gpus is None else gpus
     if n < 2:
-        raise TopoError(f"--gpus must be >= 2 (a collective needs two ranks), got {n}")
+        raise TopoError(f"gpus must be >= 2 (a collective needs two ranks), got {n}", param="gpus")
     if n % g:
-        raise TopoError(f"--gpus {n} must be a multiple of --gpus-per-node {g}")
+        raise TopoError(
+            f"gpus {n} must be a multiple of gpus_per_node {g}",
+            param="gpus",
+            names=("gpus", "gpus_per_node"),
+        )
     if n // g > n_hosts:
         raise TopoError(
-            f"--gpus {n} at {g} per host needs {n // g} hosts; the fabric has {n_hosts} "
-            f"(at most {g * n_hosts} GPUs)"
+            f"gpus {n} at {g} per host needs {n // g} hosts; the fabric has {n_hosts} "
+            f"(at most {g * n_hosts} GPUs)",
+            param="gpus",
         )
     return n, g
 
 
 def _uneven(
     n: int, g: int, given: bool, used: list[int], inv: dict[Hashable, dict[Hashable, list[Any]]]
-) -> str:
-    """The message for ranks that fill the domains unevenly, with the ``--gpus`` that would do.
+) -> TopoError:
+    """The error for ranks that fill the domains unevenly, with the ``gpus`` that would do.
 
     Domains fill in order, each taking as many of its hosts as ranks are left, so several
     domains hold the same count only at the first domain's ``h`` hosts: the largest even fill
@@ -91,18 +97,20 @@ def _uneven(
     h = sizes[0]
     d = max(k for k in range(1, len(ids) + 1) if len(set(_fill(sizes, h * k))) == 1)
     what = (
-        f"--gpus {n} at {g} per host fills"
+        f"gpus {n} at {g} per host fills"
         if given
-        else f"all {n} GPUs at {g} per host (no --gpus given) fill"
+        else f"all {n} GPUs at {g} per host (no gpus given) fill"
     )
-    one = f"one domain (e.g. --gpus {g * h}: {g} x the {h} hosts of domain {ids[0]!r})"
+    one = f"one domain (e.g. gpus {g * h}: {g} x the {h} hosts of domain {ids[0]!r})"
     many = (
-        f"--gpus {g * h * d} ({g} x {h} hosts in each of the domains {ids[0]!r} to "
+        f"gpus {g * h * d} ({g} x {h} hosts in each of the domains {ids[0]!r} to "
         f"{ids[d - 1]!r}), or "
     )
-    return (
+    return TopoError(
         f"{what} NVLink domains unevenly ({_runs(used)} hosts): NCCL's nodes are the "
-        f"domains, and the model takes the same ranks on each; give {many if d > 1 else ''}{one}"
+        f"domains, and the model takes the same ranks on each; give {many if d > 1 else ''}{one}",
+        param="gpus",
+        names=("gpus",) * (3 if d > 1 else 2),
     )
 
 
@@ -178,7 +186,7 @@ def select_domain_subcluster(
         left -= len(take)
     counts = sorted({len(take) for _, take in used})
     if len(counts) > 1:
-        raise TopoError(_uneven(n, g, gpus is not None, [len(t) for _, t in used], inv))
+        raise _uneven(n, g, gpus is not None, [len(t) for _, t in used], inv)
     keep: set[Any] = {v for v, d in G.nodes(data=True) if d["kind"] not in ("gpu", "nic")}
     keep -= {v for v, d in G.nodes(data=True) if d["kind"] == "nvswitch"}
     members = servers(G)

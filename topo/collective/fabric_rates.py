@@ -286,25 +286,32 @@ def select_subcluster(
     else:
         g = per_server
     if g < 1:
-        raise TopoError(f"--gpus-per-node must be >= 1, got {g}")
+        raise TopoError(f"gpus_per_node must be >= 1, got {g}", param="gpus_per_node")
     if g > per_server:
         raise TopoError(
-            f"--gpus-per-node {g} exceeds the {per_server} GPUs of the fabric's servers"
+            f"gpus_per_node {g} exceeds the {per_server} GPUs of the fabric's servers",
+            param="gpus_per_node",
         )
     n = g * len(order) if gpus is None else gpus
     if n < 2:
-        raise TopoError(f"--gpus must be >= 2 (a collective needs two ranks), got {n}")
+        raise TopoError(f"gpus must be >= 2 (a collective needs two ranks), got {n}", param="gpus")
     if g > 1 and n % g:
-        raise TopoError(f"--gpus {n} must be a multiple of --gpus-per-node {g}")
+        raise TopoError(
+            f"gpus {n} must be a multiple of gpus_per_node {g}",
+            param="gpus",
+            names=("gpus", "gpus_per_node"),
+        )
     nodes = max(1, n // g) if g > 1 else n
     if g == 1 and n > len(order):
         raise TopoError(
-            f"--gpus {n} at 1 GPU per node needs {n} servers; the fabric has {len(order)}"
+            f"gpus {n} at 1 GPU per node needs {n} servers; the fabric has {len(order)}",
+            param="gpus",
         )
     if nodes > len(order):
         raise TopoError(
-            f"--gpus {n} at {g} per node needs {nodes} servers; the fabric has {len(order)} "
-            f"(at most {g * len(order)} GPUs)"
+            f"gpus {n} at {g} per node needs {nodes} servers; the fabric has {len(order)} "
+            f"(at most {g * len(order)} GPUs)",
+            param="gpus",
         )
     chosen = order[:nodes]
     keep: set[Any] = {

@@ -76,7 +76,7 @@ def resolve_gpu_model(name: str) -> str:
     if key.lower() in gpus:
         return f"NVIDIA {gpus[key.lower()]}"
     raise SpecError(
-        f"--gpu-model {name!r} is not a GPU topo knows: give a catalog server or a GPU, one of "
+        f"gpu_model {name!r} is not a GPU topo knows: give a catalog server or a GPU, one of "
         f"{', '.join(known_gpu_models())}",
         param="gpu_model",
     )

@@ -63,7 +63,7 @@ TOTAL_SIZE_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 
 def _check_op(op: str) -> None:
     if op not in OPS:
-        raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
+        raise TopoError(f"op must be one of {', '.join(OPS)}, got {op!r}", param="op")
 
 
 def busbw_factor(op: str, nranks: int) -> float:

@@ -383,15 +383,23 @@ def collective_table(
     ('ring', 'Simple')
     """
     if op not in OPS:
-        raise TopoError(f"--op must be one of {', '.join(OPS)}, got {op!r}")
+        raise TopoError(f"op must be one of {', '.join(OPS)}, got {op!r}", param="op")
     if dtype not in TYPE_BYTES:
         raise TopoError(f"unknown data type {dtype!r}; one of {', '.join(TYPE_BYTES)}")
     if min_bytes < 1 or max_bytes < 1:
-        raise TopoError(f"--min-bytes and --max-bytes must be >= 1, got {min_bytes}, {max_bytes}")
+        raise TopoError(
+            f"min_bytes and max_bytes must be >= 1, got {min_bytes}, {max_bytes}",
+            param="min_bytes" if min_bytes < 1 else "max_bytes",
+            names=("min_bytes", "max_bytes"),
+        )
     if min_bytes > max_bytes:
-        raise TopoError(f"--min-bytes {min_bytes:,} exceeds --max-bytes {max_bytes:,}")
+        raise TopoError(
+            f"min_bytes {min_bytes:,} exceeds max_bytes {max_bytes:,}",
+            param="min_bytes",
+            names=("min_bytes", "max_bytes"),
+        )
     if step_factor < 2:
-        raise TopoError(f"--step-factor must be >= 2, got {step_factor}")
+        raise TopoError(f"step_factor must be >= 2, got {step_factor}", param="step_factor")
     restriction = tuner_restriction(algo, proto)
     c = constants or fabric_constants(G)
     rates = fabric_rates(G, gpus, gpus_per_node)
@@ -406,9 +414,11 @@ def collective_table(
         size *= step_factor
     if not rows:
         raise TopoError(
-            f"no size from --min-bytes {min_bytes:,} to --max-bytes {max_bytes:,} holds one "
+            f"no size from min_bytes {min_bytes:,} to max_bytes {max_bytes:,} holds one "
             f"{dtype} ({elt} B) for {op} on {rates.gpus} ranks: every size rounds to zero "
-            "elements; raise --max-bytes"
+            "elements; raise max_bytes",
+            param="max_bytes",
+            names=("min_bytes", "max_bytes", "max_bytes"),
         )
     return CollectiveReport(
         op=op,
@@ -571,11 +581,11 @@ def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> 
     (10.0, 100.0)
     """
     if len(sizes) < 2 or len(set(sizes)) < 2:
-        raise TopoError("--fit needs at least two different sizes in the log")
+        raise TopoError("fit needs at least two different sizes in the log", names=("fit",))
     x = np.asarray(sizes, dtype=float) * factor
     t = np.asarray(times_us, dtype=float) * 1e-6
     if not (np.isfinite(t).all() and (t > 0).all()):
-        raise TopoError("--fit: every measured time must be a positive number of µs")
+        raise TopoError("fit: every measured time must be a positive number of µs", names=("fit",))
     A = np.column_stack([np.ones_like(x), x])
     scale = np.array([1.0, 1.0 / x.max()])  # columns of like size for the solver
     from scipy.optimize import nnls  # here: scipy.optimize costs every command 0.5 s
@@ -583,7 +593,9 @@ def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> 
     coef, _ = nnls(A * scale / t[:, None], np.ones_like(t))
     alpha, inv_beta = coef * scale
     if not inv_beta > 0:
-        raise TopoError("--fit: the measured times do not grow with size; no bandwidth to fit")
+        raise TopoError(
+            "fit: the measured times do not grow with size; no bandwidth to fit", names=("fit",)
+        )
     resid = (A @ np.array([alpha, inv_beta]) - t) / t
     return Fit(
         alpha_us=s_to_us(float(alpha)),
@@ -676,7 +688,7 @@ def compare_log(
     n = gpus if gpus is not None else test.ranks
     g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
     if n is None:
-        raise TopoError(f"the log lists no ranks for {test.op}_perf: give --gpus")
+        raise TopoError(f"the log lists no ranks for {test.op}_perf: give gpus", param="gpus")
     c = constants or fabric_constants(G)
     rates = fabric_rates(G, n, g)
     # nccl-tests prints rows of 0 bytes where -b is under ranks x a word (all_gather,

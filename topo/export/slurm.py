@@ -249,7 +249,8 @@ def slurm_tree(G: nx.Graph, hosts: Sequence[str]) -> tuple[SlurmSwitch, ...]:
             raise SpecError(
                 f"Slurm's tree cannot express this {G.graph.get('family', 'fabric')} fabric: its "
                 f"{len(groups)} leaf-level switch groups have no switch above them and no "
-                "Dragonfly groups (use the block form: --format block)"
+                "Dragonfly groups (use the block form: slurm_format block)",
+                names=("slurm_format",),
             )
         out = [SlurmSwitch(top, switches=tuple(g.name for g in groups)), *leaves]
     else:

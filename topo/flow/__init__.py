@@ -21,30 +21,25 @@ from topo.flow.failures import fail
 from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
 from topo.flow.resilience import DamagedBandwidth, ResilienceReport, damaged_bandwidth, resilience
 from topo.flow.result import (
-    BandwidthReport,
     BandwidthResult,
     BottleneckLink,
     Bounds,
-    DemandReport,
     FailureSet,
     LPStats,
     RoutingDetail,
 )
-from topo.flow.routing import RoutedReport, routed_alltoall, routed_flow
+from topo.flow.routing import routed_alltoall, routed_flow
 
 __all__ = [
-    "BandwidthReport",
     "BandwidthResult",
     "BottleneckLink",
     "Bounds",
     "Commodity",
     "DamagedBandwidth",
-    "DemandReport",
     "FailureSet",
     "LPStats",
     "MCFSolution",
     "ResilienceReport",
-    "RoutedReport",
     "RoutingDetail",
     "alltoall_bandwidth",
     "concurrent_flow",

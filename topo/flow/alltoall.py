@@ -43,9 +43,9 @@ from topo.errors import TopoError
 from topo.fabric import require_fabric
 from topo.flow.concurrent import METHODS, uniform_flow
 from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
-from topo.flow.result import BandwidthReport, BandwidthResult, BottleneckLink
+from topo.flow.result import BandwidthResult, BottleneckLink
 
-__all__ = ["BandwidthReport", "BottleneckLink", "alltoall_bandwidth"]
+__all__ = ["BandwidthResult", "BottleneckLink", "alltoall_bandwidth"]
 
 
 def alltoall_bandwidth(
@@ -121,7 +121,7 @@ def alltoall_bandwidth(
     require_fabric(G)
     check_solver_limits(max_variables, time_limit_s)
     if method not in METHODS:
-        raise TopoError(f"--method must be auto or general, got {method!r}")
+        raise TopoError(f"method must be auto or general, got {method!r}", param="method")
     # (the demand over all terminals, not listed: fewer than two, or a server without a NIC
     # cabled to a switch, are refused in the fabric's own terms by check_terminals)
     return uniform_flow(G, None, method, max_variables, link_loads, time_limit_s)

@@ -103,7 +103,7 @@ def concurrent_flow(
     require_fabric(G)
     check_solver_limits(max_variables, time_limit_s)
     if method not in METHODS:
-        raise TopoError(f"--method must be auto or general, got {method!r}")
+        raise TopoError(f"method must be auto or general, got {method!r}", param="method")
     if demand.entries is not None:
         return matrix_flow(G, demand, max_variables=max_variables, time_limit_s=time_limit_s)
     return uniform_flow(G, demand, method, max_variables, link_loads, time_limit_s)

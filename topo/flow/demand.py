@@ -19,10 +19,10 @@ from topo.fabric import natural_key, require_fabric, terminal_kind
 from topo.flow.concurrent import concurrent_flow
 from topo.flow.hosts import attached
 from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
-from topo.flow.result import BandwidthResult, DemandReport
+from topo.flow.result import BandwidthResult
 from topo.traffic import Demand
 
-__all__ = ["DemandReport", "server_demand_time", "server_matrix"]
+__all__ = ["server_demand_time", "server_matrix"]
 
 
 def server_demand_time(

@@ -122,7 +122,8 @@ def exact_alltoall(
         )
     except LPTimeLimit as exc:
         raise LPTimeLimit(
-            f"the general LP: {exc}; use --method auto (exact reductions) or a larger --time-limit"
+            f"the general LP: {exc}; use method auto (exact reductions) or a larger time_limit_s",
+            names=("method", "time_limit_s"),
         ) from None
 
 

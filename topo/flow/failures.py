@@ -96,7 +96,11 @@ def fail(
         is not a switch or a link of the fabric.
     """
     if links < 0 or switches < 0:
-        raise TopoError("--fail-links and --fail-switches must be >= 0")
+        raise TopoError(
+            "links and switches must be >= 0",
+            param="links" if links < 0 else "switches",
+            names=("links", "switches"),
+        )
     H = G.copy()
     failed_links: list[tuple[Any, Any]] = []  # (vertex names: str, or an imported int id)
     failed_switches: list[Any] = []
@@ -107,19 +111,22 @@ def fail(
         if len(switch) + len(ends) > 1:
             meant = [repr(x) for x in switch] + [f"{u!r}-{v!r}" for u, v in ends]
             raise TopoError(
-                f"--fail {name!r} names {' and '.join(meant)}: the fabric's names are ambiguous "
-                f"here (they hold {LINK_SEPARATOR!r}, or an integer id reads as another's name)"
+                f"named {name!r} names {' and '.join(meant)}: the fabric's names are ambiguous "
+                f"here (they hold {LINK_SEPARATOR!r}, or an integer id reads as another's name)",
+                param="named",
             )
         if switch:
             if switch[0] not in H:
-                raise TopoError(f"--fail {name}: named twice")
+                raise TopoError(f"named {name}: named twice", param="named")
             lost += _remove_switch(H, switch[0])
             failed_switches.append(switch[0])
             continue
         if ends and not H.has_edge(*ends[0]):
-            raise TopoError(f"--fail {name}: already failed (named twice, or a failed switch's)")
+            raise TopoError(
+                f"named {name}: already failed (named twice, or a failed switch's)", param="named"
+            )
         if not ends:
-            raise TopoError(_not_failable(G, name))
+            raise TopoError(_not_failable(G, name), param="named")
         u, v = ends[0]
         d = H.edges[u, v]
         lost += float(d["capacity"])
@@ -130,7 +137,9 @@ def fail(
     if switches:
         pool = sorted((v for v, k in H.nodes(data="kind") if k in SWITCH_KINDS), key=str)
         if switches > len(pool):
-            raise TopoError(f"--fail-switches {switches}: {_which(G)} has {len(pool):,} switches")
+            raise TopoError(
+                f"switches {switches}: {_which(G)} has {len(pool):,} switches", param="switches"
+            )
         for i in sorted(rng.choice(len(pool), size=switches, replace=False)):
             lost += _remove_switch(H, pool[i])
             failed_switches.append(pool[i])
@@ -140,7 +149,9 @@ def fail(
         total = int(count.sum())
         if links > total:
             left = " left after the other failures" if failed_links or failed_switches else ""
-            raise TopoError(f"--fail-links {links}: {_which(G)} has {total:,} cables{left}")
+            raise TopoError(
+                f"links {links}: {_which(G)} has {total:,} cables{left}", param="links"
+            )
         # Cable c belongs to the edge whose cumulative count first exceeds c.
         picks = rng.choice(total, size=links, replace=False)
         owner = np.searchsorted(np.cumsum(count), picks, side="right")
@@ -258,14 +269,14 @@ def _named(G: nx.Graph, text: str) -> list[Hashable]:
 
 
 def _not_failable(G: nx.Graph, name: str) -> str:
-    """Why ``--fail NAME`` names nothing that can fail: a link inside a server (NVLink,
+    """Why ``named`` entry ``name`` names nothing that can fail: a link inside a server (NVLink,
     PCIe), a vertex that is not a switch (with one of its cables to name instead), or
     nothing of the fabric at all."""
     inside = _named_links(G, name, cables_only=False)
     if inside:
         kind = G.edges[inside[0]].get("kind", "internal")
         return (
-            f"--fail {name!r} is a link inside a server ({kind}): only cables to switches fail "
+            f"named {name!r} is a link inside a server ({kind}): only cables to switches fail "
             "(NIC cables and switch-to-switch links) and switches"
         )
     vertices = _named(G, name)
@@ -275,15 +286,15 @@ def _not_failable(G: nx.Graph, name: str) -> str:
         kind = G.nodes[v]["kind"]
         if cable is None:
             return (
-                f"--fail {name!r} is a {kind}, not a switch, and has no cable to a switch: "
+                f"named {name!r} is a {kind}, not a switch, and has no cable to a switch: "
                 "only cables to switches (NIC cables and switch-to-switch links) and switches fail"
             )
         return (
-            f"--fail {name!r} is a {kind}, not a switch: name one of its cables instead, e.g. "
+            f"named {name!r} is a {kind}, not a switch: name one of its cables instead, e.g. "
             f"{v}{LINK_SEPARATOR}{cable}"
         )
     return (
-        f"--fail {name!r} is neither a switch nor a link of the fabric (a link is "
+        f"named {name!r} is neither a switch nor a link of the fabric (a link is "
         f"written END{LINK_SEPARATOR}END, e.g. its two vertex names as in the fabric JSON)"
     )
 

@@ -138,7 +138,9 @@ def damaged_bandwidth(
     require_fabric(G)
     check_solver_limits(max_variables, time_limit_s)
     if routing not in ROUTINGS:
-        raise TopoError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+        raise TopoError(
+            f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}", param="routing"
+        )
     H, failures = _damage(G, links, switches, seed, tuple(named))
     if failures.disconnected and not failures.islands:
         raise InfeasibleError(_all_cut_off(G, failures))
@@ -250,13 +252,14 @@ def check_trials(trials: int) -> None:
     Raises
     ------
     TopoError
-        Naming ``--trials`` and :data:`MAX_TRIALS`.
+        Naming ``trials`` and :data:`MAX_TRIALS`.
     """
     if not 1 <= trials <= MAX_TRIALS:
         raise TopoError(
-            f"--trials must be from 1 to {MAX_TRIALS:,}, got {trials:,}: the 5th percentile of "
+            f"trials must be from 1 to {MAX_TRIALS:,}, got {trials:,}: the 5th percentile of "
             f"{MAX_TRIALS:,} trials is known to +-0.44 percentage points, and each trial is one "
-            "solve"
+            "solve",
+            param="trials",
         )
 
 
@@ -581,7 +584,9 @@ def resilience(
     require_fabric(G)
     check_solver_limits(max_variables, time_limit_s)
     if links <= 0 and switches <= 0:
-        raise TopoError("give --fail-links N and/or --fail-switches M (at least one failure)")
+        raise TopoError(
+            "give links N and/or switches M (at least one failure)", names=("links", "switches")
+        )
     t0 = time.perf_counter()
     intact = damaged_bandwidth(
         G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn

@@ -629,14 +629,3 @@ def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, flo
         return loads.triples()
     return [(a, b, float(x)) for (a, b), x in loads.items()]
 
-
-BandwidthReport = BandwidthResult
-"""The all-to-all's result (:func:`topo.flow.alltoall_bandwidth`): a :class:`BandwidthResult`."""
-
-DemandReport = BandwidthResult
-"""An explicit demand's result (:func:`topo.flow.server_demand_time`): a
-:class:`BandwidthResult`."""
-
-RoutedReport = BandwidthResult
-"""An as-routed result (:func:`topo.flow.routing.routed_flow`): a :class:`BandwidthResult`
-whose :attr:`~BandwidthResult.routing` is set."""

@@ -228,8 +228,9 @@ def _nic_hosts(G: nx.Graph, host_regex: str | None) -> dict[str, str]:
         if host is None:
             raise FormatError(
                 str(G.graph.get("source", "<fabric>")),
-                f"NIC {v!r}: --host-regex {host_regex!r} does not match its description "
+                f"NIC {v!r}: host_regex {host_regex!r} does not match its description "
                 f"{d['description']!r}",
+                names=("host_regex",),
             )
         out[v] = host
     return out
@@ -288,10 +289,11 @@ def check_nics_per_host(hosts: dict[str, list[str]], gpus: int, source: str = "<
         most = max(len(hosts[h]) for h in over)
         h = over[0]
         raise SpecError(
-            f"--gpus-per-host {gpus}: host {h!r} of {source} has "
+            f"gpus_per_host {gpus}: host {h!r} of {source} has "
             f"{len(hosts[h])} NICs, more than its {gpus} GPUs ({len(over):,} hosts do); each NIC "
-            f"needs a GPU behind it: give --gpus-per-host {most} or more",
+            f"needs a GPU behind it: give gpus_per_host {most} or more",
             param="gpus_per_host",
+            names=("gpus_per_host", "gpus_per_host"),
         )
     counts = Counter(len(n) for n in hosts.values())
     usual = max(counts, key=lambda m: (counts[m], m))
@@ -299,7 +301,7 @@ def check_nics_per_host(hosts: dict[str, list[str]], gpus: int, source: str = "<
     if odd:
         h, m = odd[0], len(hosts[odd[0]])
         raise SpecError(
-            f"--gpus-per-host {gpus}: host {h!r} of {source} has {m} NICs, which do not "
+            f"gpus_per_host {gpus}: host {h!r} of {source} has {m} NICs, which do not "
             f"divide its {gpus} GPUs ({len(odd):,} hosts so); every NIC serves the same number "
             f"of GPUs, as topo build requires: give a multiple of {m}",
             param="gpus_per_host",
@@ -309,13 +311,13 @@ def check_nics_per_host(hosts: dict[str, list[str]], gpus: int, source: str = "<
 def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: float) -> None:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 1024:
         raise SpecError(
-            f"--gpus-per-host must be a whole number from 1 to 1024, got {gpus!r}",
+            f"gpus_per_host must be a whole number from 1 to 1024, got {gpus!r}",
             param="gpus_per_host",
         )
     for name, value in (("nvlink_GBps", nvlink_GBps), ("pcie_GBps", pcie_GBps)):
         if not (isinstance(value, (int, float)) and 1e-3 <= value <= 1e6):
             raise SpecError(
-                f"--{name.replace('_GBps', '-GBps')} must be a number of GB/s from 0.001 to "
+                f"{name} must be a number of GB/s from 0.001 to "
                 f"1e6, got {value!r}",
                 param=name,
             )
@@ -335,7 +337,7 @@ def _compute_hosts(H: nx.Graph, hosts: dict[str, list[str]], regex: str) -> dict
     if not compute:
         first = min(hosts, key=natural_key) if hosts else None
         raise SpecError(
-            f"--compute-host-regex {regex!r} matches none of the {len(hosts):,} hosts "
+            f"compute_host_regex {regex!r} matches none of the {len(hosts):,} hosts "
             f"(e.g. {first!r}): no host would get GPUs",
             param="compute_host_regex",
         )
@@ -476,20 +478,24 @@ def import_ibnetdiscover(
         raise SpecError("no dump given: expected one ibnetdiscover file or more", param="dumps")
     if host_regex is not None and gpus_per_host is None:
         raise SpecError(
-            "--host-regex groups CAs into servers: give --gpus-per-host too", param="host_regex"
+            "host_regex groups CAs into servers: give gpus_per_host too",
+            param="host_regex",
+            names=("host_regex", "gpus_per_host"),
         )
     if nvlink_domain_regex is not None:
         if gpus_per_host is None:
             raise SpecError(
-                "--nvlink-domain-regex groups hosts into NVLink domains: give --gpus-per-host too",
+                "nvlink_domain_regex groups hosts into NVLink domains: give gpus_per_host too",
                 param="nvlink_domain_regex",
+                names=("nvlink_domain_regex", "gpus_per_host"),
             )
         compile_domain_regex(nvlink_domain_regex)
     if compute_host_regex is not None:
         if gpus_per_host is None:
             raise SpecError(
-                "--compute-host-regex chooses the hosts that get GPUs: give --gpus-per-host too",
+                "compute_host_regex chooses the hosts that get GPUs: give gpus_per_host too",
                 param="compute_host_regex",
+                names=("compute_host_regex", "gpus_per_host"),
             )
         _compile(compute_host_regex, "compute_host_regex")
     G = merge_dumps(read_ibnetdiscover_dumps(files, name_map=name_map))

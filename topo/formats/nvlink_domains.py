@@ -115,16 +115,16 @@ def nvlink_domains(hosts: Sequence[str], regex: str) -> dict[str, list[str]]:
             by.setdefault(d, []).append(h)
     if not by:
         raise SpecError(
-            f"--nvlink-domain-regex {regex!r} matches none of the {len(hosts):,} hosts "
+            f"nvlink_domain_regex {regex!r} matches none of the {len(hosts):,} hosts "
             f"(e.g. {sorted(hosts, key=natural_key)[0]!r})"
             if hosts
-            else f"--nvlink-domain-regex {regex!r}: the fabric has no hosts",
+            else f"nvlink_domain_regex {regex!r}: the fabric has no hosts",
             param="nvlink_domain_regex",
         )
     clash = sorted(set(by) & set(alone), key=natural_key)
     if clash:
         raise SpecError(
-            f"--nvlink-domain-regex {regex!r} names a domain {clash[0]!r}, which is also a "
+            f"nvlink_domain_regex {regex!r} names a domain {clash[0]!r}, which is also a "
             "host it does not match: the two would be one server",
             param="nvlink_domain_regex",
         )

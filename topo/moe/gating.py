@@ -250,7 +250,8 @@ def gate(
         where = f" within {limit} groups" if 0 < limit < n_groups else ""
         raise TopoError(
             f"a token finds fewer than {k} experts with a non-zero load{where}; "
-            "give more experts a load > 0 or raise --node-limit"
+            "give more experts a load > 0 or raise node_limit",
+            names=("node_limit",),
         )
     order = np.argsort(-chosen, axis=1, kind="stable")
     experts = np.take_along_axis(top_k, order, axis=1)

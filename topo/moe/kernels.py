@@ -268,13 +268,16 @@ def kernel_times(
         non-positive SM count.
     """
     if kernel not in KERNELS:
-        raise TopoError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise TopoError(
+            f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}", param="kernel"
+        )
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
     if num_sms < 2 or num_sms % 2 or num_sms > MAX_SMS:
         raise TopoError(
-            f"--kernel-sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's SMs), "
-            f"got {num_sms}"
+            f"num_sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's SMs), "
+            f"got {num_sms}",
+            param="num_sms",
         )
     nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
                     for nics in layout.nic_of_rank])  # fmt: skip
@@ -290,7 +293,9 @@ def kernel_times(
     else:
         rdma, nvl = nic_Bps * RDMA_SHARE, nvl_Bps * NVLINK_SHARE
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
-        raise TopoError(f"--kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA")
+        raise TopoError(
+            f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel"
+        )
     extra = LL_META_BYTES if kernel == "deepep-ll" else 0
     channels = num_sms // 2
     out = []

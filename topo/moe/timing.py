@@ -43,8 +43,9 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
-from topo.flow.demand import DemandReport, server_demand_time
+from topo.flow.demand import server_demand_time
 from topo.flow.memory import check_moe_matrices
+from topo.flow.result import BandwidthResult
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.traffic import (
@@ -476,7 +477,7 @@ HOSE_TOL = 1e-6
 """Relative tolerance of the hose-bound check of :func:`network_time`."""
 
 
-def network_time(G: nx.Graph, demand: Demand) -> tuple[DemandReport, str]:
+def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
     """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
     The fabric is first cut down to the servers that send or receive, the leaves they are
@@ -655,7 +656,8 @@ def moe_report(
     if n_tokens > MAX_TOKENS:
         raise TopoError(
             f"{layout.ep} ranks x {tokens_per_gpu} tokens = {n_tokens:,} tokens exceeds the "
-            f"{MAX_TOKENS:,} topo gates at once; lower --tokens-per-gpu"
+            f"{MAX_TOKENS:,} topo gates at once; lower tokens_per_gpu",
+            param="tokens_per_gpu",
         )
     limit, binding = _node_limit(config, layout, node_limit)
     if routing is not None:
@@ -715,16 +717,13 @@ def _check_sizes(
     shared: str,
     schemes: Sequence[str],
 ) -> None:
-    """Refuse bad sizes, efficiencies, shared-expert modes and schemes (messages name flags)."""
-    for name, value in (("--tokens-per-gpu", tokens_per_gpu), ("--micro-batches", micro_batches)):
+    """Refuse bad sizes, efficiencies, shared-expert modes and schemes."""
+    for name, value in (("tokens_per_gpu", tokens_per_gpu), ("micro_batches", micro_batches)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TopoError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, eff in (
-        ("--ib-efficiency", ib_efficiency),
-        ("--nvlink-efficiency", nvlink_efficiency),
-    ):
+            raise TopoError(f"{name} must be an integer >= 1, got {value!r}", param=name)
+    for name, eff in (("ib_efficiency", ib_efficiency), ("nvlink_efficiency", nvlink_efficiency)):
         if not (0 < eff <= 1):
-            raise TopoError(f"{name} must be in (0, 1], got {eff}")
+            raise TopoError(f"{name} must be in (0, 1], got {eff}", param=name)
     if shared not in SHARED_MODES:
         raise TopoError(f"shared experts must be one of {', '.join(SHARED_MODES)}, got {shared!r}")
     if not schemes or any(s not in SCHEMES for s in schemes):
@@ -736,14 +735,15 @@ def _node_limit(config: MoEConfig, layout: EPLayout, node_limit: int | None) -> 
     k = config.num_experts_per_tok
     limit = config.default_node_limit if node_limit is None else node_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise TopoError(f"--node-limit must be an integer >= 0, got {limit!r}")
+        raise TopoError(f"node_limit must be an integer >= 0, got {limit!r}", param="node_limit")
     per_node = np.bincount(layout.expert_node, minlength=layout.nodes)
     binding = 0 < limit < layout.nodes
     most = int(np.sort(per_node)[::-1][:limit].sum())
     if binding and most < k:
         raise TopoError(
-            f"--node-limit {limit}: {limit} nodes hold at most {most} experts, "
-            f"fewer than the {k} a token picks"
+            f"node_limit {limit}: {limit} nodes hold at most {most} experts, "
+            f"fewer than the {k} a token picks",
+            param="node_limit",
         )
     return limit, binding
 

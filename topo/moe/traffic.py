@@ -214,7 +214,9 @@ def ep_layout(G: nx.Graph, n_experts: int, ep: int | None = None) -> EPLayout:
         ep = default_ep(G, n_experts)
     n_gpus = sum(len(g) for _, g in servers)
     if not 1 <= ep <= n_gpus:
-        raise TopoError(f"--ep must be from 1 to the fabric's {n_gpus} GPUs, got {ep}")
+        raise TopoError(
+            f"ep must be from 1 to the fabric's {n_gpus} GPUs, got {ep}", param="ep"
+        )
     g = len(servers[0][1])
     if ep <= g:
         per_node = ep
@@ -222,18 +224,22 @@ def ep_layout(G: nx.Graph, n_experts: int, ep: int | None = None) -> EPLayout:
     else:
         if ep % g:
             raise TopoError(
-                f"--ep {ep} does not span whole servers of {g} GPUs (use a multiple of {g})"
+                f"ep {ep} does not span whole servers of {g} GPUs (use a multiple of {g})",
+                param="ep",
             )
         chosen = servers[: ep // g]
         sizes = {len(gpus) for _, gpus in chosen}
         if sizes != {g}:
-            raise TopoError(f"--ep {ep} covers servers with different GPU counts {sorted(sizes)}")
+            raise TopoError(
+                f"ep {ep} covers servers with different GPU counts {sorted(sizes)}", param="ep"
+            )
         per_node = g
     if ep <= n_experts:
         if n_experts % ep:
             raise TopoError(
-                f"--ep {ep} does not divide the {n_experts} routed experts "
-                "(each rank holds the same number)"
+                f"ep {ep} does not divide the {n_experts} routed experts "
+                "(each rank holds the same number)",
+                param="ep",
             )
         expert_rank = np.arange(n_experts) // (n_experts // ep)
     else:

@@ -228,10 +228,10 @@ def test_the_gb200_import_shows_the_gap_between_optimal_and_routed():
 
 def test_bad_arguments_are_topo_errors():
     G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1, gpus=4)
-    with pytest.raises(TopoError, match="--routing must be one of ecmp, dmodk"):
+    with pytest.raises(TopoError, match="^routing must be one of ecmp, dmodk"):
         routed_alltoall(G, "optimal")
     for bad in (0, 1025, True, 1.5):
-        with pytest.raises(TopoError, match="--flows-per-pair must be a whole number from 1"):
+        with pytest.raises(TopoError, match="^flows_per_pair must be a whole number from 1"):
             routed_alltoall(G, "ecmp", flows_per_pair=bad)
 
 

@@ -60,7 +60,7 @@ hashing over equal-cost next hops). NCCL 2.12 release notes and ``NCCL_P2P_PXN_L
 nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
 """
 
-from topo.flow.result import LoadedLink, RoutedReport, RoutingDetail, TierLoad
+from topo.flow.result import LoadedLink, RoutingDetail, TierLoad
 from topo.flow.routing.report import TOP_LINKS
 from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall, routed_flow
 
@@ -69,7 +69,6 @@ __all__ = [
     "ROUTINGS",
     "TOP_LINKS",
     "LoadedLink",
-    "RoutedReport",
     "RoutingDetail",
     "TierLoad",
     "routed_alltoall",

@@ -567,23 +567,26 @@ def check_routable(tree: UpDownTree, e: Ends, planes: int) -> None:
                 example = (tree.names[1][a], tree.names[1][B0 + b])
     if bad:
         who = "GPU" if e.terminal == "gpu" else "endpoint"
+        names: tuple[str, ...] = ("no_pxn",) if not e.pxn and planes > 1 else ()
         hint = (
             f"; the fabric has {planes} disjoint planes: cross-plane traffic needs PXN "
-            "(forwarding over NVLink), drop --no-pxn"
+            "(forwarding over NVLink), drop no_pxn"
             if not e.pxn and planes > 1
             else ""
         )
         if e.dead and planes > 1:  # (one plane: the cut is in the switches, not the NICs)
+            names += ("routing",)
             hint += (
                 f"; {count(e.dead, 'GPU')} whose own NIC is not cabled send and receive through "
                 "their server's other NICs, and NCCL connects those to the peer's own NIC (its "
                 "receiver never takes another plane's NIC and forwards over NVLink): across "
-                "disjoint planes there is no route; --routing optimal gives the all-to-all "
+                "disjoint planes there is no route; routing optimal gives the all-to-all "
                 "without that constraint (a flow may change planes over NVLink at either end)"
             )
         raise InfeasibleError(
             f"{int(round(bad)):,} ordered {who} pairs have no up/down route (e.g. from leaf "
-            f"{example[0]} to leaf {example[1]}){hint}"
+            f"{example[0]} to leaf {example[1]}){hint}",
+            names=names,
         )
 
 

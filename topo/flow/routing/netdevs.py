@@ -207,10 +207,10 @@ def _nics(
     if loose:
         hint = (
             " (without PXN a GPU reaches no other NIC of its server); route it with PXN "
-            "(--pxn, NCCL's default: such a GPU sends through its server's other NICs over "
-            "NVLink) or with --routing optimal"
+            "(pxn, NCCL's default: such a GPU sends through its server's other NICs over "
+            "NVLink) or with routing optimal"
             if pxn is False
-            else "; --routing optimal gives the all-to-all of the GPUs that are connected"
+            else "; routing optimal gives the all-to-all of the GPUs that are connected"
         )
         n = len(loose)
         first = arcs.nodes[loose[0]]
@@ -218,7 +218,8 @@ def _nics(
         raise InfeasibleError(
             f"{wcount(n, 'GPU')} {'has' if n == 1 else 'have'} no NIC cabled to a switch "
             f"({first} first, in {where}): as routed, {'it is' if n == 1 else 'they are'} "
-            f"disconnected and the all-to-all rate is 0{hint}"
+            f"disconnected and the all-to-all rate is 0{hint}",
+            names=("pxn", "routing") if pxn is False else ("routing",),
         )
     return _Nics(row_of=row_of, rows=alive, cls=cls, R=R, local=local, own=own)
 

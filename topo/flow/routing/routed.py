@@ -193,8 +193,9 @@ def _routed(
     name = getattr(routing, "value", routing)
     if name not in ROUTINGS:
         raise TopoError(
-            f"--routing must be one of {', '.join(ROUTINGS)} here (optimal is "
-            f"topo.flow.alltoall_bandwidth), got {name!r}"
+            f"routing must be one of {', '.join(ROUTINGS)} here (optimal is "
+            f"topo.flow.alltoall_bandwidth), got {name!r}",
+            param="routing",
         )
     pxn, expected = _flag("pxn", pxn), _flag("expected", expected)
     F = _check_flows(flows_per_pair)
@@ -266,8 +267,9 @@ def _check_flows(flows_per_pair: object) -> int:
     :data:`MAX_FLOWS_PER_PAIR`."""
     if not _is_whole(flows_per_pair) or not 1 <= flows_per_pair <= MAX_FLOWS_PER_PAIR:
         raise TopoError(
-            f"--flows-per-pair must be a whole number from 1 to {MAX_FLOWS_PER_PAIR}, "
-            f"got {flows_per_pair!r}"
+            f"flows_per_pair must be a whole number from 1 to {MAX_FLOWS_PER_PAIR}, "
+            f"got {flows_per_pair!r}",
+            param="flows_per_pair",
         )
     return int(flows_per_pair)
 

@@ -206,7 +206,8 @@ def _switch_cables(arcs: Arcs) -> np.ndarray:
                 f"not up/down routable: every switch is tier 1 and switches are cabled to "
                 f"each other ({x}-{y}): a direct network (Dragonfly, Slim Fly, a ring) has no "
                 "upper tier to route up to; ECMP and D-mod-k here route fat trees (folded "
-                "Clos) only: use --routing optimal"
+                "Clos) only: use routing optimal",
+                names=("routing",),
             )
         what = "two" if gap[bad[0]] == 0 else "non-adjacent"
         raise TopoError(
