@@ -896,7 +896,7 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     pattern = re.compile(
         rf"\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+{re.escape(_TEMP_SUFFIX)}"
     )
-    removed = []
+    removed: list[Path] = []
     try:
         names = os.listdir(folder)
     except OSError:

@@ -25,7 +25,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local_engine() -> Iterator[Engine]:
     engine = Engine(workers=2, memory_limit="1GiB")
     try:
