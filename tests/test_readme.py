@@ -6,7 +6,8 @@ command reads is in the checkout (``examples/``) or written by a command before 
 of the reader's own files that the README names as such (:data:`OWN_FILES`: a dump, OpenSM's
 tables, nccl-tests logs, a model config; the run gives real ones from ../shared/data/real in
 their place and skips those commands without it). The run itself takes minutes (16,384-GPU
-fabrics, resilience trials, a sweep): marked ``slow``.
+fabrics, resilience trials, a sweep): marked ``slow`` and ``readme``, run by CI as a
+step of its own.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def _lft_tables(folder: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.readme
 def test_the_readme_runs_as_written_in_a_fresh_folder(tmp_path: Path) -> None:
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     own = REAL.is_dir()
