@@ -25,6 +25,7 @@ from topo.commands import (
     codesign,
     collective,
     cost,
+    explain,
     export,
     import_,
     moe,
@@ -73,6 +74,7 @@ app.command("build")(build.build)
 app.command("bandwidth")(bandwidth.bandwidth)
 app.command("plot")(plot.plot)
 app.command("collective")(collective.collective)
+app.command("explain")(explain.explain)
 app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)

@@ -258,7 +258,7 @@ def collective(
             "against a default H100 cluster"
         )
     if compare is not None:
-        tests, left_out = _log_tests(compare, op, gpus, gpus_per_node)
+        tests, left_out = log_tests(compare, op, gpus, gpus_per_node)
         G = (
             fabric_mod.load(fabric)
             if fabric is not None
@@ -268,7 +268,7 @@ def collective(
         _warn_devices(compare, tests, G, c.arch, arch)
         comparisons = []
         for t in tests:
-            with about(fabric), _sizes_from_log(compare, [t], gpus, gpus_per_node):
+            with about(fabric), sizes_from_log(compare, [t], gpus, gpus_per_node):
                 comparisons.append(
                     compare_log(
                         G,
@@ -281,10 +281,10 @@ def collective(
                         proto=proto,
                     )
                 )
-        _warn(left_out)
+        warn_lines(left_out)
         _warn_send_recv([t.op for t in tests], algo, proto)
         _warn_assumed_arch(fabric, G, arch, c)
-        _write_html(html, lambda: plot_busbw(comparisons=comparisons))
+        write_html_first(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
             print_json([cmp.to_dict() for cmp in comparisons])
         else:
@@ -313,7 +313,7 @@ def collective(
             )
         _warn_send_recv([the_op], algo, proto)
         _warn_assumed_arch(fabric, G, arch, c)
-        _write_html(html, lambda: plot_busbw(report=report))
+        write_html_first(html, lambda: plot_busbw(report=report))
         if as_json:
             print_json(report.to_dict())
         else:
@@ -407,13 +407,13 @@ def _calibrate(
     from topo.collective.calibrate import calibrate, cluster_toml
     from topo.fabric import write_atomic
 
-    tests, left_out = _log_tests(log, None, None, None)
+    tests, left_out = log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
     c = _arch_constants(c, arch, G)
     _warn_devices(log, tests, G, c.arch, arch)
-    with about(fabric), _sizes_from_log(log, tests, None, None):
+    with about(fabric), sizes_from_log(log, tests, None, None):
         result = calibrate(G, tests, c)
-    _warn(left_out)
+    warn_lines(left_out)
     text = cluster_toml(result, log) if output is not None else None  # (refuses a bare fit)
     _warn_assumed_arch(fabric, G, arch, c)
     if output is not None and text is not None:
@@ -501,12 +501,12 @@ def _calibration_table(result: Any, log: Path) -> None:
         out.print(escape(f"note: {note}"))
 
 
-def _warn(lines: list[str]) -> None:
+def warn_lines(lines: list[str]) -> None:
     for line in lines:
         print(f"topo: warning: {line}", file=sys.stderr)
 
 
-def _log_tests(
+def log_tests(
     log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
 ) -> tuple[list[NcclTest], list[str]]:
     """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
@@ -540,7 +540,7 @@ def _log_tests(
 
 
 @contextlib.contextmanager
-def _sizes_from_log(
+def sizes_from_log(
     log: Path, tests: list[NcclTest], gpus: int | None, gpus_per_node: int | None
 ) -> Iterator[None]:
     """Say where the ranks and ranks per server came from when the model refuses them (an
@@ -578,7 +578,7 @@ def _sizes_from_log(
         raise err from None
 
 
-def _write_html(path: Path | None, figure: Callable[[], Any]) -> None:
+def write_html_first(path: Path | None, figure: Callable[[], Any]) -> None:
     """Write ``figure()`` to ``path`` as offline HTML, before anything goes to stdout (a path
     that cannot be written is then an error with no half-printed table)."""
     if path is not None:

@@ -1,0 +1,181 @@
+"""topo.collective.explain and ``topo explain``: the design agrees with healthy logs and ranks
+nothing; a measured plateau a cause accounts for ranks that cause first.
+
+The measurements are real logs (the shared cluster01 logs, a public table of the training
+file whose run set NCCL_ALGO=Ring) or rows written from a closed form of the cause (a NIC
+reached through host memory moves at half its PCIe rate; a 400G port trained at 200G moves
+25 GB/s), never from the model's own curve."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from topo.builders import build
+from topo.cli import app
+from topo.collective.explain import AGREE, explain_test
+from topo.collective.training import load_training
+from topo.formats.nccl_log import read_nccl_log
+from topo.formats.nccl_tests import NcclTest, NcclTestRow
+
+
+def run(*args: str):  # noqa: ANN201 - typer's Result
+    return CliRunner().invoke(app, list(args))
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "real" / "nccl_tests_logs"
+N10 = SHARED / "xxrjun_cluster01_multinode_N10"
+needs_shared = pytest.mark.skipif(not N10.is_dir(), reason="../shared is absent")
+
+H100 = dict(switch_ports=64, link_gbps=400.0, nvlink_GBps=450.0, pcie_GBps=64.0)
+
+
+def _h100(gpus: int) -> object:
+    """H100 SXM servers as the training file's clusters (8 GPUs, 8 x 400G NICs, NVLink 4)."""
+    G = build("ft2", gpus=gpus, gpus_per_node=8, nics_per_node=8, **H100)
+    G.graph["gpu_model"] = "NVIDIA H100 80GB HBM3"
+    return G
+
+
+def _test(op: str, ranks: int, hosts: int, rows: list[tuple[int, float]]) -> NcclTest:
+    """A measured test of (size B, time µs) rows; count and busbw as nccl-tests prints them."""
+    factor = {"all_reduce": 2 * (ranks - 1) / ranks}.get(op, (ranks - 1) / ranks)
+    out = []
+    for i, (size, t) in enumerate(rows):
+        algbw = size / t / 1e3
+        out.append(
+            NcclTestRow(
+                size,
+                size // 4,
+                "float",
+                "sum",
+                -1,
+                t,
+                algbw,
+                algbw * factor,
+                None,
+                None,
+                None,
+                i + 1,
+            )  # fmt: skip
+        )
+    names = [f"h{k}" for k in range(hosts)]
+    return NcclTest(op, out, ranks, names, ranks // hosts, "", "", 0.0, 1)
+
+
+SIZES = [1 << k for k in range(26, 34)]  # 64 MiB .. 8 GiB
+
+
+def _plateau(busbw_GBps: float, ranks: int, op: str = "all_gather", fixed_us: float = 50.0):
+    """Rows at a busbw plateau: time = fixed + size / algbw, algbw = busbw / factor."""
+    factor = 2 * (ranks - 1) / ranks if op == "all_reduce" else (ranks - 1) / ranks
+    return [(s, fixed_us + s / (busbw_GBps / factor * 1e3)) for s in SIZES]
+
+
+def _one_gpu_servers() -> object:
+    # 2 servers, 1 GPU and one 400G NIC each (50 GB/s), the NIC on PCIe at 64 GB/s
+    return build(
+        "ft2", gpus=2, gpus_per_node=1, nics_per_node=1, switch_ports=64, link_gbps=400.0,
+        pcie_GBps=64.0,
+    )  # fmt: skip
+
+
+def test_host_staged_plateau_ranks_missing_gpudirect_first() -> None:
+    # through host memory every byte crosses the NIC's PCIe link twice: 64 / 2 = 32 GB/s
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, _plateau(32.0, 2)))
+    assert not e.agrees and not e.faster
+    assert e.causes[0].name == "no_gdr"
+    assert e.causes[0].fits
+    assert "GPU Direct RDMA" in e.causes[0].check
+    # the design's own curve is at the NIC's 50 GB/s: more than 30% off
+    assert e.design.score > math.log(1.3)
+
+
+def test_port_at_half_speed_ranks_slow_nic_first() -> None:
+    # a 400G port trained at 200G: 25 GB/s on the wire; the other server's NIC at 50 GB/s
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, _plateau(25.0, 2)))
+    top = {k.name for k in e.causes if k.fits}
+    assert "nic_slow" in top
+    assert e.causes[0].score <= AGREE
+    # host staging (32 GB/s) is 28% too fast for this plateau: it does not fit
+    gdr = next(k for k in e.causes if k.name == "no_gdr")
+    assert not gdr.fits
+
+
+def test_forced_ring_on_one_h100_server_ranks_ring_first() -> None:
+    # a public table whose run set NCCL_ALGO=Ring (training file, together-h100-1n-ar-ring);
+    # the design takes NVLS on one 8-GPU H100 server, at more busbw than a ring gets
+    (m,) = [
+        m for c in load_training(shared=Path("/nonexistent")) for m in c.measurements
+        if m.id == "together-h100-1n-ar-ring"
+    ]  # fmt: skip
+    G = _h100(8)
+    e = explain_test(G, _test("all_reduce", 8, 1, list(m.rows)))
+    assert not e.agrees
+    assert e.causes[0].name in ("algo:Ring", "nvls_off")
+    assert e.causes[0].fits
+    assert all(k.split("/")[0] == "ring" for k in e.causes[0].curve.choice)
+
+
+def test_measurement_faster_than_design_ranks_nothing() -> None:
+    # 60 GB/s on a 50 GB/s NIC: no fault makes a run faster
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, _plateau(60.0, 2)))
+    assert e.faster and not e.agrees
+    assert e.causes == []
+    assert "pessimistic" in e.verdict
+
+
+@needs_shared
+@pytest.mark.parametrize("log", ["nccl_N10_G1.log", "nccl_N10_G2.log"])
+def test_healthy_shared_logs_rank_no_cause(log: str) -> None:
+    G = _h100(80)
+    for t in read_nccl_log(N10 / log, None):
+        e = explain_test(G, t)
+        assert e.agrees, (t.op, e.verdict)
+        assert e.causes == []
+
+
+@needs_shared
+def test_cli_folder_of_healthy_logs_skips_other_files(tmp_path: Path) -> None:
+    fabric = tmp_path / "h100.json"
+    r = run("build", "ft2", "--gpus", "80", "--node", "h100", "-o", str(fabric))
+    assert r.exit_code == 0, r.stderr
+    r = run("explain", str(fabric), str(N10), "--op", "all_gather", "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    # the folder's four logs; its summary.csv and summary.md are said and skipped
+    assert sorted(Path(d["log"]).name for d in data) == [
+        "nccl_N10_G1.log", "nccl_N10_G2.log", "nccl_N10_G4.log", "nccl_N10_G8.log"
+    ]  # fmt: skip
+    assert "summary.csv" in r.stderr and "skipped" in r.stderr
+    for d in data[:2]:
+        assert d["agrees"] and d["causes"] == []
+
+
+def test_cli_names_a_file_that_is_not_a_log(tmp_path: Path) -> None:
+    fabric = tmp_path / "f.json"
+    assert (
+        run(
+            "build",
+            "ft2",
+            "--gpus",
+            "2",
+            "--gpus-per-node",
+            "1",
+            "--nics-per-node",
+            "1",
+            "-o",
+            str(fabric),
+        ).exit_code
+        == 0
+    )
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\n")
+    r = run("explain", str(fabric), str(bad))
+    assert r.exit_code == 1
+    assert r.stderr.count("\n") == 1 and str(bad) in r.stderr
+    assert "Traceback" not in r.stderr

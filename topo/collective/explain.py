@@ -1,0 +1,532 @@
+"""Why a measured collective falls short: candidate causes, re-predicted and scored.
+
+For one measured nccl-tests test (:class:`topo.formats.nccl_tests.NcclTest`) on a fabric,
+:func:`explain_test` predicts the test's sizes as designed (the expected curve of
+:mod:`topo.collective.expected`), and again under each candidate cause: a change to the fabric
+(a NIC down or slow on one server, every server's NICs reached through host memory) or to how
+NCCL drives it (NVLS off, a forced algorithm or protocol). Each curve is scored against the
+measured one by the root mean square of ``log(predicted time / measured time)`` over the rows
+of :data:`MIN_SCORED_BYTES` (32 MiB) and more (every row when fewer than three are that
+large): 0 is a perfect fit, ``log(1.15) = 0.14`` a curve 15% off throughout.
+
+The design **agrees** when its own score is at most :data:`AGREE` (every row within about
+15%): nothing is ranked, and that is said. A measurement faster than the design (median log
+ratio above :data:`AGREE`) is not explained by a fault either: the model is pessimistic there,
+and that is said. Otherwise the causes are ranked by score, best first; a cause **fits** when
+its score is at most :data:`AGREE`.
+
+The causes and their models (docs/explain.md):
+
+- ``nic_down``: one, or half, of the NICs of one server in use not cabled (port down): the
+  fabric without their cables; NCCL's channels and the LP rates follow from the NICs left.
+- ``nic_slow``: one NIC of one server at half its rate (a 400G port trained at 200G, a NIC
+  on a PCIe link trained at half width).
+- ``no_gdr``: GPUDirect RDMA absent on every server: NCCL stages network data through host
+  memory (``NCCL_NET_GDR_LEVEL``; NCCL docs, "GPU Direct RDMA"), so each byte crosses the PCIe
+  link of the GPU-NIC pair twice, GPU to host and host to NIC: the NIC's rate is at most
+  half of its PCIe side.
+- ``nvls_off``: ``NCCL_NVLS_ENABLE=0`` or no NVLink SHARP: the tuner without NVLS and
+  NVLS-tree (only where the design's choice uses them).
+- ``algo:NAME``, ``proto:NAME``: ``NCCL_ALGO`` / ``NCCL_PROTO`` forcing one algorithm or
+  protocol the design's choice does not use at every size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.collective.choice import TunerRestriction, tuner_restriction
+from topo.collective.constants import NcclConstants
+from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.model import OPS
+from topo.collective.report import fabric_constants, predict_row
+from topo.errors import TopoError
+from topo.fabric import servers
+from topo.formats.nccl_tests import NcclTest
+
+MIN_SCORED_BYTES = 32 << 20
+"""Rows of this size (B) and more are scored: there the expected curve is held to 15% on the
+shared logs and its held-out error is smallest (docs/collective.md, "The expected curve");
+smaller rows are scored only when fewer than three are larger."""
+
+AGREE = math.log(1.15)
+"""A curve agrees with a measurement when its score (RMS of the log time ratio) is at most
+this: about 15% off on every row."""
+
+NCCL_ALGO_NAMES = {
+    "ring": "Ring",
+    "tree": "Tree",
+    "nvls": "NVLS",
+    "nvls_tree": "NVLSTree",
+    "pat": "PAT",
+    "collnet_direct": "CollNetDirect",
+    "collnet_chain": "CollNetChain",
+}
+"""topo's algorithm names as NCCL_ALGO spells them (NCCL 2.29 ``ncclAlgoStr``)."""
+
+CHECKS = {
+    "nic_down": (
+        "`ibstat` on each server: every port 'State: Active', 'Physical state: LinkUp'; "
+        "NCCL_DEBUG=INFO's 'NET/IB : Using' line lists every NIC; NCCL_IB_HCA not a subset"
+    ),
+    "nic_slow": (
+        "`ibstat`: 'Rate' of every port at the design's (e.g. 400, not 200); "
+        "`lspci -vv` of each NIC: 'LnkSta' speed and width as 'LnkCap'"
+    ),
+    "no_gdr": (
+        "NCCL_DEBUG=INFO: 'GPU Direct RDMA Enabled' for each NIC; `lsmod | grep peermem` "
+        "(nvidia_peermem) or DMA-BUF; `nvidia-smi topo -m`: GPU-NIC PIX or PXB "
+        "(NCCL_NET_GDR_LEVEL)"
+    ),
+    "nvls_off": (
+        "NCCL_NVLS_ENABLE unset or 1; the fabric manager running (`nvidia-smi -q`: Fabric "
+        "State Completed); NCCL_DEBUG=INFO prints 'NVLS multicast support is available'"
+    ),
+    "algo": "NCCL_ALGO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
+    "proto": "NCCL_PROTO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
+}
+"""What to check on the cluster for each kind of cause."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A predicted curve at the measurement's sizes: sizes (B), times (µs), busbw (GB/s),
+    the (algorithm, protocol) chosen per size, and its score against the measurement."""
+
+    sizes: list[int]
+    time_us: list[float]
+    busbw_GBps: list[float]
+    choice: list[str]
+    score: float
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One candidate cause, re-predicted.
+
+    Attributes
+    ----------
+    name : str
+        ``nic_down``, ``nic_slow``, ``no_gdr``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+    description : str
+        The change, in the field's words.
+    score : float
+        RMS of log(predicted / measured time) over the scored rows (dimensionless).
+    fits : bool
+        ``score <= AGREE``.
+    curve : Curve
+        The prediction under the cause.
+    evidence : str
+        The scores and the largest row's busbw, measured, under the cause and as designed.
+    check : str
+        What to look at on the cluster.
+    """
+
+    name: str
+    description: str
+    score: float
+    fits: bool
+    curve: Curve
+    evidence: str
+    check: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: name, description, score, fits, evidence, check, and ``predicted``
+        rows (size_bytes, time_us, busbw_GBps, algorithm/protocol)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "score": self.score,
+            "fits": self.fits,
+            "evidence": self.evidence,
+            "check": self.check,
+            "predicted": _rows(self.curve),
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The design's curve against one measured test, and the causes ranked best first.
+
+    ``agrees``: the design's score is at most :data:`AGREE` (``causes`` is then empty);
+    ``faster``: the measurement is faster than the design (nothing ranked either);
+    ``verdict``: one sentence saying which.
+    """
+
+    op: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    sizes: list[int]
+    measured_time_us: list[float]
+    measured_busbw_GBps: list[float]
+    scored_rows: int
+    design: Curve
+    agrees: bool
+    faster: bool
+    verdict: str
+    causes: list[Cause] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``causes`` best first, empty when the measurement agrees."""
+        return {
+            "op": self.op,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "scored_rows": self.scored_rows,
+            "score": self.design.score,
+            "agrees": self.agrees,
+            "faster": self.faster,
+            "verdict": self.verdict,
+            "measured": [
+                {"size_bytes": s, "time_us": t, "busbw_GBps": b}
+                for s, t, b in zip(
+                    self.sizes, self.measured_time_us, self.measured_busbw_GBps, strict=True
+                )
+            ],
+            "design": _rows(self.design),
+            "causes": [c.to_dict() for c in self.causes],
+        }
+
+
+def _rows(curve: Curve) -> list[dict[str, Any]]:
+    return [
+        {"size_bytes": s, "time_us": t, "busbw_GBps": b, "choice": k}
+        for s, t, b, k in zip(
+            curve.sizes, curve.time_us, curve.busbw_GBps, curve.choice, strict=True
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class _Variant:
+    name: str
+    description: str
+    kind: str
+    graph: Callable[[nx.Graph, FabricRates], nx.Graph] | None = None
+    restriction: TunerRestriction | None = None
+
+
+def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
+    """The fabric with the cables of the last ``k_of(nics)`` NICs of the first server removed."""
+
+    def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
+        H = G.copy()
+        nics = _cabled_nics(H, r.servers[0])
+        for nic in nics[len(nics) - k_of(len(nics)) :]:
+            H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
+        return H
+
+    return change
+
+
+def _scaled(
+    which: str, factor: float, one_nic: bool
+) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
+    """The fabric with the ``which`` edges (``endpoint`` cables or ``pcie``) of the last NIC
+    of the first server (``one_nic``) or of every NIC of every server used at ``factor`` of
+    their capacity."""
+
+    def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
+        H = G.copy()
+        nics = (
+            _cabled_nics(H, r.servers[0])[-1:]
+            if one_nic
+            else [v for s in r.servers for v in _cabled_nics(H, s)]
+        )
+        for nic in nics:
+            for v in H[nic]:
+                if H[nic][v]["kind"] == which:
+                    H[nic][v]["capacity"] = H[nic][v]["capacity"] * factor
+        return H
+
+    return change
+
+
+def _cabled_nics(G: nx.Graph, server: Any) -> list[Any]:
+    return [
+        v
+        for v in servers(G)[server]
+        if G.nodes[v]["kind"] == "nic" and any(G[v][w]["kind"] == "endpoint" for w in G[v])
+    ]
+
+
+def _variants(r: FabricRates, design: Curve, op: str) -> list[_Variant]:
+    out: list[_Variant] = []
+    if r.nodes > 1 and r.nics_per_node >= 1:
+        k = r.nics_per_node
+        if k > 1:
+            out.append(
+                _Variant(
+                    "nic_down",
+                    "one NIC of one server down (its port not active)",
+                    "nic_down",
+                    graph=_without_cables(lambda n: 1),
+                )
+            )
+        if k > 2:
+            out.append(
+                _Variant(
+                    "nic_down",
+                    f"{k // 2} of the {k} NICs of one server down or left out (NCCL_IB_HCA)",
+                    "nic_down",
+                    graph=_without_cables(lambda n: n // 2),
+                )
+            )
+        out.append(
+            _Variant(
+                "nic_slow",
+                "one NIC of one server at half rate (port trained at half speed, PCIe at half "
+                "width)",
+                "nic_slow",
+                graph=_scaled("endpoint", 0.5, one_nic=True),
+            )
+        )
+        out.append(
+            _Variant(
+                "no_gdr",
+                "GPUDirect RDMA absent: network data staged through host memory on every server",
+                "no_gdr",
+                graph=_scaled("pcie", 0.5, one_nic=False),
+            )
+        )
+    chosen = {k.split("/")[0] for k in design.choice}
+    if op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+        if chosen & {"nvls", "nvls_tree"}:
+            out.append(
+                _Variant(
+                    "nvls_off",
+                    "NVLS and NVLS-tree unavailable (NCCL_NVLS_ENABLE=0, or no NVLink SHARP)",
+                    "nvls_off",
+                    restriction=tuner_restriction("^NVLS,NVLSTree"),
+                )
+            )
+        for a in ("ring", "tree", "nvls", "nvls_tree", "pat"):
+            if chosen != {a}:
+                out.append(
+                    _Variant(
+                        f"algo:{NCCL_ALGO_NAMES[a]}",
+                        f"NCCL_ALGO={NCCL_ALGO_NAMES[a]} forced",
+                        "algo",
+                        restriction=tuner_restriction(NCCL_ALGO_NAMES[a]),
+                    )
+                )
+        protos = {k.split("/")[1] for k in design.choice}
+        for p in ("LL", "LL128", "Simple"):
+            if protos != {p}:
+                out.append(
+                    _Variant(
+                        f"proto:{p}",
+                        f"NCCL_PROTO={p} forced",
+                        "proto",
+                        restriction=tuner_restriction(None, p),
+                    )
+                )
+    return out
+
+
+def _curve(
+    test: NcclTest,
+    sizes: list[int],
+    measured: list[float],
+    scored: list[bool],
+    rates: FabricRates,
+    c: NcclConstants,
+    restriction: TunerRestriction | None,
+) -> Curve:
+    times, busbw, choice = [], [], []
+    rows = {m.size_bytes: m for m in test.rows}
+    for s in sizes:
+        m = rows[s]
+        p = predict_row(test.op, s, m.count, m.type, rates, c, restriction)
+        times.append(p.time_us)
+        busbw.append(p.busbw_GBps)
+        choice.append(f"{p.algorithm}/{p.protocol}")
+    logs = [math.log(t / mt) for t, mt, k in zip(times, measured, scored, strict=True) if k]
+    score = float(math.sqrt(np.mean(np.square(logs))))
+    return Curve(sizes, times, busbw, choice, score)
+
+
+def explain_test(
+    G: nx.Graph,
+    test: NcclTest,
+    *,
+    gpus: int | None = None,
+    gpus_per_node: int | None = None,
+    constants: NcclConstants | None = None,
+) -> Explanation:
+    """Score the design and each candidate cause against one measured test.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric the test ran on (schema in :mod:`topo.fabric`).
+    test : NcclTest
+        One test of a measured log (nccl-tests text or JSON, NCCL Inspector).
+    gpus, gpus_per_node : int, optional
+        Default: the ranks and ranks per host the log lists.
+    constants : NcclConstants, optional
+        Default: :func:`topo.collective.report.fabric_constants` of ``G``.
+
+    Returns
+    -------
+    Explanation
+        Times in µs, busbw in GB/s; scores dimensionless (RMS of the log time ratio over the
+        scored rows); ``causes`` best first, empty when the design agrees or the measurement
+        is faster.
+
+    Raises
+    ------
+    TopoError
+        The test's op is not one topo models; no ranks (give ``gpus``); no row of more than
+        0 bytes; the sizes do not fit the fabric (see :func:`fabric_rates`).
+    """
+    if test.op not in OPS:
+        raise TopoError(f"the log's test {test.op}_perf is not one of {', '.join(OPS)}")
+    n = gpus if gpus is not None else test.ranks
+    g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
+    if n is None:
+        raise TopoError(f"the log lists no ranks for {test.op}_perf", param="gpus")
+    c = constants or fabric_constants(G)
+    rates = fabric_rates(G, n, g)
+    rows = [m for m in test.rows if m.size_bytes > 0 and m.time_us > 0]
+    if not rows:
+        raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
+    sizes = [m.size_bytes for m in rows]
+    measured = [m.time_us for m in rows]
+    large = [s >= MIN_SCORED_BYTES for s in sizes]
+    scored = large if sum(large) >= 3 else [True] * len(sizes)
+    design = _curve(test, sizes, measured, scored, rates, c, None)
+    logs = [
+        math.log(t / mt) for t, mt, k in zip(design.time_us, measured, scored, strict=True) if k
+    ]
+    median = float(np.median(logs))
+    agrees = design.score <= AGREE
+    faster = not agrees and median > AGREE
+    causes: list[Cause] = []
+    if agrees:
+        verdict = (
+            f"agrees with the design: RMS {_pct(design.score)} over {sum(scored)} rows; "
+            "no cause to rank"
+        )
+    elif faster:
+        verdict = (
+            f"faster than the design (median {_pct(median)} under the measured times): "
+            "no fault explains a faster run; the model is pessimistic here"
+        )
+    else:
+        for v in _variants(rates, design, test.op):
+            try:
+                H = v.graph(G, rates) if v.graph is not None else G
+                r = fabric_rates(H, n, g) if v.graph is not None else rates
+                curve = _curve(test, sizes, measured, scored, r, c, v.restriction)
+            except TopoError:
+                continue  # a cause this fabric or op cannot take (e.g. no NVLS here)
+            causes.append(
+                Cause(
+                    name=v.name,
+                    description=v.description,
+                    score=curve.score,
+                    fits=curve.score <= AGREE,
+                    curve=curve,
+                    evidence=_evidence(curve, design, sizes, rows[-1].busbw_GBps, sum(scored)),
+                    check=CHECKS[v.kind],
+                )
+            )
+        causes.sort(key=lambda k: k.score)
+        causes = [k for k in causes if k.score < design.score]
+        best = causes[0] if causes else None
+        if best is not None and best.fits:
+            verdict = (
+                f"slower than the design (RMS {_pct(design.score)}); best fit: "
+                f"{best.description} (RMS {_pct(best.score)})"
+            )
+        elif best is not None:
+            verdict = (
+                f"slower than the design (RMS {_pct(design.score)}); no single cause fits "
+                f"within 15%; closest: {best.description} (RMS {_pct(best.score)})"
+            )
+        else:
+            verdict = (
+                f"slower than the design (RMS {_pct(design.score)}); none of the causes "
+                "topo models comes closer"
+            )
+    return Explanation(
+        op=test.op,
+        gpus=rates.gpus,
+        nodes=rates.nodes,
+        gpus_per_node=rates.gpus_per_node,
+        sizes=sizes,
+        measured_time_us=measured,
+        measured_busbw_GBps=[m.busbw_GBps for m in rows],
+        scored_rows=sum(scored),
+        design=design,
+        agrees=agrees,
+        faster=faster,
+        verdict=verdict,
+        causes=causes,
+    )
+
+
+def _pct(log_ratio: float) -> str:
+    """A log ratio as the percentage it stands for (0.14 -> '15%')."""
+    return f"{(math.exp(abs(log_ratio)) - 1) * 100:.0f}%"
+
+
+def _evidence(curve: Curve, design: Curve, sizes: list[int], busbw: float, rows: int) -> str:
+    from topo.wording import binary_bytes
+
+    return (
+        f"RMS {_pct(curve.score)} over {rows} rows (design: {_pct(design.score)}); at "
+        f"{binary_bytes(sizes[-1])}: measured {busbw:.1f} GB/s, this cause "
+        f"{curve.busbw_GBps[-1]:.1f}, design {design.busbw_GBps[-1]:.1f}"
+    )
+
+
+def plot_explanations(explanations: list[Explanation], top: int = 3) -> Any:
+    """busbw against size (log x): measured, the design's curve and the ``top`` best causes
+    of each explanation.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for e in explanations:
+        fig.add_trace(
+            go.Scatter(
+                x=e.sizes,
+                y=e.measured_busbw_GBps,
+                name=f"{e.op}: measured",
+                mode="markers+lines",
+                line={"dash": "dot"},
+            )
+        )
+        fig.add_trace(
+            go.Scatter(x=e.sizes, y=e.design.busbw_GBps, name=f"{e.op}: design", mode="lines")
+        )
+        for k in e.causes[:top]:
+            fig.add_trace(
+                go.Scatter(
+                    x=e.sizes, y=k.curve.busbw_GBps, name=f"{e.op}: {k.description}", mode="lines"
+                )
+            )
+    fig.update_layout(
+        title="measured busbw against the design and the best-fitting causes",
+        xaxis={"title": "size (B)", "type": "log"},
+        yaxis={"title": "busbw (GB/s)", "rangemode": "tozero"},
+        template="plotly_white",
+    )
+    return fig
+
+
+__all__ = ["AGREE", "Cause", "Curve", "Explanation", "explain_test", "plot_explanations"]
