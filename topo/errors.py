@@ -49,6 +49,16 @@ class TopoError(Exception):
             tuple(names) if names is not None else ((param,) if param is not None else ())
         )
 
+    def __copy__(self) -> TopoError:
+        """A copy with attributes of its own. Defined here, not left to ``copy``'s default:
+        once Dask is imported (distributed registers tblib's exception pickling), the default
+        copy of an exception shares its ``__dict__`` with the original, so setting the copy's
+        ``prefix`` in :meth:`prefixed` changed the original's too."""
+        err = type(self).__new__(type(self))
+        err.args = self.args
+        err.__dict__.update(self.__dict__)
+        return err
+
     def render(self, spell: Callable[[str], str | None]) -> str:
         """The message with each of :attr:`names` spelled by ``spell`` (at its first
         occurrence as a whole word, after any :meth:`prefixed` text; a name ``spell`` maps to
