@@ -48,7 +48,8 @@ from topo.collective.model import OPS
 from topo.collective.report import fabric_constants, predict_row
 from topo.errors import TopoError
 from topo.fabric import servers
-from topo.formats.nccl_tests import NcclTest
+from topo.formats.nccl_tests import NcclTest, NcclTestRow
+from topo.wording import binary_bytes
 
 MIN_SCORED_BYTES = 32 << 20
 """Rows of this size (B) and more are scored: there the expected curve is held to 15% on the
@@ -219,7 +220,7 @@ def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRat
 
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         H = G.copy()
-        nics = _cabled_nics(H, r.servers[0])
+        nics = _cabled_nics(H, r.servers[:1])
         for nic in nics[len(nics) - k_of(len(nics)) :]:
             H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
         return H
@@ -236,11 +237,7 @@ def _scaled(
 
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         H = G.copy()
-        nics = (
-            _cabled_nics(H, r.servers[0])[-1:]
-            if one_nic
-            else [v for s in r.servers for v in _cabled_nics(H, s)]
-        )
+        nics = _cabled_nics(H, r.servers[:1])[-1:] if one_nic else _cabled_nics(H, r.servers)
         for nic in nics:
             for v in H[nic]:
                 if H[nic][v]["kind"] == which:
@@ -250,10 +247,14 @@ def _scaled(
     return change
 
 
-def _cabled_nics(G: nx.Graph, server: Any) -> list[Any]:
+def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
+    """The NICs cabled to a switch of the ``chosen`` servers, in order (one pass over the
+    fabric's servers, whatever their number)."""
+    by_server = servers(G)
     return [
         v
-        for v in servers(G)[server]
+        for s in chosen
+        for v in by_server[s]
         if G.nodes[v]["kind"] == "nic" and any(G[v][w]["kind"] == "endpoint" for w in G[v])
     ]
 
@@ -333,25 +334,28 @@ def _variants(r: FabricRates, design: Curve, op: str) -> list[_Variant]:
 
 
 def _curve(
-    test: NcclTest,
-    sizes: list[int],
-    measured: list[float],
+    op: str,
+    rows: list[NcclTestRow],
     scored: list[bool],
     rates: FabricRates,
     c: NcclConstants,
     restriction: TunerRestriction | None,
 ) -> Curve:
-    times, busbw, choice = [], [], []
-    rows = {m.size_bytes: m for m in test.rows}
-    for s in sizes:
-        m = rows[s]
-        p = predict_row(test.op, s, m.count, m.type, rates, c, restriction)
-        times.append(p.time_us)
-        busbw.append(p.busbw_GBps)
-        choice.append(f"{p.algorithm}/{p.protocol}")
-    logs = [math.log(t / mt) for t, mt, k in zip(times, measured, scored, strict=True) if k]
-    score = float(math.sqrt(np.mean(np.square(logs))))
-    return Curve(sizes, times, busbw, choice, score)
+    """The predicted rows at the measured rows' sizes, scored over the ``scored`` ones."""
+    preds = [predict_row(op, m.size_bytes, m.count, m.type, rates, c, restriction) for m in rows]
+    logs = _log_ratios([p.time_us for p in preds], rows, scored)
+    return Curve(
+        sizes=[m.size_bytes for m in rows],
+        time_us=[p.time_us for p in preds],
+        busbw_GBps=[p.busbw_GBps for p in preds],
+        choice=[f"{p.algorithm}/{p.protocol}" for p in preds],
+        score=float(math.sqrt(np.mean(np.square(logs)))),
+    )
+
+
+def _log_ratios(times_us: list[float], rows: list[NcclTestRow], scored: list[bool]) -> list[float]:
+    """log(predicted / measured time) of the scored rows (dimensionless)."""
+    return [math.log(t / m.time_us) for t, m, k in zip(times_us, rows, scored, strict=True) if k]
 
 
 def explain_test(
@@ -399,26 +403,21 @@ def explain_test(
     rows = [m for m in test.rows if m.size_bytes > 0 and m.time_us > 0]
     if not rows:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
-    sizes = [m.size_bytes for m in rows]
-    measured = [m.time_us for m in rows]
-    large = [s >= MIN_SCORED_BYTES for s in sizes]
-    scored = large if sum(large) >= 3 else [True] * len(sizes)
-    design = _curve(test, sizes, measured, scored, rates, c, None)
-    logs = [
-        math.log(t / mt) for t, mt, k in zip(design.time_us, measured, scored, strict=True) if k
-    ]
-    median = float(np.median(logs))
+    large = [m.size_bytes >= MIN_SCORED_BYTES for m in rows]
+    scored = large if sum(large) >= 3 else [True] * len(rows)
+    design = _curve(test.op, rows, scored, rates, c, None)
+    median = float(np.median(_log_ratios(design.time_us, rows, scored)))
     agrees = design.score <= AGREE
     faster = not agrees and median > AGREE
     causes: list[Cause] = []
     if agrees:
         verdict = (
-            f"agrees with the design: RMS {_pct(design.score)} over {sum(scored)} rows; "
+            f"agrees with the design: RMS {percent_off(design.score)} over {sum(scored)} rows; "
             "no cause to rank"
         )
     elif faster:
         verdict = (
-            f"faster than the design (median {_pct(median)} under the measured times): "
+            f"faster than the design (median {percent_off(median)} under the measured times): "
             "no fault explains a faster run; the model is pessimistic here"
         )
     else:
@@ -426,7 +425,7 @@ def explain_test(
             try:
                 H = v.graph(G, rates) if v.graph is not None else G
                 r = fabric_rates(H, n, g) if v.graph is not None else rates
-                curve = _curve(test, sizes, measured, scored, r, c, v.restriction)
+                curve = _curve(test.op, rows, scored, r, c, v.restriction)
             except TopoError:
                 continue  # a cause this fabric or op cannot take (e.g. no NVLS here)
             causes.append(
@@ -436,7 +435,7 @@ def explain_test(
                     score=curve.score,
                     fits=curve.score <= AGREE,
                     curve=curve,
-                    evidence=_evidence(curve, design, sizes, rows[-1].busbw_GBps, sum(scored)),
+                    evidence=_evidence(curve, design, rows[-1], sum(scored)),
                     check=CHECKS[v.kind],
                 )
             )
@@ -445,17 +444,17 @@ def explain_test(
         best = causes[0] if causes else None
         if best is not None and best.fits:
             verdict = (
-                f"slower than the design (RMS {_pct(design.score)}); best fit: "
-                f"{best.description} (RMS {_pct(best.score)})"
+                f"slower than the design (RMS {percent_off(design.score)}); best fit: "
+                f"{best.description} (RMS {percent_off(best.score)})"
             )
         elif best is not None:
             verdict = (
-                f"slower than the design (RMS {_pct(design.score)}); no single cause fits "
-                f"within 15%; closest: {best.description} (RMS {_pct(best.score)})"
+                f"slower than the design (RMS {percent_off(design.score)}); no single cause fits "
+                f"within 15%; closest: {best.description} (RMS {percent_off(best.score)})"
             )
         else:
             verdict = (
-                f"slower than the design (RMS {_pct(design.score)}); none of the causes "
+                f"slower than the design (RMS {percent_off(design.score)}); none of the causes "
                 "topo models comes closer"
             )
     return Explanation(
@@ -463,8 +462,8 @@ def explain_test(
         gpus=rates.gpus,
         nodes=rates.nodes,
         gpus_per_node=rates.gpus_per_node,
-        sizes=sizes,
-        measured_time_us=measured,
+        sizes=design.sizes,
+        measured_time_us=[m.time_us for m in rows],
         measured_busbw_GBps=[m.busbw_GBps for m in rows],
         scored_rows=sum(scored),
         design=design,
@@ -475,24 +474,32 @@ def explain_test(
     )
 
 
-def _pct(log_ratio: float) -> str:
-    """A log ratio as the percentage it stands for (0.14 -> '15%')."""
+def percent_off(log_ratio: float) -> str:
+    """A log ratio (dimensionless) as the percentage off it stands for, either way:
+    ``exp(|x|) - 1`` (0.14 -> '15%')."""
     return f"{(math.exp(abs(log_ratio)) - 1) * 100:.0f}%"
 
 
-def _evidence(curve: Curve, design: Curve, sizes: list[int], busbw: float, rows: int) -> str:
-    from topo.wording import binary_bytes
-
+def _evidence(curve: Curve, design: Curve, last: NcclTestRow, rows: int) -> str:
+    """The cause's and the design's RMS, and busbw (GB/s) at the largest row."""
     return (
-        f"RMS {_pct(curve.score)} over {rows} rows (design: {_pct(design.score)}); at "
-        f"{binary_bytes(sizes[-1])}: measured {busbw:.1f} GB/s, this cause "
-        f"{curve.busbw_GBps[-1]:.1f}, design {design.busbw_GBps[-1]:.1f}"
+        f"RMS {percent_off(curve.score)} over {rows} rows (design: "
+        f"{percent_off(design.score)}); at {binary_bytes(last.size_bytes)}: measured "
+        f"{last.busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[-1]:.1f} GB/s, design "
+        f"{design.busbw_GBps[-1]:.1f} GB/s"
     )
 
 
 def plot_explanations(explanations: list[Explanation], top: int = 3) -> Any:
-    """busbw against size (log x): measured, the design's curve and the ``top`` best causes
-    of each explanation.
+    """busbw (GB/s) against size (B, log x): measured, the design's curve and the ``top``
+    best causes of each explanation.
+
+    Parameters
+    ----------
+    explanations : list of Explanation
+        From :func:`explain_test`.
+    top : int
+        Causes drawn per explanation, best first.
 
     Returns
     -------
@@ -529,4 +536,12 @@ def plot_explanations(explanations: list[Explanation], top: int = 3) -> Any:
     return fig
 
 
-__all__ = ["AGREE", "Cause", "Curve", "Explanation", "explain_test", "plot_explanations"]
+__all__ = [
+    "AGREE",
+    "Cause",
+    "Curve",
+    "Explanation",
+    "explain_test",
+    "percent_off",
+    "plot_explanations",
+]

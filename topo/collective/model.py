@@ -44,6 +44,7 @@ from topo.collective.channels import p2p_channels, search_channels
 from topo.collective.constants import PROTOCOLS, NcclConstants, div_up, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
+from topo.formats.nccl_tests import busbw_factor as nccl_tests_busbw_factor
 from topo.units import GBps_to_Bps
 
 OPS = (
@@ -97,14 +98,11 @@ def busbw_factor(op: str, nranks: int) -> float:
     (1.75, 0.875)
     """
     _check_op(op)
-    n = nranks
-    if n < 1:
-        raise TopoError(f"a collective needs at least one rank, got {n}")
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in TOTAL_SIZE_OPS:
-        return (n - 1) / n
-    return 1.0  # broadcast, reduce, sendrecv
+    if nranks < 1:
+        raise TopoError(f"a collective needs at least one rank, got {nranks}")
+    factor = nccl_tests_busbw_factor(op, nranks)
+    assert factor is not None  # every op of OPS is one nccl-tests knows
+    return factor
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,8 @@ def _expand(paths: list[Path]) -> list[tuple[Path, bool]]:
 
 
 def _table(log: Path, e: Explanation) -> None:
+    from topo.collective.explain import percent_off
+
     title = (
         f"{e.op}: {log.name} against the design ({count(e.gpus, 'GPU')}, "
         f"{count(e.nodes, 'node')} x {e.gpus_per_node})"
@@ -157,7 +159,7 @@ def _table(log: Path, e: Explanation) -> None:
     table.add_row(
         "",
         "as designed",
-        _pct(e.design.score),
+        percent_off(e.design.score),
         f"{e.design.busbw_GBps[-1]:.1f} (measured {e.measured_busbw_GBps[-1]:.1f})",
         "",
     )
@@ -165,7 +167,7 @@ def _table(log: Path, e: Explanation) -> None:
         table.add_row(
             str(i),
             k.description,
-            _pct(k.score),
+            percent_off(k.score),
             f"{k.curve.busbw_GBps[-1]:.1f}",
             "yes" if k.fits else "",
         )
@@ -173,9 +175,3 @@ def _table(log: Path, e: Explanation) -> None:
     out.print(f"{e.op}: {e.verdict}", style=style)
     best = e.causes[0]
     out.print(f"check: {best.check}")
-
-
-def _pct(score: float) -> str:
-    import math
-
-    return f"{(math.exp(score) - 1) * 100:.0f}%"
