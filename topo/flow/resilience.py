@@ -23,7 +23,7 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import require_fabric
-from topo.flow.alltoall import alltoall_bandwidth
+from topo.flow.concurrent import METHODS, uniform_flow
 from topo.flow.failures import (
     FailureSet,
     disconnected_terminals,
@@ -137,10 +137,50 @@ def damaged_bandwidth(
     """
     require_fabric(G)
     check_solver_limits(max_variables, time_limit_s)
+    _check_routing(routing)
+    if routing == "optimal" and method not in METHODS:
+        raise TopoError(f"method must be auto or general, got {method!r}", param="method")
+    return _damaged(
+        G,
+        links=links,
+        switches=switches,
+        seed=seed,
+        named=named,
+        routing=routing,
+        flows_per_pair=flows_per_pair,
+        pxn=pxn,
+        method=method,
+        max_variables=max_variables,
+        link_loads=link_loads,
+        time_limit_s=time_limit_s,
+    )
+
+
+def _check_routing(routing: str) -> None:
     if routing not in ROUTINGS:
         raise TopoError(
             f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}", param="routing"
         )
+
+
+def _damaged(
+    G: nx.Graph,
+    *,
+    links: int = 0,
+    switches: int = 0,
+    seed: int = 0,
+    named: Iterable[str] = (),
+    routing: str = "optimal",
+    flows_per_pair: int = 1,
+    pxn: bool = True,
+    method: str = "auto",
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+    link_loads: bool = False,
+    time_limit_s: float | None = None,
+) -> DamagedBandwidth:
+    """:func:`damaged_bandwidth` on arguments already checked: a study checks the intact
+    fabric and the limits once, not once per trial (the capacity check is a pass over every
+    edge), and the damaged fabric, ``G`` less some elements, needs no check of its own."""
     H, failures = _damage(G, links, switches, seed, tuple(named))
     if failures.disconnected and not failures.islands:
         raise InfeasibleError(_all_cut_off(G, failures))
@@ -149,13 +189,7 @@ def damaged_bandwidth(
         routed = routed_alltoall(H, routing, seed=hashing, flows_per_pair=flows_per_pair, pxn=pxn)
         routed = replace(routed, failures=failures)
         return DamagedBandwidth(report=routed, failures=failures, routing=routing, graph=H)
-    report = alltoall_bandwidth(
-        H,
-        method=method,
-        max_variables=max_variables,
-        link_loads=link_loads,
-        time_limit_s=time_limit_s,
-    )
+    report = uniform_flow(H, None, method, max_variables, link_loads, time_limit_s)
     report = replace(report, failures=failures)
     return DamagedBandwidth(report=report, failures=failures, routing=routing, graph=H)
 
@@ -223,6 +257,7 @@ KNOWN_TOL = 1e-9
 def resilience_trial(G: nx.Graph, **task: Any) -> DamagedBandwidth | None:
     """One trial of :func:`resilience`: :func:`damaged_bandwidth` ``(G, **task)``, or None when
     it cannot complete (:class:`~topo.errors.InfeasibleError`: fewer than two GPUs connected).
+    ``G`` and the limits are taken as :func:`resilience` checked them, once for every trial.
 
     Parameters
     ----------
@@ -236,7 +271,7 @@ def resilience_trial(G: nx.Graph, **task: Any) -> DamagedBandwidth | None:
     DamagedBandwidth or None
     """
     try:
-        return damaged_bandwidth(G, **task)
+        return _damaged(G, **task)
     except InfeasibleError:
         return None
 
@@ -588,9 +623,8 @@ def resilience(
             "give links N and/or switches M (at least one failure)", names=("links", "switches")
         )
     t0 = time.perf_counter()
-    intact = damaged_bandwidth(
-        G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn
-    ).report
+    _check_routing(routing)
+    intact = _damaged(G, routing=routing, seed=seed, flows_per_pair=flows_per_pair, pxn=pxn).report
     tally = _Tally()
     seeds = trial_seeds(seed, trials)
     tasks = [
