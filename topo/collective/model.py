@@ -261,6 +261,8 @@ def _ring(op: str, S: float, R: Rates) -> list[Candidate]:
 
 
 def _cand(algo: str, proto: str, lat_us: float, algbw: float, S: float, bound: str) -> Candidate:
+    if not algbw > 0:
+        raise TopoError(f"{algo}/{proto} has no bandwidth on this fabric (bound: {bound})")
     lat = lat_us * 1e-6
     return Candidate(algo, proto, lat, algbw, lat + S / algbw, bound)
 
@@ -299,9 +301,7 @@ def _tree(S: float, R: Rates) -> list[Candidate]:
                 bus, why = llcap, "LL ceiling"
         elif p == "LL128":
             f = c.factor("tree_ll128_factor_one_node" if N == 1 else "tree_ll128_factor")
-            cap128 = GBps_to_Bps(
-                R.tuner_channels * c.per_channel_GBps("per_channel_tree_ll128", N)
-            )
+            cap128 = GBps_to_Bps(R.tuner_channels * c.per_channel_GBps("per_channel_tree_ll128", N))
             bus = bus * f
             if cap128 < bus:
                 bus, why = cap128, "LL128 cap"
@@ -510,7 +510,13 @@ def candidates(op: str, size_bytes: float, rates: FabricRates, c: NcclConstants)
     tuner = _candidates(op, S, Rates(rates, c, tuner=True))
     return [
         Candidate(
-            k.algorithm, k.protocol, k.latency_s, k.algbw_Bps, k.time_s, k.bound, t.time_s,
+            k.algorithm,
+            k.protocol,
+            k.latency_s,
+            k.algbw_Bps,
+            k.time_s,
+            k.bound,
+            t.time_s,
             t.algbw_Bps,
         )
         for k, t in zip(ceiling, tuner, strict=True)

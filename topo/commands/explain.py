@@ -4,7 +4,7 @@ which candidate cause fits it (:mod:`topo.collective.explain`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -23,6 +23,9 @@ from topo.wording import count
 
 if TYPE_CHECKING:
     from topo.collective.explain import Explanation
+    from topo.collective.pairwise import PairGroup
+    from topo.formats.nccl_tests import NcclTest
+    from topo.formats.pair_summary import PairRun
 
 MAX_LOGS = 10_000
 """Most files a MEASUREMENT folder may hold: a folder of more is refused before any is read."""
@@ -74,8 +77,9 @@ def explain(
         bool,
         typer.Option(
             "--json",
-            help="Print one object per test: its verdict, the design's curve and 'causes' "
-            "(best first; empty when the measurement agrees).",
+            help="Print a list: one object per test (kind 'test': its verdict, the design's "
+            "curve and 'causes', best first, empty when the measurement agrees) and one per "
+            "pairwise group (kind 'pairwise': slow servers, slow paths, failed pairs).",
         ),
     ] = False,
 ) -> None:
@@ -83,17 +87,24 @@ def explain(
 
     Each test is held against the design's expected curve; when it falls short, candidate
     causes (a NIC down or slow, GPUDirect RDMA absent, NVLS off, a forced NCCL_ALGO or
-    NCCL_PROTO) are re-predicted on the same fabric and ranked by how well they fit.
+    NCCL_PROTO) are re-predicted on the same fabric and ranked by how well they fit. Runs on
+    two servers (a pairwise summary CSV, or two-host logs) are pooled per test and G to
+    locate the servers and paths that explain the slow pairs.
     """
     from topo import fabric as fabric_mod
     from topo.collective.explain import explain_test, plot_explanations
+    from topo.formats.pair_summary import read_pair_summary
 
     logs = _expand(measurements)
     check_outputs({"--html": html}, [fabric, *[p for p, _ in logs]])
     G = fabric_mod.load(fabric)
     results: list[tuple[Path, Explanation]] = []
     warnings: list[str] = []
+    runs: list[PairRun] = []
     for log, in_folder in logs:
+        if _looks_like_pair_summary(log):
+            runs += read_pair_summary(log)
+            continue
         try:
             tests, left_out = log_tests(log, op, gpus, gpus_per_node)
         except FormatError as exc:
@@ -106,17 +117,131 @@ def explain(
         for t in tests:
             with about(fabric), sizes_from_log(log, [t], gpus, gpus_per_node):
                 results.append((log, explain_test(G, t, gpus=gpus, gpus_per_node=gpus_per_node)))
-    if not results:
+            runs += _pair_runs(log, t)
+    if not results and not runs:
         raise TopoError(f"no measured collective log in {', '.join(str(p) for p in measurements)}")
+    groups = _pairwise(G, fabric, runs)
     warn_lines(warnings)
     write_html_first(html, lambda: plot_explanations([e for _, e in results]))
     if as_json:
-        print_json([{"log": str(log), **e.to_dict()} for log, e in results])
+        doc: list[dict[str, Any]] = [
+            {"kind": "test", "log": str(log), **e.to_dict()} for log, e in results
+        ]
+        if groups:
+            from topo.collective.pairwise import recurring_paths
+
+            seen = {(a, b): w for a, b, w in recurring_paths(groups)}
+            for g in groups:
+                d = {"kind": "pairwise", **g.to_dict()}
+                for path in d["slow_paths"]:
+                    path["slow_in"] = seen.get(tuple(path["servers"]), [])
+                doc.append(d)
+        print_json(doc)
     else:
         for log, e in results:
             _table(log, e)
+        if groups:
+            _pair_table(groups)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _looks_like_pair_summary(path: Path) -> bool:
+    """Whether a file starts with a pairwise summary table's CSV header (only its first line
+    is read here)."""
+    from topo.formats.pair_summary import is_pair_summary
+
+    try:
+        with path.open("rb") as f:
+            first = f.readline(4096).decode("utf-8", "replace")
+    except OSError:
+        return False  # the log reader names the file and why
+    return is_pair_summary(first)
+
+
+def _pair_runs(log: Path, t: NcclTest) -> list[PairRun]:
+    """A test of a log on exactly two hosts, as a pairwise run (busbw at its largest row)."""
+    from topo.formats.pair_summary import PairRun
+
+    rows = [m for m in t.rows if m.size_bytes > 0 and m.time_us > 0]
+    if len(t.hosts) != 2 or not rows or t.gpus_per_node is None:
+        return []
+    last = max(rows, key=lambda m: m.size_bytes)
+    a, b = sorted(t.hosts)
+    return [PairRun(t.op, t.gpus_per_node, (a, b), last.busbw_GBps, last.size_bytes, str(log))]
+
+
+MAX_PATHS_SHOWN = 10
+"""Recurring slow paths printed in the terminal (all of them in --json)."""
+
+PAIR_SIZE = 1 << 30
+"""The size (B) a pair's design busbw is taken at when the table does not give its largest."""
+
+
+def _pairwise(G: Any, fabric: Path, runs: list[PairRun]) -> list[PairGroup]:
+    """The pairwise groups of ``runs`` (three pairs or more), each held against the design's
+    busbw for two servers of its G GPUs (None where the fabric cannot hold them)."""
+    from topo.collective.fabric_rates import fabric_rates
+    from topo.collective.model import OPS
+    from topo.collective.pairwise import locate_slow
+    from topo.collective.report import fabric_constants, predict_row
+
+    c = fabric_constants(G)
+
+    def expected(op: str, g: int, size: int | None) -> float | None:
+        if op not in OPS:
+            return None
+        try:
+            with about(fabric):
+                rates = fabric_rates(G, 2 * g, g)
+            s = size or PAIR_SIZE
+            return predict_row(op, s, s // 4, "float", rates, c).busbw_GBps
+        except TopoError:
+            return None
+
+    return [g for g in locate_slow(runs, expected) if g.pairs >= 3]
+
+
+def _pair_table(groups: list[PairGroup]) -> None:
+    from topo.collective.pairwise import recurring_paths
+
+    table = Table(
+        title="pairwise runs: slow servers and paths", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    table.add_column("test")
+    table.add_column("G", justify="right")
+    table.add_column("pairs", justify="right")
+    table.add_column("median busbw (GB/s)", justify="right")
+    table.add_column("design (GB/s)", justify="right")
+    table.add_column("slow servers")
+    table.add_column("slow paths", justify="right")
+    table.add_column("failed", justify="right")
+    for g in groups:
+        table.add_row(
+            g.op,
+            str(g.gpus_per_node),
+            str(g.pairs),
+            f"{g.median_busbw_GBps:.1f}",
+            f"{g.expected_busbw_GBps:.1f}" if g.expected_busbw_GBps else "-",
+            ", ".join(f"{s.server} ({s.ratio:.2f}x)" for s in g.servers) or "-",
+            str(len(g.slow_paths)),
+            str(len(g.failed)),
+        )
+    out.print(table)
+    for g in groups:
+        out.print(f"{g.op} G={g.gpus_per_node}: {g.verdict}")
+    rec = recurring_paths(groups)
+    if rec:
+        shown = "; ".join(f"{a} - {b} ({', '.join(w)})" for a, b, w in rec[:MAX_PATHS_SHOWN])
+        more = (
+            f"; and {len(rec) - MAX_PATHS_SHOWN} more (--json)"
+            if len(rec) > MAX_PATHS_SHOWN
+            else ""
+        )
+        out.print(
+            "pairs slow in several tests, with neither server slow (check the cables, switch "
+            f"ports and routes between them): {shown}{more}"
+        )
 
 
 def _expand(paths: list[Path]) -> list[tuple[Path, bool]]:
