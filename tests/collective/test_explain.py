@@ -19,6 +19,7 @@ from topo.builders import build
 from topo.cli import app
 from topo.collective.explain import AGREE, explain_test
 from topo.collective.training import load_training
+from topo.errors import TopoError
 from topo.formats.nccl_log import read_nccl_log
 from topo.formats.nccl_tests import NcclTest, NcclTestRow
 
@@ -179,3 +180,52 @@ def test_cli_names_a_file_that_is_not_a_log(tmp_path: Path) -> None:
     assert r.exit_code == 1
     assert r.stderr.count("\n") == 1 and str(bad) in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_nvls_disabled_on_two_h100_servers_ranks_nvls_off_first() -> None:
+    # NVIDIA/nccl#1221 (held out: not in the training file): 2 x 8 H100, 8 x 400G RoCE,
+    # NCCL 2.19.3, all_reduce_perf -b 4G -e 8G: NCCL_NVLS_ENABLE=0 gives 330 GB/s busbw,
+    # NCCL_NVLS_ENABLE=1 430 GB/s ("the bus BW will upgraded from 330GB to 430GB")
+    def rows(busbw: float) -> list[tuple[int, float]]:
+        return [(s, s * 2 * 15 / 16 / (busbw * 1e3)) for s in (4 << 30, 8 << 30)]
+
+    G = _h100(16)
+    off = explain_test(G, _test("all_reduce", 16, 2, rows(330.0)))
+    assert not off.agrees
+    assert off.causes[0].name in ("nvls_off", "algo:Ring") and off.causes[0].fits
+    assert {k.name for k in off.causes[:2]} == {"nvls_off", "algo:Ring"}
+    on = explain_test(G, _test("all_reduce", 16, 2, rows(430.0)))
+    assert on.agrees and on.causes == []
+
+
+def test_every_server_on_half_its_nics_is_bound_by_the_nics_left() -> None:
+    # 2 x 8 H100 with 8 x 400G; NCCL_IB_HCA listing 4 of the 8 on every server: a ring
+    # all_gather across the two servers moves at most 4 NICs x 50 GB/s x NCCL's NIC efficiency
+    from topo.collective.report import fabric_constants
+
+    G = _h100(16)
+    four = 4 * 50.0 * fabric_constants(G).nic_efficiency
+    e = explain_test(G, _test("all_gather", 16, 2, _plateau(four, 16, fixed_us=0.0)))
+    used = next(k for k in e.causes if k.name == "nics_used:4")
+    assert used.curve.busbw_GBps[-1] == pytest.approx(four, rel=0.01)
+    assert used.fits and e.causes[0].name in ("nics_used:4", "nic_down")
+    assert "NCCL_IB_HCA" in used.check
+
+
+def test_channel_cap_limits_every_channel_count() -> None:
+    from topo.collective.channels import coll_channels, p2p_channels
+    from topo.collective.fabric_rates import fabric_rates
+    from topo.collective.report import fabric_constants
+
+    G = _h100(16)
+    c = fabric_constants(G)
+    r = fabric_rates(G, 16, 8)
+    assert coll_channels(r, c) == 16  # 8 search channels set up twice (channels.py example)
+    capped = c.with_max_nchannels(4)
+    assert coll_channels(r, capped) == 4 and p2p_channels(r, capped) == 4
+    assert capped.channels == min(4, c.channels)
+    with pytest.raises(TopoError, match="max_nchannels must be at least 1"):
+        c.with_max_nchannels(0)
+    # explain offers NCCL_MAX_NCHANNELS at half and a quarter of the design's 16
+    e = explain_test(G, _test("sendrecv", 16, 2, [(s, s / 10e3) for s in SIZES]))
+    assert {k.name for k in e.causes} >= {"channels:4"}

@@ -104,7 +104,7 @@ def _search(r: FabricRates, c: NcclConstants) -> tuple[int, float]:
         dup = min(2 * n, int(s["ring_max_channels"]))
         bw /= -(-dup // n)
         n = dup
-    return n, bw
+    return c.cap_channels(n), bw
 
 
 def coll_channels(r: FabricRates, c: NcclConstants) -> int:
@@ -140,7 +140,7 @@ def coll_channels(r: FabricRates, c: NcclConstants) -> int:
     n = min(int(s["max_channels"]), 2 * n)
     if c.arch in _FROM_SM90 and bw > s["quad_min_GBps"] and n < s["quad_below_channels"]:
         n = min(int(s["max_channels"]), 2 * n)
-    return n
+    return c.cap_channels(n)
 
 
 def p2p_channels(r: FabricRates, c: NcclConstants) -> int:

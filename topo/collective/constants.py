@@ -60,15 +60,43 @@ class NcclConstants:
 
     @property
     def channels(self) -> int:
-        """NCCL channels assumed for the per-channel caps."""
-        return int(self.data["model"]["channels"])
+        """NCCL channels assumed for the per-channel caps (at most :attr:`max_nchannels`)."""
+        return self.cap_channels(int(self.data["model"]["channels"]))
 
     def p2p_channels(self, nodes: int) -> int:
         """NCCL's ``p2pnChannels`` on one server or across servers (a power of two); 0 across
         servers: not set, worked out from NCCL's search (:mod:`topo.collective.channels`)."""
         key = "one_node" if nodes == 1 else "multi_node"
         value = int(self.data["model"]["p2p_channels"][key])
-        return pow2_up(value) if value > 0 else 0
+        return self.cap_channels(pow2_up(value)) if value > 0 else 0
+
+    @property
+    def max_nchannels(self) -> int | None:
+        """``NCCL_MAX_NCHANNELS`` as set by :meth:`with_max_nchannels` (None: NCCL's own)."""
+        value = self.data["model"].get("max_nchannels")
+        return None if value is None else int(value)
+
+    def cap_channels(self, n: int) -> int:
+        """``n`` channels as ``NCCL_MAX_NCHANNELS`` leaves them: ``min(n, max_nchannels)``
+        (NCCL 2.29 ``src/init.cc``: the communicator's and the NVLS channels are capped by
+        ``ncclMaxNchannels()``)."""
+        cap = self.max_nchannels
+        return n if cap is None else max(1, min(n, cap))
+
+    def with_max_nchannels(self, k: int) -> NcclConstants:
+        """The same constants with ``NCCL_MAX_NCHANNELS=k``: every channel count the model
+        uses (the ring graph's, the communicator's, NVLS's, p2p's) at most ``k``.
+
+        Raises
+        ------
+        TopoError
+            ``k`` below 1.
+        """
+        if k < 1:
+            raise TopoError(f"max_nchannels must be at least 1, got {k}", param="max_nchannels")
+        data = copy.deepcopy(self.data)
+        data["model"]["max_nchannels"] = int(k)
+        return NcclConstants(data, self.origin)
 
     def with_arch(self, arch: str) -> NcclConstants:
         """The same constants for another GPU generation (``--arch``).

@@ -281,8 +281,8 @@ def _nvls_channels(c: NcclConstants, N: int) -> int:
     NVLink domain (NVLS_NCHANNELS_SM100_NVL), 32 across (NVLS_NCHANNELS_SM100)."""
     table = c.data["expected"]["nvls_channels"]
     if c.arch == "blackwell":
-        return int(table["blackwell_one_node" if N == 1 else "blackwell"])
-    return int(table["hopper"])
+        return c.cap_channels(int(table["blackwell_one_node" if N == 1 else "blackwell"]))
+    return c.cap_channels(int(table["hopper"]))
 
 
 def _nvls_chunk(c: NcclConstants, S: float, ops: int, tree: bool, N: int) -> int:

@@ -25,6 +25,12 @@ The causes and their models (docs/explain.md):
   memory (``NCCL_NET_GDR_LEVEL``; NCCL docs, "GPU Direct RDMA"), so each byte crosses the PCIe
   link of the GPU-NIC pair twice, GPU to host and host to NIC: the NIC's rate is at most
   half of its PCIe side.
+- ``nics_used:K``: every server drives only ``K`` of its NICs (``NCCL_IB_HCA`` listing a
+  subset; an EP kernel driving one plane of two): the fabric without the other NICs' cables,
+  on every server; ``K`` half of them, and 1.
+- ``channels:K``: ``NCCL_MAX_NCHANNELS=K``, half and a quarter of the design's channels:
+  every channel count the model uses capped at ``K``
+  (:meth:`topo.collective.constants.NcclConstants.with_max_nchannels`).
 - ``nvls_off``: ``NCCL_NVLS_ENABLE=0`` or no NVLink SHARP: the tuner without NVLS and
   NVLS-tree (only where the design's choice uses them).
 - ``algo:NAME``, ``proto:NAME``: ``NCCL_ALGO`` / ``NCCL_PROTO`` forcing one algorithm or
@@ -41,6 +47,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from topo.collective.channels import coll_channels
 from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
 from topo.collective.fabric_rates import FabricRates, fabric_rates
@@ -59,6 +66,10 @@ smaller rows are scored only when fewer than three are larger."""
 AGREE = math.log(1.15)
 """A curve agrees with a measurement when its score (RMS of the log time ratio) is at most
 this: about 15% off on every row."""
+
+MIN_GAIN = 0.01
+"""A cause is listed only when its score is lower than the design's by more than this (1%):
+a change that leaves the curve where it was explains nothing."""
 
 NCCL_ALGO_NAMES = {
     "ring": "Ring",
@@ -89,6 +100,15 @@ CHECKS = {
         "NCCL_NVLS_ENABLE unset or 1; the fabric manager running (`nvidia-smi -q`: Fabric "
         "State Completed); NCCL_DEBUG=INFO prints 'NVLS multicast support is available'"
     ),
+    "nics_used": (
+        "NCCL_IB_HCA in the job's environment (every NIC listed, or unset); NCCL_DEBUG=INFO's "
+        "'NET/IB : Using' line on each server lists every NIC; an EP kernel's own NIC or plane "
+        "selection (DeepEP: one plane of a dual-plane ConnectX-8)"
+    ),
+    "channels": (
+        "NCCL_MAX_NCHANNELS, NCCL_MIN_NCHANNELS, NCCL_MAX_CTAS in the job's environment and "
+        "/etc/nccl.conf; NCCL_DEBUG=INFO prints 'N coll channels'"
+    ),
     "algo": "NCCL_ALGO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
     "proto": "NCCL_PROTO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
 }
@@ -114,7 +134,8 @@ class Cause:
     Attributes
     ----------
     name : str
-        ``nic_down``, ``nic_slow``, ``no_gdr``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+        ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
+        ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
     score : float
@@ -213,6 +234,7 @@ class _Variant:
     kind: str
     graph: Callable[[nx.Graph, FabricRates], nx.Graph] | None = None
     restriction: TunerRestriction | None = None
+    constants: Callable[[NcclConstants], NcclConstants] | None = None
 
 
 def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
@@ -247,6 +269,35 @@ def _scaled(
     return change
 
 
+def _nics_used(k: int) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
+    """The fabric with only the first ``k`` cabled NICs of every server in use (the rest's
+    cables removed): what NCCL_IB_HCA listing ``k`` of them, or a kernel driving ``k`` planes
+    or rails, leaves."""
+
+    def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
+        H = G.copy()
+        for nic in _cabled_nics_by_server(H, r.servers, skip=k):
+            H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
+        return H
+
+    return change
+
+
+def _cabled_nics_by_server(G: nx.Graph, chosen: list[Any], skip: int) -> list[Any]:
+    """The cabled NICs of each ``chosen`` server after its first ``skip`` (one pass over the
+    fabric's servers)."""
+    by_server = servers(G)
+    out: list[Any] = []
+    for s in chosen:
+        nics = [
+            v
+            for v in by_server[s]
+            if G.nodes[v]["kind"] == "nic" and any(G[v][w]["kind"] == "endpoint" for w in G[v])
+        ]
+        out += nics[skip:]
+    return out
+
+
 def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
     """The NICs cabled to a switch of the ``chosen`` servers, in order (one pass over the
     fabric's servers, whatever their number)."""
@@ -259,7 +310,7 @@ def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
     ]
 
 
-def _variants(r: FabricRates, design: Curve, op: str) -> list[_Variant]:
+def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Variant]:
     out: list[_Variant] = []
     if r.nodes > 1 and r.nics_per_node >= 1:
         k = r.nics_per_node
@@ -290,6 +341,16 @@ def _variants(r: FabricRates, design: Curve, op: str) -> list[_Variant]:
                 graph=_scaled("endpoint", 0.5, one_nic=True),
             )
         )
+        for used in sorted({k // 2, 1} - {0, k}, reverse=True):
+            out.append(
+                _Variant(
+                    f"nics_used:{used}",
+                    f"every server driving {used} of its {k} NICs (NCCL_IB_HCA listing "
+                    f"{used}, or a kernel driving {used} of the planes or rails)",
+                    "nics_used",
+                    graph=_nics_used(used),
+                )
+            )
         out.append(
             _Variant(
                 "no_gdr",
@@ -298,6 +359,16 @@ def _variants(r: FabricRates, design: Curve, op: str) -> list[_Variant]:
                 graph=_scaled("pcie", 0.5, one_nic=False),
             )
         )
+    if channels > 1:
+        for cap in sorted({channels // 2, channels // 4} - {0}, reverse=True):
+            out.append(
+                _Variant(
+                    f"channels:{cap}",
+                    f"NCCL_MAX_NCHANNELS={cap} (the design runs {channels} channels)",
+                    "channels",
+                    constants=lambda c, cap=cap: c.with_max_nchannels(cap),
+                )
+            )
     chosen = {k.split("/")[0] for k in design.choice}
     if op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         if chosen & {"nvls", "nvls_tree"}:
@@ -421,11 +492,12 @@ def explain_test(
             "no fault explains a faster run; the model is pessimistic here"
         )
     else:
-        for v in _variants(rates, design, test.op):
+        for v in _variants(rates, design, test.op, coll_channels(rates, c)):
             try:
                 H = v.graph(G, rates) if v.graph is not None else G
                 r = fabric_rates(H, n, g) if v.graph is not None else rates
-                curve = _curve(test.op, rows, scored, r, c, v.restriction)
+                cv = v.constants(c) if v.constants is not None else c
+                curve = _curve(test.op, rows, scored, r, cv, v.restriction)
             except TopoError:
                 continue  # a cause this fabric or op cannot take (e.g. no NVLS here)
             causes.append(
@@ -440,7 +512,7 @@ def explain_test(
                 )
             )
         causes.sort(key=lambda k: k.score)
-        causes = [k for k in causes if k.score < design.score]
+        causes = [k for k in causes if k.score < design.score - MIN_GAIN]
         best = causes[0] if causes else None
         if best is not None and best.fits:
             verdict = (

@@ -103,7 +103,12 @@ def explain(
     runs: list[PairRun] = []
     for log, in_folder in logs:
         if _looks_like_pair_summary(log):
-            runs += read_pair_summary(log)
+            try:
+                runs += read_pair_summary(log)
+            except FormatError as exc:
+                if not in_folder:
+                    raise
+                warnings.append(f"{exc} (skipped)")  # e.g. a summary of runs on 10 servers
             continue
         try:
             tests, left_out = log_tests(log, op, gpus, gpus_per_node)
