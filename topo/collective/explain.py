@@ -298,6 +298,15 @@ def _cabled_nics_by_server(G: nx.Graph, chosen: list[Any], skip: int) -> list[An
     return out
 
 
+def _channel_cap(k: int) -> Callable[[NcclConstants], NcclConstants]:
+    """The constants with ``NCCL_MAX_NCHANNELS=k``."""
+
+    def change(c: NcclConstants) -> NcclConstants:
+        return c.with_max_nchannels(k)
+
+    return change
+
+
 def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
     """The NICs cabled to a switch of the ``chosen`` servers, in order (one pass over the
     fabric's servers, whatever their number)."""
@@ -366,7 +375,7 @@ def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Va
                     f"channels:{cap}",
                     f"NCCL_MAX_NCHANNELS={cap} (the design runs {channels} channels)",
                     "channels",
-                    constants=lambda c, cap=cap: c.with_max_nchannels(cap),
+                    constants=_channel_cap(cap),
                 )
             )
     chosen = {k.split("/")[0] for k in design.choice}
