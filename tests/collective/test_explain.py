@@ -229,3 +229,51 @@ def test_channel_cap_limits_every_channel_count() -> None:
     # explain offers NCCL_MAX_NCHANNELS at half and a quarter of the design's 16
     e = explain_test(G, _test("sendrecv", 16, 2, [(s, s / 10e3) for s in SIZES]))
     assert {k.name for k in e.causes} >= {"channels:4"}
+
+
+def _without_nic_cables(G: object, nics: list[str]) -> object:
+    B = G.copy()  # type: ignore[attr-defined]
+    for nic in nics:
+        B.remove_edges_from([(nic, w) for w in list(B[nic]) if B[nic][w]["kind"] == "endpoint"])
+    return B
+
+
+def test_a_dump_missing_half_a_servers_cables_ranks_as_built_first() -> None:
+    # the dump lacks the cables of node0's NICs 4-7: a ring all_gather of the two servers
+    # runs at 4 NICs' worth (4 x 50 GB/s x NCCL's NIC efficiency)
+    from topo.collective.report import fabric_constants
+    from topo.validate import as_built_fabric, find_defects, match_fabric
+
+    G = _h100(16)
+    D = _without_nic_cables(G, [f"node0/nic{k}" for k in range(4, 8)])
+    match = match_fabric(G, D)
+    defects = find_defects(G, D, match)
+    assert sorted(d.kind for d in defects) == ["missing"] * 4
+    four = 4 * 50.0 * fabric_constants(G).nic_efficiency
+    built = (as_built_fabric(G, D, match), "4 defects: 4 missing")
+    e = explain_test(
+        G, _test("all_gather", 16, 2, _plateau(four, 16, fixed_us=0.0)), as_built=built
+    )
+    top = next(k for k in e.causes if k.name == "as_built")
+    assert top.fits and top.curve.busbw_GBps[-1] == pytest.approx(four, rel=0.01)
+    assert e.causes[0].score == pytest.approx(top.score)
+    assert "4 missing" in top.description and "topo validate" in top.check
+
+
+@needs_shared
+def test_cli_takes_a_dump_and_scores_nothing_on_a_healthy_log(tmp_path: Path) -> None:
+    from topo.formats import write_ibnetdiscover
+
+    fabric = tmp_path / "h100.json"
+    r = run("build", "ft2", "--gpus", "80", "--node", "h100", "-o", str(fabric))
+    assert r.exit_code == 0, r.stderr
+    from topo.fabric import load
+
+    D = _without_nic_cables(load(fabric), ["node3/nic7"])
+    dump = tmp_path / "fabric.topo"
+    dump.write_text(write_ibnetdiscover(D))
+    log = N10 / "nccl_N10_G8.log"
+    r = run("explain", str(fabric), str(log), "--op", "all_gather", "--dump", str(dump), "--json")
+    assert r.exit_code == 0, r.stderr
+    (e,) = json.loads(r.stdout)
+    assert e["agrees"] and e["causes"] == []

@@ -25,6 +25,8 @@ The causes and their models (docs/explain.md):
   memory (``NCCL_NET_GDR_LEVEL``; NCCL docs, "GPU Direct RDMA"), so each byte crosses the PCIe
   link of the GPU-NIC pair twice, GPU to host and host to NIC: the NIC's rate is at most
   half of its PCIe side.
+- ``as_built``: given a dump of the fabric as built, the design's servers with the dump's
+  cables (missing, miswired, slower ones as found).
 - ``nics_used:K``: every server drives only ``K`` of its NICs (``NCCL_IB_HCA`` listing a
   subset; an EP kernel driving one plane of two): the fabric without the other NICs' cables,
   on every server; ``K`` half of them, and 1.
@@ -100,6 +102,10 @@ CHECKS = {
         "NCCL_NVLS_ENABLE unset or 1; the fabric manager running (`nvidia-smi -q`: Fabric "
         "State Completed); NCCL_DEBUG=INFO prints 'NVLS multicast support is available'"
     ),
+    "as_built": (
+        "`topo validate DESIGN DUMP` lists each missing or miswired cable with its ports; "
+        "`iblinkinfo` on the switches named"
+    ),
     "nics_used": (
         "NCCL_IB_HCA in the job's environment (every NIC listed, or unset); NCCL_DEBUG=INFO's "
         "'NET/IB : Using' line on each server lists every NIC; an EP kernel's own NIC or plane "
@@ -134,7 +140,7 @@ class Cause:
     Attributes
     ----------
     name : str
-        ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
+        ``as_built``, ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
         ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
@@ -445,6 +451,7 @@ def explain_test(
     gpus: int | None = None,
     gpus_per_node: int | None = None,
     constants: NcclConstants | None = None,
+    as_built: tuple[nx.Graph, str] | None = None,
 ) -> Explanation:
     """Score the design and each candidate cause against one measured test.
 
@@ -458,6 +465,10 @@ def explain_test(
         Default: the ranks and ranks per host the log lists.
     constants : NcclConstants, optional
         Default: :func:`topo.collective.report.fabric_constants` of ``G``.
+    as_built : (networkx.Graph, str), optional
+        The fabric as a dump found it (the design's servers with the dump's cables:
+        :func:`topo.validate.as_built_fabric`) and a phrase naming its defects: scored as the
+        cause ``as_built``.
 
     Returns
     -------
@@ -501,7 +512,19 @@ def explain_test(
             "no fault explains a faster run; the model is pessimistic here"
         )
     else:
-        for v in _variants(rates, design, test.op, coll_channels(rates, c)):
+        variants = _variants(rates, design, test.op, coll_channels(rates, c))
+        if as_built is not None:
+            built, defects = as_built
+            variants.insert(
+                0,
+                _Variant(
+                    "as_built",
+                    f"the fabric as the dump found it ({defects})",
+                    "as_built",
+                    graph=lambda _G, _r: built,
+                ),
+            )
+        for v in variants:
             try:
                 H = v.graph(G, rates) if v.graph is not None else G
                 r = fabric_rates(H, n, g) if v.graph is not None else rates

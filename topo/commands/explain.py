@@ -3,6 +3,7 @@ which candidate cause fits it (:mod:`topo.collective.explain`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -73,6 +74,17 @@ def explain(
             "--html", help="Write measured, design and the best causes' busbw curves (plotly)."
         ),
     ] = None,
+    dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--dump",
+            help="The fabric as built: an ibnetdiscover dump (or its topo import JSON). Its "
+            "missing and miswired cables (topo validate) are scored as the cause 'as_built'.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -96,8 +108,9 @@ def explain(
     from topo.formats.pair_summary import read_pair_summary
 
     logs = _expand(measurements)
-    check_outputs({"--html": html}, [fabric, *[p for p, _ in logs]])
+    check_outputs({"--html": html}, [fabric, *[p for p, _ in logs], *([dump] if dump else [])])
     G = fabric_mod.load(fabric)
+    built = _as_built(G, fabric, dump) if dump is not None else None
     results: list[tuple[Path, Explanation]] = []
     warnings: list[str] = []
     runs: list[PairRun] = []
@@ -121,7 +134,8 @@ def explain(
         warnings += left_out
         for t in tests:
             with about(fabric), sizes_from_log(log, [t], gpus, gpus_per_node):
-                results.append((log, explain_test(G, t, gpus=gpus, gpus_per_node=gpus_per_node)))
+                e = explain_test(G, t, gpus=gpus, gpus_per_node=gpus_per_node, as_built=built)
+                results.append((log, e))
             runs += _pair_runs(log, t)
     if not results and not runs:
         raise TopoError(f"no measured collective log in {', '.join(str(p) for p in measurements)}")
@@ -149,6 +163,29 @@ def explain(
             _pair_table(groups)
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _as_built(G: Any, fabric: Path, dump: Path) -> tuple[Any, str] | None:
+    """The design's servers with the dump's cables and a phrase naming the defects (None when
+    the dump matches the design: nothing to score). A dump is a fabric JSON (topo import -o)
+    when it reads as one, an ibnetdiscover dump otherwise."""
+    from topo import fabric as fabric_mod
+    from topo.formats import import_ibnetdiscover
+    from topo.validate import as_built_fabric, check_design, find_defects, match_fabric
+
+    with about(fabric):
+        check_design(G, fabric)
+    with dump.open("rb") as f:
+        first = f.read(1)
+    D = fabric_mod.load(dump) if first in (b"{", b"[") else import_ibnetdiscover([dump])
+    match = match_fabric(G, D)
+    defects = find_defects(G, D, match)
+    if not defects:
+        err.print(f"{dump}: every cable as designed; no as-built cause to score")
+        return None
+    kinds = Counter(d.kind for d in defects)
+    words = ", ".join(f"{k} {kind}" for kind, k in sorted(kinds.items()))
+    return as_built_fabric(G, D, match), f"{len(defects)} defects: {words}"
 
 
 def _looks_like_pair_summary(path: Path) -> bool:
