@@ -175,3 +175,13 @@ def test_explain_reads_the_summary_in_a_folder_of_logs(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["explain", str(fabric), str(C00 / "summary.csv")])
     assert r.exit_code == 0, r.output
     assert "cnode2-003" in r.stdout and "pairwise runs" in r.stdout
+
+
+def test_too_few_pairs_is_said_not_printed_empty(tmp_path: Path) -> None:
+    G = build("ft2", gpus=16, gpus_per_node=8, nics_per_node=8, switch_ports=64, link_gbps=400.0)
+    fabric = tmp_path / "f.json"
+    save(G, fabric)
+    table = _table(tmp_path, {(1, 2): 40.0, (1, 3): None})
+    r = CliRunner().invoke(app, ["explain", str(fabric), str(table)])
+    assert r.exit_code == 1
+    assert "2 pairwise runs but no test and G with three measured pairs" in r.stderr

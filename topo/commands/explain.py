@@ -140,6 +140,11 @@ def explain(
     if not results and not runs:
         raise TopoError(f"no measured collective log in {', '.join(str(p) for p in measurements)}")
     groups = _pairwise(G, fabric, runs)
+    if not results and not groups:
+        raise TopoError(
+            f"{count(len(runs), 'pairwise run')} but no test and G with three measured pairs: "
+            "nothing to locate"
+        )
     warn_lines(warnings)
     write_html_first(html, lambda: plot_explanations([e for _, e in results]))
     if as_json:
