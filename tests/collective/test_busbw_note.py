@@ -19,11 +19,7 @@ def _rates():
 
 def test_the_trial_s_row_reads_two_different_rates() -> None:
     rep = collective_table(
-        build("ft2", gpus=128),
-        "all_reduce",
-        gpus=64,
-        min_bytes=1 << 28,
-        max_bytes=1 << 30,
+        build("ft2", gpus=128), "all_reduce", gpus=64, min_bytes=1 << 28, max_bytes=1 << 30,
         step_factor=4,
     )
     small, large = rep.rows

@@ -54,6 +54,8 @@ def two_servers() -> nx.Graph:
     return build("ft2", switch_ports=8, gpus=16, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450)
 
 
+
+
 # ------------------------------------------------------------------ recovering known values
 
 

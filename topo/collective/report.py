@@ -697,7 +697,8 @@ def compare_log(
     if not measured:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
     predicted = [
-        predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction) for m in measured
+        predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
+        for m in measured
     ]
     rows = [
         CompareRow(

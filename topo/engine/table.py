@@ -138,7 +138,8 @@ def check_journal(output: Path, digest: str, resume: bool) -> None:
     if not resume:
         raise FormatError(
             path,
-            "an interrupted sweep's rows are here: give resume to continue it, or delete the file",
+            "an interrupted sweep's rows are here: give resume to continue it, or "
+            "delete the file",
             names=("resume",),
         )
     try:

@@ -628,3 +628,4 @@ def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, flo
     if isinstance(loads, ArcLoads):
         return loads.triples()
     return [(a, b, float(x)) for (a, b), x in loads.items()]
+

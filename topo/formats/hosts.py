@@ -317,7 +317,8 @@ def _check_host_args(G: nx.Graph, gpus: int, nvlink_GBps: float, pcie_GBps: floa
     for name, value in (("nvlink_GBps", nvlink_GBps), ("pcie_GBps", pcie_GBps)):
         if not (isinstance(value, (int, float)) and 1e-3 <= value <= 1e6):
             raise SpecError(
-                f"{name} must be a number of GB/s from 0.001 to 1e6, got {value!r}",
+                f"{name} must be a number of GB/s from 0.001 to "
+                f"1e6, got {value!r}",
                 param=name,
             )
     if any(k == "gpu" for _, k in G.nodes(data="kind")):

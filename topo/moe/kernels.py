@@ -293,7 +293,9 @@ def kernel_times(
     else:
         rdma, nvl = nic_Bps * RDMA_SHARE, nvl_Bps * NVLINK_SHARE
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
-        raise TopoError(f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel")
+        raise TopoError(
+            f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel"
+        )
     extra = LL_META_BYTES if kernel == "deepep-ll" else 0
     channels = num_sms // 2
     out = []

@@ -214,7 +214,9 @@ def ep_layout(G: nx.Graph, n_experts: int, ep: int | None = None) -> EPLayout:
         ep = default_ep(G, n_experts)
     n_gpus = sum(len(g) for _, g in servers)
     if not 1 <= ep <= n_gpus:
-        raise TopoError(f"ep must be from 1 to the fabric's {n_gpus} GPUs, got {ep}", param="ep")
+        raise TopoError(
+            f"ep must be from 1 to the fabric's {n_gpus} GPUs, got {ep}", param="ep"
+        )
     g = len(servers[0][1])
     if ep <= g:
         per_node = ep
