@@ -299,7 +299,7 @@ def _v2_sm_time(
     hit = _targets(layout, experts)
     src = np.arange(experts.shape[0]) // T
     node_hit = hit.reshape(-1, nodes, G)
-    tgt_nodes = node_hit.any(axis=2)
+    tgt_nodes: np.ndarray = np.asarray(node_hit.any(axis=2), dtype=bool)
     read = np.full(ep, float(T))
     write = np.zeros(ep)
     if nodes > 1:
