@@ -187,12 +187,6 @@ def moe(
         raise TopoError("give either --zipf or --expert-load, not both")
     if kernel_sms is not None and kernel is None:
         raise TopoError("--kernel-sms needs --kernel")
-    elif kernel_sms is not None and kernel not in (Kernel.deepep_normal, Kernel.deepep_v2):
-        assert kernel is not None
-        raise TopoError(
-            "--kernel-sms applies to --kernel deepep-normal (SMs / 2 forwarding channels) and "
-            f"deepep-v2 (its SM budget): the model of --kernel {kernel.value} has no SM budget"
-        )
     config = load_config(model) if model is not None else default_config()
     _check_options(ctx, config.n_shared_experts, dispatch_dtype, combine_dtype)
     loads = (
