@@ -144,6 +144,7 @@ def test_cli_kernels(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)["kernel"]
     assert d["sms"] == 8 and d["qps"] == 129 and "DeepEP V2" in d["release"]
+    assert d["tpot_ms"] > 0
     res = CliRunner().invoke(app, [*base, "--ep", "16", "--kernel", "nccl-ep-ll"])
     assert res.exit_code == 0 and "NCCL EP 0.1.0" in res.output, res.output
     res = CliRunner().invoke(app, [*base, "--ep", "128", "--kernel", "nccl-ep-ht"])
@@ -271,3 +272,15 @@ def test_heldout_deepep_v2_rdma(row):
     nvl, sms, d, c = DEEPEP_V2[row]
     k = kernel_report(_report(row[1], 8192, nvl), "deepep-v2", sms)
     assert k.sms == (12 if row[1] == 16 else 6) and _within(k, d, c, 0.20)
+
+
+def test_kernel_tpot():
+    """A layer is micro_batches x (dispatch + combine) of the kernel; TPOT that over
+    DeepSeek-V3's 58 MoE layers (61 layers, the first 3 dense); tokens/s its inverse."""
+    G = build("ft2", switch_ports=64, gpus=16, gpus_per_node=8, nics_per_node=8)
+    r = moe_report(G, default_config(), ep=16, tokens_per_gpu=32, shared="local",
+                   micro_batches=2)  # fmt: skip
+    k = kernel_report(r, "deepep-ll")
+    assert k.layer_us == pytest.approx(2 * (k.dispatch_us + k.combine_us))
+    assert k.tpot_ms == pytest.approx(58 * k.layer_us / 1e3)
+    assert k.tokens_per_s == pytest.approx(1e3 / k.tpot_ms)

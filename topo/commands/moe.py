@@ -265,6 +265,11 @@ def _output(
             f"{kr.bandwidth_kind}, {kr.combine_bottleneck}-bound); GB/s as the library's "
             f"{kr.bandwidth_name!r} (logical bytes, own traffic included)"
         )
+        if kr.tpot_ms is not None:
+            out.print(
+                f"with {kr.kernel}: layer {kr.layer_us:.2f} µs, TPOT {kr.tpot_ms:.3f} ms, "
+                f"{kr.tokens_per_s:,.1f} tokens/s (routed experts only: the kernel's traffic)"
+            )
         out.print(f"models {kr.release}")
 
 

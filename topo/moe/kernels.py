@@ -46,7 +46,7 @@ term (see docs/moe.md, 9b and 9c).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -193,6 +193,10 @@ class KernelResult:
         SMs the kernel runs on (given, or as the library's code computes them).
     qps : int or None
         RDMA queue pairs per rank the library's code computes (DeepEP V2), else None.
+    layer_us, tpot_ms, tokens_per_s : float or None
+        With the report's micro-batches and MoE layers (:func:`kernel_report`): a layer's
+        ``micro_batches x (dispatch + combine)`` (µs), its time per output token over the MoE
+        layers (ms) and ``1 / TPOT`` per sequence; None from :func:`kernel_times` alone.
     """
 
     kernel: str
@@ -207,6 +211,9 @@ class KernelResult:
     bandwidth_name: str = ""
     sms: int | None = None
     qps: int | None = None
+    layer_us: float | None = None
+    tpot_ms: float | None = None
+    tokens_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``kernel`` object of ``topo moe --json``)."""
@@ -575,6 +582,8 @@ def kernel_report(
     Returns
     -------
     KernelResult
+        With ``layer_us``, ``tpot_ms`` and ``tokens_per_s`` over the report's micro-batches and
+        MoE layers, as the report's own (``micro_batches x (dispatch + combine)`` per layer).
 
     Raises
     ------
@@ -597,7 +606,7 @@ def kernel_report(
                 param="dispatch_dtype",
             )
     experts = report.routings[report.headline.node_limit]
-    return kernel_times(
+    k = kernel_times(
         report.layout,
         experts,
         report.tokens_per_gpu,
@@ -606,4 +615,12 @@ def kernel_report(
         kernel,
         num_sms,
         ll_nvlink=ll_nvlink,
+    )
+    layer_us = report.micro_batches * (k.dispatch_us + k.combine_us)
+    tpot_s = layer_us * 1e-6 * report.moe_layers
+    return replace(
+        k,
+        layer_us=layer_us,
+        tpot_ms=tpot_s * 1e3,
+        tokens_per_s=1 / tpot_s if tpot_s > 0 else None,
     )
