@@ -35,7 +35,10 @@ class Dtype(str, Enum):
 class Kernel(str, Enum):
     deepep_normal = "deepep-normal"
     deepep_ll = "deepep-ll"
+    deepep_v2 = "deepep-v2"
     nccl = "nccl"
+    nccl_ep_ll = "nccl-ep-ll"
+    nccl_ep_ht = "nccl-ep-ht"
 
 
 class Shared(str, Enum):
@@ -142,17 +145,20 @@ def moe(
         Kernel | None,
         typer.Option(
             "--kernel",
-            help="Also model an EP kernel: DeepEP normal (RDMA to the same-index GPU, then "
-            "NVLink), DeepEP low-latency (pure RDMA) or an NCCL all-to-all; --json adds "
-            "'kernel' (docs/moe.md).",
+            help="Also model an EP kernel: DeepEP V1 normal (RDMA to the same-index GPU, then "
+            "NVLink), DeepEP V1 low-latency (per-expert messages, NVLink in a node, RDMA "
+            "across), DeepEP V2 (ElasticBuffer), an NCCL all-to-all, or NCCL EP's LL / HT "
+            "kernels (at most 64 GPUs); --json adds 'kernel' with its 'release' (docs/moe.md).",
         ),
     ] = None,
     kernel_sms: Annotated[
         int | None,
         typer.Option(
             "--kernel-sms",
-            help="SMs given to DeepEP's normal kernels (even; default 24, as DeepEP's tests).",
-            min=2,
+            "--sms",
+            help="SMs given to the kernel: deepep-normal (even; default 24, as DeepEP's tests) "
+            "or deepep-v2 (default: the count V2's code computes).",
+            min=1,
         ),
     ] = None,
     paper_example: Annotated[
@@ -181,11 +187,6 @@ def moe(
         raise TopoError("give either --zipf or --expert-load, not both")
     if kernel_sms is not None and kernel is None:
         raise TopoError("--kernel-sms needs --kernel")
-    elif kernel_sms is not None and kernel is not None and kernel is not Kernel.deepep_normal:
-        raise TopoError(
-            "--kernel-sms applies to --kernel deepep-normal (SMs / 2 forwarding channels): the "
-            f"model of --kernel {kernel.value} has no SM budget"
-        )
     config = load_config(model) if model is not None else default_config()
     _check_options(ctx, config.n_shared_experts, dispatch_dtype, combine_dtype)
     loads = (
@@ -243,9 +244,9 @@ def _output(
     (on ``kernel_sms`` SMs for DeepEP's normal kernels, default 24)."""
     kr = None
     if kernel is not None:
-        from topo.moe.kernels import DEEPEP_SMS, kernel_report
+        from topo.moe.kernels import kernel_report
 
-        kr = kernel_report(report, kernel.value, kernel_sms or DEEPEP_SMS)
+        kr = kernel_report(report, kernel.value, kernel_sms)
     if as_json:
         d = report.to_dict()
         if kr is not None:
@@ -254,13 +255,22 @@ def _output(
         return
     _tables(report)
     if kr is not None:
+        res = ""
+        if kr.sms is not None:
+            res = f" on {kr.sms} SMs" + (f", {kr.qps} QPs" if kr.qps is not None else "")
         out.print(
-            f"kernel {kr.kernel}: dispatch {kr.dispatch_us:.2f} µs "
+            f"kernel {kr.kernel}{res}: dispatch {kr.dispatch_us:.2f} µs "
             f"({kr.dispatch_GBps:.1f} GB/s {kr.bandwidth_kind}, {kr.dispatch_bottleneck}-"
             f"bound), combine {kr.combine_us:.2f} µs ({kr.combine_GBps:.1f} GB/s "
-            f"{kr.bandwidth_kind}, {kr.combine_bottleneck}-bound); DeepEP's logical "
-            "bandwidth (own traffic included)"
+            f"{kr.bandwidth_kind}, {kr.combine_bottleneck}-bound); GB/s as the library's "
+            f"{kr.bandwidth_name!r} (logical bytes, own traffic included)"
         )
+        if kr.tpot_ms is not None:
+            out.print(
+                f"with {kr.kernel}: layer {kr.layer_us:.2f} µs, TPOT {kr.tpot_ms:.3f} ms, "
+                f"{kr.tokens_per_s:,.1f} tokens/s (routed experts only: the kernel's traffic)"
+            )
+        out.print(f"models {kr.release}")
 
 
 def _tables(r: MoEReport) -> None:

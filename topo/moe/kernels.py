@@ -1,7 +1,8 @@
-"""Expert-parallel kernels: how DeepEP's two kernel families and an NCCL all-to-all move the
-dispatch and combine of one routing, and their bandwidths in DeepEP's own definitions.
+"""Expert-parallel kernels: how DeepEP V1 and V2, NCCL EP and an NCCL all-to-all move the
+dispatch and combine of one routing, and their bandwidths in each library's own definitions.
 
-``topo moe ... --kernel deepep-normal|deepep-ll|nccl`` (docs/moe.md, "Kernels"):
+``topo moe ... --kernel deepep-normal|deepep-ll|deepep-v2|nccl|nccl-ep-ll|nccl-ep-ht``
+(docs/moe.md, "Kernels"):
 
 - ``deepep-normal`` (DeepEP ``internode.cu`` / ``intranode.cu``): a token goes once over RDMA to
   the GPU of the same local index on each target node other than its own, which forwards it
@@ -12,39 +13,72 @@ dispatch and combine of one routing, and their bandwidths in DeepEP's own defini
   channels = SMs / 2. The last term is the SM budget: every token of a target node, own node
   and the relay itself included, passes one forwarder warp (one TMA copy per token and
   peer) of one channel. On one node only NVLink is used (``intranode.cu``, no forwarder).
-- ``deepep-ll`` (``internode_ll.cu``): pure RDMA, one message per (token, expert) to the
-  expert's GPU, on its own node too; FP8 messages carry 16 B of metadata more.
+- ``deepep-ll`` (``internode_ll.cu`` since DeepEP PR #173): one message per (token, expert) to
+  the expert's GPU, over NVLink (warp stores) inside the node, over RDMA (IBGDA puts through the
+  GPU's own NIC) across; dispatch messages carry a 16 B header. The NVLink copies and the RDMA
+  leg add up (``t_rdma + t_nvl``), as DeepEP's H20 rows of PR #173 show.
+- ``deepep-v2`` (``ElasticBuffer``, hybrid mode): the path of ``deepep-normal`` (RDMA to the
+  same-index GPU of each target node, NVLink from there), on the SM count V2's code computes
+  (:mod:`topo.moe.deepep_v2`), its per-SM HBM rates bounding the kernel when given fewer.
+- ``nccl-ep-ll`` (NCCL EP 0.1.0, ``contrib/nccl_ep/device/low_latency.cu``, adapted from
+  DeepEP's low-latency kernels): as ``deepep-ll``; ``nccl-ep-ht`` (its hybrid-EP kernels): the
+  hierarchical path of ``deepep-normal`` without an SM term. At most 64 GPUs, 8 per node,
+  BF16 combine (contrib/nccl_ep/RELEASE.md, ``ncclEpCombine``).
 - ``nccl``: a pairwise all-to-all of the (token, GPU) copies: NVLink inside a node, RDMA across
   (PXN forwards to the NIC on the destination's rail over NVLink first, counted on NVLink).
 
-Bandwidths are DeepEP's test definitions (``tests/test_internode.py``,
-``test_intranode.py``, ``test_low_latency.py``): logical bytes over time, the logical bytes
-counting a rank's traffic to itself. Normal kernels across nodes: ``RDMA GB/s`` = (token,
-target node) pairs, own node included, x bytes per token / time; on one node: ``NVLink GB/s`` =
-(token, target GPU) pairs received, own GPU included, x bytes / time. Low latency: (token,
-expert) selections x bytes / time.
+Bandwidths are each library's test definitions: logical bytes over time, counting a rank's
+traffic to itself. DeepEP (``tests/legacy/test_internode.py``, ``test_intranode.py``,
+``test_low_latency.py``; V2 ``tests/elastic/test_ep.py``): normal kernels and V2 across nodes
+(token, target node) pairs, own node included, x bytes per token / time; on one node (token,
+target GPU) pairs received, own GPU included; low latency (token, expert) selections x bytes.
+NCCL EP (``contrib/nccl_ep/ep_bench.cu``): LL selections x hidden x 2 B; HT ``total_send``,
+(token, node) pairs x hidden x 2 B.
 
 Rates (each cited beside its constant): NVLink 0.656 of nominal per direction (DeepEP issue
 #16, the intranode test on H20); RDMA 0.94 of the NIC (NVSHMEM puts, DeepEP issue #155);
 forwarding 10.41 / 12.10 GB/s per channel for dispatch / combine (DeepEP issue #493, 2 nodes
-of H200 where neither link binds); 0.8 of the NIC for the low-latency kernels' per-token
-messages ([ISCA25] §4.1); NCCL's own 48/50 and 20.6/25 for the NCCL all-to-all. No latency
-term (see docs/moe.md, 9b).
+of H200 where neither link binds); for the low-latency kernels' per-(token, expert) messages
+0.853 of the NIC and 0.418 / 0.502 of NVLink (fitted, topo/data/training.toml); NCCL's own
+48/50 and 20.6/25 for the NCCL all-to-all; DeepEP V2's own 200 / 50 GB/s per SM. No latency
+term (see docs/moe.md, 9b and 9c).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from topo.errors import TopoError
+from topo.moe.deepep_v2 import (
+    V2_MAX_SMS,
+    V2_SM_READ_Bps,
+    V2_SM_WRITE_Bps,
+    v2_theoretical_qps,
+    v2_theoretical_sms,
+)
 from topo.moe.traffic import EPLayout
 from topo.units import Bps_to_GBps, s_to_us
 
-KERNELS = ("deepep-normal", "deepep-ll", "nccl")
+KERNELS = ("deepep-normal", "deepep-ll", "deepep-v2", "nccl", "nccl-ep-ll", "nccl-ep-ht")
 """The kernels of ``topo moe --kernel``."""
+
+RELEASES = {
+    "deepep-normal": "DeepEP V1 normal kernels (legacy; csrc/kernels/legacy/internode.cu, "
+    "intranode.cu at v1.2.1)",
+    "deepep-ll": "DeepEP V1 low-latency kernels with NVLink (PR #173, 2025-06; "
+    "csrc/kernels/legacy/internode_ll.cu at v1.2.1, commit dd758ca)",
+    "deepep-v2": "DeepEP V2 ElasticBuffer (release 26/04, PR #605; deep_ep/buffers/elastic.py "
+    "at commit dd758ca, 2026-07-14)",
+    "nccl": "NCCL 2.29 all-to-all (src/graph/search.cc, topo.h)",
+    "nccl-ep-ll": "NCCL EP 0.1.0 low-latency (NVIDIA/nccl contrib/nccl_ep, commit 9d22d5d, "
+    "2026-06-08)",
+    "nccl-ep-ht": "NCCL EP 0.1.0 high-throughput (NVIDIA/nccl contrib/nccl_ep, commit 9d22d5d, "
+    "2026-06-08)",
+}
+"""The release each kernel's model reads its code from (``release`` in ``--json``)."""
 
 NVLINK_SHARE = 337.35 * 7 / 8 / 450.0
 """NVLink DeepEP's normal kernels reach per direction in their all-to-all, over the link's
@@ -80,17 +114,56 @@ H800's. Other public runs at 24 SMs on 2 nodes of H20: 139-147 GB/s (issues #137
 FORWARD_COMBINE_Bps = 145.16e9 / 12
 """The same for the internode combine (BF16; forwarders reduce on the way back), B/s: 12.10
 GB/s per channel. Source: DeepEP issue #493, best combine 145.16 GB/s (NVL) at 24 SMs."""
-RDMA_SMALL_SHARE = 40.0 / 50.0
-"""RDMA of small messages over the NIC's rate, for the low-latency kernels' one message per
-(token, expert) of a few KiB: [ISCA25] §4.1 ("40 GB/s effective for small messages" of a
-400G NIC's 50 GB/s)."""
+LL_RDMA_SHARE = 0.853
+"""RDMA rate of the low-latency kernels' per-(token, expert) messages (7.4 KiB FP8, 14 KiB BF16)
+through the GPU's own NIC, over the NIC's rate: 0.853 (42.7 GB/s of a 400G NIC). Fitted
+(``topo/data/training.toml``, ``[[ep_kernel]]`` ``deepep-ll-pure-rdma-h800``) to DeepEP's
+low-latency table from before PR #173 (pure RDMA, H800 + CX7 400G, EP8 to EP256, both phases;
+EP128 and EP256 are unchanged in the current table), as the geometric mean of measured over
+modelled on topo's seeded routing (the busiest NIC sets the time). [ISCA25] §4.1's "40 GB/s
+effective for small messages" (0.8) is 6% lower."""
 NCCL_NIC_SHARE = 48.0 / 50.0
 """NCCL's per-NIC rate over a 400G NIC's (src/graph/search.cc sm90SpeedArrayInter[0])."""
 NCCL_NVLINK_SHARE = 20.6 / 25.0
 """NCCL's NVLink rate over the link's (src/graph/topo.h SM90_NVLINK_BW over NVLink 4)."""
 LL_META_BYTES = 16
-"""Metadata per FP8 message of the low-latency kernels (DeepEP tests/test_low_latency.py:
-``hidden + hidden / 128 * 4 + 16``)."""
+"""Header of each dispatch message of the low-latency kernels, B: ``sizeof(int4)`` (DeepEP
+``internode_ll.cu``: ``num_bytes_per_msg = sizeof(int4) + hidden bytes + scales``; its test
+counts FP8 as ``hidden + hidden / 128 * 4 + 16``). NCCL EP's LL kernel, adapted from it, is
+given the same header."""
+LL_NVLINK_DISPATCH_SHARE = 0.418
+"""NVLink rate of the low-latency dispatch's warp copies (one per (token, expert) on the node)
+over the link's nominal rate per direction: 0.418. Fitted (``topo/data/training.toml``,
+``[[ep_kernel]]`` ``deepep-pr173-h20``) to DeepEP PR #173's EP8 row on 8 H20 (NVLink 450 GB/s
+per direction), 128 tokens, hidden 7,168, top-8, FP8: 37 µs, 203.2 GB/s logical, on topo's
+seeded routing (the busiest GPU sets the time; a rank's messages to itself stay local)."""
+LL_NVLINK_COMBINE_SHARE = 0.502
+"""The same for the low-latency combine (BF16): PR #173's EP8 combine, 59 µs, 244.2 GB/s."""
+LL_DEVICE_SMS = 132
+"""SMs of the GPU the low-latency kernels are sized for (H800/H100 SXM5: 132)."""
+NCCL_EP_MAX_GPUS = 64
+"""Most GPUs NCCL EP 0.1.0 supports: "Up to 8 nodes ... Maximum of 64 GPUs (8 nodes x 8
+GPUs)" (contrib/nccl_ep/RELEASE.md, Known Limitations)."""
+NCCL_EP_MAX_GPUS_PER_NODE = 8
+"""Most GPUs per node NCCL EP 0.1.0 supports ("Up to 8 ranks per node", RELEASE.md)."""
+NCCL_EP_HT_SMS = 16
+"""SMs NCCL EP's high-throughput kernels take by default (``HYBRIDEP_MAX_NUM_SMS_PER_RANK``,
+contrib/nccl_ep/device/hybridep_configs.cuh)."""
+
+
+def ll_sms(num_experts: int, device_sms: int = LL_DEVICE_SMS) -> int:
+    """SMs DeepEP V1's low-latency dispatch launches (and NCCL EP's LL with ``max_num_sms``
+    auto): ``ceil(E / ceil(E / device_sms))`` (``internode_ll.cu``, host ``dispatch``:
+    ``num_warp_groups = ceil_div(num_experts, num_device_sms)``, ``num_sms =
+    ceil_div(num_experts, num_warp_groups)``).
+
+    Examples
+    --------
+    >>> ll_sms(288), ll_sms(256), ll_sms(64)
+    (96, 128, 64)
+    """
+    groups = -(-num_experts // device_sms)
+    return -(-num_experts // groups)
 
 
 @dataclass(frozen=True)
@@ -108,8 +181,22 @@ class KernelResult:
     bandwidth_kind : str
         ``nvlink`` (one node, normal kernels) or ``rdma``.
     dispatch_bottleneck, combine_bottleneck : str
-        The leg that sets each phase: ``rdma``, ``nvlink``, or ``sm`` (the forwarding
-        pipeline of the SMs DeepEP's normal kernels are given).
+        The leg that sets each phase: ``rdma``, ``nvlink``, or ``sm`` (the SMs the kernel is
+        given); for the low-latency kernels, whose legs add up, the larger of the two.
+    release : str
+        The library release whose code the model reads (:data:`RELEASES`).
+    bandwidth_name : str
+        The library's own name of the bandwidth: DeepEP V1/V2 "bottleneck bandwidth",
+        DeepEP LL "RDMA bandwidth", NCCL EP ``ep_bench``'s "throughput" (LL) or
+        "total_send" (HT).
+    sms : int or None
+        SMs the kernel runs on (given, or as the library's code computes them).
+    qps : int or None
+        RDMA queue pairs per rank the library's code computes (DeepEP V2), else None.
+    layer_us, tpot_ms, tokens_per_s : float or None
+        With the report's micro-batches and MoE layers (:func:`kernel_report`): a layer's
+        ``micro_batches x (dispatch + combine)`` (µs), its time per output token over the MoE
+        layers (ms) and ``1 / TPOT`` per sequence; None from :func:`kernel_times` alone.
     """
 
     kernel: str
@@ -120,6 +207,13 @@ class KernelResult:
     bandwidth_kind: str
     dispatch_bottleneck: str
     combine_bottleneck: str
+    release: str = ""
+    bandwidth_name: str = ""
+    sms: int | None = None
+    qps: int | None = None
+    layer_us: float | None = None
+    tpot_ms: float | None = None
+    tokens_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``kernel`` object of ``topo moe --json``)."""
@@ -185,16 +279,49 @@ def _normal_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
     return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, float(logical), fwd_out, fwd_in)
 
 
-def _ll_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
-    ep = layout.ep
+def _ll_legs(layout: EPLayout, experts: np.ndarray, T: int, nvlink: bool = True) -> _Legs:
+    """One message per (token, expert): NVLink to the other GPUs of the sender's node (when
+    ``nvlink``), RDMA through the sender's own NIC to other nodes; to itself, local."""
+    G, ep = layout.gpus_per_node, layout.ep
     src = np.repeat(np.arange(experts.shape[0]) // T, experts.shape[1])
     dst = layout.expert_rank[experts].ravel()
-    out, inn = np.zeros(ep), np.zeros(ep)
     other = src != dst
-    np.add.at(out, src[other], 1)
-    np.add.at(inn, dst[other], 1)
-    zeros = np.zeros(ep)
-    return _Legs(out, inn, zeros, zeros.copy(), experts.size / ep)
+    near = other & (src // G == dst // G) if nvlink else np.zeros_like(other)
+    far = other & ~near
+    rdma_out = np.bincount(src[far], minlength=ep).astype(float)
+    rdma_in = np.bincount(dst[far], minlength=ep).astype(float)
+    nvl_out = np.bincount(src[near], minlength=ep).astype(float)
+    nvl_in = np.bincount(dst[near], minlength=ep).astype(float)
+    return _Legs(rdma_out, rdma_in, nvl_out, nvl_in, experts.size / ep)
+
+
+def _v2_sm_time(
+    layout: EPLayout, experts: np.ndarray, T: int, nbytes: float, num_sms: int
+) -> float:
+    """DeepEP V2's SM budget (s): per rank, the token bytes its SMs read at 200 GB/s and write
+    at 50 GB/s each (``get_theoretical_num_sms``' terms, counted on the routing): read its own
+    tokens and, across nodes, every token it relays; write the send buffer, the own-node bypass
+    and every copy it issues over NVLink (its own included)."""
+    G, ep, nodes = layout.gpus_per_node, layout.ep, layout.nodes
+    hit = _targets(layout, experts)
+    src = np.arange(experts.shape[0]) // T
+    node_hit = hit.reshape(-1, nodes, G)
+    tgt_nodes: np.ndarray = np.asarray(node_hit.any(axis=2), dtype=bool)
+    read = np.full(ep, float(T))
+    write = np.zeros(ep)
+    if nodes > 1:
+        own = tgt_nodes[np.arange(len(src)), src // G]
+        write += T + np.bincount(src, weights=own, minlength=ep)
+        for d in range(nodes):
+            relay = d * G + src % G
+            sel = tgt_nodes[:, d]
+            read += np.bincount(relay[sel], minlength=ep)
+            write += np.bincount(relay[sel], weights=node_hit[sel, d, :].sum(axis=1), minlength=ep)
+    else:
+        write += np.bincount(src, weights=hit.sum(axis=1), minlength=ep)
+    t_read = read.max() * nbytes / (num_sms * V2_SM_READ_Bps)
+    t_write = write.max() * nbytes / (num_sms * V2_SM_WRITE_Bps)
+    return float(max(t_read, t_write))
 
 
 def _nccl_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
@@ -229,6 +356,67 @@ def _phase(
     return t, bound
 
 
+def _nic_and_nvlink_Bps(layout: EPLayout) -> tuple[float, float]:
+    """The slowest rank's NIC cable(s) and NVLink per direction, B/s."""
+    nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
+                    for nics in layout.nic_of_rank])  # fmt: skip
+    nic_Bps = float(nic.min()) if nic.size else 0.0
+    nvl_Bps = float(layout.nvlink_Bps.min()) if layout.ep else 0.0
+    return nic_Bps, nvl_Bps
+
+
+def _check_sms(kernel: str, num_sms: int | None) -> None:
+    if num_sms is None:
+        return
+    if kernel == "deepep-normal":
+        if num_sms < 2 or num_sms % 2 or num_sms > MAX_SMS:
+            raise TopoError(
+                f"num_sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's "
+                f"SMs), got {num_sms}",
+                param="num_sms",
+            )
+    elif kernel == "deepep-v2":
+        if not 1 <= num_sms <= V2_MAX_SMS:
+            raise TopoError(
+                f"num_sms must be from 1 to {V2_MAX_SMS} (a B200's SMs), got {num_sms}",
+                param="num_sms",
+            )
+    else:
+        why = {
+            "deepep-ll": "its SMs follow from the experts (internode_ll.cu: "
+            "ceil(E / ceil(E / 132)))",
+            "nccl-ep-ll": "its SMs follow from the experts, as DeepEP's low-latency kernels",
+            "nccl-ep-ht": f"no public per-SM rate of its kernels ({NCCL_EP_HT_SMS} SMs by default)",
+            "nccl": "NCCL picks its own channels",
+        }[kernel]
+        raise TopoError(
+            f"num_sms applies to deepep-normal and deepep-v2; the model of {kernel} has no SM "
+            f"budget: {why}",
+            param="num_sms",
+        )
+
+
+def _check_nccl_ep(layout: EPLayout, kernel: str) -> None:
+    if layout.ep > NCCL_EP_MAX_GPUS:
+        raise TopoError(
+            f"{kernel}: NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS} GPUs (8 nodes x 8 GPUs, "
+            f"contrib/nccl_ep/RELEASE.md); asked for EP{layout.ep}",
+            param="kernel",
+        )
+    if layout.gpus_per_node > NCCL_EP_MAX_GPUS_PER_NODE:
+        raise TopoError(
+            f"{kernel}: NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS_PER_NODE} GPUs per node "
+            f"(contrib/nccl_ep/RELEASE.md); the EP group has {layout.gpus_per_node}",
+            param="kernel",
+        )
+
+
+def _node_pairs(layout: EPLayout, experts: np.ndarray) -> float:
+    """(token, target node) pairs per rank, the token's own node included."""
+    hit = _targets(layout, experts).reshape(-1, layout.nodes, layout.gpus_per_node)
+    return float(hit.any(axis=2).sum()) / layout.ep
+
+
 def kernel_times(
     layout: EPLayout,
     experts: np.ndarray,
@@ -236,9 +424,11 @@ def kernel_times(
     dispatch_bytes: float,
     combine_bytes: float,
     kernel: str,
-    num_sms: int = DEEPEP_SMS,
+    num_sms: int | None = None,
+    *,
+    ll_nvlink: bool = True,
 ) -> KernelResult:
-    """Dispatch and combine of one routing by one kernel, in DeepEP's bandwidth definitions.
+    """Dispatch and combine of one routing by one kernel, in its library's bandwidth definitions.
 
     Parameters
     ----------
@@ -252,9 +442,14 @@ def kernel_times(
         Bytes of one token copy in each phase (B).
     kernel : str
         One of :data:`KERNELS`.
-    num_sms : int
-        SMs given to DeepEP's normal kernels (even; ``num_sms / 2`` channels, each forwarding
-        at :data:`FORWARD_DISPATCH_Bps` / :data:`FORWARD_COMBINE_Bps` across nodes).
+    num_sms : int, optional
+        SMs given to the kernel: DeepEP's normal kernels (even, default 24; ``num_sms / 2``
+        channels, each forwarding at :data:`FORWARD_DISPATCH_Bps` / :data:`FORWARD_COMBINE_Bps`
+        across nodes) or DeepEP V2 (default: the count its code computes,
+        :func:`topo.moe.deepep_v2.v2_theoretical_sms`). Other kernels take none.
+    ll_nvlink : bool
+        DeepEP's ``allow_nvlink_for_low_latency_mode`` (low-latency kernels): False sends every
+        message over RDMA, as the kernels before PR #173 and ``--disable-nvlink`` do.
 
     Returns
     -------
@@ -264,8 +459,8 @@ def kernel_times(
     Raises
     ------
     TopoError
-        Unknown kernel; a routing of another shape; RDMA needed with no NIC; an odd or
-        non-positive SM count.
+        Unknown kernel; a routing of another shape; RDMA needed with no NIC; an SM count out of
+        range or given to a kernel without one; NCCL EP above 64 GPUs or 8 GPUs per node.
     """
     if kernel not in KERNELS:
         raise TopoError(
@@ -273,45 +468,104 @@ def kernel_times(
         )
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
-    if num_sms < 2 or num_sms % 2 or num_sms > MAX_SMS:
-        raise TopoError(
-            f"num_sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's SMs), "
-            f"got {num_sms}",
-            param="num_sms",
-        )
-    nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
-                    for nics in layout.nic_of_rank])  # fmt: skip
-    nic_Bps = float(nic.min()) if nic.size else 0.0
-    nvl_Bps = float(layout.nvlink_Bps.min()) if layout.ep else 0.0
-    legs = {"deepep-normal": _normal_legs, "deepep-ll": _ll_legs, "nccl": _nccl_legs}[kernel](
-        layout, experts, tokens_per_gpu
-    )
+    _check_sms(kernel, num_sms)
+    if kernel.startswith("nccl-ep"):
+        _check_nccl_ep(layout, kernel)
+    nic_Bps, nvl_Bps = _nic_and_nvlink_Bps(layout)
+    T = tokens_per_gpu
+    low_latency = kernel in ("deepep-ll", "nccl-ep-ll")
+    if low_latency:
+        legs = _ll_legs(layout, experts, T, nvlink=ll_nvlink)
+    elif kernel == "nccl":
+        legs = _nccl_legs(layout, experts, T)
+    else:
+        legs = _normal_legs(layout, experts, T)
     if kernel == "nccl":
         rdma, nvl = nic_Bps * NCCL_NIC_SHARE, nvl_Bps * NCCL_NVLINK_SHARE
-    elif kernel == "deepep-ll":
-        rdma, nvl = nic_Bps * RDMA_SMALL_SHARE, 0.0
+    elif low_latency:
+        rdma, nvl = nic_Bps * LL_RDMA_SHARE, nvl_Bps * LL_NVLINK_DISPATCH_SHARE
     else:
         rdma, nvl = nic_Bps * RDMA_SHARE, nvl_Bps * NVLINK_SHARE
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
-        raise TopoError(
-            f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel"
+        raise TopoError(f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel")
+    sms: int | None = None
+    qps: int | None = None
+    if kernel == "deepep-normal":
+        sms = num_sms or DEEPEP_SMS
+    elif kernel == "deepep-v2":
+        sms = num_sms or v2_theoretical_sms(
+            len(layout.expert_rank),
+            experts.shape[1],
+            layout.ep,
+            layout.gpus_per_node,
+            nic_Bps / 1e9,
+            nvl_Bps / 1e9,
+            device_sms=V2_MAX_SMS,
         )
-    extra = LL_META_BYTES if kernel == "deepep-ll" else 0
-    channels = num_sms // 2
+        qps = v2_theoretical_qps(sms) if layout.nodes > 1 else None
+    elif low_latency:
+        sms = ll_sms(len(layout.expert_rank))
+    elif kernel == "nccl-ep-ht":
+        sms = NCCL_EP_HT_SMS
+    header = LL_META_BYTES if low_latency else 0
     out = []
-    for nbytes, fwd in (
-        (dispatch_bytes + extra, channels * FORWARD_DISPATCH_Bps),
-        (combine_bytes, channels * FORWARD_COMBINE_Bps),
-    ):
-        t, bound = _phase(legs, nbytes, rdma, nvl, fwd)
-        gbps = Bps_to_GBps(legs.logical * nbytes / t) if t > 0 else 0.0
+    for phase, nbytes in (("dispatch", dispatch_bytes + header), ("combine", combine_bytes)):
+        t, bound = _kernel_phase(kernel, legs, layout, experts, T, nbytes, phase, rdma, nvl, sms)
+        logical_bytes, logical = nbytes, legs.logical
+        if kernel == "nccl-ep-ll":
+            logical_bytes = combine_bytes  # ep_bench: hidden x 2 (BF16) per selection
+        elif kernel == "nccl-ep-ht":
+            logical_bytes, logical = combine_bytes, _node_pairs(layout, experts)
+        gbps = Bps_to_GBps(logical * logical_bytes / t) if t > 0 else 0.0
         out.append((s_to_us(t), gbps, bound))
-    kind = "nvlink" if layout.nodes == 1 and kernel != "deepep-ll" else "rdma"
+    pure_rdma = low_latency and not ll_nvlink
+    kind = "nvlink" if layout.nodes == 1 and not pure_rdma else "rdma"
+    name = {
+        "deepep-normal": "bottleneck bandwidth",
+        "deepep-v2": "bottleneck bandwidth",
+        "deepep-ll": "RDMA bandwidth",
+        "nccl": "logical bandwidth",
+        "nccl-ep-ll": "throughput",
+        "nccl-ep-ht": "total_send",
+    }[kernel]
     (dt, dg, db), (ct, cg, cb) = out
-    return KernelResult(kernel, dt, ct, dg, cg, kind, db, cb)
+    return KernelResult(kernel, dt, ct, dg, cg, kind, db, cb, RELEASES[kernel], name, sms, qps)
 
 
-def kernel_report(report: Any, kernel: str, num_sms: int = DEEPEP_SMS) -> KernelResult:
+def _kernel_phase(
+    kernel: str,
+    legs: _Legs,
+    layout: EPLayout,
+    experts: np.ndarray,
+    T: int,
+    nbytes: float,
+    phase: str,
+    rdma: float,
+    nvl: float,
+    sms: int | None,
+) -> tuple[float, str]:
+    """Time of one phase (s) and the leg that sets it, by the kernel's composition rule."""
+    if kernel in ("deepep-ll", "nccl-ep-ll"):
+        share = LL_NVLINK_COMBINE_SHARE if phase == "combine" else LL_NVLINK_DISPATCH_SHARE
+        nvl_ll = nvl / LL_NVLINK_DISPATCH_SHARE * share
+        t_rdma = max(legs.rdma_out.max(), legs.rdma_in.max()) * nbytes / rdma if rdma else 0.0
+        t_nvl = max(legs.nvl_out.max(), legs.nvl_in.max()) * nbytes / nvl_ll if nvl_ll else 0.0
+        return float(t_rdma + t_nvl), ("rdma" if t_rdma >= t_nvl else "nvlink")
+    if kernel == "deepep-normal":
+        ch = (sms or DEEPEP_SMS) // 2
+        fwd = ch * (FORWARD_COMBINE_Bps if phase == "combine" else FORWARD_DISPATCH_Bps)
+        return _phase(legs, nbytes, rdma, nvl, fwd)
+    t, bound = _phase(legs, nbytes, rdma, nvl, 0.0)
+    if kernel == "deepep-v2" and sms:
+        t_sm = _v2_sm_time(layout, experts, T, nbytes, sms)
+        if t_sm > t:
+            return t_sm, "sm"
+    return t, bound
+
+
+def kernel_report(
+    report: Any, kernel: str, num_sms: int | None = None, *, ll_nvlink: bool = True
+) -> KernelResult:
     """:func:`kernel_times` of a report's headline routing (its node limit, its sizes).
 
     Parameters
@@ -320,20 +574,39 @@ def kernel_report(report: Any, kernel: str, num_sms: int = DEEPEP_SMS) -> Kernel
         From :func:`topo.moe.moe_report`.
     kernel : str
         One of :data:`KERNELS`.
-    num_sms : int
+    num_sms : int, optional
+        As :func:`kernel_times`.
+    ll_nvlink : bool
         As :func:`kernel_times`.
 
     Returns
     -------
     KernelResult
+        With ``layer_us``, ``tpot_ms`` and ``tokens_per_s`` over the report's micro-batches and
+        MoE layers, as the report's own (``micro_batches x (dispatch + combine)`` per layer).
 
     Raises
     ------
     TopoError
-        As :func:`kernel_times`.
+        As :func:`kernel_times`; NCCL EP with a combine other than BF16 (``ncclEpCombine``
+        asserts ``ncclBfloat16``, contrib/nccl_ep/nccl_ep.cc) or a dispatch other than BF16 or
+        FP8 (LL takes BF16 and casts to FP8 on the wire; HT takes BF16 or FP8 with scales).
     """
+    if kernel.startswith("nccl-ep"):
+        if report.combine_dtype != "bf16":
+            raise TopoError(
+                f"{kernel}: NCCL EP 0.1.0 combines BF16 only (ncclEpCombine asserts "
+                f"ncclBfloat16); got --combine-dtype {report.combine_dtype}",
+                param="combine_dtype",
+            )
+        if report.dispatch_dtype not in ("bf16", "fp8"):
+            raise TopoError(
+                f"{kernel}: NCCL EP 0.1.0 dispatches BF16 or FP8; got --dispatch-dtype "
+                f"{report.dispatch_dtype}",
+                param="dispatch_dtype",
+            )
     experts = report.routings[report.headline.node_limit]
-    return kernel_times(
+    k = kernel_times(
         report.layout,
         experts,
         report.tokens_per_gpu,
@@ -341,4 +614,13 @@ def kernel_report(report: Any, kernel: str, num_sms: int = DEEPEP_SMS) -> Kernel
         report.combine_bytes_per_copy,
         kernel,
         num_sms,
+        ll_nvlink=ll_nvlink,
+    )
+    layer_us = report.micro_batches * (k.dispatch_us + k.combine_us)
+    tpot_s = layer_us * 1e-6 * report.moe_layers
+    return replace(
+        k,
+        layer_us=layer_us,
+        tpot_ms=tpot_s * 1e3,
+        tokens_per_s=1 / tpot_s if tpot_s > 0 else None,
     )
