@@ -613,16 +613,16 @@ def test_freeze_after_pauses_keeps_what_a_pause_made_out_of_collections(monkeypa
     # of the collector to its permanent generation; a library caller's pauses do not.
     import gc
 
-    from topo import fabric as fabric_mod
+    from topo import runtime
 
-    monkeypatch.setattr(fabric_mod, "_freeze_paused", False)
+    monkeypatch.setattr(runtime, "_freeze_paused", False)
     gc.unfreeze()
     try:
-        with fabric_mod.gc_paused():
+        with runtime.gc_paused():
             kept = [{"i": i} for i in range(1000)]
         assert gc.get_freeze_count() == 0
-        fabric_mod.freeze_after_pauses()
-        with fabric_mod.gc_paused():
+        runtime.freeze_after_pauses()
+        with runtime.gc_paused():
             kept += [{"i": i} for i in range(1000)]
         assert gc.get_freeze_count() >= len(kept)
     finally:

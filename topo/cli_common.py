@@ -28,6 +28,7 @@ from rich.table import Table
 from typer.models import OptionInfo
 
 from topo import fabric as fabric_mod
+from topo import files
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.interrupts import terminate_on_interrupt
 
@@ -615,7 +616,7 @@ def check_outputs(
     fabric: tuple[str, ...] = (),
 ) -> None:
     """Refuse every bad output of a command before anything is read, solved or started: each
-    output as the writer at the end would refuse it (:func:`topo.fabric.check_writable`:
+    output as the writer at the end would refuse it (:func:`topo.files.check_writable`:
     ``-``, a folder, FIFO or device, a missing or read-only folder), a name whose suffix says
     another format, an output that is an input or another output
     (:func:`refuse_outputs_over_inputs`).
@@ -644,7 +645,7 @@ def check_outputs(
         if path is None:
             continue
         try:
-            fabric_mod.check_writable(path)
+            files.check_writable(path)
         except TopoError as exc:
             raise exc.prefixed(f"{option} ") from None
         if option in fabric:

@@ -26,7 +26,7 @@ from pathlib import Path
 import networkx as nx
 
 from topo.errors import FormatError, SpecError
-from topo.fabric import long_number
+from topo.files import long_number
 from topo.units import gbps_to_Bps
 from topo.wording import count
 
