@@ -405,7 +405,7 @@ def _calibrate(
     report the guard and the held-out error; write the fitted values (an error if none)."""
     from topo import fabric as fabric_mod
     from topo.collective.calibrate import calibrate, cluster_toml
-    from topo.fabric import write_atomic
+    from topo.files import write_atomic
 
     tests, left_out = log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
