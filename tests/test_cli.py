@@ -402,7 +402,7 @@ def test_output_onto_a_folder_is_refused(
     files: Path, in_tmp: Path, command: list[Any], target: str
 ) -> None:
     # Fixed in topo/cli.py (dir_okay=False on -o): this was an IsADirectoryError traceback
-    # from topo.fabric.write_atomic, after the whole computation. '' is the folder '.'.
+    # from topo.files.write_atomic, after the whole computation. '' is the folder '.'.
     (in_tmp / "sub").mkdir()
     (in_tmp / "x.topo").write_text("refused before it is read\n")
     (in_tmp / "tiny.json").write_text((files / "tiny.json").read_text())

@@ -606,24 +606,3 @@ def test_a_fabric_file_with_a_byte_order_mark_loads(tmp_path: Path, saved) -> No
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert summarize(load(bom)) == summarize(load(plain))
-
-
-def test_freeze_after_pauses_keeps_what_a_pause_made_out_of_collections(monkeypatch) -> None:
-    # The command line (one analysis per process) moves what is alive at the end of a pause
-    # of the collector to its permanent generation; a library caller's pauses do not.
-    import gc
-
-    from topo import fabric as fabric_mod
-
-    monkeypatch.setattr(fabric_mod, "_freeze_paused", False)
-    gc.unfreeze()
-    try:
-        with fabric_mod.gc_paused():
-            kept = [{"i": i} for i in range(1000)]
-        assert gc.get_freeze_count() == 0
-        fabric_mod.freeze_after_pauses()
-        with fabric_mod.gc_paused():
-            kept += [{"i": i} for i in range(1000)]
-        assert gc.get_freeze_count() >= len(kept)
-    finally:
-        gc.unfreeze()

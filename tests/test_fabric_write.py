@@ -1,4 +1,4 @@
-"""``topo.fabric.write_atomic`` and ``save``: written whole, never through or over something that
+"""``topo.files.write_atomic`` and ``save``: written whole, never through or over something that
 is not a regular file (issue 11: ``-o`` replaced a FIFO, a device, a link; issue 41: ``export
 slurm -o link.json`` wrote a Slurm file through a link into a .json)."""
 

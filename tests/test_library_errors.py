@@ -1,7 +1,7 @@
 """The library names its parameters; only the command line spells them as flags.
 
 Below the command line (everything under topo/ but topo/cli.py, topo/cli_common.py,
-topo/commands/ and topo/console.py: docs/architecture.md, layers 0 to 5) an error names the
+topo/commands/ and topo/console.py: docs/architecture.md, layers 0 to 6) an error names the
 Python parameter at fault (``gpus_per_node``) and lists it in ``TopoError.names``; the command
 line renders it as the command's option (``--gpus-per-node``) when it prints the error
 (``cli_common.error_line``).

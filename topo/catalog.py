@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError
-from topo.fabric import read_text, toml_error
+from topo.files import read_text, toml_error
 from topo.spec import ServerSpec, SwitchSpec
 
 if sys.version_info >= (3, 11):

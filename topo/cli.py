@@ -10,14 +10,13 @@ stderr. Every :class:`topo.errors.TopoError` is printed as one line with exit st
 from __future__ import annotations
 
 import atexit
-import gc
 import os
 import sys
 from typing import Annotated
 
 import typer
 
-from topo import fabric as fabric_mod
+from topo import runtime
 from topo.commands import (
     bandwidth,
     build,
@@ -89,7 +88,7 @@ import_app.command("ibnetdiscover")(import_.ibnetdiscover)
 
 _LOOPS = {"resilience", "sweep", "codesign"}
 """The commands that run many analyses in one process (trials, points): their objects come
-and go, so they are not frozen after each pause (:func:`topo.fabric.freeze_after_pauses`)."""
+and go, so they are not frozen after each pause (:func:`topo.runtime.freeze_after_pauses`)."""
 
 
 def main() -> None:
@@ -100,12 +99,10 @@ def main() -> None:
     cyclic collector, run every 700 allocations by default, would traverse them again and again,
     so the command line runs it every 100,000 (cycles are still collected), and a command that
     makes one analysis keeps what it built in the pauses of the collector out of later
-    collections (:func:`topo.fabric.freeze_after_pauses`). When the command has
+    collections (:func:`topo.runtime.configure_for_command`). When the command has
     finished, the process ends without tearing its objects down one by one (:func:`_finish`).
     """
-    gc.set_threshold(100_000, 50, 100)
-    if not set(sys.argv[1:2]) & _LOOPS:
-        fabric_mod.freeze_after_pauses()
+    runtime.configure_for_command(one_analysis=not set(sys.argv[1:2]) & _LOOPS)
     try:
         rc = app(standalone_mode=False)
     except KeyboardInterrupt:  # while typer builds the app, before a command can catch it

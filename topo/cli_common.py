@@ -28,6 +28,7 @@ from rich.table import Table
 from typer.models import OptionInfo
 
 from topo import fabric as fabric_mod
+from topo import files
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.interrupts import terminate_on_interrupt
 
@@ -379,6 +380,95 @@ TimeLimitOpt = Annotated[
 ]
 
 
+# --------------------------------------------------------------------------- switch and server
+# The options of the switch and server model, each declared here once: its flag and what it
+# holds. A verb whose help is the common one takes the alias (``SwitchPortsOpt``); a verb that
+# says more (``with --compare``, values to search, ranks rather than GPUs) gives its own help
+# to the option's function (``switch_ports_option(help)``), so the flag is spelled once.
+
+
+def switch_option(
+    help: str = "A switch of the catalog (topo catalog switch): qm9700, q3400, sn5600, ...; "
+    "--switch-ports and --link-gbps win over it.",
+) -> Any:
+    """``--switch``: a switch of the catalog, by name."""
+    return typer.Option("--switch", help=help)
+
+
+def node_option(
+    help: str = "A GPU server of the catalog (topo catalog node): a100, h100, h20, b200, "
+    "gb200-nvl72, ...; the per-node options win over it.",
+) -> Any:
+    """``--node``: a GPU server of the catalog, by name."""
+    return typer.Option("--node", help=help)
+
+
+def switch_ports_option(help: str = "Switch radix (ports).") -> Any:
+    """``--switch-ports``: the switch radix (or radixes to search)."""
+    return typer.Option("--switch-ports", help=help)
+
+
+def link_gbps_option(help: str = "Link rate, Gb/s (400 = 4x NDR).") -> Any:
+    """``--link-gbps``: the port and cable rate, Gb/s (or rates to search)."""
+    return typer.Option("--link-gbps", help=help)
+
+
+def gpus_per_node_option(help: str = "GPUs per server.") -> Any:
+    """``--gpus-per-node``: GPUs per server (ranks per server, for a collective)."""
+    return typer.Option("--gpus-per-node", help=help)
+
+
+def nics_per_node_option(help: str = "NICs per server.") -> Any:
+    """``--nics-per-node``: NICs per server (the planes of an MPFT)."""
+    return typer.Option("--nics-per-node", help=help)
+
+
+def gpus_per_host_option(
+    help: str = "GPUs per host when a server is an NVLink domain of several hosts (GB200 "
+    "NVL72: 4, 18 compute trays a rack): Slurm, NCCL and nccl-tests then count hosts.",
+    min: int | None = None,
+    max: int | None = None,
+) -> Any:
+    """``--gpus-per-host``: GPUs per host, from ``min`` to ``max`` where given."""
+    return typer.Option("--gpus-per-host", help=help, min=min, max=max)
+
+
+def nvlink_GBps_option(help: str = "NVLink per GPU per direction, GB/s (H800: 200).") -> Any:
+    """``--nvlink-GBps``: NVLink per GPU per direction, GB/s."""
+    return typer.Option("--nvlink-GBps", help=help)
+
+
+def pcie_GBps_option(help: str = "GPU-NIC PCIe per direction, GB/s (Gen5 x16: 64).") -> Any:
+    """``--pcie-GBps``: PCIe per GPU-NIC link per direction, GB/s."""
+    return typer.Option("--pcie-GBps", help=help)
+
+
+def oversubscription_option(help: str = "Leaf down/up bandwidth ratio (1 = non-blocking).") -> Any:
+    """``--oversubscription``: a leaf's down/up bandwidth ratio (or ratios to search)."""
+    return typer.Option("--oversubscription", help=help)
+
+
+SwitchOpt = Annotated[str | None, switch_option()]
+NodeOpt = Annotated[str | None, node_option()]
+SwitchPortsOpt = Annotated[int, switch_ports_option()]
+LinkGbpsOpt = Annotated[float, link_gbps_option()]
+GpusPerNodeOpt = Annotated[int, gpus_per_node_option()]
+NicsPerNodeOpt = Annotated[int, nics_per_node_option()]
+GpusPerHostOpt = Annotated[int | None, gpus_per_host_option()]
+NvlinkGBpsOpt = Annotated[float, nvlink_GBps_option()]
+PcieGBpsOpt = Annotated[float, pcie_GBps_option()]
+OversubscriptionOpt = Annotated[float, oversubscription_option()]
+
+# The MoE workload's options that topo moe and topo codesign share.
+TokensPerGpuOpt = Annotated[
+    int, typer.Option("--tokens-per-gpu", help="Tokens per GPU per micro-batch.", min=1)
+]
+MicroBatchesOpt = Annotated[
+    int, typer.Option("--micro-batches", help="Micro-batches per layer.", min=1)
+]
+GatingSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the gating scores.", min=0)]
+
+
 # --------------------------------------------------------------------------- fabric counts
 
 
@@ -615,7 +705,7 @@ def check_outputs(
     fabric: tuple[str, ...] = (),
 ) -> None:
     """Refuse every bad output of a command before anything is read, solved or started: each
-    output as the writer at the end would refuse it (:func:`topo.fabric.check_writable`:
+    output as the writer at the end would refuse it (:func:`topo.files.check_writable`:
     ``-``, a folder, FIFO or device, a missing or read-only folder), a name whose suffix says
     another format, an output that is an input or another output
     (:func:`refuse_outputs_over_inputs`).
@@ -644,7 +734,7 @@ def check_outputs(
         if path is None:
             continue
         try:
-            fabric_mod.check_writable(path)
+            files.check_writable(path)
         except TopoError as exc:
             raise exc.prefixed(f"{option} ") from None
         if option in fabric:

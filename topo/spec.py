@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError, TopoError
-from topo.fabric import long_number, read_text, toml_error
+from topo.files import long_number, read_text, toml_error
 from topo.units import gbps_to_Bps
 from topo.wording import shown
 
@@ -685,7 +685,7 @@ def parse_toml(path: str | Path, text: str) -> dict[str, Any]:
     ------
     FormatError
         If ``text`` is not TOML, or holds a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits (Python cannot convert integers of over
+        :data:`topo.files.MAX_NUMBER_DIGITS` digits (Python cannot convert integers of over
         4,300 digits; ``tomllib`` raises a plain ``ValueError``).
     """
     error = long_number(path, text)

@@ -14,7 +14,7 @@ import networkx as nx
 import pytest
 from formats._real import real_file
 
-import topo.fabric
+import topo.fabric.schema
 from topo.builders import FAMILIES, build, max_gpus
 from topo.errors import SpecError
 from topo.fabric import (
@@ -134,7 +134,7 @@ def test_documented_keys_by_family():
 
 
 def test_the_module_docstring_names_every_key():
-    doc = topo.fabric.__doc__
+    doc = topo.fabric.schema.__doc__
     keys = set().union(*GRAPH_KEYS.values(), *NODE_KEYS.values(), IMPORTED_NIC_KEYS)
     missing = sorted(k for k in keys | IMPORTED_EDGE_KEYS if f"``{k}``" not in doc)
     assert missing == []

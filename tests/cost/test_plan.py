@@ -234,7 +234,7 @@ def test_time_limit_is_reported(monkeypatch):
     import importlib
 
     plan_mod = importlib.import_module("topo.cost.plan")  # the module, not topo.cost.plan()
-    monkeypatch.setattr(plan_mod, "_solve", lambda m, t: "time limit")
+    monkeypatch.setattr(plan_mod, "solve_program", lambda m, t: "time limit")
     (row,) = plan(64, families=("ft2",), time_limit_s=0.5, check=False)
     assert not row.feasible and row.status == "time limit"
     assert "time limit (0.5 s)" in row.binding

@@ -43,7 +43,7 @@ def test_write_html_is_atomic(
     def fail(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("topo.fabric.os.replace", fail)
+    monkeypatch.setattr("topo.files.os.replace", fail)
     with pytest.raises(FormatError, match="cannot write: disk full"):
         write_html(fig, path)
     assert path.read_text(encoding="utf-8") == "old figure"

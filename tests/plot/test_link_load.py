@@ -24,7 +24,8 @@ from topo.flow import alltoall_bandwidth, routed_alltoall
 from topo.flow.lp import Commodity, max_concurrent_flow
 from topo.formats.ibnetdiscover import read_ibnetdiscover
 from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS, write_html
-from topo.plot.link_load import N_BINS, _load_data, plot_link_load
+from topo.plot.link_load import plot_link_load
+from topo.plot.link_load_data import N_BINS, link_load_data
 
 GB = 1e9
 CABLE_Bps = 50 * GB  # 400 Gb/s
@@ -177,7 +178,7 @@ def test_histogram_counts_per_tier(ft2: nx.Graph) -> None:
 
 def test_arcs_over_capacity_get_their_own_bin(ft2: nx.Graph) -> None:
     # 60 GB/s on a 50 GB/s cable (as-routed loads can do that): 1.2.
-    data = _load_data(ft2, {("spine1", "leaf3"): 60 * GB}, 2000)
+    data = link_load_data(ft2, {("spine1", "leaf3"): 60 * GB}, 2000)
     (h,) = [h for h in data.histograms if h.tier == "spine->leaf"]
     assert h.counts == tuple(counts(b0=7, b20=1))
     assert h.max_util == pytest.approx(1.2)
@@ -189,7 +190,7 @@ def test_arcs_over_capacity_get_their_own_bin(ft2: nx.Graph) -> None:
 
 def test_server_links_take_part_when_given(ft2: nx.Graph) -> None:
     # 100 GB/s GPU -> NVSwitch on a 200 GB/s NVLink: 0.5. No PCIe load given.
-    data = _load_data(ft2, {("node0/gpu0", "node0/nvswitch"): 100 * GB}, 2000)
+    data = link_load_data(ft2, {("node0/gpu0", "node0/nvswitch"): 100 * GB}, 2000)
     tiers = [h.tier for h in data.histograms]
     assert tiers == [
         "nvswitch->gpu",
@@ -219,7 +220,7 @@ MPFT_LOADS: dict[Arc, float] = {
 
 def test_aggregated_leaf_groups_show_count_max_and_mean(mpft: nx.Graph) -> None:
     # 8 leaves + one spine group per plane = 10 markers <= 20 < 52 vertices.
-    data = _load_data(mpft, MPFT_LOADS, 20)
+    data = link_load_data(mpft, MPFT_LOADS, 20)
     assert data.fabric.view == VIEW_LEAF_GROUPS
     segs = {sg.a: sg for sg in data.segments}
     assert len(segs) == 8  # each leaf to its plane's spine group
@@ -247,7 +248,7 @@ def test_aggregated_leaf_groups_show_count_max_and_mean(mpft: nx.Graph) -> None:
 
 def test_aggregated_tier_groups_show_count_max_and_mean(mpft: nx.Graph) -> None:
     # Even 10 markers are over 5: leaves merged per plane.
-    data = _load_data(mpft, MPFT_LOADS, 5)
+    data = link_load_data(mpft, MPFT_LOADS, 5)
     assert data.fabric.view == VIEW_TIER_GROUPS
     assert len(data.segments) == 2
     # A plane's leaf group to its spine group: 4 leaves x 2 spines = 8 links.
@@ -272,7 +273,7 @@ def test_aggregated_tier_groups_show_count_max_and_mean(mpft: nx.Graph) -> None:
 def test_every_switch_link_is_drawn_once(family: str, max_devices: int, view: str) -> None:
     G = build(family, switch_ports=4, gpus_per_node=2, nics_per_node=2)
     loads = {(u, v): 1 * GB for u, v, k in G.edges(data="kind") if k == "fabric"}
-    data = _load_data(G, loads, max_devices)
+    data = link_load_data(G, loads, max_devices)
     assert data.fabric.view == view
     # Closed forms for 4-port switches: FT3 k^3/4 = 16 leaf-spine + 16 spine-core links;
     # MRFT: 2 rails x 2 leaves x 2 spines = 8; MPFT: 2 planes x 4 leaves x 2 spines = 16.
@@ -311,7 +312,7 @@ def test_bad_loads_are_named(ft2: nx.Graph, loads: Any, match: str) -> None:
 
 
 def test_round_off_below_zero_reads_as_zero_and_max_devices_is_checked(ft2: nx.Graph) -> None:
-    data = _load_data(ft2, {("leaf0", "spine0"): -1e-9 * CABLE_Bps}, 2000)
+    data = link_load_data(ft2, {("leaf0", "spine0"): -1e-9 * CABLE_Bps}, 2000)
     assert all(lk.util_ab == 0.0 for lk in data.links)
     with pytest.raises(TopoError, match="link_load must map arcs"):
         plot_link_load(ft2, [(("leaf0", "spine0"), 1.0)])  # type: ignore[arg-type]
@@ -348,7 +349,7 @@ def test_bottleneck_links_of_the_gb200_superpod_are_saturated() -> None:
     report = alltoall_bandwidth(G)
     loads = {(b.source, b.target): b.load_Bps for b in report.bottleneck_links}
     assert loads
-    data = _load_data(G, loads, 2000)
+    data = link_load_data(G, loads, 2000)
     # A bottleneck arc has a positive shadow price, so by complementary slackness its capacity
     # row is tight: utilisation 1 (NDR cables, 400 Gb/s = 50 GB/s each, in the file).
     for b in report.bottleneck_links:
@@ -399,7 +400,7 @@ def test_16k_gpu_mpft_is_aggregated_and_small(tmp_path: Path) -> None:
     fig = plot_link_load(G, loads)
     path = tmp_path / "load.html"
     write_html(fig, path)
-    data = _load_data(G, loads, 2000)
+    data = link_load_data(G, loads, 2000)
     assert data.fabric.view == VIEW_LEAF_GROUPS
     # 8 planes x 64 leaves, each drawn once to its plane's spine group: 32 links at 0.5.
     assert len(data.segments) == 512
@@ -418,7 +419,7 @@ def test_16k_gpu_mpft_is_aggregated_and_small(tmp_path: Path) -> None:
 def test_loads_of_routed_all_to_all_are_drawn(routing: str) -> None:
     G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     report = routed_alltoall(G, routing, seed=1)
-    data = _load_data(G, report.link_load, 2000)
+    data = link_load_data(G, report.link_load, 2000)
     # Two computations of the same number: the router's own and the figure's, per graph edge
     # (every cable of a built fabric is its own edge, so per cable too).
     worst = max(h.max_util for h in data.histograms)

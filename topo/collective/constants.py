@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import read_text
+from topo.files import read_text
 from topo.spec import parse_toml
 from topo.wording import shown
 
@@ -375,7 +375,7 @@ def load_constants(
     ------
     FormatError
         Unknown release, unreadable or invalid TOML, a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits (:func:`topo.spec.parse_toml`, as every
+        :data:`topo.files.MAX_NUMBER_DIGITS` digits (:func:`topo.spec.parse_toml`, as every
         TOML reader of topo), a key the default file does not have, a value of another type or
         shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency outside (0, 1], a latency
         or bandwidth that is NaN, infinite or negative, or zero where NCCL never has zero

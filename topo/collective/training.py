@@ -34,7 +34,7 @@ from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import Candidate
 from topo.collective.report import fabric_constants
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.files import read_text
 from topo.spec import parse_toml
 
 MIB = 1 << 20

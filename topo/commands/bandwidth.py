@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from topo import fabric as fabric_mod
+from topo import files
 from topo.cli_common import (
     FailLinksOpt,
     FailOpt,
@@ -151,7 +152,7 @@ def _lft_bandwidth(
         raise TopoError("--lft FILE and --routing lft go together")
     if failures[0] or failures[1] or failures[2]:
         raise TopoError("--routing lft routes the fabric as its tables are: no --fail here")
-    text = fabric_mod.read_text(fabric)
+    text = files.read_text(fabric)
     if text.lstrip().startswith("{"):
         G = fabric_mod.load(fabric)
         dump = Path(str(G.graph.get("source", "")))

@@ -13,6 +13,16 @@ from topo import fabric as fabric_mod
 from topo.cli_common import (
     CountsJsonOpt,
     FabricOutputOpt,
+    GpusPerHostOpt,
+    GpusPerNodeOpt,
+    LinkGbpsOpt,
+    NicsPerNodeOpt,
+    NodeOpt,
+    NvlinkGBpsOpt,
+    OversubscriptionOpt,
+    PcieGBpsOpt,
+    SwitchOpt,
+    SwitchPortsOpt,
     check_outputs,
     emit_fabric,
     from_command_line,
@@ -53,50 +63,20 @@ def build(
             dir_okay=False,
         ),
     ] = None,
-    switch: Annotated[
-        str | None,
-        typer.Option(
-            "--switch",
-            help="A switch of the catalog (topo catalog switch): qm9700, q3400, sn5600, ...; "
-            "--switch-ports and --link-gbps win over it.",
-        ),
-    ] = None,
-    node: Annotated[
-        str | None,
-        typer.Option(
-            "--node",
-            help="A GPU server of the catalog (topo catalog node): a100, h100, h20, b200, "
-            "gb200-nvl72, ...; the per-node options win over it.",
-        ),
-    ] = None,
-    switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
-    link_gbps: Annotated[
-        float, typer.Option("--link-gbps", help="Link rate, Gb/s (400 = 4x NDR).")
-    ] = 400.0,
+    switch: SwitchOpt = None,
+    node: NodeOpt = None,
+    switch_ports: SwitchPortsOpt = 64,
+    link_gbps: LinkGbpsOpt = 400.0,
     gpus: Annotated[
         int | None,
         typer.Option("--gpus", help="GPUs to connect (default: the family's maximum)."),
     ] = None,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
-    nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
-    gpus_per_host: Annotated[
-        int | None,
-        typer.Option(
-            "--gpus-per-host",
-            help="GPUs per host when a server is an NVLink domain of several hosts (GB200 "
-            "NVL72: 4, 18 compute trays a rack): Slurm, NCCL and nccl-tests then count hosts.",
-        ),
-    ] = None,
-    nvlink_GBps: Annotated[
-        float, typer.Option("--nvlink-GBps", help="NVLink per GPU per direction, GB/s (H800: 200).")
-    ] = 200.0,
-    pcie_GBps: Annotated[
-        float, typer.Option("--pcie-GBps", help="GPU-NIC PCIe per direction, GB/s (Gen5 x16: 64).")
-    ] = 64.0,
-    oversubscription: Annotated[
-        float,
-        typer.Option("--oversubscription", help="Leaf down/up bandwidth ratio (1 = non-blocking)."),
-    ] = 1.0,
+    gpus_per_node: GpusPerNodeOpt = 8,
+    nics_per_node: NicsPerNodeOpt = 8,
+    gpus_per_host: GpusPerHostOpt = None,
+    nvlink_GBps: NvlinkGBpsOpt = 200.0,
+    pcie_GBps: PcieGBpsOpt = 64.0,
+    oversubscription: OversubscriptionOpt = 1.0,
     routers_per_group: Annotated[
         int | None,
         typer.Option("-a", "--routers-per-group", help="Dragonfly: routers per group (a).", min=1),

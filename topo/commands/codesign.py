@@ -9,7 +9,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from topo.cli_common import err, out, print_json, progress_bar, user_errors
+from topo.cli_common import (
+    GatingSeedOpt,
+    GpusPerNodeOpt,
+    MicroBatchesOpt,
+    NicsPerNodeOpt,
+    TokensPerGpuOpt,
+    err,
+    link_gbps_option,
+    out,
+    oversubscription_option,
+    print_json,
+    progress_bar,
+    switch_ports_option,
+    user_errors,
+)
 from topo.commands.engine_options import (
     ClusterOpt,
     MemoryLimitOpt,
@@ -57,19 +71,16 @@ def codesign(
         str, typer.Option("--families", help="Fabric families to search, comma-separated.")
     ] = "ft2,mrft,mpft,ft3",
     switch_ports: Annotated[
-        str, typer.Option("--switch-ports", help="Switch radixes to search, comma-separated.")
+        str, switch_ports_option("Switch radixes to search, comma-separated.")
     ] = "64",
     link_gbps: Annotated[
-        str, typer.Option("--link-gbps", help="Link rates to search, Gb/s, comma-separated.")
+        str, link_gbps_option("Link rates to search, Gb/s, comma-separated.")
     ] = "400",
     oversubscription: Annotated[
-        str,
-        typer.Option(
-            "--oversubscription", help="Leaf oversubscriptions to search, comma-separated."
-        ),
+        str, oversubscription_option("Leaf oversubscriptions to search, comma-separated.")
     ] = "1,3",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
-    nics_per_node: Annotated[int, typer.Option("--nics-per-node", help="NICs per server.")] = 8,
+    gpus_per_node: GpusPerNodeOpt = 8,
+    nics_per_node: NicsPerNodeOpt = 8,
     ep: Annotated[
         str | None,
         typer.Option(
@@ -79,13 +90,9 @@ def codesign(
     node_limit: Annotated[
         str, typer.Option("--node-limit", help="Node limits M to search (0 = unlimited).")
     ] = "0,1,2,4",
-    tokens_per_gpu: Annotated[
-        int, typer.Option("--tokens-per-gpu", help="Tokens per GPU per micro-batch.", min=1)
-    ] = 32,
-    micro_batches: Annotated[
-        int, typer.Option("--micro-batches", help="Micro-batches per layer.", min=1)
-    ] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.", min=0)] = 0,
+    tokens_per_gpu: TokensPerGpuOpt = 32,
+    micro_batches: MicroBatchesOpt = 2,
+    seed: GatingSeedOpt = 0,
     runners_up: Annotated[
         int, typer.Option("--runners-up", help="Other fabrics' best designs to list.", min=0)
     ] = 4,

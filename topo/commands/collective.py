@@ -18,6 +18,8 @@ from topo.cli_common import (
     about,
     check_outputs,
     err,
+    gpus_per_node_option,
+    node_option,
     out,
     print_json,
     refuse_given,
@@ -114,9 +116,8 @@ def collective(
     ] = None,
     gpus_per_node: Annotated[
         int | None,
-        typer.Option(
-            "--gpus-per-node",
-            help="Ranks per server G (default: a whole server, N if fewer, or the log's).",
+        gpus_per_node_option(
+            "Ranks per server G (default: a whole server, N if fewer, or the log's)."
         ),
     ] = None,
     min_bytes: Annotated[
@@ -182,10 +183,9 @@ def collective(
     ] = None,
     node: Annotated[
         str | None,
-        typer.Option(
-            "--node",
-            help="A server of the catalog (topo catalog node): its GPU architecture selects "
-            "NCCL's per-arch constants (b200, gb200-nvl72: blackwell; h100: hopper).",
+        node_option(
+            "A server of the catalog (topo catalog node): its GPU architecture selects "
+            "NCCL's per-arch constants (b200, gb200-nvl72: blackwell; h100: hopper)."
         ),
     ] = None,
     html: Annotated[
@@ -405,7 +405,7 @@ def _calibrate(
     report the guard and the held-out error; write the fitted values (an error if none)."""
     from topo import fabric as fabric_mod
     from topo.collective.calibrate import calibrate, cluster_toml
-    from topo.fabric import write_atomic
+    from topo.files import write_atomic
 
     tests, left_out = log_tests(log, None, None, None)
     G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)

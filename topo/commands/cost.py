@@ -12,12 +12,19 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    GpusPerNodeOpt,
+    SwitchPortsOpt,
     check_outputs,
     err,
     from_command_line,
+    link_gbps_option,
+    nics_per_node_option,
+    node_option,
     out,
     print_json,
     refuse_given,
+    switch_option,
+    switch_ports_option,
     user_errors,
 )
 from topo.errors import TopoError
@@ -68,14 +75,12 @@ def cost(
             "ft2,mpft,ft3,slimfly,dragonfly.",
         ),
     ] = None,
-    switch_ports: Annotated[
-        int, typer.Option("--switch-ports", help="Switch radix (ports), with --compare.")
-    ] = 64,
+    switch_ports: Annotated[int, switch_ports_option("Switch radix (ports), with --compare.")] = 64,
     link_gbps: Annotated[
-        float, typer.Option("--link-gbps", help="Port and cable speed, Gb/s, with --compare.")
+        float, link_gbps_option("Port and cable speed, Gb/s, with --compare.")
     ] = 400.0,
     nics_per_node: Annotated[
-        int, typer.Option("--nics-per-node", help="NICs per server (MPFT planes), with --compare.")
+        int, nics_per_node_option("NICs per server (MPFT planes), with --compare.")
     ] = 8,
     dragonfly_groups: Annotated[
         int | None,
@@ -197,28 +202,22 @@ def plan(
     ] = None,
     switch: Annotated[
         str | None,
-        typer.Option(
-            "--switch",
-            help="A switch of the catalog (topo catalog switch); --switch-ports and "
-            "--link-gbps win over it.",
+        switch_option(
+            "A switch of the catalog (topo catalog switch); --switch-ports and "
+            "--link-gbps win over it."
         ),
     ] = None,
     node: Annotated[
         str | None,
-        typer.Option(
-            "--node",
-            help="A GPU server of the catalog (topo catalog node); --gpus-per-node and "
-            "--nics-per-node win over it.",
+        node_option(
+            "A GPU server of the catalog (topo catalog node); --gpus-per-node and "
+            "--nics-per-node win over it."
         ),
     ] = None,
-    switch_ports: Annotated[int, typer.Option("--switch-ports", help="Switch radix (ports).")] = 64,
-    link_gbps: Annotated[
-        float, typer.Option("--link-gbps", help="Port and cable speed, Gb/s.")
-    ] = 400.0,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
-    nics_per_node: Annotated[
-        int, typer.Option("--nics-per-node", help="NICs per server (MPFT planes).")
-    ] = 8,
+    switch_ports: SwitchPortsOpt = 64,
+    link_gbps: Annotated[float, link_gbps_option("Port and cable speed, Gb/s.")] = 400.0,
+    gpus_per_node: GpusPerNodeOpt = 8,
+    nics_per_node: Annotated[int, nics_per_node_option("NICs per server (MPFT planes).")] = 8,
     max_oversubscription: Annotated[
         float,
         typer.Option(

@@ -11,7 +11,15 @@ import typer
 from rich import box
 from rich.table import Table
 
-from topo.cli_common import about, check_outputs, err, out, print_json, user_errors
+from topo.cli_common import (
+    about,
+    check_outputs,
+    err,
+    gpus_per_node_option,
+    out,
+    print_json,
+    user_errors,
+)
 from topo.commands.collective import (
     Op,
     log_tests,
@@ -66,7 +74,7 @@ def explain(
     ] = None,
     gpus_per_node: Annotated[
         int | None,
-        typer.Option("--gpus-per-node", help="Ranks per server G (default: the log's)."),
+        gpus_per_node_option("Ranks per server G (default: the log's)."),
     ] = None,
     html: Annotated[
         Path | None,

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from topo import fabric as fabric_mod
+from topo import files
 from topo.cli_common import InputFabric, about, check_outputs, err, user_errors
 from topo.errors import TopoError
 
@@ -118,10 +119,10 @@ def export_(
     for line in result.warnings:
         print(f"topo: warning: {line}", file=sys.stderr)
     for path, text in result.files.items():
-        fabric_mod.write_atomic(path, text)
+        files.write_atomic(path, text)
         err.print(f"wrote {path}")
     if output is None:
         sys.stdout.write(result.text)
     else:
-        fabric_mod.write_atomic(output, result.text)
+        files.write_atomic(output, result.text)
         err.print(f"wrote {output}")

@@ -14,6 +14,9 @@ from topo.cli_common import (
     FabricOutputOpt,
     check_outputs,
     emit_fabric,
+    gpus_per_host_option,
+    nvlink_GBps_option,
+    pcie_GBps_option,
     refuse_given,
     user_errors,
 )
@@ -41,12 +44,11 @@ NameMapOpt = Annotated[
 ]
 GpusPerHostOpt = Annotated[
     int | None,
-    typer.Option(
-        "--gpus-per-host",
+    gpus_per_host_option(
+        "Group the CAs into servers by their hosts and give each this many GPUs "
+        "(NVLink and PCIe as a built server has).",
         min=1,
         max=1024,
-        help="Group the CAs into servers by their hosts and give each this many GPUs "
-        "(NVLink and PCIe as a built server has).",
     ),
 ]
 HostRegexOpt = Annotated[
@@ -86,11 +88,11 @@ GpuModelOpt = Annotated[
 ]
 NvlinkOpt = Annotated[
     float,
-    typer.Option("--nvlink-GBps", help="NVLink per GPU, GB/s per direction (with hosts)."),
+    nvlink_GBps_option("NVLink per GPU, GB/s per direction (with hosts)."),
 ]
 PcieOpt = Annotated[
     float,
-    typer.Option("--pcie-GBps", help="PCIe per GPU-NIC link, GB/s per direction (with hosts)."),
+    pcie_GBps_option("PCIe per GPU-NIC link, GB/s per direction (with hosts)."),
 ]
 
 

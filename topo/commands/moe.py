@@ -10,6 +10,9 @@ import typer
 from rich.table import Table
 
 from topo.cli_common import (
+    GatingSeedOpt,
+    MicroBatchesOpt,
+    TokensPerGpuOpt,
     about,
     check_outputs,
     err,
@@ -76,9 +79,7 @@ def moe(
             min=1,
         ),
     ] = None,
-    tokens_per_gpu: Annotated[
-        int, typer.Option("--tokens-per-gpu", help="Tokens per GPU per micro-batch.", min=1)
-    ] = 32,
+    tokens_per_gpu: TokensPerGpuOpt = 32,
     dispatch_dtype: Annotated[
         Dtype, typer.Option("--dispatch-dtype", help="Dispatch format (fp8 with its scales).")
     ] = Dtype.fp8,
@@ -120,9 +121,7 @@ def moe(
             dir_okay=False,
         ),
     ] = None,
-    micro_batches: Annotated[
-        int, typer.Option("--micro-batches", help="Micro-batches per layer.", min=1)
-    ] = 2,
+    micro_batches: MicroBatchesOpt = 2,
     ib_efficiency: Annotated[
         float,
         typer.Option("--ib-efficiency", help="Achieved fraction of NIC/fabric capacity (0-1]."),
@@ -131,7 +130,7 @@ def moe(
         float,
         typer.Option("--nvlink-efficiency", help="Achieved fraction of NVLink capacity (0-1]."),
     ] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the gating scores.", min=0)] = 0,
+    seed: GatingSeedOpt = 0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON object.")
     ] = False,

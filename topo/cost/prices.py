@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError, SpecError
-from topo.fabric import read_text
+from topo.files import read_text
 from topo.spec import parse_toml
 from topo.wording import shown
 

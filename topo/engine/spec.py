@@ -33,7 +33,7 @@ import numpy as np
 from topo.collective.model import OPS
 from topo.engine.seeds import task_seeds
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.files import read_text
 from topo.spec import FAMILIES, parse_toml
 from topo.wording import shown
 
@@ -237,7 +237,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     Raises
     ------
     FormatError
-        Unreadable file, bad TOML, a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS`
+        Unreadable file, bad TOML, a run of more than :data:`topo.files.MAX_NUMBER_DIGITS`
         digits (named by its line), an unknown table or key, a value of the wrong type, an
         empty grid axis, an unknown ``evaluate`` item, ``sample < 1``, a negative ``seed``, a
         missing file named;

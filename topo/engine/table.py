@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import write_atomic
+from topo.files import write_atomic
 
 try:
     import fcntl

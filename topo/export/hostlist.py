@@ -20,7 +20,7 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 from topo.errors import SpecError
-from topo.fabric import read_text
+from topo.files import read_text
 
 __all__ = ["HOST_NAME", "host_names", "hostlist_ranged"]
 

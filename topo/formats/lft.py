@@ -31,7 +31,8 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import FormatError
-from topo.fabric import SWITCH_KINDS, read_text
+from topo.fabric import SWITCH_KINDS
+from topo.files import read_text
 
 _LFT_HEADER = re.compile(r"^Unicast lids \[[^\]]*\] of switch .*?guid 0x([0-9a-fA-F]+)")
 # dump_fts / ibroute: "0x0007 003 : (Channel Adapter portguid 0x...: 'desc')";

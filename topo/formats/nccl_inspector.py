@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import long_number, read_text, too_deep
+from topo.files import long_number, read_text, too_deep
 from topo.formats.nccl_tests import (
     MAX_GBPS,
     MAX_SIZE_BYTES,
@@ -234,7 +234,7 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         :data:`~topo.formats.nccl_tests.MAX_TIME_US`; a bandwidth above
         :data:`~topo.formats.nccl_tests.MAX_GBPS`; ``n_ranks`` above :data:`MAX_RANKS`; a
         rank outside the communicator); a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits; no record of a collective topo models;
+        :data:`topo.files.MAX_NUMBER_DIGITS` digits; no record of a collective topo models;
         an (op, ``n_ranks``) whose every record is left out.
 
     Notes

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from topo.errors import FormatError
-from topo.fabric import long_number, read_text
+from topo.files import long_number, read_text
 
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
@@ -834,7 +834,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
         :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
         nccl-tests 1.x table; a result row whose column count is not its table's, or that
         is not a number where one is printed, or whose root is below -1; a test whose every
-        row is :func:`implausible`; a run of more than :data:`topo.fabric.MAX_NUMBER_DIGITS`
+        row is :func:`implausible`; a run of more than :data:`topo.files.MAX_NUMBER_DIGITS`
         digits.
 
     Notes

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import long_number, read_text, too_deep
+from topo.files import long_number, read_text, too_deep
 from topo.formats.nccl_tests import (
     NcclTest,
     NcclTestRow,
@@ -188,7 +188,7 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
         results; a result with a missing, negative or non-finite number, a size or count that
         is not a whole number (``Infinity``, ``NaN``, ``1024.5``) or above
         :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits.
+        :data:`topo.files.MAX_NUMBER_DIGITS` digits.
 
     Examples
     --------

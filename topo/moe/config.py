@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.fabric import parse_json, read_text
+from topo.files import parse_json, read_text
 from topo.wording import shown
 
 __all__ = ["MoEConfig", "default_config", "load_config", "config_from_dict"]

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from topo.errors import FormatError, TopoError
-from topo.fabric import long_number, read_text, too_deep
+from topo.files import long_number, read_text, too_deep
 
 __all__ = [
     "GateResult",
@@ -153,7 +153,7 @@ def load_expert_loads(path: str | Path, n_experts: int | None = None) -> np.ndar
     ------
     FormatError
         The file is missing, holds something other than numbers or a run of more than
-        :data:`topo.fabric.MAX_NUMBER_DIGITS` digits, or (with ``n_experts``) has
+        :data:`topo.files.MAX_NUMBER_DIGITS` digits, or (with ``n_experts``) has
         the wrong number of loads, a negative or non-finite one, or only zeros.
     """
     text = read_text(path)

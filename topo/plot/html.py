@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from topo.errors import FormatError
-from topo.fabric import write_atomic, written_names
+from topo.files import write_atomic, written_names
 
 __all__ = ["NOT_HTML", "check_html_path", "write_html"]
 

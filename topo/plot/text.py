@@ -22,6 +22,7 @@ __all__ = [
     "rate",
     "rgba",
     "short_text",
+    "utilisation_text",
     "wrap",
 ]
 
@@ -155,6 +156,18 @@ def short_text(m: Mapping[str, int]) -> str:
             one, many = PLURALS[kind]
             return f"{m[kind]:,} {one if m[kind] == 1 else many}"
     return ""
+
+
+def utilisation_text(x: float) -> str:
+    """A utilisation (load / capacity) as hovers and titles show it: at most three decimals,
+    trailing zeros dropped.
+
+    Examples
+    --------
+    >>> utilisation_text(0.8), utilisation_text(1 / 3), utilisation_text(0.0)
+    ('0.8', '0.333', '0')
+    """
+    return f"{x:.3f}".rstrip("0").rstrip(".") if x else "0"
 
 
 def wrap(text: str, width: int) -> str:
