@@ -26,7 +26,7 @@ from pathlib import Path
 import hostlist
 
 from topo.errors import FormatError
-from topo.fabric import read_text
+from topo.files import read_text
 
 REQUIRED = ("test", "G", "nodes")
 BUSBW_COLUMNS = ("peak_busbw_GBs", "busbw_GBs")

@@ -596,12 +596,12 @@ def kernel_report(
         if report.combine_dtype != "bf16":
             raise TopoError(
                 f"{kernel}: NCCL EP 0.1.0 combines BF16 only (ncclEpCombine asserts "
-                f"ncclBfloat16); got --combine-dtype {report.combine_dtype}",
+                f"ncclBfloat16); got combine_dtype {report.combine_dtype}",
                 param="combine_dtype",
             )
         if report.dispatch_dtype not in ("bf16", "fp8"):
             raise TopoError(
-                f"{kernel}: NCCL EP 0.1.0 dispatches BF16 or FP8; got --dispatch-dtype "
+                f"{kernel}: NCCL EP 0.1.0 dispatches BF16 or FP8; got dispatch_dtype "
                 f"{report.dispatch_dtype}",
                 param="dispatch_dtype",
             )
