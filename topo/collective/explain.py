@@ -325,55 +325,85 @@ def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
     ]
 
 
-def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Variant]:
-    out: list[_Variant] = []
+@dataclass(frozen=True)
+class FabricVariant:
+    """A candidate cause that changes the fabric: the servers' NICs and their links.
+
+    Attributes
+    ----------
+    name, description, kind : str
+        As :class:`Cause`'s (``kind`` keys :data:`CHECKS`).
+    change : callable
+        ``change(G, rates) -> networkx.Graph``: a changed copy of the fabric ``G`` for the
+        sub-cluster of ``rates`` (:func:`topo.collective.fabric_rates.fabric_rates`).
+    """
+
+    name: str
+    description: str
+    kind: str
+    change: Callable[[nx.Graph, FabricRates], nx.Graph]
+
+
+def fabric_variants(r: FabricRates) -> list[FabricVariant]:
+    """The causes that change the fabric of a sub-cluster of more than one server: one NIC
+    of one server down; half of them (3 NICs or more); one NIC at half rate; every server
+    driving half its NICs, or one; GPUDirect RDMA absent (the models in the module docstring).
+    Empty on one server or with no NIC."""
+    out: list[FabricVariant] = []
     if r.nodes > 1 and r.nics_per_node >= 1:
         k = r.nics_per_node
         if k > 1:
             out.append(
-                _Variant(
+                FabricVariant(
                     "nic_down",
                     "one NIC of one server down (its port not active)",
                     "nic_down",
-                    graph=_without_cables(lambda n: 1),
+                    _without_cables(lambda n: 1),
                 )
             )
         if k > 2:
             out.append(
-                _Variant(
+                FabricVariant(
                     "nic_down",
                     f"{k // 2} of the {k} NICs of one server down or left out (NCCL_IB_HCA)",
                     "nic_down",
-                    graph=_without_cables(lambda n: n // 2),
+                    _without_cables(lambda n: n // 2),
                 )
             )
         out.append(
-            _Variant(
+            FabricVariant(
                 "nic_slow",
                 "one NIC of one server at half rate (port trained at half speed, PCIe at half "
                 "width)",
                 "nic_slow",
-                graph=_scaled("endpoint", 0.5, one_nic=True),
+                _scaled("endpoint", 0.5, one_nic=True),
             )
         )
         for used in sorted({k // 2, 1} - {0, k}, reverse=True):
             out.append(
-                _Variant(
+                FabricVariant(
                     f"nics_used:{used}",
                     f"every server driving {used} of its {k} NICs (NCCL_IB_HCA listing "
                     f"{used}, or a kernel driving {used} of the planes or rails)",
                     "nics_used",
-                    graph=_nics_used(used),
+                    _nics_used(used),
                 )
             )
         out.append(
-            _Variant(
+            FabricVariant(
                 "no_gdr",
                 "GPUDirect RDMA absent: network data staged through host memory on every server",
                 "no_gdr",
-                graph=_scaled("pcie", 0.5, one_nic=False),
+                _scaled("pcie", 0.5, one_nic=False),
             )
         )
+    return out
+
+
+def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Variant]:
+    out: list[_Variant] = [
+        _Variant(f.name, f.description, f.kind, graph=f.change) for f in fabric_variants(r)
+    ]
     if channels > 1:
         for cap in sorted({channels // 2, channels // 4} - {0}, reverse=True):
             out.append(

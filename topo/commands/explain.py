@@ -33,6 +33,7 @@ from topo.wording import count
 if TYPE_CHECKING:
     from topo.collective.explain import Explanation
     from topo.collective.pairwise import PairGroup
+    from topo.diagnose import EPExplanation
     from topo.formats.nccl_tests import NcclTest
     from topo.formats.pair_summary import PairRun
 
@@ -122,6 +123,7 @@ def explain(
     results: list[tuple[Path, Explanation]] = []
     warnings: list[str] = []
     runs: list[PairRun] = []
+    ep_results: list[tuple[Path, EPExplanation]] = []
     for log, in_folder in logs:
         if _looks_like_pair_summary(log):
             try:
@@ -130,6 +132,18 @@ def explain(
                 if not in_folder:
                     raise
                 warnings.append(f"{exc} (skipped)")  # e.g. a summary of runs on 10 servers
+            continue
+        if _looks_like_deepep(log):
+            from topo.diagnose import explain_ep
+            from topo.formats.deepep_log import read_deepep_log
+
+            if gpus is None or gpus_per_node is None:
+                raise TopoError(
+                    f"{log}: DeepEP's tests print neither their ranks nor ranks per server: "
+                    "give --gpus and --gpus-per-node"
+                )
+            with about(fabric):
+                ep_results.append((log, explain_ep(G, read_deepep_log(log), gpus, gpus_per_node)))
             continue
         try:
             tests, left_out = log_tests(log, op, gpus, gpus_per_node)
@@ -145,10 +159,10 @@ def explain(
                 e = explain_test(G, t, gpus=gpus, gpus_per_node=gpus_per_node, as_built=built)
                 results.append((log, e))
             runs += _pair_runs(log, t)
-    if not results and not runs:
+    if not results and not runs and not ep_results:
         raise TopoError(f"no measured collective log in {', '.join(str(p) for p in measurements)}")
     groups = _pairwise(G, fabric, runs)
-    if not results and not groups:
+    if not results and not groups and not ep_results:
         raise TopoError(
             f"{count(len(runs), 'pairwise run')} but no test and G with three measured pairs: "
             "nothing to locate"
@@ -159,6 +173,7 @@ def explain(
         doc: list[dict[str, Any]] = [
             {"kind": "test", "log": str(log), **e.to_dict()} for log, e in results
         ]
+        doc += [{"kind": "deepep", "log": str(log), **e.to_dict()} for log, e in ep_results]
         if groups:
             from topo.collective.pairwise import recurring_paths
 
@@ -172,6 +187,8 @@ def explain(
     else:
         for log, e in results:
             _table(log, e)
+        for log, ep in ep_results:
+            _ep_table(log, ep)
         if groups:
             _pair_table(groups)
     if html is not None:
@@ -199,6 +216,51 @@ def _as_built(G: Any, fabric: Path, dump: Path) -> tuple[Any, str] | None:
     kinds = Counter(d.kind for d in defects)
     words = ", ".join(f"{k} {kind}" for kind, k in sorted(kinds.items()))
     return as_built_fabric(G, D, match), f"{len(defects)} defects: {words}"
+
+
+def _looks_like_deepep(path: Path) -> bool:
+    """Whether a file holds DeepEP test output (its first 1 MiB read here)."""
+    from topo.formats.deepep_log import is_deepep_log
+
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return False  # the log reader names the file and why
+    return is_deepep_log(head)
+
+
+def _ep_table(log: Path, e: EPExplanation) -> None:
+    from topo.collective.explain import percent_off
+
+    title = (
+        f"DeepEP {e.kernel.replace('_', '-')}: {log.name} against the design "
+        f"({count(e.gpus, 'GPU')}, {e.gpus_per_node} per node)"
+    )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("#", justify="right")
+    table.add_column("cause")
+    table.add_column("RMS", justify="right")
+    for name in e.phases:
+        table.add_column(f"{name} (GB/s)", justify="right")
+    table.add_column("fits")
+    table.add_row("", "measured", "", *(f"{x:.1f}" for x in e.measured_GBps), "")
+    table.add_row(
+        "", "as designed", percent_off(e.design.score), *(f"{x:.1f}" for x in e.design.GBps), ""
+    )
+    for i, k in enumerate(e.causes, 1):
+        table.add_row(
+            str(i),
+            k.description,
+            percent_off(k.score),
+            *(f"{x:.1f}" for x in k.predicted.GBps),
+            "yes" if k.fits else "",
+        )
+    out.print(table)
+    style = "bold" if e.agrees or e.faster else "bold red"
+    out.print(f"DeepEP: {e.verdict}", style=style)
+    if e.causes:
+        out.print(f"check: {e.causes[0].check}")
 
 
 def _looks_like_pair_summary(path: Path) -> bool:
