@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "plot": 5,
     "engine": 5,
     "cli_common": 6,
+    "acceptance": 5,
     "commands": 7,
     "cli": 8,
     "console": 9,

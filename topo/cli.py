@@ -19,6 +19,7 @@ import typer
 
 from topo import fabric as fabric_mod
 from topo.commands import (
+    acceptance,
     bandwidth,
     build,
     catalog,
@@ -75,6 +76,7 @@ app.command("bandwidth")(bandwidth.bandwidth)
 app.command("plot")(plot.plot)
 app.command("collective")(collective.collective)
 app.command("explain")(explain.explain)
+app.command("acceptance")(acceptance.acceptance)
 app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)
