@@ -35,7 +35,6 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Hashable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,13 +192,13 @@ class Kit:
         return json.loads(self.files["manifest.json"])
 
 
-def _server_gpus(G: nx.Graph) -> list[tuple[Hashable, int]]:
-    """Servers with GPUs, in order, and their GPU counts."""
+def _gpu_servers(G: nx.Graph) -> list[tuple[int, list[Any]]]:
+    """Servers with GPUs, in order: their GPU counts and devices."""
     out = []
-    for s, members in fabric_servers(G).items():
+    for members in fabric_servers(G).values():
         n = sum(1 for v in members if G.nodes[v]["kind"] == "gpu")
         if n:
-            out.append((s, n))
+            out.append((n, members))
     return out
 
 
@@ -234,14 +233,14 @@ def kit_scales(G: nx.Graph, ep: int | None = None, config: MoEConfig | None = No
             "the acceptance kit of a fabric whose NVLink domains span hosts (GB200 NVL72 trays) "
             "is not written: its servers are not the hosts Slurm and mpirun place ranks on"
         )
-    sg = _server_gpus(G)
+    sg = _gpu_servers(G)
     if not sg:
         raise TopoError("the fabric has no GPUs: an acceptance kit needs servers with GPUs")
-    g = sg[0][1]
-    if any(n != g for _, n in sg):
+    g = sg[0][0]
+    if any(n != g for n, _ in sg):
         raise TopoError(
             "the fabric's servers have unequal GPU counts "
-            f"({', '.join(str(n) for n in sorted({n for _, n in sg}))}): one kit per kind of server"
+            f"({', '.join(str(n) for n in sorted({n for n, _ in sg}))}): one kit per kind of server"
         )
     nodes = len(sg)
     nics = nccl_nics(G, 0)
@@ -491,7 +490,7 @@ def make_kit(
     cfg = config or default_config()
     view = host_view(compute_view(G))
     names = fabric_hosts(view, hosts)
-    server_gpus = _server_gpus(G)[0][1]
+    server_gpus = _gpu_servers(G)[0][0]
     fabric = str(G.graph.get("name", "fabric"))
     env_text = export(G, "nccl", ExportOptions(hosts=hosts)).text
     blocks = sum(
@@ -587,12 +586,21 @@ def expected_curves(
         nodes_g = t.expected.rsplit(".", 2)[1]  # "<nodes>x<G>"
         n, g = (int(x) for x in nodes_g.split("x"))
         wanted.setdefault((n, g), {})[t.expected] = t.op
+    with_gpus = [members for _, members in _gpu_servers(G)]
+    network = [v for v, k in G.nodes(data="kind") if k not in ("gpu", "nic", "nvswitch")]
     out: dict[str, CollectiveReport] = {}
     for (n, g), paths in wanted.items():
-        rates = fabric_rates(G, n * g, g)
+        # the sub-fabric the collective runs on (every switch, the first n servers whole), as
+        # fabric_rates selects it: each scale's flow problems and inventories are then of its
+        # own size, not the whole fabric's
+        if n < len(with_gpus):
+            H = G.subgraph([*network, *(v for m in with_gpus[:n] for v in m)]).copy()
+        else:
+            H = G
+        rates = fabric_rates(H, n * g, g)
         for path, op in paths.items():
             out[path] = collective_table(
-                G, op, gpus=n * g, gpus_per_node=g, min_bytes=_min_bytes(op, n * g),
+                H, op, gpus=n * g, gpus_per_node=g, min_bytes=_min_bytes(op, n * g),
                 max_bytes=MAX_BYTES, step_factor=STEP_FACTOR, constants=c, rates=rates,
             )  # fmt: skip
     return out
