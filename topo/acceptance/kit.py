@@ -593,10 +593,7 @@ def expected_curves(
         # the sub-fabric the collective runs on (every switch, the first n servers whole), as
         # fabric_rates selects it: each scale's flow problems and inventories are then of its
         # own size, not the whole fabric's
-        if n < len(with_gpus):
-            H = G.subgraph([*network, *(v for m in with_gpus[:n] for v in m)]).copy()
-        else:
-            H = G
+        H = _sub_fabric(G, {*network, *(v for m in with_gpus[:n] for v in m)})
         rates = fabric_rates(H, n * g, g)
         for path, op in paths.items():
             out[path] = collective_table(
@@ -604,6 +601,21 @@ def expected_curves(
                 max_bytes=MAX_BYTES, step_factor=STEP_FACTOR, constants=c, rates=rates,
             )  # fmt: skip
     return out
+
+
+def _sub_fabric(G: nx.Graph, keep: set[Any]) -> nx.Graph:
+    """``G.subgraph(keep).copy()`` (the same nodes, edges, attributes and order), built from
+    the kept vertices' own adjacency rather than through a view that filters every vertex of
+    ``G``; ``G`` itself when every vertex is kept."""
+    if len(keep) == G.number_of_nodes():
+        return G
+    H = G.__class__()
+    H.graph.update(G.graph)
+    nodes = [v for v in G if v in keep]
+    H.add_nodes_from((v, G.nodes[v]) for v in nodes)
+    adj = G.adj
+    H.add_edges_from((u, v, d) for u in nodes for v, d in adj[u].items() if v in keep)
+    return H
 
 
 def write_kit(kit: Kit, folder: str | Path, design: str | Path, force: bool = False) -> Path:
