@@ -10,7 +10,8 @@ it. :func:`kit_scales` lists them for a fabric:
   (``CUDA_VISIBLE_DEVICES``), NCCL_IB_HCA that NIC alone (a bad plane or rail shows as one
   slow run among equals);
 - ``ep``: the EP groups of the design's MoE layout (:func:`topo.moe.default_ep` of the
-  model's routed experts: consecutive groups of ``ep`` GPUs over whole servers), each with
+  model's routed experts: consecutive groups of ``ep`` GPUs over whole servers; an EP size
+  below a server's GPUs, one group per server on its first ``ep`` GPUs), each with
   nccl-tests' alltoall and DeepEP's own tests (``tests/test_internode.py`` and
   ``tests/test_low_latency.py``; ``tests/test_intranode.py`` for a group in one server).
 

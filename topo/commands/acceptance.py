@@ -149,6 +149,9 @@ def _write(
             raise TopoError(f"-o {output}: exists and is not a folder")
         if output.is_dir() and any(output.iterdir()) and not force:
             raise TopoError(f"-o {output}: a folder that holds files; give --force to replace it")
+        parent = output.resolve().parent
+        if not parent.is_dir():
+            raise TopoError(f"-o {output}: its folder {parent} does not exist")
         if force and design.resolve().is_relative_to(output.resolve()):
             raise TopoError(f"-o {output}: holds the design; give the kit a folder of its own")
     G = fabric_mod.load(design)
