@@ -22,7 +22,13 @@ from topo.acceptance.kit import (
     make_kit,
     write_kit,
 )
-from topo.acceptance.results import AcceptanceResult, TestResult, plot_results, read_results
+from topo.acceptance.results import (
+    AcceptanceResult,
+    TestResult,
+    plot_results,
+    read_manifest,
+    read_results,
+)
 from topo.acceptance.twin import twin_rows, write_twin
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "kit_scales",
     "make_kit",
     "plot_results",
+    "read_manifest",
     "read_results",
     "twin_rows",
     "write_kit",

@@ -225,9 +225,16 @@ def kit_scales(G: nx.Graph, ep: int | None = None, config: MoEConfig | None = No
     ------
     TopoError
         No GPUs; servers of unequal GPU counts; NVLink domains spanning hosts (not written by
-        this kit); a server whose GPUs are more than its NICs at the plane scales is fine,
-        a fabric with no NIC is not; ``ep`` not spanning whole servers or above the fabric's
-        GPUs (as :func:`topo.moe.ep_layout`).
+        this kit); the first server has no NIC cabled to a switch; ``ep`` above the fabric's
+        GPUs or not spanning whole servers (as :func:`topo.moe.ep_layout`).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)  # 32 servers
+    >>> [s.name for s in kit_scales(G)]  # doctest: +NORMALIZE_WHITESPACE
+    ['1x4', '2x4', '4x4', '8x4', '16x4', '32x4', 'plane0', 'plane1', 'plane2', 'plane3',
+     'ep128-g0']
     """
     if spans_hosts(G):
         raise TopoError(
@@ -271,7 +278,9 @@ def kit_scales(G: nx.Graph, ep: int | None = None, config: MoEConfig | None = No
     size = ep if ep is not None else default_ep(G, cfg.n_routed_experts)
     if size >= 2:
         if size > g * nodes:
-            raise TopoError(f"ep must be at most the fabric's {g * nodes} GPUs, got {size}")
+            raise TopoError(
+                f"ep must be at most the fabric's {g * nodes} GPUs, got {size}", param="ep"
+            )
         if size > g and size % g:
             raise TopoError(f"ep {size} does not span whole servers of {g} GPUs", param="ep")
         per = max(1, size // g)
@@ -311,7 +320,7 @@ def _env(scale: Scale, cross_nic: str) -> dict[str, str]:
     return {"NCCL_IB_HCA": scale.nccl_ib_hca, "NCCL_CROSS_NIC": cross_nic}
 
 
-def _deepep(op: str, scale: Scale, cfg: MoEConfig, server_gpus: int) -> str:
+def _deepep(op: str, scale: Scale, cfg: MoEConfig) -> str:
     """DeepEP's test script and its arguments for one EP group."""
     script = {
         "deepep_internode": "tests/test_internode.py",
@@ -376,7 +385,7 @@ def _tests_for(
         if op.startswith("deepep"):
             master = {"MASTER_ADDR": names[0], "MASTER_PORT": str(MASTER_PORT),
                       "WORLD_SIZE": str(len(names))}  # fmt: skip
-            run = _deepep(op, scale, cfg, server_gpus)
+            run = _deepep(op, scale, cfg)
             inner = 'cd "${DEEPEP_DIR:-$HOME/DeepEP}" && RANK=$%s exec python ' + run
             mx = " ".join(f"-x {k}={v}" for k, v in master.items())
             mpirun = (
@@ -484,6 +493,13 @@ def make_kit(
     TopoError
         As :func:`kit_scales`, :func:`topo.export.export` (host names) and
         :func:`topo.collective.collective_table`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> kit = make_kit(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2))
+    >>> len(kit.tests), kit.tests[0].id, kit.tests[0].log  # 5 scales x 4 ops + an EP group's 3
+    (23, 'all_reduce.1x2', 'logs/all_reduce.1x2.log')
     """
     from topo.acceptance.twin import twin_rows, write_twin
 

@@ -141,6 +141,16 @@ class AcceptanceResult:
 def read_manifest(kit: str | Path) -> dict[str, Any]:
     """A kit's ``manifest.json``, checked.
 
+    Parameters
+    ----------
+    kit : str or Path
+        The kit's folder.
+
+    Returns
+    -------
+    dict
+        The manifest (:meth:`topo.acceptance.Kit.manifest`).
+
     Raises
     ------
     TopoError

@@ -180,13 +180,13 @@ def _kit_table(kit: Kit, folder: Path) -> None:
     )
     for name in ("scale", "kind", "ranks", "hosts", "tests", "expected busbw at 8 GiB (GB/s)"):
         table.add_column(name, justify="right" if name in ("ranks",) else "left")
+    from topo.export.hostlist import hostlist_ranged
+
     by_scale: dict[str, list] = {}
     for t in kit.tests:
         by_scale.setdefault(t.scale, []).append(t)
     for scale, tests in by_scale.items():
         t0 = tests[0]
-        from topo.export.hostlist import hostlist_ranged
-
         busbw = []
         for t in tests:
             if t.expected is not None:
