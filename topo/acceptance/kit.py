@@ -551,12 +551,13 @@ def make_kit(
     for path, rep in curves.items():
         files[path] = _curve_json(rep)
     files["twin.csv"] = write_twin(twin_rows(curves.values()), "csv")
+    ep_size = next((s.ranks for s in scales if s.kind == "ep"), None)
     manifest = {
         "version": KIT_VERSION,
         "fabric": fabric,
         "servers": len(names),
         "gpus_per_node": server_gpus,
-        "ep": next((s.ranks for s in scales if s.kind == "ep"), None),
+        "ep": ep_size,
         "moe_model": cfg.name,
         "design": "design.json",
         "tolerance": _tolerance(),
@@ -568,7 +569,7 @@ def make_kit(
         fabric=fabric,
         servers=len(names),
         gpus_per_node=server_gpus,
-        ep=manifest["ep"] or 0,
+        ep=ep_size or 0,
         tests=tuple(tests),
         curves=curves,
         files=files,
