@@ -81,6 +81,17 @@ def test_rows_are_those_of_collective_compare(kit, tmp_path):
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert (doc["passed"], doc["failed"]) == (4, 0)
+    # the command line's own: topo collective DESIGN --compare LOG --json
+    cmp = CliRunner().invoke(
+        app,
+        ["collective", str(folder / "design.json"), "--compare", str(real_file(LOGS, *N10_G8)),
+         "--json"],
+    )  # fmt: skip
+    assert cmp.exit_code == 0, cmp.output
+    by_op = {c["op"]: c["rows"] for c in json.loads(cmp.stdout)}
+    for t in doc["tests"]:
+        if t["status"] == "pass":
+            assert t["rows"] == by_op[t["op"]]
 
 
 def test_a_log_named_after_its_test_is_matched_by_name_and_explained(kit, tmp_path):
