@@ -622,9 +622,10 @@ def expected_curves(
 
 
 def _sub_fabric(G: nx.Graph, keep: set[Any]) -> nx.Graph:
-    """``G.subgraph(keep).copy()`` (the same nodes, edges, attributes and order), built from
-    the kept vertices' own adjacency rather than through a view that filters every vertex of
-    ``G``; ``G`` itself when every vertex is kept."""
+    """The vertices, edges and attributes of ``G.subgraph(keep).copy()`` (in ``G``'s order,
+    where the view's copy takes the set's), built from the kept vertices' own adjacency, each
+    edge once, rather than through a view that filters every vertex of ``G``; ``G`` itself
+    when every vertex is kept."""
     if len(keep) == G.number_of_nodes():
         return G
     H = G.__class__()
@@ -632,7 +633,10 @@ def _sub_fabric(G: nx.Graph, keep: set[Any]) -> nx.Graph:
     nodes = [v for v in G if v in keep]
     H.add_nodes_from((v, G.nodes[v]) for v in nodes)
     adj = G.adj
-    H.add_edges_from((u, v, d) for u in nodes for v, d in adj[u].items() if v in keep)
+    left = set(nodes)  # each edge once, where its first end comes (as copy() first adds it)
+    for u in nodes:
+        left.discard(u)
+        H.add_edges_from((u, v, d) for v, d in adj[u].items() if v in left)
     return H
 
 
