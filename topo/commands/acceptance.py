@@ -117,6 +117,8 @@ def acceptance(
         )
     if force and output is None:
         raise TopoError("--force needs -o KIT (it replaces a kit folder)")
+    if as_json and output is None:
+        raise TopoError("--json prints the manifest of -o KIT (or the results of --results)")
     _write(path, output, twin, force, hosts, ep, as_json)
 
 
