@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "plot": 6,
     "engine": 6,
     "diagnose": 6,
+    "acceptance": 6,
     "cli_common": 7,
     "commands": 8,
     "cli": 9,

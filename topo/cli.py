@@ -18,6 +18,7 @@ import typer
 
 from topo import runtime
 from topo.commands import (
+    acceptance,
     bandwidth,
     build,
     catalog,
@@ -74,6 +75,7 @@ app.command("bandwidth")(bandwidth.bandwidth)
 app.command("plot")(plot.plot)
 app.command("collective")(collective.collective)
 app.command("explain")(explain.explain)
+app.command("acceptance")(acceptance.acceptance)
 app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)

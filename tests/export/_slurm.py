@@ -109,7 +109,9 @@ class Slurmctld:
         return out.stdout
 
 
-def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int, extra: str) -> str:
+def _slurm_conf(
+    folder: Path, sock: Path, nodes: str, port: int, extra: str, state: str = "FUTURE"
+) -> str:
     return "\n".join(
         [
             *([extra] if extra else []),
@@ -129,7 +131,7 @@ def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int, extra: str) -> 
             "TaskPlugin=task/none",
             "MpiDefault=none",
             "MailProg=/bin/true",
-            f"NodeName={nodes} State=FUTURE",
+            f"NodeName={nodes} State={state}",
             "PartitionName=all Nodes=ALL Default=YES",
             "",
         ]
@@ -138,14 +140,16 @@ def _slurm_conf(folder: Path, sock: Path, nodes: str, port: int, extra: str) -> 
 
 @contextmanager
 def slurmctld(
-    folder: Path, sock: Path, nodes: str, topology: str, extra: str = ""
+    folder: Path, sock: Path, nodes: str, topology: str, extra: str = "", state: str = "FUTURE"
 ) -> Iterator[Slurmctld]:
-    """slurmctld -D with ``NodeName=<nodes> State=FUTURE``, the given topology.conf and any
-    ``extra`` slurm.conf line (e.g. ``TopologyParam=dragonfly``)."""
+    """slurmctld -D with ``NodeName=<nodes> State=<state>``, the given topology.conf and any
+    ``extra`` slurm.conf line (e.g. ``TopologyParam=dragonfly``). FUTURE nodes are configured
+    but never allocated; CLOUD nodes (powered down, started on demand) are, so that
+    ``sbatch --test-only`` can place a job on them."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "state").mkdir(exist_ok=True)
     conf = folder / "slurm.conf"
-    conf.write_text(_slurm_conf(folder, sock, nodes, _free_port(), extra))
+    conf.write_text(_slurm_conf(folder, sock, nodes, _free_port(), extra, state))
     (folder / "topology.conf").write_text(topology)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     proc = subprocess.Popen(

@@ -60,7 +60,8 @@ def test_hosts_pattern_and_stdout(fabrics):
     [
         (
             ["bogus", "mpft"],
-            "topo: error: format must be one of slurm, nccl, cabling, ibnetdiscover, got 'bogus'",
+            "topo: error: format must be one of slurm, nccl, cabling, ibnetdiscover, topograph, "
+            "got 'bogus'",
         ),
         (["slurm", "mpft", "--hosts", "gpu"], "topo: error: --hosts 'gpu': the host name 'gpu'"),
         (["slurm", "mpft", "--hosts", "a b{node}"], "invalid host name 'a b0'"),

@@ -252,7 +252,11 @@ def test_built_cabling_has_no_warning():
         (["cabling", "--format", "tree"], "--format", "slurm only"),  # the default, said
         (["slurm", "--hca-format", "ib{index}"], "--hca-format", "nccl only"),
         (["nccl", "--assign-ports"], "--assign-ports", "cabling only"),
-        (["ibnetdiscover", "--hosts", "n{node}"], "--hosts", "slurm, nccl, cabling only"),
+        (
+            ["ibnetdiscover", "--hosts", "n{node}"],
+            "--hosts",
+            "slurm, nccl, cabling, topograph only",
+        ),
     ],
 )
 def test_option_the_format_ignores_is_refused(mpft, tmp_path, args, option, formats):

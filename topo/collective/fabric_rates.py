@@ -331,8 +331,9 @@ def select_subcluster(
 def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
     rates = []
     for nic in nics:
-        cable = sum(e["capacity"] for _, _, e in G.edges(nic, data=True) if e["kind"] == "endpoint")
-        pcie = sum(e["capacity"] for _, _, e in G.edges(nic, data=True) if e["kind"] == "pcie")
+        edges = G.adj[nic].values()  # (as G.edges(nic, data=True), without a view per NIC)
+        cable = sum(e["capacity"] for e in edges if e["kind"] == "endpoint")
+        pcie = sum(e["capacity"] for e in edges if e["kind"] == "pcie")
         if cable > 0:
             rates.append(min(cable, pcie) if pcie > 0 else cable)
     return rates
@@ -404,7 +405,7 @@ def fabric_rates(
         # NICs cabled to a switch, at min(cable, PCIe side to the GPUs in use): each once
         cabled = {w: r for w in inv[s]["nic"] for r in _nic_rates(sub, [w])}
         for gv in inv[s]["gpu"]:
-            nv = sum(e["capacity"] for _, _, e in sub.edges(gv, data=True) if e["kind"] == "nvlink")
+            nv = sum(e["capacity"] for e in sub.adj[gv].values() if e["kind"] == "nvlink")
             nvlink = min(nvlink, nv)
             own = 0.0
             for w in sub.neighbors(gv):

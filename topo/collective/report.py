@@ -335,6 +335,7 @@ def collective_table(
     constants: NcclConstants | None = None,
     algo: str | None = None,
     proto: str | None = None,
+    rates: FabricRates | None = None,
 ) -> CollectiveReport:
     """Predict nccl-tests' table for ``op`` on a fabric, size by size.
 
@@ -359,6 +360,10 @@ def collective_table(
         Restrict the tuner's choice as NCCL_ALGO and NCCL_PROTO do (e.g. ``"ring"``,
         ``"^tree"``, ``"Simple"``; :func:`topo.collective.choice.tuner_restriction`); they do
         not govern alltoall and sendrecv (NCCL's send/recv ignores them).
+    rates : FabricRates, optional
+        ``fabric_rates(G, gpus, gpus_per_node)`` computed once for several ops (the
+        sub-cluster's flow problems are the costly part on a large fabric); ``gpus`` and
+        ``gpus_per_node`` are then those it was computed for. Default: computed here.
 
     Returns
     -------
@@ -402,7 +407,8 @@ def collective_table(
         raise TopoError(f"step_factor must be >= 2, got {step_factor}", param="step_factor")
     restriction = tuner_restriction(algo, proto)
     c = constants or fabric_constants(G)
-    rates = fabric_rates(G, gpus, gpus_per_node)
+    if rates is None:
+        rates = fabric_rates(G, gpus, gpus_per_node)
     elt = TYPE_BYTES[dtype]
     rows = []
     size = min_bytes

@@ -17,7 +17,7 @@ from topo.errors import TopoError
 
 # The names the help shows, without importing topo.export (and its writers) when the app
 # starts; tests/export/test_cli_export.py holds them to topo.export.FORMATS and SLURM_FORMATS.
-FORMATS = ("slurm", "nccl", "cabling", "ibnetdiscover")
+FORMATS = ("slurm", "nccl", "cabling", "ibnetdiscover", "topograph")
 SLURM_FORMATS = ("tree", "block", "yaml")
 
 
@@ -82,7 +82,7 @@ def export_(
         ),
     ] = False,
 ) -> None:
-    """Export the fabric for Slurm, NCCL or the installers (docs/export.md)."""
+    """Export the fabric for Slurm, NCCL, the installers or topograph (docs/export.md)."""
     from topo.export import (
         ExportOptions,
         check_fabric,

@@ -1,4 +1,5 @@
-"""Hand a design to the cluster's software: Slurm's topology, NCCL's environment, a cabling plan.
+"""Hand a design to the cluster's software: Slurm's topology, NCCL's environment, a cabling plan,
+topograph's simulation model.
 
 :func:`export` turns a fabric into the text of one format of :data:`FORMATS` (each entry a
 function ``(G, ExportOptions) -> Export``); ``topo export FORMAT FABRIC -o FILE`` writes it.
@@ -35,6 +36,7 @@ from topo.export.slurm import (
     write_topology_conf,
     write_topology_yaml,
 )
+from topo.export.topograph import domain_names, write_topograph_model
 from topo.export.trays import compute_view, domain_blocks, domain_hosts, host_view
 from topo.fabric import SWITCH_KINDS, servers
 from topo.formats.netfile import write_ibnetdiscover
@@ -75,6 +77,7 @@ __all__ = [
     "write_nccl_env",
     "write_topo_xml",
     "write_topology_conf",
+    "write_topograph_model",
     "write_topology_yaml",
 ]
 
@@ -120,7 +123,7 @@ class ExportOptions:
 
 
 OPTION_FORMATS: dict[str, tuple[str, ...]] = {
-    "hosts": ("slurm", "nccl", "cabling"),
+    "hosts": ("slurm", "nccl", "cabling", "topograph"),
     "slurm_format": ("slurm",),
     "node": ("nccl",),
     "hca_format": ("nccl",),
@@ -262,11 +265,30 @@ def _ibnetdiscover(G: nx.Graph, opts: ExportOptions) -> Export:
     return Export(write_ibnetdiscover(G), warnings=(f"the dump written: {ASSIGNED_DUMP_NOTE}",))
 
 
+def _topograph(G: nx.Graph, opts: ExportOptions) -> Export:
+    G = compute_view(G)
+    domains = domain_hosts(G)  # NVLink domains of several hosts: their capacity blocks
+    G = host_view(G)
+    hosts = fabric_hosts(G, opts.hosts)
+    names = dict(zip(servers(G), hosts, strict=True))
+    gpu = G.graph.get("gpu_model") or next(
+        (d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"), None
+    )
+    text = write_topograph_model(
+        slurm_tree(G, hosts),
+        str(gpu) if gpu else "GPU",
+        domain_names(domains, names),
+        _header(G, "topograph simulation model (its test provider's model YAML)"),
+    )
+    return Export(text)
+
+
 FORMATS: dict[str, Callable[[nx.Graph, ExportOptions], Export]] = {
     "slurm": _slurm,
     "nccl": _nccl,
     "cabling": _cabling,
     "ibnetdiscover": _ibnetdiscover,
+    "topograph": _topograph,
 }
 """Format name -> exporter. A writer ``f(G) -> str`` joins as
 ``"name": lambda G, opts: Export(f(G))``."""
