@@ -34,6 +34,9 @@ ALLOWED = {
     ("collective/log_devices.py", "device_mismatch"): "a warning that the command line prints "
     "(a note, not an error)",
     ("export/nccl.py", "nccl_naming_notes"): "a note of the export, beside the spec key",
+    ("acceptance/kit.py", "_deepep"): "the DeepEP test command line the kit's scripts run",
+    ("acceptance/kit.py", "_sbatch"): "the #SBATCH lines of the batch scripts the kit writes",
+    ("acceptance/kit.py", "_tests_for"): "the mpirun and srun command lines the kit writes",
     ("engine/codesign.py", "_designs"): "the topo moe arguments a design hands to the user "
     "(Design.moe_args: a command line, not a message)",
 }

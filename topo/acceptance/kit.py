@@ -49,7 +49,8 @@ from topo.errors import TopoError
 from topo.export import ExportOptions, compute_view, export, fabric_hosts, host_view, nccl_nics
 from topo.export.hostlist import hostlist_ranged
 from topo.fabric import servers as fabric_servers
-from topo.fabric import spans_hosts, write_atomic
+from topo.fabric import spans_hosts
+from topo.files import write_atomic
 from topo.moe import default_config, default_ep
 from topo.moe.config import MoEConfig
 
@@ -672,7 +673,9 @@ def write_kit(kit: Kit, folder: str | Path, design: str | Path, force: bool = Fa
     if folder.exists() and not folder.is_dir():
         raise TopoError(f"{folder}: exists and is not a folder")
     if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise TopoError(f"{folder}: a folder that holds files; give --force to replace it")
+        raise TopoError(
+            f"{folder}: a folder that holds files; give force to replace it", param="force"
+        )
     parent = folder.parent if str(folder.parent) else Path(".")
     if not parent.is_dir():
         raise TopoError(f"{folder}: its folder {parent} does not exist")

@@ -311,7 +311,7 @@ def _result(
     if measured is None:
         return TestResult(
             **base, status="not read", log=str(path), matched_by=how,
-            verdict="DeepEP's output: read it by eye against `topo moe --kernel deepep-normal`",
+            verdict="DeepEP's output: topo explain reads it (given its ranks and ranks per server)",
         )  # fmt: skip
     cmp = compare_log(G, measured)
     e = explain_test(G, measured)
