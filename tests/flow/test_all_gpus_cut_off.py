@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from topo.builders import build
 from topo.cli import app
 from topo.errors import InfeasibleError
-from topo.flow.resilience import damaged_bandwidth, resilience
+from topo.flow.failures.resilience import damaged_bandwidth, resilience
 
 LEAVES = [f"leaf{i}" for i in range(8)]
 

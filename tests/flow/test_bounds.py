@@ -6,8 +6,8 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.bounds import cut_upper_bound, tree_lower_bound
-from topo.flow.failures import fail
+from topo.flow.bounds.certified import cut_upper_bound, tree_lower_bound
+from topo.flow.failures.damage import fail
 
 NIC = 50e9  # B/s
 

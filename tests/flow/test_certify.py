@@ -10,10 +10,10 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.certify import certified_alltoall, cut_bound, plane_split, split_routing
-from topo.flow.failures import fail
-from topo.flow.hosts import hosts
-from topo.flow.server_check import server_theta, star_theta
+from topo.flow.exact.certify import certified_alltoall, cut_bound, plane_split, split_routing
+from topo.flow.failures.damage import fail
+from topo.flow.reduce.server_check import server_theta, star_theta
+from topo.flow.reduce.servers import hosts
 
 NIC = 50e9  # B/s per 400G NIC
 OVERSUBSCRIBED = dict(switch_ports=8, gpus_per_node=2, nics_per_node=2, oversubscription=3)
@@ -205,7 +205,7 @@ def test_two_disjoint_fabrics_are_refused_whichever_path_runs_first(monkeypatch,
     import networkx as nx
 
     from topo.errors import InfeasibleError
-    from topo.flow import exact
+    from topo.flow.exact import alltoall as exact
 
     one = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     G = nx.union(one, one, rename=("a:", "b:"))

@@ -10,9 +10,9 @@ import pytest
 
 from topo.builders import build
 from topo.fabric import SWITCH_KINDS
-from topo.flow.certify import cut_bound
-from topo.flow.failures import fail
-from topo.flow.hosts import hosts
+from topo.flow.exact.certify import cut_bound
+from topo.flow.failures.damage import fail
+from topo.flow.reduce.servers import hosts
 
 
 def _reference(G: nx.Graph) -> float:

@@ -10,7 +10,7 @@ import pytest
 from topo.builders import build
 from topo.errors import InfeasibleError, TopoError
 from topo.flow import alltoall_bandwidth
-from topo.flow.demand import server_demand_time
+from topo.flow.door import server_demand_time
 
 NIC = 50e9  # a 400 Gb/s NIC, B/s
 

@@ -1,4 +1,4 @@
-"""Direct networks (Slim Fly, Dragonfly): the router-level bounds of topo.flow.direct.
+"""Direct networks (Slim Fly, Dragonfly): the router-level bounds of topo.flow.bounds.direct.
 
 Each bound is held against the exact LP (the reduced or general LP of topo.flow, an independent
 path) on fabrics small enough for it, and against closed forms where there is one.
@@ -11,7 +11,7 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.direct import (
+from topo.flow.bounds.direct import (
     automorphisms,
     direct_bounds,
     dragonfly_groups,
@@ -21,8 +21,8 @@ from topo.flow.direct import (
     orbits,
     router_net,
 )
-from topo.flow.direct_lp import RouterNet, router_distances, split_loads
-from topo.flow.hosts import hosts, terminal_count
+from topo.flow.bounds.router_lp import RouterNet, router_distances, split_loads
+from topo.flow.reduce.servers import hosts, terminal_count
 
 NIC = 50e9  # B/s
 
@@ -238,7 +238,7 @@ def test_slim_fly_q27_and_dragonfly_64_groups():
 
 def test_split_lp_is_skipped_over_the_memory_limit(monkeypatch):
     # 9 groups of 4 routers: 72 global arcs, each in 1 + 2 x 3 rows: 504 entries x 200 B.
-    from topo.flow.memory import MEMORY_LIMIT_ENV
+    from topo.flow.solve.memory import MEMORY_LIMIT_ENV
 
     G = build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1)
     net = router_net(G, hosts(G)[0])
@@ -252,7 +252,7 @@ def test_split_lp_is_skipped_over_the_memory_limit(monkeypatch):
 def test_resilience_intact_value_of_a_bounds_only_fabric_is_a_range():
     # The intact busbw of a fabric known only within bounds is None with its range, as every
     # trial statistic; a fabric certified exact keeps its value.
-    from topo.flow.resilience import intact_busbw
+    from topo.flow.failures.resilience import intact_busbw
 
     b = alltoall_bandwidth(build("slimfly", q=5), max_variables=10)
     assert b.bounds is not None and b.bounds.gap > 1e-6
@@ -269,7 +269,7 @@ def test_resilience_intact_value_of_a_bounds_only_fabric_is_a_range():
 def test_damaged_dragonfly_bounds_bracket_the_exact_rate(seed):
     # Failed cables, local ones included: a pair of routers without its local link sends over
     # the group's two-hop paths; the bounds still bracket the exact LP, and stay tight.
-    from topo.flow.failures import fail
+    from topo.flow.failures.damage import fail
 
     G = build("dragonfly", switch_ports=12, gpus_per_node=1, nics_per_node=1, groups=6)
     local = [
@@ -289,7 +289,7 @@ def test_damaged_dragonfly_bounds_bracket_the_exact_rate(seed):
 def test_a_router_lp_past_its_time_limit_gives_no_bound():
     # A covering LP (300 rows >= 1, 3,000 columns): solved without a limit (its solution meets
     # every row), abandoned (None, no bound) at a limit of 0.1 ms; --time-limit reaches it.
-    from topo.flow.direct_lp import solve_lp
+    from topo.flow.bounds.router_lp import solve_lp
 
     rng = np.random.default_rng(0)
     m, n = 300, 3000
@@ -306,7 +306,7 @@ def test_a_router_lp_past_its_time_limit_gives_no_bound():
 
 
 def test_bounds_give_the_router_lps_the_time_limit(monkeypatch):
-    import topo.flow.direct as direct_mod
+    import topo.flow.bounds.direct as direct_mod
 
     seen = []
 

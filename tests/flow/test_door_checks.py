@@ -22,7 +22,7 @@ from topo.flow import (
     routed_alltoall,
     server_demand_time,
 )
-from topo.flow.lp import Commodity
+from topo.flow.solve.lp import Commodity
 from topo.traffic import uniform_alltoall
 
 EDGE = ("leaf0", "spine0")  # a switch-to-switch cable of the 8-port fat tree

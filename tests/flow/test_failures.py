@@ -8,7 +8,7 @@ import pytest
 from topo.builders import build
 from topo.errors import TopoError
 from topo.flow import alltoall_bandwidth
-from topo.flow.failures import cables, disconnected_terminals, fail, without_servers
+from topo.flow.failures.damage import cables, disconnected_terminals, fail, without_servers
 
 NIC = 50.0  # GB/s per 400G NIC
 

@@ -7,8 +7,8 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.general import general_lp
-from topo.flow.lp import Commodity
+from topo.flow.exact.general import general_lp
+from topo.flow.solve.lp import Commodity
 
 from ._validate import validate_flows
 

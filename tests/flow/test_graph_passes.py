@@ -9,12 +9,12 @@ import random
 
 from topo.builders import build
 from topo.fabric import SWITCH_KINDS, natural_key
-from topo.flow.failures import fail
-from topo.flow.hosts import hosts, inner_signature
-from topo.flow.network import link, links, network, twin_classes
-from topo.flow.planes import scope
+from topo.flow.exact.report import sort_links
+from topo.flow.failures.damage import fail
+from topo.flow.reduce.network import link, links, network, twin_classes
+from topo.flow.reduce.planes import scope
+from topo.flow.reduce.servers import hosts, inner_signature
 from topo.flow.result import BottleneckLink
-from topo.flow.uniform_report import sort_links
 
 SMALL = dict(switch_ports=8, gpus_per_node=4, nics_per_node=4)
 

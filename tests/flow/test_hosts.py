@@ -8,7 +8,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import InfeasibleError
-from topo.flow.hosts import check_terminals, hosts, inner_signature
+from topo.flow.reduce.servers import check_terminals, hosts, inner_signature
 
 
 def test_a_server_becomes_one_host_per_node() -> None:

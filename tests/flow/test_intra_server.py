@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.cli import app
-from topo.flow.failures import island_sizes
-from topo.flow.resilience import damaged_bandwidth
+from topo.flow.failures.damage import island_sizes
+from topo.flow.failures.resilience import damaged_bandwidth
 
 SPINES = ["--fail", "spine0", "--fail", "spine1", "--fail", "spine2", "--fail", "spine3"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topo.errors import SolverError
-from topo.flow.lp import Commodity, max_concurrent_flow
+from topo.flow.solve.lp import Commodity, max_concurrent_flow
 
 from ._validate import validate_flows
 

@@ -9,7 +9,7 @@ import pytest
 from topo.builders import build
 from topo.errors import LPTooLarge, TopoError
 from topo.flow import alltoall_bandwidth
-from topo.flow.memory import (
+from topo.flow.solve.memory import (
     BYTES_PER_DEMAND_ENTRY,
     DEFAULT_MEMORY_LIMIT_BYTES,
     MEMORY_LIMIT_ENV,

@@ -1,4 +1,4 @@
-"""The bottleneck links of an LP optimum include every cut the rate meets (topo.flow.cuts).
+"""The bottleneck links of an LP optimum include every cut the rate meets (topo.flow.exact.cuts).
 
 An LP's dual prices one certificate among several when the optimum is degenerate: three
 servers that each lost a cable bind alike, and the dual may name one. Every link the report

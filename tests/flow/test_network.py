@@ -10,7 +10,7 @@ import pytest
 from topo.builders import build
 from topo.fabric import SWITCH_KINDS
 from topo.flow import alltoall_bandwidth
-from topo.flow.failures import fail
+from topo.flow.failures.damage import fail
 
 CASES = [
     ("ft2", dict(switch_ports=8, gpus_per_node=2, nics_per_node=2)),

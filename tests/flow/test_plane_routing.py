@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.flow.plane_routing import _times_sparse
+from topo.flow.exact.plane_routing import _times_sparse
 
 
 @settings(max_examples=200, deadline=None)

@@ -7,8 +7,8 @@ import pytest
 from topo.builders import build
 from topo.fabric import switch_components
 from topo.flow import alltoall_bandwidth
-from topo.flow.hosts import hosts
-from topo.flow.planes import plane_isomorphism
+from topo.flow.reduce.planes import plane_isomorphism
+from topo.flow.reduce.servers import hosts
 
 
 def test_planes_are_found_isomorphic_in_an_intact_mpft():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from topo.builders import build
-from topo.flow.resilience import STATISTICS, resilience, statistics
+from topo.flow.failures.resilience import STATISTICS, resilience, statistics
 
 
 def test_statistics_by_hand():

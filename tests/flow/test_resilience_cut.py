@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from topo.builders import build
 from topo.fabric import summarize
-from topo.flow.failures import disconnected_terminals, fail
-from topo.flow.resilience import resilience
+from topo.flow.failures.damage import disconnected_terminals, fail
+from topo.flow.failures.resilience import resilience
 
 
 def test_63_of_64_cables_failed_counts_the_cut_gpus() -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from topo.builders import build
 from topo.cli import app
 from topo.errors import TopoError
-from topo.flow.resilience import MAX_TRIALS, resilience, serial_trials, trial_summary
+from topo.flow.failures.resilience import MAX_TRIALS, resilience, serial_trials, trial_summary
 
 SMALL = dict(switch_ports=8, gpus_per_node=2, nics_per_node=2)
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from topo.builders import build
 from topo.cli import app
 from topo.errors import InfeasibleError
-from topo.flow.failures import fail
-from topo.flow.resilience import damaged_bandwidth, resilience
+from topo.flow.failures.damage import fail
+from topo.flow.failures.resilience import damaged_bandwidth, resilience
 from topo.flow.seeds import trial_seeds
 
 

@@ -8,16 +8,16 @@ import pytest
 from topo.builders import build
 from topo.fabric import natural_key
 from topo.flow import alltoall_bandwidth
-from topo.flow.hosts import hosts
-from topo.flow.lp import max_concurrent_flow
-from topo.flow.network import reduce
-from topo.flow.symmetry import (
+from topo.flow.reduce.network import reduce
+from topo.flow.reduce.servers import hosts
+from topo.flow.reduce.symmetry import (
     class_orbits,
     extend_to_classes,
     is_automorphism,
     solve_symmetric,
     symmetry,
 )
+from topo.flow.solve.lp import max_concurrent_flow
 
 
 def _damaged_ft2():

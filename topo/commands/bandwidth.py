@@ -41,8 +41,8 @@ from topo.units import Bps_to_GBps as GB
 from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
-    from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
+    from topo.flow import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
+    from topo.flow.failures import DamagedBandwidth
 
 BANDWIDTH_TIME_LIMIT_S = 120.0
 """Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
@@ -141,9 +141,9 @@ def _lft_bandwidth(
     failures: tuple[int, int, list[str] | None],
 ) -> tuple[nx.Graph, DamagedBandwidth]:
     """``--routing lft``: the fabric (a dump, or a fabric imported from one) and its tables."""
-    from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import FailureSet
-    from topo.flow.routing.lft import routed_lft
+    from topo.flow import FailureSet
+    from topo.flow.failures import DamagedBandwidth
+    from topo.flow.routing import routed_lft
     from topo.formats import read_ibnetdiscover
     from topo.formats.lft import read_lft
 
@@ -181,8 +181,8 @@ def _damaged(
     time_limit: float | None,
     link_loads: bool,
 ) -> DamagedBandwidth:
-    from topo.flow.lp import DEFAULT_MAX_VARIABLES
-    from topo.flow.resilience import damaged_bandwidth
+    from topo.flow.failures import damaged_bandwidth
+    from topo.flow.solve import DEFAULT_MAX_VARIABLES
 
     return damaged_bandwidth(
         G,

@@ -59,7 +59,7 @@ from topo.cost.bom import CostReport, bill_of_materials, cables_from_counts, cos
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SolverError, SpecError
 from topo.fabric import summarize
-from topo.flow.lp import quiet_stdout
+from topo.flow.solve import quiet_stdout
 from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
 PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly", "mpft3", "mrft3")

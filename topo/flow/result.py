@@ -65,7 +65,7 @@ class BottleneckLink(NamedTuple):
 @dataclass(frozen=True)
 class Bounds:
     """Certified bounds on the pair rate when the exact LP was not solved
-    (:mod:`topo.flow.bounds`).
+    (:mod:`topo.flow.bounds.certified`).
 
     Attributes
     ----------
@@ -628,4 +628,3 @@ def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, flo
     if isinstance(loads, ArcLoads):
         return loads.triples()
     return [(a, b, float(x)) for (a, b), x in loads.items()]
-

@@ -1,9 +1,10 @@
 """The exact all-to-all solves: the reduced LP (contraction, planes, twin classes, symmetry,
 then the server check) and the general LP it falls back to, each returning a report.
 
-The reductions and the proofs that they are exact are in :mod:`topo.flow.alltoall` and
-``docs/bandwidth.md``; the parts are :mod:`topo.flow.hosts`, :mod:`topo.flow.planes`,
-:mod:`topo.flow.network`, :mod:`topo.flow.symmetry` and :mod:`topo.flow.server_check`.
+The reductions and the proofs that they are exact are in :mod:`topo.flow.door` and
+``docs/bandwidth.md``; the parts are :mod:`topo.flow.reduce.servers`,
+:mod:`topo.flow.reduce.planes`, :mod:`topo.flow.reduce.network`, :mod:`topo.flow.reduce.symmetry`
+and :mod:`topo.flow.reduce.server_check`.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
 from topo.fabric import SWITCH_KINDS, gc_paused
-from topo.flow.certify import certified_alltoall
-from topo.flow.cuts import with_met_cuts
-from topo.flow.general import general_lp
-from topo.flow.hosts import Host
-from topo.flow.lp import MCFSolution, max_concurrent_flow
-from topo.flow.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
+from topo.flow.exact.certify import certified_alltoall
+from topo.flow.exact.cuts import with_met_cuts
+from topo.flow.exact.general import general_lp
+from topo.flow.exact.report import build_report, lp_stats, sort_links
+from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
+from topo.flow.reduce.server_check import server_check
+from topo.flow.reduce.servers import Host
+from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.result import BandwidthResult
-from topo.flow.server_check import server_check
-from topo.flow.symmetry import Perm, class_orbits, solve_symmetric, symmetry
-from topo.flow.uniform_report import build_report, lp_stats, sort_links
+from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
 from topo.units import Bps_to_GBps
 from topo.wording import count
 
@@ -40,8 +41,8 @@ __all__ = [
 
 CERTIFY_ABOVE = 20_000
 """Reduced LPs estimated above this many flow variables are first tried without an LP: a
-routing that meets a cut bound (:mod:`topo.flow.certify`) is exact and takes a second where the
-LP takes tens (a damaged 16,384-GPU MPFT, NVL72-shaped servers straddling leaves)."""
+routing that meets a cut bound (:mod:`topo.flow.exact.certify`) is exact and takes a second where
+the LP takes tens (a damaged 16,384-GPU MPFT, NVL72-shaped servers straddling leaves)."""
 
 CERTIFY_FIRST = 10_000_000
 """Fabrics with more host-switch pairs than this (the 65,536-GPU FT3: 8,192 servers and 5,120
@@ -70,11 +71,11 @@ def exact_alltoall(
     G : networkx.Graph
         The fabric.
     hosts : list of Host
-        Its hosts, checked (:func:`topo.flow.hosts.check_terminals`).
+        Its hosts, checked (:func:`topo.flow.reduce.servers.check_terminals`).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
     method : {"auto", "general"}
-        As :func:`topo.flow.alltoall.alltoall_bandwidth`.
+        As :func:`topo.flow.door.alltoall_bandwidth`.
     max_variables : int
         Refuse LPs with more flow variables than this.
     want_loads : bool
@@ -88,7 +89,7 @@ def exact_alltoall(
         still say it).
     check : callable, optional
         Run before any LP is built (raising what it raises): a check the certified routing
-        makes needless, as :func:`topo.flow.hosts.check_connected` (a routing at a positive
+        makes needless, as :func:`topo.flow.reduce.servers.check_connected` (a routing at a positive
         rate joins every pair of terminals).
 
     Returns
@@ -273,7 +274,7 @@ def general_report(
     want_loads: bool = False,
     time_limit_s: float | None = None,
 ) -> BandwidthResult:
-    """The all-to-all by the general LP (:func:`topo.flow.general.general_lp`)."""
+    """The all-to-all by the general LP (:func:`topo.flow.exact.general.general_lp`)."""
     terms, arcs, cap, sol = general_lp(G, terminal, max_variables, time_limit_s=time_limit_s)
     links = []
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:

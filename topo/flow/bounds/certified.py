@@ -1,7 +1,7 @@
 """Certified bounds on the all-to-all rate when the exact LP is too large.
 
 Both bounds are on ``lambda``, the rate every ordered pair of terminals (GPUs, or host
-endpoints) gets in the uniform all-to-all (:mod:`topo.flow.alltoall`), in B/s.
+endpoints) gets in the uniform all-to-all (:mod:`topo.flow.door`), in B/s.
 
 **Upper bound: cuts.** For any set ``S`` of vertices holding ``W`` of the ``n`` terminals,
 every unit of the ``W (n - W) lambda`` that leaves ``S`` crosses an arc out of ``S``, so
@@ -16,11 +16,11 @@ attachments then leave the set.
 flow split evenly over the equal-cost up/down paths, PXN on) is a feasible concurrent flow:
 its rate, the slowest link's capacity over its load, is achievable. It exists for fabrics with
 up/down tiers (fat trees, imported fat trees). Other routings tried: the plane split of
-:mod:`topo.flow.certify`, each plane solved alone, breadth-first spanning trees, and for
-direct networks (Slim Fly, Dragonfly) the router-level LPs of :mod:`topo.flow.direct`, whose
+:mod:`topo.flow.exact.certify`, each plane solved alone, breadth-first spanning trees, and for
+direct networks (Slim Fly, Dragonfly) the router-level LPs of :mod:`topo.flow.bounds.direct`, whose
 LP duals also give an upper bound.
 
-When the two bounds meet (within :data:`topo.flow.certify.CERTIFY_TOL`) the rate is exact:
+When the two bounds meet (within :data:`topo.flow.exact.certify.CERTIFY_TOL`) the rate is exact:
 ``method`` is ``"certified"``.
 
 The true optimum lies between them; the report gives both and the relative gap
@@ -37,17 +37,17 @@ import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.certify import CERTIFY_TOL, cut_bound, split_routing
-from topo.flow.cuts import with_met_cuts
-from topo.flow.exact import build_report, exact_alltoall
-from topo.flow.hosts import Host, check_terminals, hosts, terminal_count
-from topo.flow.lp import NO_LP
+from topo.flow.exact.alltoall import build_report, exact_alltoall
+from topo.flow.exact.certify import CERTIFY_TOL, cut_bound, split_routing
+from topo.flow.exact.cuts import with_met_cuts
+from topo.flow.reduce.servers import Host, check_terminals, hosts, terminal_count
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds
 from topo.flow.routing import routed_alltoall
+from topo.flow.solve.lp import NO_LP
 
 ROUTER_LP_MAX_COLUMNS = 2_000_000
-"""Largest router-level LP of :mod:`topo.flow.direct` (columns), whatever the exact LP's limit:
-it holds one column per orbit of arcs, or per global link of a Dragonfly."""
+"""Largest router-level LP of :mod:`topo.flow.bounds.direct` (columns), whatever the exact
+LP's limit: it holds one column per orbit of arcs, or per global link of a Dragonfly."""
 
 
 def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
@@ -66,7 +66,7 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
 
 def split_lower_bound(G: nx.Graph) -> tuple[float, str]:
     """A feasible all-to-all rate (B/s) from the plane-split, two-hop routing of
-    :func:`topo.flow.certify.split_routing`; (0, why) if the fabric has none."""
+    :func:`topo.flow.exact.certify.split_routing`; (0, why) if the fabric has none."""
     hs, _ = hosts(G)
     r = split_routing(G, hs)
     if r is None:
@@ -91,7 +91,7 @@ def plane_lower_bound(
 
     For a fabric whose switches fall into several planes (components), let ``S_p`` be the
     servers with a NIC on plane ``p`` and ``lambda_p`` the exact all-to-all rate among the
-    GPUs of ``S_p`` on plane ``p`` alone (:func:`topo.flow.alltoall.alltoall_bandwidth` on
+    GPUs of ``S_p`` on plane ``p`` alone (:func:`topo.flow.door.alltoall_bandwidth` on
     that sub-fabric). Running all the planes' flows at once is feasible, as planes share no
     switch or cable, so every pair of GPUs in servers ``a, b`` gets ``sum of lambda_p over the
     planes p holding both``, and the minimum over pairs is achievable. It is the rate without
@@ -241,13 +241,13 @@ def bounds_report(
         LP limit of each plane's exact solve (:func:`plane_lower_bound`).
     time_limit_s : float, optional
         HiGHS time limit (s) of each plane's exact solve and of each router-level LP of
-        :func:`topo.flow.direct.direct_bounds`.
+        :func:`topo.flow.bounds.direct.direct_bounds`.
 
     Returns
     -------
     BandwidthResult
         At the lower bound, ``method == "bounds"``, ``exact`` False; when the two bounds meet
-        (within :data:`topo.flow.certify.CERTIFY_TOL`), ``method == "certified"``, ``exact``
+        (within :data:`topo.flow.exact.certify.CERTIFY_TOL`), ``method == "certified"``, ``exact``
         True and no ``bounds``.
     """
     ub, cut = cut_upper_bound(G)
@@ -259,7 +259,7 @@ def bounds_report(
         tree_lower_bound(G),
     ]
     # imported here: scipy's graph routines and igraph cost every command 0.25 s to load
-    from topo.flow.direct import direct_bounds
+    from topo.flow.bounds.direct import direct_bounds
 
     direct = direct_bounds(G, hs, terminal, ROUTER_LP_MAX_COLUMNS, time_limit_s)
     if direct is not None:
@@ -296,7 +296,7 @@ def _met_cut_links(
     G: nx.Graph, hs: list[Host], terminal: str, rate: float, notes: list[str]
 ) -> list[BottleneckLink]:
     """The bottleneck of a rate exact because its bounds meet: the links of every cut the rate
-    meets (:func:`topo.flow.cuts.with_met_cuts`: every optimal flow fills them), else none,
+    meets (:func:`topo.flow.exact.cuts.with_met_cuts`: every optimal flow fills them), else none,
     and a note saying which (appended to ``notes``)."""
     found = with_met_cuts(G, hs, terminal, rate, [], notes)
     if not found:

@@ -1,11 +1,11 @@
-"""The maximum concurrent flow LP of :mod:`topo.flow.lp` as arrays, passed to HiGHS directly.
+"""The maximum concurrent flow LP of :mod:`topo.flow.solve.lp` as arrays, passed to HiGHS directly.
 
 Building the model through a modelling layer (one Python object per variable, term and row)
 cost more than HiGHS' own solve on the reduced LPs of large fabrics; here every column, row and
 matrix entry is a numpy array, and the model goes to HiGHS in one ``passModel`` call (column-wise
 sparse matrix).
 
-The LP is the one :mod:`topo.flow.lp` states, laid out as the modelling layer the project used
+The LP is the one :mod:`topo.flow.solve.lp` states, laid out as the modelling layer the project used
 before (pulp 3) laid it out, so that HiGHS sees the same model and takes the same path:
 
 - columns: one flow variable ``f{k}_{a}`` per commodity ``k`` and arc ``a`` it may use, then
@@ -237,7 +237,7 @@ def _highs_lp(
     cap_upper: np.ndarray,
 ) -> highspy.HighsLp:
     """The HiGHS model: bounds, objective ``min -theta``, column-wise matrix."""
-    import highspy  # (loaded when an LP is built: topo.flow.lp)
+    import highspy  # (loaded when an LP is built: topo.flow.solve.lp)
 
     n_col = theta_column + 1
     n_row = n_cons + n_cap

@@ -1,7 +1,7 @@
 """Class symmetry of the reduced network: verified automorphisms and the LP they shrink.
 
 When a cyclic shift of the leaves (within each plane and rail), or of the blocks below the top
-tier, is an automorphism of the reduced network (:mod:`topo.flow.network`) and merges classes
+tier, is an automorphism of the reduced network (:mod:`topo.flow.reduce.network`) and merges classes
 into fewer orbits, one commodity per class orbit suffices and each capacity row bounds an orbit
 of arcs (average any solution over the group; ``docs/bandwidth.md``). Candidates are guesses;
 each is verified arc by arc (:func:`is_automorphism`), so a wrong guess only costs the
@@ -19,8 +19,8 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import blocks_below_top, natural_key
-from topo.flow.lp import MCFSolution, max_concurrent_flow
-from topo.flow.network import Reduced
+from topo.flow.reduce.network import Reduced
+from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
 
 Perm = dict[Hashable, Hashable]
 """A permutation of the reduced network's vertices (vertices it leaves out are fixed)."""
@@ -258,7 +258,7 @@ def solve_symmetric(
     Raises
     ------
     SolverError
-        As :func:`topo.flow.lp.max_concurrent_flow`.
+        As :func:`topo.flow.solve.lp.max_concurrent_flow`.
     """
     orbits = arc_orbits(red, gens)
     class_orbs = class_orbits(red, gens)

@@ -7,7 +7,7 @@ both sides with LPs over the routers alone (``docs/bandwidth.md``, "Direct netwo
 
 **The routing (lower bound).** Every server splits its traffic over the switches it is cabled
 to in proportion to its capacity there (each NIC the tighter of its cable and PCIe, as in the
-server contraction of :mod:`topo.flow.hosts`), so router ``s`` sends and receives for
+server contraction of :mod:`topo.flow.reduce.servers`), so router ``s`` sends and receives for
 ``m_s = sum_h w_h a_hs / A_h`` GPUs (``w_h`` GPUs of server ``h``, ``a_hs`` its capacity to
 ``s``, ``A_h`` its total). Between routers it carries ``m_max^2`` per ordered pair of routers
 with terminals (at least what the GPUs need: ``m_s m_t <= m_max^2``), routed by one of:
@@ -15,7 +15,7 @@ with terminals (at least what the GPUs need: ``m_s m_t <= m_max^2``), routed by 
 - *orbit LP*: the exact router-level max concurrent flow of that uniform demand, folded by the
   router graph's automorphism group (found by bliss through python-igraph, each generator
   checked arc by arc): one commodity per orbit of routers, one capacity row per orbit of arcs,
-  as :func:`topo.flow.symmetry.solve_symmetric` (average any solution over the group), then
+  as :func:`topo.flow.reduce.symmetry.solve_symmetric` (average any solution over the group), then
   each commodity averaged over the stabiliser of its source (:func:`orbit_rate`). bliss finds
   one router orbit on Slim Fly q=5 (the Hoffman-Singleton graph) and two on q=27;
 - *group split LP* (Dragonfly): minimal routes, local-global-local, with each ordered pair of
@@ -23,7 +23,7 @@ with terminals (at least what the GPUs need: ``m_s m_t <= m_max^2``), routed by 
   highest link utilisation (Kim et al., ISCA 2008, minimal routing; the split is ours).
 
 The server's cables then carry ``lambda w_h (n - w_h) a_hs / A_h`` each way (the server cut,
-met with equality) and its inside is checked by :func:`topo.flow.server_check.inside_theta`;
+met with equality) and its inside is checked by :func:`topo.flow.reduce.server_check.inside_theta`;
 the lower bound is ``min(router rate, server cut) x min(1, theta)``.
 
 **The dual (upper bound).** For any lengths ``l >= 0`` on the arcs, every feasible flow has
@@ -36,7 +36,7 @@ either way round, so at ``t >= 1`` no path through its NVLink is shorter than th
 ``t`` over :data:`EPS_GRID`, the least bound kept); the distances are shortest paths over the
 routers and through such servers' NVLink (two of their cables; of parallel arcs the shortest).
 With uniform lengths this is the distance bound. The tighter of it and the cut bound of
-:mod:`topo.flow.certify` is kept.
+:mod:`topo.flow.exact.certify` is kept.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import SWITCH_KINDS, natural_key
-from topo.flow.direct_lp import RouterNet, dual_value, folded_lp, router_distances, split_lp
-from topo.flow.hosts import Host, terminal_count
-from topo.flow.memory import memory_limit_bytes
-from topo.flow.server_check import inside_theta
+from topo.flow.bounds.router_lp import RouterNet, dual_value, folded_lp, router_distances, split_lp
+from topo.flow.reduce.server_check import inside_theta
+from topo.flow.reduce.servers import Host, terminal_count
+from topo.flow.solve.memory import memory_limit_bytes
 
 MAX_ROUTER_ORBITS = 64
 """Most orbits of terminal routers the folded router-level LP takes (one stabiliser and one
@@ -60,13 +60,13 @@ commodity each)."""
 
 DISTANCE_BYTES = 24
 """Bytes per router pair the dual bound holds at once (distance matrices, float64): it is
-skipped where that exceeds :func:`topo.flow.memory.memory_limit_bytes`."""
+skipped where that exceeds :func:`topo.flow.solve.memory.memory_limit_bytes`."""
 
 SPLIT_LP_BYTES_PER_ENTRY = 200
 """Peak memory of the Dragonfly group-split LP per matrix entry (the arrays and HiGHS' own),
 bytes: measured on the 511-group Dragonfly of the DeepSeek-V3 report's Table 3 (16.5 million
 entries, 3.24 GB). The LP is skipped where it would exceed
-:func:`topo.flow.memory.memory_limit_bytes`."""
+:func:`topo.flow.solve.memory.memory_limit_bytes`."""
 
 EPS_GRID = (0.0, 0.5, 0.75, 1.0, 1.5)
 """Cable lengths tried in the dual bound for servers cabled to several routers, as multiples
@@ -202,7 +202,7 @@ def orbit_rate(
 
     First the group ``A``: one commodity per orbit of terminal routers (its representative
     ``r`` sends 1 to every other terminal router), one capacity row per ``A``-orbit ``O`` of
-    arcs, ``sum_r |orbit(r)| sum_{b in O} x_r(b) <= c_O |O|`` (:func:`topo.flow.symmetry.
+    arcs, ``sum_r |orbit(r)| sum_{b in O} x_r(b) <= c_O |O|`` (:func:`topo.flow.reduce.symmetry.
     solve_symmetric`). Then each commodity by the stabiliser ``A_r``, which leaves its demand
     unchanged: averaged over ``A_r``, its flow is equal on every ``A_r``-orbit ``B`` of arcs,
     so one column ``y_{r,B}`` per such orbit, and conservation holds at every router of an
@@ -338,7 +338,7 @@ def nvlink_span(net: RouterNet, dist: np.ndarray) -> np.ndarray:
     net : RouterNet
         The routers and each host's routers.
     dist : numpy.ndarray, shape (routers, routers)
-        Router distances (:func:`topo.flow.direct_lp.router_distances`), any length unit.
+        Router distances (:func:`topo.flow.bounds.router_lp.router_distances`), any length unit.
 
     Returns
     -------

@@ -4,7 +4,7 @@ Weak duality gives an exact answer whenever a feasible concurrent flow reaches a
 no flow exceeds a cut's bound, so a routing at that rate is optimal. Damaged two-tier fabrics
 (MPFT, MRFT, FT2 with random dead cables) are usually bound by a cut (the NIC cables of the
 server that lost the most), break most of the symmetry the reduced LP rests on
-(:mod:`topo.flow.symmetry`), and are routed at the cut's rate by a simple split:
+(:mod:`topo.flow.reduce.symmetry`), and are routed at the cut's rate by a simple split:
 
 - **Across planes, coupled at the servers.** The traffic of each pair of server classes is
   split over the planes (switch components) both reach, in proportions found by iterative
@@ -19,7 +19,7 @@ server that lost the most), break most of the symmetry the reduced LP rests on
 The routing's rate is the least capacity over load; it is certified exact when it is within
 :data:`CERTIFY_TOL` of the tightest cut of :func:`cut_bound` (the LP itself is solved to
 HiGHS' primal feasibility tolerance, 1e-7), and the servers' insides carry it
-(:func:`topo.flow.server_check.inside_theta`). Otherwise nothing is claimed and the LP
+(:func:`topo.flow.reduce.server_check.inside_theta`). Otherwise nothing is claimed and the LP
 decides. The method and its proof are in ``docs/bandwidth.md`` ("Exact by a routing that
 meets a cut").
 """
@@ -36,16 +36,16 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import natural_key
-from topo.flow.cuts import MET_TOL, cut_bound
-from topo.flow.hosts import Host, InnerSignature, terminal_count
-from topo.flow.lp import NO_LP
-from topo.flow.network import links, twin_classes
-from topo.flow.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
-from topo.flow.planes import Scope
+from topo.flow.exact.cuts import MET_TOL, cut_bound
+from topo.flow.exact.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
+from topo.flow.exact.report import build_report
+from topo.flow.exact.switch_arcs import SwitchArcs
+from topo.flow.reduce.network import links, twin_classes
+from topo.flow.reduce.planes import Scope
+from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
+from topo.flow.reduce.servers import Host, InnerSignature, terminal_count
 from topo.flow.result import BandwidthResult, BottleneckLink
-from topo.flow.server_check import FEASIBILITY_TOL, Load, inside_theta
-from topo.flow.switch_arcs import SwitchArcs
-from topo.flow.uniform_report import build_report
+from topo.flow.solve.lp import NO_LP
 
 CERTIFY_TOL = MET_TOL
 """Relative gap between the routing's rate and the cut bound below which the rate is exact
@@ -321,7 +321,7 @@ def host_loads(r: SplitRouting, ci: int, rate: float) -> list[Load]:
 
 def insides_carry(G: nx.Graph, r: SplitRouting, rate: float) -> tuple[bool, float]:
     """Can every server's NVLink and PCIe carry its share of the routing at ``rate`` (B/s)?
-    One :func:`topo.flow.server_check.inside_theta` per distinct server load."""
+    One :func:`topo.flow.reduce.server_check.inside_theta` per distinct server load."""
     done: dict[tuple[InnerSignature, tuple[tuple[float, float], ...]], float] = {}
     worst = math.inf
     for ci, cls in enumerate(r.classes):

@@ -1,6 +1,6 @@
-"""Inside one plane of the certified routing (:mod:`topo.flow.certify`): the leaf-to-leaf
+"""Inside one plane of the certified routing (:mod:`topo.flow.exact.certify`): the leaf-to-leaf
 traffic routed over a two-tier or three-tier Clos, on the switch arcs' index arrays
-(:class:`topo.flow.switch_arcs.SwitchArcs`).
+(:class:`topo.flow.exact.switch_arcs.SwitchArcs`).
 
 - **Two tiers** (:func:`route_two_tier`): the traffic of leaves ``a`` and ``b`` is split over
   the switches above both in proportion to the smaller of the two cables' capacity (two hops).
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topo.flow.switch_arcs import SwitchArcs
+from topo.flow.exact.switch_arcs import SwitchArcs
 
 MAX_CELLS = 30_000_000
 """Largest array (leaf pairs x spines, pods x pod size x leaves) the routing builds (floats)."""

@@ -1,7 +1,7 @@
 """Can every server's inside (NVLink, PCIe) carry a contracted solution?
 
-Server contraction (:mod:`topo.flow.hosts`) relaxes the all-to-all: it lets any GPU use any NIC
-of its server for free. The contracted optimum is exact when every server's inside can carry
+Server contraction (:mod:`topo.flow.reduce.servers`) relaxes the all-to-all: it lets any GPU use
+any NIC of its server for free. The contracted optimum is exact when every server's inside can carry
 its share of it with every GPU splitting its traffic over the switches in the same proportions
 (which is what lets the aggregated paths be split per destination). This module checks that
 with one small LP per distinct server load (``docs/bandwidth.md``).
@@ -14,9 +14,9 @@ from collections.abc import Hashable
 
 import networkx as nx
 
-from topo.flow.hosts import Host, InnerSignature
-from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
-from topo.flow.network import Reduced
+from topo.flow.reduce.network import Reduced
+from topo.flow.reduce.servers import Host, InnerSignature
+from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
 
 FEASIBILITY_TOL = 1e-6
 """Relative tolerance of the server-contraction check (theta >= 1 - tol)."""

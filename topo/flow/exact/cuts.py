@@ -22,15 +22,15 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import SWITCH_KINDS, natural_key
-from topo.flow.hosts import Host, terminal_count
-from topo.flow.network import links
+from topo.flow.exact.switch_arcs import SwitchArcs
+from topo.flow.reduce.network import links
+from topo.flow.reduce.servers import Host, terminal_count
 from topo.flow.result import BottleneckLink
-from topo.flow.switch_arcs import SwitchArcs
 from topo.wording import count
 
 MET_TOL = 1e-7
 """A rate within this fraction of a cut's bound meets it (HiGHS' default primal feasibility
-tolerance: the precision of an LP optimum, and :data:`topo.flow.certify.CERTIFY_TOL`)."""
+tolerance: the precision of an LP optimum, and :data:`topo.flow.exact.certify.CERTIFY_TOL`)."""
 
 Side = tuple[list[str], list[Host]]
 """A cut's side: the switches in it (none for a server alone) and the hosts in it."""
@@ -46,7 +46,7 @@ def cut_bound(
     G : networkx.Graph
         The fabric.
     hs : list of Host
-        Its hosts (:func:`topo.flow.hosts.hosts`), at least two terminals.
+        Its hosts (:func:`topo.flow.reduce.servers.hosts`), at least two terminals.
     terminal : {"gpu", "endpoint"}
         What the terminals are.
     arcs : SwitchArcs, optional

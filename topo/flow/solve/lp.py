@@ -17,7 +17,7 @@ which every demand can be routed at once. Aggregating all pairs with the same so
 commodity is exact: any flow of commodity ``k`` decomposes into paths from ``s_k`` to its sinks
 carrying the demanded amounts.
 
-The model is built as arrays and passed to HiGHS in one call (:mod:`topo.flow.highs_model`).
+The model is built as arrays and passed to HiGHS in one call (:mod:`topo.flow.solve.model`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError, SpecError
-from topo.flow.highs_model import FlowModel, flow_model
+from topo.flow.solve.model import FlowModel, flow_model
 from topo.interrupts import solving
 
 DEFAULT_MAX_VARIABLES = 2_000_000

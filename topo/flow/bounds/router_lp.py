@@ -1,6 +1,7 @@
-"""The array work of :mod:`topo.flow.direct`: the Dragonfly group-split LP and the dual bound.
+"""The array work of :mod:`topo.flow.bounds.direct`: the Dragonfly group-split LP and the dual
+bound.
 
-Both are stated in :mod:`topo.flow.direct`'s notes; this module builds them with numpy and
+Both are stated in :mod:`topo.flow.bounds.direct`'s notes; this module builds them with numpy and
 scipy (shortest paths) and passes the LP to HiGHS in one call.
 """
 
@@ -14,8 +15,8 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from topo.flow.hosts import Host
-from topo.flow.lp import quiet_stdout
+from topo.flow.reduce.servers import Host
+from topo.flow.solve.lp import quiet_stdout
 from topo.interrupts import solving
 
 
@@ -61,7 +62,7 @@ def split_lp(net: RouterNet, grp: np.ndarray, time_limit_s: float | None = None)
     Parameters
     ----------
     net : RouterNet
-        The routers (:func:`topo.flow.direct.router_net`).
+        The routers (:func:`topo.flow.bounds.direct.router_net`).
     grp : numpy.ndarray of int, shape (routers,)
         Each router's group.
     time_limit_s : float, optional
@@ -165,8 +166,8 @@ def _solve_split(
     pair: np.ndarray,
     time_limit_s: float | None = None,
 ) -> np.ndarray | None:
-    """Solve ``min mu`` over the split (module notes of :mod:`topo.flow.direct`); the split per
-    global arc, or None if HiGHS does not reach an optimum (within ``time_limit_s``)."""
+    """Solve ``min mu`` over the split (module notes of :mod:`topo.flow.bounds.direct`); the split
+    per global arc, or None if HiGHS does not reach an optimum (within ``time_limit_s``)."""
     tail, head, e = net.tail, net.head, net.mass
     n_g, n_l = len(glob), len(loc)
     scale = float(E.max() ** 2)
@@ -276,7 +277,7 @@ def folded_lp(
     weight: list[float],
     time_limit_s: float | None = None,
 ) -> tuple[float, np.ndarray] | None:
-    """Solve the doubly folded router-level LP of :func:`topo.flow.direct.orbit_rate`.
+    """Solve the doubly folded router-level LP of :func:`topo.flow.bounds.direct.orbit_rate`.
 
     Parameters
     ----------

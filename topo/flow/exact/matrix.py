@@ -9,15 +9,15 @@ sooner (a schedule finishing in ``T`` is, averaged over time, a concurrent flow 
 
 The model, and what it leaves out:
 
-- **Servers are contracted** (:mod:`topo.flow.hosts`): a server is one vertex joined to the
+- **Servers are contracted** (:mod:`topo.flow.reduce.servers`): a server is one vertex joined to the
   switches its NICs reach, each NIC counting as the tighter of its cable and its PCIe side.
   Any NIC of a server may carry any of its GPUs' bytes (NVLink forwarding, NCCL's PXN), and
   NVLink inside a server is not a constraint here: callers account for intra-server traffic and
   NVLink themselves. Servers never forward other servers' traffic.
-- **Planes are folded exactly** (:mod:`topo.flow.planes`): when the switch graph is P
+- **Planes are folded exactly** (:mod:`topo.flow.reduce.planes`): when the switch graph is P
   isomorphic planes with every server attached identically to each, one plane carrying
   ``D / P`` is solved; averaging any solution over plane permutations shows this loses nothing.
-- One commodity per source server, aggregated over its sinks (exact; see :mod:`topo.flow.lp`).
+- One commodity per source server, aggregated over its sinks (exact; see :mod:`topo.flow.solve.lp`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import numpy as np
 
 from topo.errors import InfeasibleError, LPTooLarge, TopoError
 from topo.fabric import named_servers, natural_key, switch_components
-from topo.flow.exact import lp_stats, sort_links
-from topo.flow.hosts import Host, hosts
-from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
-from topo.flow.network import Reduced, bottleneck_links, network
-from topo.flow.planes import Scope, scope
+from topo.flow.exact.alltoall import lp_stats, sort_links
+from topo.flow.reduce.network import Reduced, bottleneck_links, network
+from topo.flow.reduce.planes import Scope, scope
+from topo.flow.reduce.servers import Host, hosts
 from topo.flow.result import BandwidthResult
+from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
 from topo.traffic import Demand
 from topo.wording import count
 

@@ -1,6 +1,6 @@
 """The switches of a fabric and the links between them as index arrays.
 
-The certified routing (:mod:`topo.flow.certify`) works on the switch graph alone: its planes,
+The certified routing (:mod:`topo.flow.exact.certify`) works on the switch graph alone: its planes,
 tiers, pods and the loads of its link directions. Walking the graph's adjacency dicts for each
 of these visits every switch's neighbours (NICs included) again and again: a 65,536-GPU FT3
 has 5,120 switches with 64 neighbours each. :class:`SwitchArcs` walks them once, and the rest

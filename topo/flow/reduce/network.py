@@ -20,11 +20,11 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
-from topo.flow.hosts import Host, InnerSignature
-from topo.flow.lp import Commodity, MCFSolution
-from topo.flow.memory import check_demand_table
-from topo.flow.planes import Scope, scope
+from topo.flow.reduce.planes import Scope, scope
+from topo.flow.reduce.servers import Host, InnerSignature
 from topo.flow.result import BottleneckLink
+from topo.flow.solve.lp import Commodity, MCFSolution
+from topo.flow.solve.memory import check_demand_table
 
 DUAL_TOL = 1e-6
 """A capacity row whose normalised shadow price exceeds this is a bottleneck."""
@@ -114,7 +114,7 @@ def network(
     G : networkx.Graph
         The fabric.
     sc : Scope
-        The switches solved (:func:`topo.flow.planes.scope`).
+        The switches solved (:func:`topo.flow.reduce.planes.scope`).
     classes : list of list of Host
         The classes, each a source and a sink vertex.
 
@@ -178,7 +178,7 @@ def reduce(G: nx.Graph, hosts: list[Host]) -> Reduced:
     G : networkx.Graph
         The fabric.
     hosts : list of Host
-        Its hosts (:func:`topo.flow.hosts.hosts`).
+        Its hosts (:func:`topo.flow.reduce.servers.hosts`).
 
     Returns
     -------

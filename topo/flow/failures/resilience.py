@@ -1,8 +1,8 @@
 """All-to-all bandwidth under failures: one damaged fabric, or many random failure sets.
 
-:func:`damaged_bandwidth` fails what it is told (:mod:`topo.flow.failures`), sets aside the
+:func:`damaged_bandwidth` fails what it is told (:mod:`topo.flow.failures.damage`), sets aside the
 servers the damage cuts off (reported, never dropped silently), and measures the all-to-all
-among the others: optimally (the maximum concurrent flow, :mod:`topo.flow.alltoall`) or as
+among the others: optimally (the maximum concurrent flow, :mod:`topo.flow.door`) or as
 routed (ECMP, D-mod-k; :mod:`topo.flow.routing`). :func:`resilience` repeats it for ``trials``
 independent random failure sets and summarises the distribution of the all-to-all busbw.
 Trial ``i`` is seeded by :func:`topo.flow.seeds.trial_seeds` (child ``(TRIALS, i)`` of
@@ -23,18 +23,18 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import require_fabric
-from topo.flow.concurrent import METHODS, uniform_flow
-from topo.flow.failures import (
+from topo.flow.door import METHODS, uniform_flow
+from topo.flow.failures.damage import (
     FailureSet,
     disconnected_terminals,
     fail,
     island_sizes,
     without_servers,
 )
-from topo.flow.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
 from topo.flow.seeds import trial_seeds
+from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.units import Bps_to_GBps
 from topo.wording import count
 
@@ -42,7 +42,7 @@ ROUTINGS = ("optimal", "ecmp", "dmodk")
 
 TRIAL_TIME_LIMIT_S = 60.0
 """Default HiGHS time limit per resilience trial (s): past it, the trial counts its certified
-bounds (:mod:`topo.flow.bounds`)."""
+bounds (:mod:`topo.flow.bounds.certified`)."""
 
 MAX_TRIALS = 10_000
 """The most failure sets one :func:`resilience` run takes. Its statistics need no more: the
@@ -102,7 +102,7 @@ def damaged_bandwidth(
     time_limit_s: float | None = None,
 ) -> DamagedBandwidth:
     """All-to-all bandwidth after failing ``links`` random cables, ``switches`` random switches
-    and the ``named`` elements (see :func:`topo.flow.failures.fail`).
+    and the ``named`` elements (see :func:`topo.flow.failures.damage.fail`).
 
     Parameters
     ----------
@@ -116,7 +116,7 @@ def damaged_bandwidth(
     flows_per_pair, pxn
         For ``ecmp``/``dmodk`` (see :func:`topo.flow.routing.routed_alltoall`).
     method, max_variables, link_loads, time_limit_s
-        For ``optimal`` (see :func:`topo.flow.alltoall.alltoall_bandwidth`).
+        For ``optimal`` (see :func:`topo.flow.door.alltoall_bandwidth`).
 
     Returns
     -------
@@ -130,7 +130,7 @@ def damaged_bandwidth(
         An edge of ``G`` without a finite capacity within
         :data:`topo.fabric.CAPACITY_RANGE_Bps` (``.param`` ``G``, naming the edge), or
         ``max_variables`` or ``time_limit_s`` out of range
-        (:func:`topo.flow.lp.check_solver_limits`).
+        (:func:`topo.flow.solve.lp.check_solver_limits`).
     InfeasibleError
         Fewer than two GPUs remain connected; every GPU cut off (no GPU keeps a switch),
         said plainly with the GPU count.

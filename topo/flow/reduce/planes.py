@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from topo.fabric import switch_components
-from topo.flow.hosts import Host
+from topo.flow.reduce.servers import Host
 
 _PLANE_PREFIX = re.compile(r"^p\d+/")
 
@@ -71,7 +71,7 @@ def scope(G: nx.Graph, hosts: list[Host]) -> Scope:
     G : networkx.Graph
         A fabric.
     hosts : list of Host
-        Its hosts (:func:`topo.flow.hosts.hosts`).
+        Its hosts (:func:`topo.flow.reduce.servers.hosts`).
 
     Returns
     -------

@@ -1,6 +1,6 @@
 """The all-to-all LP as defined: one commodity per terminal, every arc of the fabric, no transit
 through a third server. Small fabrics only; the reference the reductions are tested against,
-and the fallback when the server check (:mod:`topo.flow.server_check`) fails."""
+and the fallback when the server check (:mod:`topo.flow.reduce.server_check`) fails."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 
 from topo.errors import LPTooLarge
 from topo.fabric import SWITCH_KINDS, natural_key
-from topo.flow.hosts import attached
-from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
+from topo.flow.reduce.servers import attached
+from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
 
 
 def terminals(G: nx.Graph, terminal: str) -> list[str]:

@@ -4,7 +4,7 @@ A server (its GPUs, NVSwitch and NICs) becomes one :class:`Host` joined to the s
 NICs reach, each NIC counting as the tighter of its cable and its links into the server (PCIe).
 On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
 is a host of its own, of weight 1 (an *endpoint*). Why the contraction is a relaxation, and
-when it is exact, is in :mod:`topo.flow.alltoall` and ``docs/bandwidth.md``.
+when it is exact, is in :mod:`topo.flow.door` and ``docs/bandwidth.md``.
 """
 
 from __future__ import annotations

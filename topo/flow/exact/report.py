@@ -10,9 +10,9 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import natural_key, nic_ports
-from topo.flow.hosts import Host
-from topo.flow.lp import MCFSolution
+from topo.flow.reduce.servers import Host
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
+from topo.flow.solve.lp import MCFSolution
 
 
 def build_report(

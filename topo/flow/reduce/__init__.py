@@ -1,0 +1,45 @@
+"""Reducing the all-to-all to a small LP, each step checked on the fabric at hand.
+
+:mod:`~topo.flow.reduce.servers` contracts every server to one vertex (its GPUs' traffic source
+and sink); :mod:`~topo.flow.reduce.planes` finds isomorphic planes and solves one;
+:mod:`~topo.flow.reduce.network` merges servers with identical attachments into twin classes and
+writes the reduced network; :mod:`~topo.flow.reduce.symmetry` finds verified automorphisms that
+fold the classes into orbits; :mod:`~topo.flow.reduce.server_check` checks that every server's
+inside (NVLink, PCIe) carries the contracted solution. Proofs: ``docs/bandwidth.md``.
+"""
+
+from topo.flow.reduce.network import Reduced, bottleneck_links, link, link_loads, links, reduce
+from topo.flow.reduce.planes import Scope, plane_isomorphism, scope
+from topo.flow.reduce.server_check import inside_theta, server_check
+from topo.flow.reduce.servers import (
+    Host,
+    attached,
+    check_connected,
+    check_terminals,
+    hosts,
+    terminal_count,
+)
+from topo.flow.reduce.symmetry import class_orbits, solve_symmetric, symmetry
+
+__all__ = [
+    "Host",
+    "Reduced",
+    "Scope",
+    "attached",
+    "bottleneck_links",
+    "check_connected",
+    "check_terminals",
+    "class_orbits",
+    "hosts",
+    "inside_theta",
+    "link",
+    "link_loads",
+    "links",
+    "plane_isomorphism",
+    "reduce",
+    "scope",
+    "server_check",
+    "solve_symmetric",
+    "symmetry",
+    "terminal_count",
+]
