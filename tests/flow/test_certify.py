@@ -13,14 +13,14 @@ from topo.flow import alltoall_bandwidth
 from topo.flow.exact.certify import certified_alltoall, cut_bound, plane_split, split_routing
 from topo.flow.failures.damage import fail
 from topo.flow.reduce.server_check import server_theta, star_theta
-from topo.flow.reduce.servers import hosts
+from topo.flow.reduce.servers import contract_servers
 
 NIC = 50e9  # B/s per 400G NIC
 OVERSUBSCRIBED = dict(switch_ports=8, gpus_per_node=2, nics_per_node=2, oversubscription=3)
 
 
 def certified(G):
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     return certified_alltoall(G, hs, terminal, time.perf_counter(), [])
 
 
@@ -92,7 +92,7 @@ def test_a_failed_spine_is_refused_the_lp_moves_load_between_planes():
     # the other planes and reaches the cut (nothing lost).
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
     H, _ = fail(G, named=["p1/spine0"])
-    hs, terminal = hosts(H)
+    hs, terminal = contract_servers(H)
     assert certified(H) is None
     r = split_routing(H, hs)
     ub, _ = cut_bound(H, hs, terminal)
@@ -134,7 +134,7 @@ def test_partial_pods_and_direct_networks_have_no_split_routing():
         build("ft3", switch_ports=8, gpus_per_node=2, nics_per_node=2, gpus=40),
         build("slimfly", q=5),
     ):
-        hs, _ = hosts(G)
+        hs, _ = contract_servers(G)
         assert split_routing(G, hs) is None
 
 
@@ -153,7 +153,7 @@ def test_plane_split_meets_the_demand_and_balances_the_planes():
 
 def test_star_theta_is_a_lower_bound_on_the_server_lp():
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     h = hs[0]
     lam = NIC / 124
     loads = [(s, 4 * 124 * lam / 4, 4 * 124 * lam / 4) for s in h.attach]
@@ -168,7 +168,7 @@ def test_link_loads_carry_the_all_to_all_within_capacity():
     # exactly what the servers send to other servers, lambda g (n - g) each.
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4, gpus=64)
     H, _ = fail(G, links=3, seed=1)
-    hs, terminal = hosts(H)
+    hs, terminal = contract_servers(H)
     r = certified_alltoall(H, hs, terminal, time.perf_counter(), [], want_loads=True)
     assert r is not None and r.link_load
     for (u, v), x in r.link_load.items():

@@ -12,13 +12,13 @@ from topo.builders import build
 from topo.fabric import SWITCH_KINDS
 from topo.flow.exact.certify import cut_bound
 from topo.flow.failures.damage import fail
-from topo.flow.reduce.servers import hosts
+from topo.flow.reduce.servers import contract_servers
 
 
 def _reference(G: nx.Graph) -> float:
     """lambda <= c(S) / (W (n - W)) over: each server; each switch with its hosts; each
     component (more than one switch) of the switches below the top tier with its hosts."""
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     n = sum(h.weight for h in hs)
     switches = {v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS}
     top = max(G.nodes[s]["tier"] for s in switches)
@@ -56,7 +56,7 @@ def test_cut_bound_equals_the_cuts_written_on_the_graph(family, kw, seed):
     G = build(family, **kw)
     if seed:
         G, _ = fail(G, links=3 * seed, switches=1, seed=seed)
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     expected = _reference(G)
     got, _ = cut_bound(G, hs, terminal)
     assert math.isfinite(got)
@@ -71,7 +71,7 @@ def test_a_pod_cut_binds_where_the_cores_are_thin():
     for u, v, d in G.edges(data=True):
         if {G.nodes[u].get("tier"), G.nodes[v].get("tier")} == {2, 3}:
             d["capacity"] /= 4
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     got, what = cut_bound(G, hs, terminal)
     assert got == pytest.approx(16 * 12.5e9 / (16 * 112), rel=1e-12)
     assert got == pytest.approx(_reference(G), rel=1e-12)

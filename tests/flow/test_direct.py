@@ -22,13 +22,13 @@ from topo.flow.bounds.direct import (
     router_net,
 )
 from topo.flow.bounds.router_lp import RouterNet, router_distances, split_loads
-from topo.flow.reduce.servers import hosts, terminal_count
+from topo.flow.reduce.servers import contract_servers, terminal_count
 
 NIC = 50e9  # B/s
 
 
 def _bounds(G):
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     out = direct_bounds(G, hs, terminal, max_variables=2_000_000)
     assert out is not None
     (lo, _), (hi, _) = out
@@ -50,7 +50,7 @@ def test_hoffman_singleton_automorphisms():
     import igraph as ig
 
     G = build("slimfly", q=5, gpus_per_node=1, nics_per_node=1)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     net = router_net(G, hs)
     gens = automorphisms(net)
     assert len(set(orbits(net.n, gens).tolist())) == 1
@@ -114,7 +114,7 @@ def test_straddling_servers_are_bracketed(q):
 
 def _router_lengths(q):
     G = build("slimfly", q=q)
-    net = router_net(G, hosts(G)[0])
+    net = router_net(G, contract_servers(G)[0])
     lengths = orbit_rate(net, 2_000_000).lengths
     return net, lengths, router_distances(net, lengths)
 
@@ -165,7 +165,7 @@ def test_slim_fly_q5_router_rate_by_hand():
     # the distance-weighted load evenly: 16 (7 * 1 + 42 * 2) lambda per router = 7 links,
     # i.e. lambda = 7 * 50 / (16 * 91) GB/s, below the NIC cut 50 / 199.
     G = build("slimfly", q=5, gpus_per_node=1, nics_per_node=1)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     r = orbit_rate(router_net(G, hs), 2_000_000)
     assert r.pair_rate_Bps == pytest.approx(7 * NIC / (16 * 91), rel=1e-9)
 
@@ -195,7 +195,7 @@ def test_dragonfly_split_loads_by_hand():
     # endpoints to the 2 groups v's global links reach (2 x 2 x 8), v's 2 endpoints from the 2
     # groups u's links land from (the same), and u -> v itself (2 x 2): 68 lambda.
     G = build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     net = router_net(G, hs)
     grp = dragonfly_groups(G, net)
     E = np.bincount(grp, weights=net.mass)
@@ -210,7 +210,7 @@ def test_dragonfly_split_loads_by_hand():
 
 def test_tiered_fabrics_are_left_to_their_own_bounds():
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     assert direct_bounds(G, hs, terminal, max_variables=2_000_000) is None
 
 
@@ -218,7 +218,7 @@ def test_dragonfly_certified_exact_through_the_bounds_path():
     # The split routing carries NIC / 68 on the router links (above), more than the NIC cut
     # NIC / 71 (72 endpoints): the routing meets the cut, so the bounds path is exact.
     G = build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1)
-    assert terminal_count(hosts(G)[0]) == 72
+    assert terminal_count(contract_servers(G)[0]) == 72
     b = alltoall_bandwidth(G, max_variables=10)
     assert b.exact and b.method == "certified" and b.bounds is None
     assert b.pair_rate_Bps == pytest.approx(NIC / 71, rel=1e-9)
@@ -241,7 +241,7 @@ def test_split_lp_is_skipped_over_the_memory_limit(monkeypatch):
     from topo.flow.solve.memory import MEMORY_LIMIT_ENV
 
     G = build("dragonfly", switch_ports=8, gpus_per_node=1, nics_per_node=1)
-    net = router_net(G, hosts(G)[0])
+    net = router_net(G, contract_servers(G)[0])
     assert group_split_rate(G, net, 2_000_000) is not None
     monkeypatch.setenv(MEMORY_LIMIT_ENV, str(504 * 200 / 1e9 * 0.99))
     assert group_split_rate(G, net, 2_000_000) is None

@@ -13,7 +13,7 @@ from topo.flow.exact.report import sort_links
 from topo.flow.failures.damage import fail
 from topo.flow.reduce.network import link, links, network, twin_classes
 from topo.flow.reduce.planes import scope
-from topo.flow.reduce.servers import hosts, inner_signature
+from topo.flow.reduce.servers import contract_servers, inner_signature
 from topo.flow.result import BottleneckLink
 
 SMALL = dict(switch_ports=8, gpus_per_node=4, nics_per_node=4)
@@ -21,7 +21,7 @@ SMALL = dict(switch_ports=8, gpus_per_node=4, nics_per_node=4)
 
 def test_hosts_inner_signature_is_the_reference_one():
     G = build("mpft", gpus=64, **SMALL)
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     assert terminal == "gpu" and len(hs) == 16
     for h in hs:
         assert h.inner_sig == inner_signature(G, h.members)
@@ -30,7 +30,7 @@ def test_hosts_inner_signature_is_the_reference_one():
 
 def test_reduced_network_lists_switch_links_in_edge_order():
     G, _ = fail(build("ft3", switch_ports=8, gpus_per_node=4, nics_per_node=4), links=3, seed=2)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     sc = scope(G, hs)
     arcs, cap, origin = network(G, sc, twin_classes(hs, sc))
     fabric = [a for a, o in zip(arcs, origin, strict=True) if o[0] == "fabric"]

@@ -8,14 +8,14 @@ import pytest
 
 from topo.builders import build
 from topo.errors import InfeasibleError
-from topo.flow.reduce.servers import check_terminals, hosts, inner_signature
+from topo.flow.reduce.servers import check_terminals, contract_servers, inner_signature
 
 
 def test_a_server_becomes_one_host_per_node() -> None:
     # ft2 of 8-port switches, 2 GPUs and 2 NICs per server: 32 endpoints, 16 servers, each
     # server's 2 NICs on one leaf (4 endpoints per leaf), 400 Gb/s = 50e9 B/s per cable.
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     assert terminal == "gpu"
     assert [h.id for h in hs] == list(range(16))
     h = hs[0]
@@ -28,14 +28,14 @@ def test_a_server_becomes_one_host_per_node() -> None:
 def test_pcie_below_the_cable_bounds_the_attachment() -> None:
     # An 800 Gb/s NIC (100e9 B/s) behind PCIe Gen5 x16 (64e9 B/s): the host counts 64e9.
     G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2, link_gbps=800)
-    h = hosts(G)[0][0]
+    h = contract_servers(G)[0][0]
     assert sorted(h.attach.values()) == [pytest.approx(64e9)] * 2
     assert h.host_bound == {"node0/nic0", "node0/nic1"}
 
 
 def test_servers_alike_have_the_same_inside() -> None:
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     assert len({h.inner_sig for h in hs}) == 1
     assert inner_signature(G, hs[3].members) == hs[0].inner_sig
 
@@ -43,7 +43,7 @@ def test_servers_alike_have_the_same_inside() -> None:
 def test_endpoints_without_gpus_are_hosts_of_weight_one() -> None:
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     G.remove_nodes_from([v for v, k in G.nodes(data="kind") if k in ("gpu", "nvswitch")])
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     assert terminal == "endpoint" and len(hs) == 32
     assert all(h.weight == 1 and h.members == [h.id] for h in hs)
 
@@ -52,4 +52,4 @@ def test_check_terminals_refuses_rate_zero() -> None:
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     lone = nx.Graph(G.subgraph(["node0/gpu0", "node0/nvswitch"]))
     with pytest.raises(InfeasibleError, match="no NIC cabled"):
-        check_terminals(lone, *hosts(lone))
+        check_terminals(lone, *contract_servers(lone))

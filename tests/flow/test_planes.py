@@ -8,12 +8,12 @@ from topo.builders import build
 from topo.fabric import switch_components
 from topo.flow import alltoall_bandwidth
 from topo.flow.reduce.planes import plane_isomorphism
-from topo.flow.reduce.servers import hosts
+from topo.flow.reduce.servers import contract_servers
 
 
 def test_planes_are_found_isomorphic_in_an_intact_mpft():
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     maps = plane_isomorphism(G, switch_components(G), hs)
     assert maps is not None and len(maps) == 4
     assert maps[2]["p2/leaf3"] == "p0/leaf3"
@@ -27,7 +27,7 @@ def test_damaged_plane_shifts_traffic_to_the_other_plane():
     # lambda = 350 / 448 GB/s, below the NIC bound 50 / 62.
     G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     G.remove_edge("p0/leaf0", "p0/spine0")
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     assert plane_isomorphism(G, switch_components(G), hs) is None
     auto = alltoall_bandwidth(G)
     assert not any("plane decomposition" in s for s in auto.reductions)

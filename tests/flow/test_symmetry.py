@@ -9,7 +9,7 @@ from topo.builders import build
 from topo.fabric import natural_key
 from topo.flow import alltoall_bandwidth
 from topo.flow.reduce.network import reduce
-from topo.flow.reduce.servers import hosts
+from topo.flow.reduce.servers import contract_servers
 from topo.flow.reduce.symmetry import (
     class_orbits,
     extend_to_classes,
@@ -48,7 +48,7 @@ def test_symmetric_lp_equals_the_full_reduced_lp(make, orbits):
     # The orbit LP (one commodity per class orbit) against the reduced LP with every class's
     # commodity and a capacity row per arc.
     G = make()
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     red = reduce(G, hs)
     gens = symmetry(G, red)
     assert gens is not None
@@ -78,7 +78,7 @@ def test_symmetry_is_refused_when_a_capacity_differs():
     # the general LP's lambda.
     G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
     G.edges["leaf3", "spine1"]["capacity"] *= 2
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     red = reduce(G, hs)
     leaves = sorted((v for v, k in G.nodes(data="kind") if k == "leaf"), key=natural_key)
     naive = {s: leaves[(i + 1) % len(leaves)] for i, s in enumerate(leaves)}

@@ -58,7 +58,7 @@ from topo.fabric import gc_paused, natural_key, require_fabric, terminal_kind
 from topo.flow.bounds.certified import bounds_report
 from topo.flow.exact.alltoall import exact_alltoall
 from topo.flow.exact.matrix import matrix_flow
-from topo.flow.reduce.servers import attached, check_connected, check_terminals, hosts
+from topo.flow.reduce.servers import attached, check_connected, check_terminals, contract_servers
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.traffic import Demand
@@ -192,7 +192,7 @@ def uniform_flow(
     """
     t0 = time.perf_counter()
     with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)
-        hs, terminal = hosts(G)
+        hs, terminal = contract_servers(G)
     check_terminals(G, hs, terminal, connectivity=False)  # (connected: checked by need, below)
     n = sum(h.weight for h in hs)
     if demand is not None and (

@@ -40,7 +40,12 @@ from topo.fabric import SWITCH_KINDS, natural_key, switch_components
 from topo.flow.exact.alltoall import build_report, exact_alltoall
 from topo.flow.exact.certify import CERTIFY_TOL, cut_bound, split_routing
 from topo.flow.exact.cuts import with_met_cuts
-from topo.flow.reduce.servers import Host, check_terminals, hosts, terminal_count
+from topo.flow.reduce.servers import (
+    ContractedServer,
+    check_terminals,
+    contract_servers,
+    terminal_count,
+)
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds
 from topo.flow.routing import routed_alltoall
 from topo.flow.solve.lp import NO_LP
@@ -58,7 +63,7 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
     TopoError
         Fewer than two terminals.
     """
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     if terminal_count(hs) < 2:
         raise TopoError("all-to-all needs at least two terminals")
     return cut_bound(G, hs, terminal)
@@ -67,7 +72,7 @@ def cut_upper_bound(G: nx.Graph) -> tuple[float, str]:
 def split_lower_bound(G: nx.Graph) -> tuple[float, str]:
     """A feasible all-to-all rate (B/s) from the plane-split, two-hop routing of
     :func:`topo.flow.exact.certify.split_routing`; (0, why) if the fabric has none."""
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     r = split_routing(G, hs)
     if r is None:
         return 0.0, "no split-routing lower bound (not two tiers in every plane)"
@@ -103,7 +108,7 @@ def plane_lower_bound(
     comps = switch_components(G)
     if len(comps) < 2:
         return 0.0, "no plane lower bound (one plane)"
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     where = {v: i for i, c in enumerate(comps) for v in c}
     masks: dict[Hashable, frozenset[int]] = {
         h.id: frozenset(where[s] for s in h.attach) for h in hs
@@ -123,7 +128,7 @@ def plane_lower_bound(
 
 def _plane_rate(
     G: nx.Graph,
-    hs: list[Host],
+    hs: list[ContractedServer],
     i: int,
     where: dict[str, int],
     masks: dict[Hashable, frozenset[int]],
@@ -143,7 +148,7 @@ def _plane_rate(
         keep.update(n for s, nics in h.nics.items() if where[s] == i for n in nics)
     H = G.subgraph(keep).copy()
     try:
-        sub, terminal = hosts(H)
+        sub, terminal = contract_servers(H)
         check_terminals(H, sub, terminal)
         r = exact_alltoall(
             H,
@@ -175,7 +180,7 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
     families the other lower bounds do not reach (Dragonfly, Slim Fly, irregular dumps).
     NVLink is assumed not to bind (a server's traffic reaches the chosen switch's NICs over it).
     """
-    hs, _ = hosts(G)
+    hs, _ = contract_servers(G)
     n = terminal_count(hs)
     if n < 2 or any(not h.attach for h in hs):
         return 0.0, "no tree lower bound (a server has no cable)"
@@ -213,7 +218,7 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
 
 def bounds_report(
     G: nx.Graph,
-    hs: list[Host],
+    hs: list[ContractedServer],
     terminal: str,
     t0: float,
     reductions: list[str],
@@ -227,7 +232,7 @@ def bounds_report(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts.
     terminal : {"gpu", "endpoint"}
         What the terminals are.
@@ -293,7 +298,7 @@ def bounds_report(
 
 
 def _met_cut_links(
-    G: nx.Graph, hs: list[Host], terminal: str, rate: float, notes: list[str]
+    G: nx.Graph, hs: list[ContractedServer], terminal: str, rate: float, notes: list[str]
 ) -> list[BottleneckLink]:
     """The bottleneck of a rate exact because its bounds meet: the links of every cut the rate
     meets (:func:`topo.flow.exact.cuts.with_met_cuts`: every optimal flow fills them), else none,

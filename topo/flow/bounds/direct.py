@@ -51,7 +51,7 @@ import numpy as np
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.bounds.router_lp import RouterNet, dual_value, folded_lp, router_distances, split_lp
 from topo.flow.reduce.server_check import inside_theta
-from topo.flow.reduce.servers import Host, terminal_count
+from topo.flow.reduce.servers import ContractedServer, terminal_count
 from topo.flow.solve.memory import memory_limit_bytes
 
 MAX_ROUTER_ORBITS = 64
@@ -73,7 +73,7 @@ EPS_GRID = (0.0, 0.5, 0.75, 1.0, 1.5)
 of half the distance between their routers (:func:`dual_bound`)."""
 
 
-def router_net(G: nx.Graph, hs: list[Host]) -> RouterNet | None:
+def router_net(G: nx.Graph, hs: list[ContractedServer]) -> RouterNet | None:
     """The router-level view of ``G``; None if a host has no cable or the switches are not
     connected."""
     routers = sorted((v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS), key=natural_key)
@@ -297,13 +297,15 @@ def group_split_rate(
     )
 
 
-def host_cut_rate(hs: list[Host]) -> float:
+def host_cut_rate(hs: list[ContractedServer]) -> float:
     """The pair rate (B/s) at which the proportional split fills every server's cables."""
     n = terminal_count(hs)
     return min(sum(h.attach.values()) / (h.weight * (n - h.weight)) for h in hs)
 
 
-def inside_factor(G: nx.Graph, hs: list[Host], net: RouterNet, lam: float, terminal: str) -> float:
+def inside_factor(
+    G: nx.Graph, hs: list[ContractedServer], net: RouterNet, lam: float, terminal: str
+) -> float:
     """``min(1, theta)`` of every distinct server at pair rate ``lam`` (its NVLink and PCIe
     carrying its proportional split); 1 for endpoint fabrics."""
     if terminal != "gpu":
@@ -349,7 +351,7 @@ def nvlink_span(net: RouterNet, dist: np.ndarray) -> np.ndarray:
 
 
 def dual_bound(
-    hs: list[Host], net: RouterNet, lengths: np.ndarray | None
+    hs: list[ContractedServer], net: RouterNet, lengths: np.ndarray | None
 ) -> tuple[float, str] | None:
     """The least dual upper bound (B/s) over the cable lengths of :data:`EPS_GRID` (module
     notes); None if no finite bound results.
@@ -380,7 +382,7 @@ def dual_bound(
 
 def direct_bounds(
     G: nx.Graph,
-    hs: list[Host],
+    hs: list[ContractedServer],
     terminal: str,
     max_variables: int,
     time_limit_s: float | None = None,
@@ -393,7 +395,7 @@ def direct_bounds(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts.
     terminal : {"gpu", "endpoint"}
         What the terminals are.

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from topo.flow.reduce.servers import Host
+from topo.flow.reduce.servers import ContractedServer
 from topo.flow.solve.lp import quiet_stdout
 from topo.interrupts import solving
 
@@ -382,7 +382,11 @@ def router_distances(
 
 
 def dual_value(
-    hs: list[Host], net: RouterNet, lengths: np.ndarray, eps: np.ndarray, base: np.ndarray
+    hs: list[ContractedServer],
+    net: RouterNet,
+    lengths: np.ndarray,
+    eps: np.ndarray,
+    base: np.ndarray,
 ) -> float:
     """``sum_a c_a l_a / sum_pairs dist_l`` (B/s): the dual upper bound on the pair rate with
     router-arc lengths ``lengths``, length ``eps[h]`` on every cable of server ``h`` and 0 on
@@ -413,7 +417,7 @@ def dual_value(
     return total / alpha
 
 
-def _pair_distances(hs: list[Host], net: RouterNet, dist: np.ndarray) -> float:
+def _pair_distances(hs: list[ContractedServer], net: RouterNet, dist: np.ndarray) -> float:
     """``sum over ordered pairs of GPUs in different servers`` of the router distance between
     their servers (the least over the routers each is cabled to)."""
     sets: dict[tuple[int, ...], float] = {}

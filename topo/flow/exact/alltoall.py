@@ -23,7 +23,7 @@ from topo.flow.exact.general import general_lp
 from topo.flow.exact.report import build_report, lp_stats, sort_links
 from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
 from topo.flow.reduce.server_check import server_check
-from topo.flow.reduce.servers import Host
+from topo.flow.reduce.servers import ContractedServer
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.result import BandwidthResult
 from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
@@ -52,7 +52,7 @@ symmetry search alone take seconds there."""
 
 def exact_alltoall(
     G: nx.Graph,
-    hosts: list[Host],
+    hosts: list[ContractedServer],
     terminal: str,
     *,
     method: str,
@@ -70,7 +70,7 @@ def exact_alltoall(
     ----------
     G : networkx.Graph
         The fabric.
-    hosts : list of Host
+    hosts : list of ContractedServer
         Its hosts, checked (:func:`topo.flow.reduce.servers.check_terminals`).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
@@ -128,7 +128,7 @@ def exact_alltoall(
         ) from None
 
 
-def certify_first(G: nx.Graph, hosts: list[Host]) -> bool:
+def certify_first(G: nx.Graph, hosts: list[ContractedServer]) -> bool:
     """Is the fabric large enough that the certified routing is tried before the reduced
     network is built (:data:`CERTIFY_FIRST`)?"""
     return len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST
@@ -136,7 +136,7 @@ def certify_first(G: nx.Graph, hosts: list[Host]) -> bool:
 
 def reduced_report(
     G: nx.Graph,
-    hosts: list[Host],
+    hosts: list[ContractedServer],
     terminal: str,
     max_variables: int,
     want_loads: bool,
@@ -201,7 +201,7 @@ def reduced_report(
 
 
 def _note_reductions(
-    G: nx.Graph, red: Reduced, hosts: list[Host], terminal: str, reductions: list[str]
+    G: nx.Graph, red: Reduced, hosts: list[ContractedServer], terminal: str, reductions: list[str]
 ) -> None:
     """Say which reductions apply (appended to ``reductions``)."""
     if terminal == "gpu":
@@ -266,7 +266,7 @@ def _solve_reduced(
 
 def general_report(
     G: nx.Graph,
-    hosts: list[Host],
+    hosts: list[ContractedServer],
     terminal: str,
     max_variables: int,
     t0: float,

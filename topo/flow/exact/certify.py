@@ -43,7 +43,7 @@ from topo.flow.exact.switch_arcs import SwitchArcs
 from topo.flow.reduce.network import links, twin_classes
 from topo.flow.reduce.planes import Scope
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
-from topo.flow.reduce.servers import Host, InnerSignature, terminal_count
+from topo.flow.reduce.servers import ContractedServer, InnerSignature, terminal_count
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.solve.lp import NO_LP
 
@@ -66,7 +66,7 @@ class SplitRouting:
     ----------
     rate_Bps : float
         The largest pair rate it carries (B/s): the least capacity over load.
-    classes : list of list of Host
+    classes : list of list of ContractedServer
         The twin classes (same GPUs, inside and attachments).
     host_util : numpy.ndarray, shape (classes, planes, 2)
         Load over capacity per unit pair rate (s/B x B/s: 1/(B/s)) of every cable of a class's
@@ -83,7 +83,7 @@ class SplitRouting:
     """
 
     rate_Bps: float
-    classes: list[list[Host]]
+    classes: list[list[ContractedServer]]
     host_util: np.ndarray
     plane_of: dict[str, int]
     arcs: SwitchArcs
@@ -100,14 +100,14 @@ class SplitRouting:
         }
 
 
-def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
+def split_routing(G: nx.Graph, hs: list[ContractedServer]) -> SplitRouting | None:
     """The plane-split, up/down routing (module notes) of the uniform all-to-all, or None.
 
     Parameters
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts.
 
     Returns
@@ -176,7 +176,7 @@ def split_routing(G: nx.Graph, hs: list[Host]) -> SplitRouting | None:
     )
 
 
-def _pair_demand(classes: list[list[Host]]) -> np.ndarray:
+def _pair_demand(classes: list[list[ContractedServer]]) -> np.ndarray:
     """Terminal pairs between every two classes' servers (ordered; distinct servers)."""
     size = np.array([len(c) for c in classes], dtype=float)
     weight = np.array([c[0].weight for c in classes], dtype=float)
@@ -270,7 +270,7 @@ def _by_leaf(
 
 
 def _structure(
-    arcs: SwitchArcs, hs: list[Host]
+    arcs: SwitchArcs, hs: list[ContractedServer]
 ) -> tuple[list[str], dict[str, int], list[int]] | None:
     """The leaves (switches hosts attach to), each switch's plane, and each plane's number of
     tiers, when every plane is a Clos of two or three tiers; else None.
@@ -367,7 +367,7 @@ def _links(
 
 def certified_alltoall(
     G: nx.Graph,
-    hs: list[Host],
+    hs: list[ContractedServer],
     terminal: str,
     t0: float,
     reductions: list[str],
@@ -379,7 +379,7 @@ def certified_alltoall(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts.
     terminal : {"gpu", "endpoint"}
         What the terminals are.

@@ -24,7 +24,7 @@ import numpy as np
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.exact.switch_arcs import SwitchArcs
 from topo.flow.reduce.network import links
-from topo.flow.reduce.servers import Host, terminal_count
+from topo.flow.reduce.servers import ContractedServer, terminal_count
 from topo.flow.result import BottleneckLink
 from topo.wording import count
 
@@ -32,12 +32,12 @@ MET_TOL = 1e-7
 """A rate within this fraction of a cut's bound meets it (HiGHS' default primal feasibility
 tolerance: the precision of an LP optimum, and :data:`topo.flow.exact.certify.CERTIFY_TOL`)."""
 
-Side = tuple[list[str], list[Host]]
+Side = tuple[list[str], list[ContractedServer]]
 """A cut's side: the switches in it (none for a server alone) and the hosts in it."""
 
 
 def cut_bound(
-    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
+    G: nx.Graph, hs: list[ContractedServer], terminal: str, arcs: SwitchArcs | None = None
 ) -> tuple[float, str]:
     """The tightest of the server and switch-block cuts: (lambda bound in B/s, the cut named).
 
@@ -45,8 +45,8 @@ def cut_bound(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
-        Its hosts (:func:`topo.flow.reduce.servers.hosts`), at least two terminals.
+    hs : list of ContractedServer
+        Its hosts (:func:`topo.flow.reduce.servers.contract_servers`), at least two terminals.
     terminal : {"gpu", "endpoint"}
         What the terminals are.
     arcs : SwitchArcs, optional
@@ -66,8 +66,8 @@ def cut_bound(
 
 
 def cuts(
-    G: nx.Graph, hs: list[Host], terminal: str, arcs: SwitchArcs | None = None
-) -> Iterator[tuple[float, list[str], list[Host]]]:
+    G: nx.Graph, hs: list[ContractedServer], terminal: str, arcs: SwitchArcs | None = None
+) -> Iterator[tuple[float, list[str], list[ContractedServer]]]:
     """Every cut of the family: ``(bound on lambda in B/s, its switches, its hosts)``.
 
     Servers first (in ``hs`` order, no switches), then every switch a host is attached to
@@ -79,7 +79,7 @@ def cuts(
         dem = h.weight * (n - h.weight)
         if dem:
             yield sum(h.attach.values()) / dem, [], [h]
-    by_switch: dict[str, list[Host]] = {}
+    by_switch: dict[str, list[ContractedServer]] = {}
     for h in hs:
         for s in h.attach:
             by_switch.setdefault(s, []).append(h)
@@ -131,7 +131,11 @@ def _blocks_below_top(a: SwitchArcs) -> list[tuple[list[str], float]]:
 
 
 def met_cut_links(
-    G: nx.Graph, hs: list[Host], terminal: str, rate: float, arcs: SwitchArcs | None = None
+    G: nx.Graph,
+    hs: list[ContractedServer],
+    terminal: str,
+    rate: float,
+    arcs: SwitchArcs | None = None,
 ) -> tuple[list[BottleneckLink], int]:
     """Both directions of every cable of every cut of :func:`cuts` that ``rate`` meets.
 
@@ -145,7 +149,7 @@ def met_cut_links(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts, at least two terminals.
     terminal : {"gpu", "endpoint"}
         What the terminals are.
@@ -177,7 +181,7 @@ def met_cut_links(
 
 
 def _crossing(
-    G: nx.Graph, is_switch: set[Hashable], block: list[str], members: list[Host]
+    G: nx.Graph, is_switch: set[Hashable], block: list[str], members: list[ContractedServer]
 ) -> list[tuple[Hashable, Hashable, float]] | None:
     """The cables leaving a cut's side, ``(inside end, outside end, capacity B/s)``: the
     block's links to other switches, then its hosts' NIC cables to switches outside it; None
@@ -201,7 +205,7 @@ def _crossing(
 
 def with_met_cuts(
     G: nx.Graph,
-    hs: list[Host],
+    hs: list[ContractedServer],
     terminal: str,
     rate: float,
     certificate: list[BottleneckLink],
@@ -217,7 +221,7 @@ def with_met_cuts(
     ----------
     G : networkx.Graph
         The fabric.
-    hs : list of Host
+    hs : list of ContractedServer
         Its hosts, at least two terminals.
     terminal : {"gpu", "endpoint"}
         What the terminals are.

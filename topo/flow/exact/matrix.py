@@ -34,7 +34,7 @@ from topo.fabric import named_servers, natural_key, switch_components
 from topo.flow.exact.alltoall import lp_stats, sort_links
 from topo.flow.reduce.network import Reduced, bottleneck_links, network
 from topo.flow.reduce.planes import Scope, scope
-from topo.flow.reduce.servers import Host, hosts
+from topo.flow.reduce.servers import ContractedServer, contract_servers
 from topo.flow.result import BandwidthResult
 from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
 from topo.traffic import Demand
@@ -93,7 +93,7 @@ def matrix_flow(
         HiGHS fails.
     """
     t0 = time.perf_counter()
-    hs, terminal = hosts(G)
+    hs, terminal = contract_servers(G)
     by_id = {h.id: h for h in hs}
     pairs = server_level(G, demand)
     what = "server" if terminal == "gpu" else "host endpoint"
@@ -118,7 +118,9 @@ def matrix_flow(
     return _result(G, demand, terminal, used, pairs, red, sol, t0)
 
 
-def _check_paths(G: nx.Graph, sc: Scope, by_id: dict[Hashable, Host], pairs: Pairs) -> None:
+def _check_paths(
+    G: nx.Graph, sc: Scope, by_id: dict[Hashable, ContractedServer], pairs: Pairs
+) -> None:
     """Every pair must be joined through the switches of the scope."""
     where = {v: i for i, c in enumerate(switch_components(G)) for v in c}
     for a, b in pairs:
@@ -128,7 +130,9 @@ def _check_paths(G: nx.Graph, sc: Scope, by_id: dict[Hashable, Host], pairs: Pai
             raise InfeasibleError(f"no path from server {a!r} to server {b!r}: the rate is 0")
 
 
-def _network(G: nx.Graph, sc: Scope, used: list[Host], pairs: Pairs) -> tuple[Reduced, list[int]]:
+def _network(
+    G: nx.Graph, sc: Scope, used: list[ContractedServer], pairs: Pairs
+) -> tuple[Reduced, list[int]]:
     """The network with one class per server in the demand, one commodity per sender."""
     index = {h.id: i for i, h in enumerate(used)}
     classes = [[h] for h in used]

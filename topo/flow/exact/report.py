@@ -10,14 +10,14 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import natural_key, nic_ports
-from topo.flow.reduce.servers import Host
+from topo.flow.reduce.servers import ContractedServer
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
 from topo.flow.solve.lp import MCFSolution
 
 
 def build_report(
     G: nx.Graph,
-    hosts: list[Host],
+    hosts: list[ContractedServer],
     terminal: str,
     lam: float,
     links: list[BottleneckLink],
@@ -37,7 +37,7 @@ def build_report(
     ----------
     G : networkx.Graph
         The fabric.
-    hosts : list of Host
+    hosts : list of ContractedServer
         Its hosts.
     terminal : {"gpu", "endpoint"}
         What the terminals are.

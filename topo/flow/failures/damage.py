@@ -149,9 +149,7 @@ def fail(
         total = int(count.sum())
         if links > total:
             left = " left after the other failures" if failed_links or failed_switches else ""
-            raise TopoError(
-                f"links {links}: {_which(G)} has {total:,} cables{left}", param="links"
-            )
+            raise TopoError(f"links {links}: {_which(G)} has {total:,} cables{left}", param="links")
         # Cable c belongs to the edge whose cumulative count first exceeds c.
         picks = rng.choice(total, size=links, replace=False)
         owner = np.searchsorted(np.cumsum(count), picks, side="right")

@@ -12,17 +12,17 @@ from topo.flow.reduce.network import Reduced, bottleneck_links, link, link_loads
 from topo.flow.reduce.planes import Scope, plane_isomorphism, scope
 from topo.flow.reduce.server_check import inside_theta, server_check
 from topo.flow.reduce.servers import (
-    Host,
+    ContractedServer,
     attached,
     check_connected,
     check_terminals,
-    hosts,
+    contract_servers,
     terminal_count,
 )
 from topo.flow.reduce.symmetry import class_orbits, solve_symmetric, symmetry
 
 __all__ = [
-    "Host",
+    "ContractedServer",
     "Reduced",
     "Scope",
     "attached",
@@ -30,7 +30,7 @@ __all__ = [
     "check_connected",
     "check_terminals",
     "class_orbits",
-    "hosts",
+    "contract_servers",
     "inside_theta",
     "link",
     "link_loads",

@@ -21,7 +21,7 @@ import numpy as np
 
 from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
 from topo.flow.reduce.planes import Scope, scope
-from topo.flow.reduce.servers import Host, InnerSignature
+from topo.flow.reduce.servers import ContractedServer, InnerSignature
 from topo.flow.result import BottleneckLink
 from topo.flow.solve.lp import Commodity, MCFSolution
 from topo.flow.solve.memory import check_demand_table
@@ -40,7 +40,7 @@ class Reduced:
 
     Attributes
     ----------
-    classes : list of list of Host
+    classes : list of list of ContractedServer
         The twin classes (hosts with identical attachments in the scope, GPUs and inside).
     arcs : list of (tail, head)
         Both directions of every switch link in the scope, and a source and a sink arc per
@@ -55,7 +55,7 @@ class Reduced:
         The switches solved and how planes were folded.
     """
 
-    classes: list[list[Host]]
+    classes: list[list[ContractedServer]]
     arcs: list[Arc]
     capacity: np.ndarray
     origin: list[Origin]
@@ -105,7 +105,7 @@ class Reduced:
 
 
 def network(
-    G: nx.Graph, sc: Scope, classes: list[list[Host]]
+    G: nx.Graph, sc: Scope, classes: list[list[ContractedServer]]
 ) -> tuple[list[Arc], np.ndarray, list[Origin]]:
     """Arcs of the solved network, their capacities and origins.
 
@@ -115,7 +115,7 @@ def network(
         The fabric.
     sc : Scope
         The switches solved (:func:`topo.flow.reduce.planes.scope`).
-    classes : list of list of Host
+    classes : list of list of ContractedServer
         The classes, each a source and a sink vertex.
 
     Returns
@@ -159,10 +159,10 @@ def _switch_edges(
             seen.add(u)
 
 
-def twin_classes(hosts: list[Host], sc: Scope) -> list[list[Host]]:
+def twin_classes(hosts: list[ContractedServer], sc: Scope) -> list[list[ContractedServer]]:
     """Hosts with the same GPUs, inside and attachments in the scope, in natural order of
     their first switch."""
-    groups: dict[tuple[int, InnerSignature, tuple[tuple[str, float], ...]], list[Host]]
+    groups: dict[tuple[int, InnerSignature, tuple[tuple[str, float], ...]], list[ContractedServer]]
     groups = defaultdict(list)
     for h in hosts:
         att = tuple(sorted(h.scoped(sc.switches)))
@@ -170,15 +170,15 @@ def twin_classes(hosts: list[Host], sc: Scope) -> list[list[Host]]:
     return [groups[k] for k in sorted(groups, key=lambda k: natural_key(k[2][0][0]))]
 
 
-def reduce(G: nx.Graph, hosts: list[Host]) -> Reduced:
+def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
     """The reduced network of the uniform all-to-all among the hosts' terminals.
 
     Parameters
     ----------
     G : networkx.Graph
         The fabric.
-    hosts : list of Host
-        Its hosts (:func:`topo.flow.reduce.servers.hosts`).
+    hosts : list of ContractedServer
+        Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
 
     Returns
     -------

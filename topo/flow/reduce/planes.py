@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from topo.fabric import switch_components
-from topo.flow.reduce.servers import Host
+from topo.flow.reduce.servers import ContractedServer
 
 _PLANE_PREFIX = re.compile(r"^p\d+/")
 
@@ -63,15 +63,15 @@ class Scope:
         raise KeyError(s)
 
 
-def scope(G: nx.Graph, hosts: list[Host]) -> Scope:
+def scope(G: nx.Graph, hosts: list[ContractedServer]) -> Scope:
     """Plane decomposition (all planes alike) or plane merging (groups alike), else all.
 
     Parameters
     ----------
     G : networkx.Graph
         A fabric.
-    hosts : list of Host
-        Its hosts (:func:`topo.flow.reduce.servers.hosts`).
+    hosts : list of ContractedServer
+        Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
 
     Returns
     -------
@@ -89,7 +89,7 @@ def scope(G: nx.Graph, hosts: list[Host]) -> Scope:
 
 
 def plane_isomorphism(
-    G: nx.Graph, comps: list[list[str]], hosts: list[Host], *, partial: bool = False
+    G: nx.Graph, comps: list[list[str]], hosts: list[ContractedServer], *, partial: bool = False
 ) -> list[dict[str, str]] | None:
     """Maps from each plane's switches to plane 0's, verified; None if the planes differ.
 
@@ -103,7 +103,7 @@ def plane_isomorphism(
         A fabric.
     comps : list of list of str
         The planes' switches (:func:`topo.fabric.switch_components`).
-    hosts : list of Host
+    hosts : list of ContractedServer
         The fabric's hosts.
     partial : bool
         ``comps`` may be some of the planes, and hosts need not attach to them.
@@ -165,7 +165,7 @@ def _switch_arcs(G: nx.Graph, comp: list[str]) -> dict[tuple[str, str], float]:
 
 
 def plane_classes(
-    G: nx.Graph, comps: list[list[str]], hosts: list[Host]
+    G: nx.Graph, comps: list[list[str]], hosts: list[ContractedServer]
 ) -> tuple[dict[str, list[str]], dict[str, str]] | None:
     """Group planes that are copies of one another (e.g. the undamaged planes of a damaged
     MPFT); None unless some group has two or more planes.
@@ -176,7 +176,7 @@ def plane_classes(
         A fabric.
     comps : list of list of str
         Its planes (:func:`topo.fabric.switch_components`).
-    hosts : list of Host
+    hosts : list of ContractedServer
         Its hosts.
 
     Returns

@@ -15,7 +15,7 @@ from collections.abc import Hashable
 import networkx as nx
 
 from topo.flow.reduce.network import Reduced
-from topo.flow.reduce.servers import Host, InnerSignature
+from topo.flow.reduce.servers import ContractedServer, InnerSignature
 from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
 
 FEASIBILITY_TOL = 1e-6
@@ -71,13 +71,13 @@ def server_check(G: nx.Graph, red: Reduced, sol: MCFSolution, lam: float) -> tup
     return worst >= 1 - FEASIBILITY_TOL, worst
 
 
-def inside_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float:
+def inside_theta(G: nx.Graph, h: ContractedServer, loads: list[Load], lam: float) -> float:
     """:func:`star_theta` when it shows the load fits, else :func:`server_theta` (the LP)."""
     fast = star_theta(G, h, loads, lam)
     return fast if fast is not None and fast >= 1.0 else server_theta(G, h, loads, lam)
 
 
-def star_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float | None:
+def star_theta(G: nx.Graph, h: ContractedServer, loads: list[Load], lam: float) -> float | None:
     """A fraction of the load ``loads`` that server ``h``'s inside carries by one routing,
     without an LP; None for a server of another shape.
 
@@ -93,7 +93,7 @@ def star_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float | N
     ----------
     G : networkx.Graph
         The fabric.
-    h : Host
+    h : ContractedServer
         The server.
     loads : list of Load
         What it sends to and receives from each switch (B/s).
@@ -140,7 +140,7 @@ def _ratio(cap: float, load: float) -> float:
     return cap / load if load > 0 else math.inf
 
 
-def server_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float:
+def server_theta(G: nx.Graph, h: ContractedServer, loads: list[Load], lam: float) -> float:
     """The largest fraction of the load ``loads`` (and ``lam`` B/s between every two of its
     GPUs) that server ``h``'s inside carries; 1 or more means it fits.
 
@@ -148,7 +148,7 @@ def server_theta(G: nx.Graph, h: Host, loads: list[Load], lam: float) -> float:
     ----------
     G : networkx.Graph
         The fabric.
-    h : Host
+    h : ContractedServer
         The server.
     loads : list of Load
         What it sends to and receives from each switch (B/s).

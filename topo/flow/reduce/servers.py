@@ -1,7 +1,8 @@
 """Server contraction: the traffic sources and sinks of the flow problems.
 
-A server (its GPUs, NVSwitch and NICs) becomes one :class:`Host` joined to the switches its
-NICs reach, each NIC counting as the tighter of its cable and its links into the server (PCIe).
+A server (its GPUs, NVSwitch and NICs) becomes one :class:`ContractedServer` joined to the
+switches its NICs reach, each NIC counting as the tighter of its cable and its links
+into the server (PCIe).
 On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
 is a host of its own, of weight 1 (an *endpoint*). Why the contraction is a relaxation, and
 when it is exact, is in :mod:`topo.flow.door` and ``docs/bandwidth.md``.
@@ -32,8 +33,10 @@ link, sorted."""
 
 
 @dataclass(frozen=True)
-class Host:
-    """A traffic source and sink after server contraction.
+class ContractedServer:
+    """A server contracted to one vertex: a traffic source and sink joined to the switches its
+    NICs reach (on a fabric without GPUs, one endpoint). Not a Slurm host
+    (:func:`topo.fabric.hosts`): a contracted server is the flow problems' vertex.
 
     Attributes
     ----------
@@ -67,8 +70,9 @@ class Host:
         return ((s, c) for s, c in self.attach.items() if s in scope)
 
 
-def hosts(G: nx.Graph) -> tuple[list[Host], str]:
-    """Contract the servers (when the fabric has GPUs) or take the endpoints as they are.
+def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
+    """Contract every server to one vertex (when the fabric has GPUs), or take the endpoints as
+    they are.
 
     Parameters
     ----------
@@ -77,7 +81,7 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
 
     Returns
     -------
-    (list of Host, str)
+    (list of ContractedServer, str)
         The hosts (servers in natural order of their id; endpoints in the graph's order) and
         the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
         with no NIC cabled to a switch is kept with an empty ``attach``.
@@ -105,7 +109,7 @@ def hosts(G: nx.Graph) -> tuple[list[Host], str]:
                 attach[s] = attach.get(s, 0.0) + float(e["capacity"])
                 nics[s].append(v)
         if attach:
-            found.append(Host(id=v, weight=1, attach=attach, nics=nics, members=[v]))
+            found.append(ContractedServer(id=v, weight=1, attach=attach, nics=nics, members=[v]))
     return found, "endpoint"
 
 
@@ -115,7 +119,7 @@ def _server_host(
     label: dict[Hashable, tuple[str, int]],
     sid: Hashable,
     members: list[str],
-) -> Host:
+) -> ContractedServer:
     """One server contracted: its attachments, NICs and inside (``adj``: the raw adjacency
     dicts; ``is_switch``: the switches; ``label``: each vertex's ``(kind, index)``)."""
     attach: dict[str, float] = {}
@@ -146,7 +150,7 @@ def _server_host(
             if inner < cable:
                 bound.add(v)
     edges.sort()
-    return Host(
+    return ContractedServer(
         id=sid,
         weight=sum(lab[0] == "gpu" for lab in own.values()),
         attach=attach,
@@ -181,13 +185,13 @@ def inner_signature(G: nx.Graph, members: list[str]) -> InnerSignature:
     return tuple(sorted(edges))
 
 
-def terminal_count(hosts: Iterable[Host]) -> int:
+def terminal_count(hosts: Iterable[ContractedServer]) -> int:
     """Terminals (GPUs or endpoints) of the hosts."""
     return sum(h.weight for h in hosts)
 
 
 def check_terminals(
-    G: nx.Graph, hosts: list[Host], terminal: str, *, connectivity: bool = True
+    G: nx.Graph, hosts: list[ContractedServer], terminal: str, *, connectivity: bool = True
 ) -> None:
     """Refuse an all-to-all whose rate is 0 by construction.
 
@@ -195,7 +199,7 @@ def check_terminals(
     ----------
     G : networkx.Graph
         The fabric.
-    hosts : list of Host
+    hosts : list of ContractedServer
         Its hosts (:func:`hosts`).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
@@ -225,14 +229,14 @@ def check_terminals(
         check_connected(G, hosts, terminal)
 
 
-def check_connected(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
+def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -> None:
     """Refuse terminals that lie in several disconnected parts of the fabric.
 
     Parameters
     ----------
     G : networkx.Graph
         The fabric.
-    hosts : list of Host
+    hosts : list of ContractedServer
         Its hosts (:func:`hosts`; not read: the parts are the graph's).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
@@ -264,7 +268,9 @@ def check_connected(G: nx.Graph, hosts: list[Host], terminal: str) -> None:
         )
 
 
-def hosts_apart(G: nx.Graph, hosts: list[Host]) -> tuple[tuple[Host, str], tuple[Host, str]] | None:
+def hosts_apart(
+    G: nx.Graph, hosts: list[ContractedServer]
+) -> tuple[tuple[ContractedServer, str], tuple[ContractedServer, str]] | None:
     """Two hosts cabled to no common switch component (plane), each with its planes named
     (their first switches), or None.
 
@@ -278,7 +284,7 @@ def hosts_apart(G: nx.Graph, hosts: list[Host]) -> tuple[tuple[Host, str], tuple
     if len(comps) < 2:
         return None
     comp_of = {s: i for i, c in enumerate(comps) for s in c}
-    by_set: dict[frozenset[int], Host] = {}
+    by_set: dict[frozenset[int], ContractedServer] = {}
     for h in hosts:
         if h.attach:
             by_set.setdefault(frozenset(comp_of[s] for s in h.attach), h)
