@@ -13,7 +13,7 @@ from topo.flow import alltoall_bandwidth
 from topo.flow.exact.certify import certified_alltoall, cut_bound, plane_split, split_routing
 from topo.flow.failures.damage import fail
 from topo.flow.reduce.server_check import server_theta, star_theta
-from topo.flow.reduce.servers import contract_servers
+from topo.flow.reduce.servers import SolveContext, contract_servers
 
 NIC = 50e9  # B/s per 400G NIC
 OVERSUBSCRIBED = dict(switch_ports=8, gpus_per_node=2, nics_per_node=2, oversubscription=3)
@@ -21,7 +21,7 @@ OVERSUBSCRIBED = dict(switch_ports=8, gpus_per_node=2, nics_per_node=2, oversubs
 
 def certified(G):
     hs, terminal = contract_servers(G)
-    return certified_alltoall(G, hs, terminal, time.perf_counter(), [])
+    return certified_alltoall(SolveContext(G, hs, terminal, time.perf_counter()))
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_link_loads_carry_the_all_to_all_within_capacity():
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4, gpus=64)
     H, _ = fail(G, links=3, seed=1)
     hs, terminal = contract_servers(H)
-    r = certified_alltoall(H, hs, terminal, time.perf_counter(), [], want_loads=True)
+    r = certified_alltoall(SolveContext(H, hs, terminal, time.perf_counter()), want_loads=True)
     assert r is not None and r.link_load
     for (u, v), x in r.link_load.items():
         assert x <= H.adj[u][v]["capacity"] * (1 + 1e-9)

@@ -53,12 +53,18 @@ from dataclasses import replace
 
 import networkx as nx
 
-from topo.errors import LPTimeLimit, LPTooLarge, TopoError
+from topo.errors import TopoError
 from topo.fabric import gc_paused, natural_key, require_fabric, terminal_kind
 from topo.flow.bounds.certified import bounds_report
-from topo.flow.exact.alltoall import exact_alltoall
+from topo.flow.exact.alltoall import GivenUp, exact_alltoall
 from topo.flow.exact.matrix import matrix_flow
-from topo.flow.reduce.servers import attached, check_connected, check_terminals, contract_servers
+from topo.flow.reduce.servers import (
+    SolveContext,
+    attached,
+    check_connected,
+    check_terminals,
+    contract_servers,
+)
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.traffic import Demand
@@ -203,24 +209,17 @@ def uniform_flow(
             f"{'GPUs' if terminal == 'gpu' else 'host endpoints'}; "
             f"it has {len(demand.terminals):,} {demand.level} terminals"
         )
-    reductions: list[str] = []
-    try:
-        r = exact_alltoall(
-            G,
-            hs,
-            terminal,
-            method=method,
-            max_variables=max_variables,
-            want_loads=link_loads,
-            time_limit_s=time_limit_s,
-            t0=t0,
-            reductions=reductions,
-            check=lambda: check_connected(G, hs, terminal),
-        )
-    except (LPTooLarge, LPTimeLimit) as exc:
-        if method != "auto" or len(hs) == 1:
-            raise
-        r = bounds_report(G, hs, terminal, t0, reductions, str(exc), max_variables, time_limit_s)
+    ctx = SolveContext(G, hs, terminal, t0)
+    r = exact_alltoall(
+        ctx,
+        method=method,
+        max_variables=max_variables,
+        want_loads=link_loads,
+        time_limit_s=time_limit_s,
+        check=lambda: check_connected(G, hs, terminal),
+    )
+    if isinstance(r, GivenUp):  # (method auto, more than one server)
+        r = bounds_report(ctx.noted(*r.notes), str(r.error), max_variables, time_limit_s)
     if demand is None:
         return replace(r, demand="alltoall", theta=r.pair_rate_Bps, total_bytes=float(n * (n - 1)))
     b = demand.bytes_per_pair

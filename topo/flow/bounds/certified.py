@@ -37,11 +37,12 @@ import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.exact.alltoall import build_report, exact_alltoall
+from topo.flow.exact.alltoall import GivenUp, build_report, exact_alltoall
 from topo.flow.exact.certify import CERTIFY_TOL, cut_bound, split_routing
 from topo.flow.exact.cuts import with_met_cuts
 from topo.flow.reduce.servers import (
     ContractedServer,
+    SolveContext,
     check_terminals,
     contract_servers,
     terminal_count,
@@ -151,19 +152,15 @@ def _plane_rate(
         sub, terminal = contract_servers(H)
         check_terminals(H, sub, terminal)
         r = exact_alltoall(
-            H,
-            sub,
-            terminal,
+            SolveContext(H, sub, terminal, time.perf_counter()),
             method="auto",
             max_variables=max_variables,
             want_loads=False,
             time_limit_s=time_limit_s,
-            t0=time.perf_counter(),
-            reductions=[],
         )
     except TopoError:
         return 0.0
-    return r.pair_rate_Bps
+    return 0.0 if isinstance(r, GivenUp) else r.pair_rate_Bps
 
 
 def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
@@ -217,11 +214,7 @@ def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
 
 
 def bounds_report(
-    G: nx.Graph,
-    hs: list[ContractedServer],
-    terminal: str,
-    t0: float,
-    reductions: list[str],
+    ctx: SolveContext,
     why: str,
     max_variables: int,
     time_limit_s: float | None = None,
@@ -230,16 +223,9 @@ def bounds_report(
 
     Parameters
     ----------
-    G : networkx.Graph
-        The fabric.
-    hs : list of ContractedServer
-        Its hosts.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
-    t0 : float
-        ``time.perf_counter()`` at the start of the call.
-    reductions : list of str
-        What was reduced before the exact LP was given up.
+    ctx : SolveContext
+        The solve: the fabric, its contracted servers, the terminal kind, the start time and
+        what was reduced before the exact LP was given up.
     why : str
         Why the exact LP was not solved.
     max_variables : int
@@ -252,9 +238,10 @@ def bounds_report(
     -------
     BandwidthResult
         At the lower bound, ``method == "bounds"``, ``exact`` False; when the two bounds meet
-        (within :data:`topo.flow.exact.certify.CERTIFY_TOL`), ``method == "certified"``, ``exact``
-        True and no ``bounds``.
+        (within :data:`topo.flow.exact.certify.CERTIFY_TOL`), ``method == "certified"``,
+        ``exact`` True and no ``bounds``.
     """
+    G, hs, terminal = ctx.G, ctx.servers, ctx.terminal
     ub, cut = cut_upper_bound(G)
     upper_from = f"cut around {cut}"
     found = [
@@ -274,38 +261,34 @@ def bounds_report(
     lb, how = max(found)
     lb = min(lb, ub)
     met = bool(lb >= ub * (1 - CERTIFY_TOL))  # the routing reaches the bound: the rate is exact
-    notes = [*reductions, f"exact LP not solved: {why}"]
+    ctx = ctx.noted(f"exact LP not solved: {why}")
     binding: list[BottleneckLink] = []
     if met:
-        notes.append(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")
-        binding = _met_cut_links(G, hs, terminal, lb, notes)
+        ctx = ctx.noted(f"exact: {how} meets {upper_from} (gap {max(0.0, 1 - lb / ub):.1e})")
+        binding, said = _met_cut_links(ctx, lb)
+        ctx = ctx.noted(*said)
     return build_report(
-        G,
-        hs,
-        terminal,
+        ctx,
         lb,
         binding,
         n=terminal_count(hs),
         method="certified" if met else "bounds",
         exact=met,
-        reductions=notes,
         sol=NO_LP,
-        t0=t0,
         bounds=None
         if met
         else Bounds(lower_Bps=lb, upper_Bps=ub, lower_from=how, upper_from=upper_from),
     )
 
 
-def _met_cut_links(
-    G: nx.Graph, hs: list[ContractedServer], terminal: str, rate: float, notes: list[str]
-) -> list[BottleneckLink]:
+def _met_cut_links(ctx: SolveContext, rate: float) -> tuple[list[BottleneckLink], tuple[str, ...]]:
     """The bottleneck of a rate exact because its bounds meet: the links of every cut the rate
-    meets (:func:`topo.flow.exact.cuts.with_met_cuts`: every optimal flow fills them), else none,
-    and a note saying which (appended to ``notes``)."""
-    found = with_met_cuts(G, hs, terminal, rate, [], notes)
+    meets (:func:`topo.flow.exact.cuts.with_met_cuts`: every optimal flow fills them), else
+    none; and the note saying which."""
+    found, said = with_met_cuts(ctx, rate, [])
     if not found:
-        notes.append(
-            "bottleneck: not identified (exact by meeting bounds; the upper bound names no links)"
+        said = (
+            *said,
+            "bottleneck: not identified (exact by meeting bounds; the upper bound names no links)",
         )
-    return found
+    return found, said

@@ -10,7 +10,7 @@ and :mod:`topo.flow.reduce.server_check`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -23,7 +23,7 @@ from topo.flow.exact.general import general_lp
 from topo.flow.exact.report import build_report, lp_stats, sort_links
 from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
 from topo.flow.reduce.server_check import server_check
-from topo.flow.reduce.servers import ContractedServer
+from topo.flow.reduce.servers import ContractedServer, SolveContext
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.result import BandwidthResult
 from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
@@ -33,6 +33,7 @@ from topo.wording import count
 __all__ = [
     "CERTIFY_ABOVE",
     "CERTIFY_FIRST",
+    "GivenUp",
     "build_report",
     "exact_alltoall",
     "lp_stats",
@@ -50,30 +51,40 @@ switches) try the routing before building the reduced network at all, whose cons
 symmetry search alone take seconds there."""
 
 
+@dataclass(frozen=True)
+class GivenUp:
+    """The exact LP given up under ``method="auto"``: it is over the variable limit or HiGHS
+    reached its time limit (certified bounds can stand in, :mod:`topo.flow.bounds`).
+
+    Attributes
+    ----------
+    error : SolverError
+        Why: an :class:`~topo.errors.LPTooLarge` or :class:`~topo.errors.LPTimeLimit`.
+    notes : tuple of str
+        What was reduced before the LP was given up.
+    """
+
+    error: SolverError
+    notes: tuple[str, ...] = ()
+
+
 def exact_alltoall(
-    G: nx.Graph,
-    hosts: list[ContractedServer],
-    terminal: str,
+    ctx: SolveContext,
     *,
     method: str,
     max_variables: int,
     want_loads: bool,
     time_limit_s: float | None,
-    t0: float,
-    reductions: list[str],
     check: Callable[[], None] | None = None,
-) -> BandwidthResult:
-    """The exact all-to-all: the reduced LP (``method="auto"``, more than one host) or the
+) -> BandwidthResult | GivenUp:
+    """The exact all-to-all: the reduced LP (``method="auto"``, more than one server) or the
     general LP.
 
     Parameters
     ----------
-    G : networkx.Graph
-        The fabric.
-    hosts : list of ContractedServer
-        Its hosts, checked (:func:`topo.flow.reduce.servers.check_terminals`).
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
+    ctx : SolveContext
+        The solve: the fabric, its contracted servers (checked,
+        :func:`topo.flow.reduce.servers.check_terminals`), the terminal kind, the start time.
     method : {"auto", "general"}
         As :func:`topo.flow.door.alltoall_bandwidth`.
     max_variables : int
@@ -82,45 +93,45 @@ def exact_alltoall(
         Also return every link direction's load.
     time_limit_s : float, optional
         HiGHS time limit (s).
-    t0 : float
-        ``time.perf_counter()`` at the start of the call (for ``solve_seconds``).
-    reductions : list of str
-        What was reduced, appended to in place (so a caller that gives bounds instead can
-        still say it).
     check : callable, optional
         Run before any LP is built (raising what it raises): a check the certified routing
-        makes needless, as :func:`topo.flow.reduce.servers.check_connected` (a routing at a positive
-        rate joins every pair of terminals).
+        makes needless, as :func:`topo.flow.reduce.servers.check_connected` (a routing at a
+        positive rate joins every pair of terminals).
 
     Returns
     -------
-    BandwidthResult
+    BandwidthResult or GivenUp
+        The result; or, with ``method="auto"`` and more than one server, :class:`GivenUp`
+        when the reduced LP is over ``max_variables`` or HiGHS reached ``time_limit_s``
+        (with the notes of what was reduced, so bounds can still say it).
 
     Raises
     ------
     LPTooLarge, LPTimeLimit
-        The LP is over ``max_variables`` or HiGHS reached ``time_limit_s``.
+        The general LP is over ``max_variables`` or HiGHS reached ``time_limit_s``.
     SolverError
         HiGHS fails.
     """
+    hosts = ctx.servers
     if method == "auto" and len(hosts) == 1:
-        reductions.append("one server: nothing to reduce; general LP")
+        ctx = ctx.noted("one server: nothing to reduce; general LP")
         method = "general"
-    if method == "auto" and certify_first(G, hosts):
-        with gc_paused():  # (arrays, and the report's links: no cycles)
-            done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
-        if done is not None:
-            return done
+    if method == "auto":
+        try:
+            if certify_first(ctx.G, hosts):
+                with gc_paused():  # (arrays, and the report's links: no cycles)
+                    done = certified_alltoall(ctx, want_loads)
+                if done is not None:
+                    return done
+            if check is not None:
+                check()
+            return reduced_report(ctx, max_variables, want_loads, time_limit_s)
+        except (LPTooLarge, LPTimeLimit) as exc:
+            return GivenUp(exc)
     if check is not None:
         check()
-    if method == "auto":
-        return reduced_report(
-            G, hosts, terminal, max_variables, want_loads, t0, reductions, time_limit_s
-        )
     try:
-        return general_report(
-            G, hosts, terminal, max_variables, t0, reductions, want_loads, time_limit_s
-        )
+        return general_report(ctx, max_variables, want_loads, time_limit_s)
     except LPTimeLimit as exc:
         raise LPTimeLimit(
             f"the general LP: {exc}; use method auto (exact reductions) or a larger time_limit_s",
@@ -135,93 +146,96 @@ def certify_first(G: nx.Graph, hosts: list[ContractedServer]) -> bool:
 
 
 def reduced_report(
-    G: nx.Graph,
-    hosts: list[ContractedServer],
-    terminal: str,
+    ctx: SolveContext,
     max_variables: int,
     want_loads: bool,
-    t0: float,
-    reductions: list[str],
     time_limit_s: float | None = None,
-) -> BandwidthResult:
+) -> BandwidthResult | GivenUp:
     """The all-to-all by the reduced LP, checked; the general LP if the server check fails.
+
+    Returns
+    -------
+    BandwidthResult or GivenUp
+        :class:`GivenUp` (with the notes so far) when the reduced LP (no verified symmetry)
+        has more than ``max_variables`` variables or HiGHS reached ``time_limit_s``.
 
     Raises
     ------
     LPTooLarge
-        The reduced LP (no verified symmetry) has more than ``max_variables`` variables.
-    LPTimeLimit
-        HiGHS reached ``time_limit_s``.
+        The reduced network's tables would not fit in memory.
     SolverError
         HiGHS fails, or the server check fails and the general LP is too large.
     """
+    G, hosts, terminal = ctx.G, ctx.servers, ctx.terminal
     n_terms = sum(h.weight for h in hosts)
     red = reduce(G, hosts)
     gens = symmetry(G, red)
     if _estimate(red, gens) > CERTIFY_ABOVE:
-        done = certified_alltoall(G, hosts, terminal, t0, reductions, want_loads)
+        done = certified_alltoall(ctx, want_loads)
         if done is not None:
             return done
-    _note_reductions(G, red, hosts, terminal, reductions)
-    sol = _solve_reduced(red, gens, max_variables, time_limit_s, reductions)
+    notes = [*ctx.notes, *reduction_notes(ctx, red)]
+    try:
+        sol, how = _solve_reduced(red, gens, max_variables, time_limit_s)
+    except (LPTooLarge, LPTimeLimit) as exc:
+        return GivenUp(exc, tuple(notes))
+    notes += how
     lam = sol.theta
     if terminal == "gpu":
         ok, worst = server_check(G, red, sol, lam)
         if ok:
-            reductions[0] += " (checked: NVLink and PCIe carry the load)"
+            notes[0] += " (checked: NVLink and PCIe carry the load)"
         else:
-            reductions.append(
+            notes.append(
                 f"server contraction NOT exact (inside a server only {worst:.3f} of the "
                 "load fits): general LP solved instead"
             )
             try:
-                return general_report(G, hosts, terminal, max_variables, t0, reductions, want_loads)
+                return general_report(replace(ctx, notes=tuple(notes)), max_variables, want_loads)
             except SolverError as exc:
                 raise SolverError(
                     f"the server-contracted LP bounds busbw by "
                     f"{Bps_to_GBps(lam * (n_terms - 1)):.4g} GB/s, but NVLink/PCIe inside "
                     f"a server carry only {worst:.3f} of that load, and {exc}"
                 ) from None
-    binding = with_met_cuts(G, hosts, terminal, lam, bottleneck_links(G, red, sol), reductions)
+    binding, met = with_met_cuts(ctx, lam, bottleneck_links(G, red, sol))
     report = build_report(
-        G,
-        hosts,
-        terminal,
+        replace(ctx, notes=(*notes, *met)),
         lam,
         binding,
         n=n_terms,
         method="reduced",
         exact=True,
-        reductions=reductions,
         sol=sol,
-        t0=t0,
         planes=red.sc.planes,
     )
     return replace(report, link_load=link_loads(G, red, sol)) if want_loads else report
 
 
-def _note_reductions(
-    G: nx.Graph, red: Reduced, hosts: list[ContractedServer], terminal: str, reductions: list[str]
-) -> None:
-    """Say which reductions apply (appended to ``reductions``)."""
-    if terminal == "gpu":
-        reductions.append(f"server contraction: {count(len(hosts), 'server')}")
+def reduction_notes(ctx: SolveContext, red: Reduced) -> tuple[str, ...]:
+    """Which reductions apply: server contraction, planes, twin classes (the result's
+    ``reductions``, in that order)."""
+    G, hosts = ctx.G, ctx.servers
+    notes = []
+    if ctx.terminal == "gpu":
+        notes.append(f"server contraction: {count(len(hosts), 'server')}")
     if red.sc.planes > 1:
-        reductions.append(f"plane decomposition: {red.sc.planes} isomorphic planes, one solved")
+        notes.append(f"plane decomposition: {red.sc.planes} isomorphic planes, one solved")
     if red.sc.copies is not None:
         sizes = sorted(
             (red.mult(next(iter(c))) for c in nx.connected_components(G.subgraph(red.scope))),
             reverse=True,
         )
-        reductions.append(
+        notes.append(
             f"plane merging: {sum(sizes)} planes in {len(sizes)} groups of identical planes "
             f"({'+'.join(map(str, sizes))}, verified); each group solved as one plane of "
             "multiplied capacity"
         )
-    reductions.append(
+    notes.append(
         f"twin classes: {count(sum(len(c) for c in red.classes), 'host')} in "
         f"{count(len(red.classes), 'class', 'classes')}"
     )
+    return tuple(notes)
 
 
 def _estimate(red: Reduced, gens: list[Perm] | None) -> int:
@@ -236,17 +250,16 @@ def _solve_reduced(
     gens: list[Perm] | None,
     max_variables: int,
     time_limit_s: float | None,
-    reductions: list[str],
-) -> MCFSolution:
-    """The reduced LP: symmetrised when a verified symmetry merges classes, else as is."""
+) -> tuple[MCFSolution, tuple[str, ...]]:
+    """The reduced LP, symmetrised when a verified symmetry merges classes, else as is; and the
+    note saying how."""
     if gens is not None:
         sol = solve_symmetric(red, gens, max_variables, time_limit_s)
-        reductions.append(
+        return sol, (
             f"class symmetry: {count(len(gens), 'verified automorphism')} fold the "
             f"{len(red.classes)} classes into {count(len(class_orbits(red, gens)), 'orbit')}: one "
-            "commodity per orbit, one capacity row per arc orbit"
+            "commodity per orbit, one capacity row per arc orbit",
         )
-        return sol
     n_vars = red.lp_variables()
     if n_vars > max_variables:
         raise LPTooLarge(
@@ -254,7 +267,7 @@ def _solve_reduced(
             f"{max_variables:,}): the fabric has {len(red.classes):,} distinct server "
             "attachments and no verified symmetry between them"
         )
-    return max_concurrent_flow(
+    sol = max_concurrent_flow(
         red.arcs,
         red.capacity,
         red.commodities,
@@ -262,37 +275,31 @@ def _solve_reduced(
         max_variables=max_variables,
         time_limit_s=time_limit_s,
     )
+    return sol, ()
 
 
 def general_report(
-    G: nx.Graph,
-    hosts: list[ContractedServer],
-    terminal: str,
+    ctx: SolveContext,
     max_variables: int,
-    t0: float,
-    reductions: list[str],
     want_loads: bool = False,
     time_limit_s: float | None = None,
 ) -> BandwidthResult:
     """The all-to-all by the general LP (:func:`topo.flow.exact.general.general_lp`)."""
-    terms, arcs, cap, sol = general_lp(G, terminal, max_variables, time_limit_s=time_limit_s)
+    G = ctx.G
+    terms, arcs, cap, sol = general_lp(G, ctx.terminal, max_variables, time_limit_s=time_limit_s)
     links = []
     for a in np.nonzero(sol.arc_dual > DUAL_TOL)[0]:
         u, v = arcs[a]
         links.append(link(G, u, v, cap[a], sol.arc_flow[a]))
-    links = with_met_cuts(G, hosts, terminal, sol.theta, links, reductions)
+    links, met = with_met_cuts(ctx, sol.theta, links)
     report = build_report(
-        G,
-        hosts,
-        terminal,
+        ctx.noted(*met),
         sol.theta,
         links,
         n=len(terms),
         method="general",
         exact=True,
-        reductions=reductions,
         sol=sol,
-        t0=t0,
     )
     if not want_loads:
         return report

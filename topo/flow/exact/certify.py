@@ -43,7 +43,7 @@ from topo.flow.exact.switch_arcs import SwitchArcs
 from topo.flow.reduce.network import links, twin_classes
 from topo.flow.reduce.planes import Scope
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
-from topo.flow.reduce.servers import ContractedServer, InnerSignature, terminal_count
+from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext, terminal_count
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.solve.lp import NO_LP
 
@@ -365,28 +365,14 @@ def _links(
     return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
 
 
-def certified_alltoall(
-    G: nx.Graph,
-    hs: list[ContractedServer],
-    terminal: str,
-    t0: float,
-    reductions: list[str],
-    want_loads: bool = False,
-) -> BandwidthResult | None:
+def certified_alltoall(ctx: SolveContext, want_loads: bool = False) -> BandwidthResult | None:
     """The exact all-to-all when the split routing reaches the tightest cut; else None.
 
     Parameters
     ----------
-    G : networkx.Graph
-        The fabric.
-    hs : list of ContractedServer
-        Its hosts.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
-    t0 : float
-        ``time.perf_counter()`` at the start of the call.
-    reductions : list of str
-        What was reduced so far (copied, with this method's note, into the result).
+    ctx : SolveContext
+        The solve: the fabric, its contracted servers, the terminal kind, the start time and
+        what was reduced so far (copied, with this method's note, into the result).
     want_loads : bool
         Also return every NIC cable's and switch link direction's load (B/s).
 
@@ -397,6 +383,7 @@ def certified_alltoall(
         routing saturates. None when the routing does not exist or stays below the cut by more
         than :data:`CERTIFY_TOL`, or NVLink or PCIe cannot carry it.
     """
+    G, hs, terminal = ctx.G, ctx.servers, ctx.terminal
     r = split_routing(G, hs)
     if r is None:
         return None
@@ -424,17 +411,13 @@ def certified_alltoall(
         note += "; NVLink and PCIe carry it (checked)"
     binding: list[BottleneckLink] = links(G, _links(G, r, lam, saturated_only=True))
     report = build_report(
-        G,
-        hs,
-        terminal,
+        ctx.noted(note),
         lam,
         binding,
         n=terminal_count(hs),
         method="certified",
         exact=True,
-        reductions=[*reductions, note],
         sol=NO_LP,
-        t0=t0,
     )
     if not want_loads:
         return report
@@ -445,4 +428,4 @@ def certified_alltoall(
         for u, v in ((a, b), (b, a))
     }  # every switch link direction, idle ones too, as the LP's loads
     loads.update({(u, v): x for u, v, _, x in _links(G, r, lam, saturated_only=False)})
-    return replace(report, link_load=loads, solve_seconds=time.perf_counter() - t0)
+    return replace(report, link_load=loads, solve_seconds=time.perf_counter() - ctx.t0)

@@ -24,7 +24,7 @@ import numpy as np
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.exact.switch_arcs import SwitchArcs
 from topo.flow.reduce.network import links
-from topo.flow.reduce.servers import ContractedServer, terminal_count
+from topo.flow.reduce.servers import ContractedServer, SolveContext, terminal_count
 from topo.flow.result import BottleneckLink
 from topo.wording import count
 
@@ -204,47 +204,38 @@ def _crossing(
 
 
 def with_met_cuts(
-    G: nx.Graph,
-    hs: list[ContractedServer],
-    terminal: str,
-    rate: float,
-    certificate: list[BottleneckLink],
-    notes: list[str],
-) -> list[BottleneckLink]:
+    ctx: SolveContext, rate: float, certificate: list[BottleneckLink]
+) -> tuple[list[BottleneckLink], tuple[str, ...]]:
     """The bottleneck links of an optimum: ``certificate`` (the link directions an LP's dual
     prices, or none), then the links of every cut ``rate`` meets that it lacks
     (:func:`met_cut_links`). A degenerate dual prices one certificate among several, often
     one server's cables where three servers bind alike, or one direction of cables full both
-    ways; the met cuts name the others. A note saying what was added goes to ``notes``.
+    ways; the met cuts name the others.
 
     Parameters
     ----------
-    G : networkx.Graph
-        The fabric.
-    hs : list of ContractedServer
-        Its hosts, at least two terminals.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
+    ctx : SolveContext
+        The solve (fabric, contracted servers with at least two terminals, terminal kind).
     rate : float
         The optimal pair rate (B/s).
     certificate : list of BottleneckLink
         The links the LP's dual prices (may be empty).
-    notes : list of str
-        Appended to in place (the report's reductions).
 
     Returns
     -------
-    list of BottleneckLink
-        ``certificate`` followed by the added link directions (load = capacity, B/s).
+    (list of BottleneckLink, tuple of str)
+        ``certificate`` followed by the added link directions (load = capacity, B/s), and the
+        note saying what was added (none when nothing was).
     """
-    cut, met = met_cut_links(G, hs, terminal, rate)
+    cut, met = met_cut_links(ctx.G, ctx.servers, ctx.terminal, rate)
     have = {(b.source, b.target) for b in certificate}
     added = [b for b in cut if (b.source, b.target) not in have]
-    if added:
-        what = "the LP's dual certificate and " if certificate else ""
-        notes.append(
-            f"bottleneck: {what}the {count(len(cut) // 2, 'cable')} of {count(met, 'cut')} "
-            "this rate meets (servers, switches or pods), full both ways in every optimal "
-            "flow; other links may be full too"
-        )
-    return [*certificate, *added]
+    if not added:
+        return [*certificate], ()
+    what = "the LP's dual certificate and " if certificate else ""
+    note = (
+        f"bottleneck: {what}the {count(len(cut) // 2, 'cable')} of {count(met, 'cut')} "
+        "this rate meets (servers, switches or pods), full both ways in every optimal "
+        "flow; other links may be full too"
+    )
+    return [*certificate, *added], (note,)

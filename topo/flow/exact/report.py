@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import time
 
-import networkx as nx
 import numpy as np
 
 from topo.fabric import natural_key, nic_ports
-from topo.flow.reduce.servers import ContractedServer
+from topo.flow.reduce.servers import SolveContext
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, LPStats
 from topo.flow.solve.lp import MCFSolution
 
 
 def build_report(
-    G: nx.Graph,
-    hosts: list[ContractedServer],
-    terminal: str,
+    ctx: SolveContext,
     lam: float,
     links: list[BottleneckLink],
     *,
     n: int,
     method: str,
     exact: bool,
-    reductions: list[str],
     sol: MCFSolution,
-    t0: float,
     planes: int = 1,
     bounds: Bounds | None = None,
 ) -> BandwidthResult:
@@ -35,24 +30,19 @@ def build_report(
 
     Parameters
     ----------
-    G : networkx.Graph
-        The fabric.
-    hosts : list of ContractedServer
-        Its hosts.
-    terminal : {"gpu", "endpoint"}
-        What the terminals are.
+    ctx : SolveContext
+        The solve: the fabric, its contracted servers, the terminal kind, the start time
+        (``solve_seconds`` counts from it) and the notes (the result's ``reductions``).
     lam : float
         The pair rate (B/s).
     links : list of BottleneckLink
         The binding link directions.
     n : int
         Terminals.
-    method, exact, reductions
+    method, exact
         How the rate was obtained.
     sol : MCFSolution
         The LP solved (its size and times).
-    t0 : float
-        ``time.perf_counter()`` at the start of the call.
     planes : int
         Planes folded into one.
     bounds : Bounds, optional
@@ -64,6 +54,7 @@ def build_report(
         Of the all-to-all of 1 byte per ordered pair (``theta = lam``; the caller sets the
         demand's own scale).
     """
+    G, hosts, terminal = ctx.G, ctx.servers, ctx.terminal
     # Inter-server traffic: each terminal sends lam to every terminal outside its server.
     gpu = terminal == "gpu"
     inter_total = sum(h.weight * (n - h.weight) * lam for h in hosts) if gpu else n * (n - 1) * lam
@@ -92,10 +83,10 @@ def build_report(
         bottleneck_links=sort_links(links),
         method=method,
         exact=exact,
-        reductions=tuple(reductions),
+        reductions=ctx.notes,
         planes=planes,
         lp=lp_stats(sol),
-        solve_seconds=time.perf_counter() - t0,
+        solve_seconds=time.perf_counter() - ctx.t0,
         bounds=bounds,
         nic_ports=nic_ports(G),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -68,6 +68,40 @@ class ContractedServer:
     def scoped(self, scope: set[str]) -> Iterable[tuple[str, float]]:
         """The host's attachments ``(switch, B/s)`` to the switches in ``scope``."""
         return ((s, c) for s, c in self.attach.items() if s in scope)
+
+
+@dataclass(frozen=True)
+class SolveContext:
+    """One all-to-all solve: the fabric, its contracted servers, what its terminals are, when
+    the solve started, and what has been said about it so far.
+
+    Frozen: a step that has something to say returns its notes, and the caller makes the next
+    context with :meth:`noted`; nothing is appended in place.
+
+    Attributes
+    ----------
+    G : networkx.Graph
+        The fabric (not modified).
+    servers : list of ContractedServer
+        Its contracted servers (:func:`contract_servers`), checked
+        (:func:`check_terminals`).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    t0 : float
+        ``time.perf_counter()`` at the start of the solve (s), for ``solve_seconds``.
+    notes : tuple of str
+        What was reduced and how, in order: the result's ``reductions``.
+    """
+
+    G: nx.Graph = field(repr=False)
+    servers: list[ContractedServer] = field(repr=False)
+    terminal: str
+    t0: float
+    notes: tuple[str, ...] = ()
+
+    def noted(self, *notes: str) -> SolveContext:
+        """This context with ``notes`` said after its own."""
+        return replace(self, notes=(*self.notes, *notes)) if notes else self
 
 
 def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
