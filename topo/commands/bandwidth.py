@@ -181,23 +181,48 @@ def _damaged(
     time_limit: float | None,
     link_loads: bool,
 ) -> DamagedBandwidth:
-    from topo.flow.failures import damaged_bandwidth
-    from topo.flow.solve import DEFAULT_MAX_VARIABLES
+    from topo.flow import FailureSet, alltoall_bandwidth, routed_alltoall
+    from topo.flow.failures import DamagedBandwidth, damaged_bandwidth
+    from topo.flow.solve import DEFAULT_MAX_VARIABLES, check_solver_limits
 
-    return damaged_bandwidth(
-        G,
-        links=fail_links,
-        switches=fail_switches,
-        seed=seed,
-        named=fail or (),
-        routing=routing.value,
-        flows_per_pair=flows_per_pair,
-        pxn=pxn,
-        method=method.value,
-        max_variables=max_variables or DEFAULT_MAX_VARIABLES,
-        link_loads=link_loads,
-        time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
-    )
+    max_variables = max_variables or DEFAULT_MAX_VARIABLES
+    time_limit_s = time_limit or BANDWIDTH_TIME_LIMIT_S
+    if fail_links or fail_switches or fail:
+        return damaged_bandwidth(
+            G,
+            links=fail_links,
+            switches=fail_switches,
+            seed=seed,
+            named=fail or (),
+            routing=routing.value,
+            flows_per_pair=flows_per_pair,
+            pxn=pxn,
+            method=method.value,
+            max_variables=max_variables,
+            link_loads=link_loads,
+            time_limit_s=time_limit_s,
+        )
+    # nothing to fail: straight to the solve
+    if routing == Routing.optimal:
+        report = alltoall_bandwidth(
+            G,
+            method=method.value,
+            max_variables=max_variables,
+            link_loads=link_loads,
+            time_limit_s=time_limit_s,
+        )
+    else:
+        fabric_mod.require_fabric(G)
+        check_solver_limits(
+            max_variables, time_limit_s
+        )  # (as damaged_bandwidth: the same refusals)
+        hashing = seed if routing == Routing.ecmp else None  # D-mod-k draws nothing
+        report = routed_alltoall(
+            G, routing.value, seed=hashing, flows_per_pair=flows_per_pair, pxn=pxn
+        )
+    none = FailureSet()
+    report = replace(report, failures=none)
+    return DamagedBandwidth(report=report, failures=none, routing=routing.value, graph=G)
 
 
 def _render(
