@@ -11,10 +11,10 @@ from topo.builders import build
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.exact.report import sort_links
 from topo.flow.failures.damage import fail
-from topo.flow.reduce.network import link, links, network, twin_classes
+from topo.flow.reduce.network import network, twin_classes
 from topo.flow.reduce.planes import scope
 from topo.flow.reduce.servers import contract_servers, inner_signature
-from topo.flow.result import BottleneckLink
+from topo.flow.result import BottleneckLink, link, links
 
 SMALL = dict(switch_ports=8, gpus_per_node=4, nics_per_node=4)
 

@@ -8,7 +8,7 @@ import pytest
 from topo.builders import build
 from topo.fabric import natural_key
 from topo.flow import alltoall_bandwidth
-from topo.flow.reduce.network import reduce
+from topo.flow.reduce.planes import reduce
 from topo.flow.reduce.servers import contract_servers
 from topo.flow.reduce.symmetry import (
     class_orbits,

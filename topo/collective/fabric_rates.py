@@ -31,9 +31,8 @@ from topo.collective.domains import select_domain_subcluster
 from topo.errors import InfeasibleError, SolverError, TopoError
 from topo.fabric import SWITCH_KINDS, named_servers, spans_hosts, switch_components
 from topo.fabric import servers as server_vertices
-from topo.flow import alltoall_bandwidth, server_demand_time
+from topo.flow import alltoall_bandwidth, links, server_demand_time
 from topo.flow.exact import MET_TOL
-from topo.flow.reduce import links
 from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
 
 UNIT_BYTES = 1e9

@@ -36,6 +36,7 @@ from topo.flow.result import (
     LPStats,
     RoutingDetail,
     TierLoad,
+    links,
 )
 from topo.flow.routing import routed_alltoall, routed_flow
 from topo.flow.solve import Commodity, MCFSolution, max_concurrent_flow
@@ -57,6 +58,7 @@ __all__ = [
     "concurrent_flow",
     "damaged_bandwidth",
     "fail",
+    "links",
     "max_concurrent_flow",
     "resilience",
     "routed_alltoall",

@@ -66,6 +66,7 @@ from topo.flow.reduce.servers import (
     contract_servers,
 )
 from topo.flow.result import BandwidthResult, BottleneckLink
+from topo.flow.routing.routed import routed_alltoall
 from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
 from topo.traffic import Demand
 
@@ -219,7 +220,14 @@ def uniform_flow(
         check=lambda: check_connected(G, hs, terminal),
     )
     if isinstance(r, GivenUp):  # (method auto, more than one server)
-        r = bounds_report(ctx.noted(*r.notes), str(r.error), max_variables, time_limit_s)
+        r = bounds_report(
+            ctx.noted(*r.notes),
+            str(r.error),
+            max_variables,
+            time_limit_s,
+            exact=exact_alltoall,
+            routed=routed_alltoall,
+        )
     if demand is None:
         return replace(r, demand="alltoall", theta=r.pair_rate_Bps, total_bytes=float(n * (n - 1)))
     b = demand.bytes_per_pair

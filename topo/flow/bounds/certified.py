@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import networkx as nx
 
 from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, natural_key, switch_components
-from topo.flow.exact.alltoall import GivenUp, build_report, exact_alltoall
 from topo.flow.exact.certify import CERTIFY_TOL, cut_bound, split_routing
 from topo.flow.exact.cuts import with_met_cuts
+from topo.flow.exact.report import build_report
 from topo.flow.reduce.servers import (
     ContractedServer,
     SolveContext,
@@ -48,7 +48,6 @@ from topo.flow.reduce.servers import (
     terminal_count,
 )
 from topo.flow.result import BandwidthResult, BottleneckLink, Bounds
-from topo.flow.routing import routed_alltoall
 from topo.flow.solve.lp import NO_LP
 
 ROUTER_LP_MAX_COLUMNS = 2_000_000
@@ -80,10 +79,20 @@ def split_lower_bound(G: nx.Graph) -> tuple[float, str]:
     return r.rate_Bps, "each class pair split over its planes, two hops inside a plane"
 
 
-def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
-    """A feasible all-to-all rate (B/s) from the expected ECMP routing; (0, why) if none."""
+Routed = Callable[..., BandwidthResult]
+"""How a fabric is routed: :func:`topo.flow.routing.routed_alltoall`, ``(G, routing, seed=...)``."""
+
+Exact = Callable[..., object]
+"""How a fabric's all-to-all is solved exactly: :func:`topo.flow.exact.exact_alltoall`,
+``(SolveContext, method=..., max_variables=..., want_loads=..., time_limit_s=...)`` to a
+:class:`~topo.flow.result.BandwidthResult`, or anything else when it was given up."""
+
+
+def routing_lower_bound(G: nx.Graph, routed: Routed) -> tuple[float, str]:
+    """A feasible all-to-all rate (B/s) from the expected ECMP routing of ``routed``; (0, why)
+    if none."""
     try:
-        r = routed_alltoall(G, "ecmp", seed=0)
+        r = routed(G, "ecmp", seed=0)
     except TopoError as exc:
         return 0.0, f"no routing lower bound ({exc})"
     assert r.routing is not None
@@ -91,7 +100,7 @@ def routing_lower_bound(G: nx.Graph) -> tuple[float, str]:
 
 
 def plane_lower_bound(
-    G: nx.Graph, max_variables: int, time_limit_s: float | None = None
+    G: nx.Graph, exact: Exact, max_variables: int, time_limit_s: float | None = None
 ) -> tuple[float, str]:
     """A feasible all-to-all rate (B/s) from solving every plane on its own; (0, why) if none.
 
@@ -115,7 +124,8 @@ def plane_lower_bound(
         h.id: frozenset(where[s] for s in h.attach) for h in hs
     }
     rates = [
-        _plane_rate(G, hs, i, where, masks, max_variables, time_limit_s) for i in range(len(comps))
+        _plane_rate(G, hs, i, where, masks, exact, max_variables, time_limit_s)
+        for i in range(len(comps))
     ]
     distinct = set(masks.values())
     best = math.inf
@@ -133,6 +143,7 @@ def _plane_rate(
     i: int,
     where: dict[str, int],
     masks: dict[Hashable, frozenset[int]],
+    exact: Exact,
     max_variables: int,
     time_limit_s: float | None,
 ) -> float:
@@ -151,7 +162,7 @@ def _plane_rate(
     try:
         sub, terminal = contract_servers(H)
         check_terminals(H, sub, terminal)
-        r = exact_alltoall(
+        r = exact(
             SolveContext(H, sub, terminal, time.perf_counter()),
             method="auto",
             max_variables=max_variables,
@@ -160,7 +171,7 @@ def _plane_rate(
         )
     except TopoError:
         return 0.0
-    return 0.0 if isinstance(r, GivenUp) else r.pair_rate_Bps
+    return r.pair_rate_Bps if isinstance(r, BandwidthResult) else 0.0
 
 
 def tree_lower_bound(G: nx.Graph, roots: int = 32) -> tuple[float, str]:
@@ -218,6 +229,9 @@ def bounds_report(
     why: str,
     max_variables: int,
     time_limit_s: float | None = None,
+    *,
+    exact: Exact,
+    routed: Routed,
 ) -> BandwidthResult:
     """Certified lower and upper bounds instead of the exact LP (module notes).
 
@@ -233,6 +247,12 @@ def bounds_report(
     time_limit_s : float, optional
         HiGHS time limit (s) of each plane's exact solve and of each router-level LP of
         :func:`topo.flow.bounds.direct.direct_bounds`.
+    exact : callable
+        The exact solve of each plane alone (:func:`plane_lower_bound`):
+        :func:`topo.flow.exact.exact_alltoall`.
+    routed : callable
+        The routing of the routing lower bound (:func:`routing_lower_bound`):
+        :func:`topo.flow.routing.routed_alltoall`.
 
     Returns
     -------
@@ -245,9 +265,9 @@ def bounds_report(
     ub, cut = cut_upper_bound(G)
     upper_from = f"cut around {cut}"
     found = [
-        routing_lower_bound(G),
+        routing_lower_bound(G, routed),
         split_lower_bound(G),
-        plane_lower_bound(G, max_variables, time_limit_s),
+        plane_lower_bound(G, exact, max_variables, time_limit_s),
         tree_lower_bound(G),
     ]
     # imported here: scipy's graph routines and igraph cost every command 0.25 s to load

@@ -9,7 +9,8 @@ and :mod:`topo.flow.reduce.server_check`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
 import networkx as nx
@@ -21,11 +22,12 @@ from topo.flow.exact.certify import certified_alltoall
 from topo.flow.exact.cuts import with_met_cuts
 from topo.flow.exact.general import general_lp
 from topo.flow.exact.report import build_report, lp_stats, sort_links
-from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link, link_loads, reduce
-from topo.flow.reduce.server_check import server_check
-from topo.flow.reduce.servers import ContractedServer, SolveContext
+from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link_loads
+from topo.flow.reduce.planes import reduce
+from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
+from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
-from topo.flow.result import BandwidthResult
+from topo.flow.result import BandwidthResult, link
 from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
 from topo.units import Bps_to_GBps
 from topo.wording import count
@@ -210,6 +212,52 @@ def reduced_report(
         planes=red.sc.planes,
     )
     return replace(report, link_load=link_loads(G, red, sol)) if want_loads else report
+
+
+def server_check(G: nx.Graph, red: Reduced, sol: MCFSolution, lam: float) -> tuple[bool, float]:
+    """Can every server's inside carry the contracted solution?
+
+    Each GPU sends ``up_s / w`` to every switch ``s`` the server reaches and receives
+    ``down_s / w`` from it, plus ``lam`` to and from every other GPU of the server.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    red : Reduced
+        The reduced network ``sol`` solves.
+    sol : MCFSolution
+        Its solution (arc flows in B/s).
+    lam : float
+        The pair rate (B/s).
+
+    Returns
+    -------
+    (bool, float)
+        Whether every server carries its load (theta >= 1 - :data:`FEASIBILITY_TOL`), and the
+        worst theta.
+    """
+    up: dict[tuple[int, Hashable], float] = {}
+    down: dict[tuple[int, Hashable], float] = {}
+    for a, o in enumerate(red.origin):
+        if o[0] == "up":
+            up[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+        elif o[0] == "down":
+            down[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
+    worst = math.inf
+    done: dict[tuple[InnerSignature, tuple[tuple[float, float], ...]], float] = {}
+    for ci, cls in enumerate(red.classes):
+        h = cls[0]
+        loads: list[Load] = []
+        for s in h.attach:
+            base = red.sc.to_plane0(s)
+            k = red.mult(base)
+            loads.append((s, up.get((ci, base), 0.0) / k, down.get((ci, base), 0.0) / k))
+        key = (h.inner_sig, tuple(sorted((round(u, 3), round(d, 3)) for _, u, d in loads)))
+        if key not in done:
+            done[key] = inside_theta(G, h, loads, lam)
+        worst = min(worst, done[key])
+    return worst >= 1 - FEASIBILITY_TOL, worst
 
 
 def reduction_notes(ctx: SolveContext, red: Reduced) -> tuple[str, ...]:

@@ -40,11 +40,10 @@ from topo.flow.exact.cuts import MET_TOL, cut_bound
 from topo.flow.exact.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
 from topo.flow.exact.report import build_report
 from topo.flow.exact.switch_arcs import SwitchArcs
-from topo.flow.reduce.network import links, twin_classes
-from topo.flow.reduce.planes import Scope
+from topo.flow.reduce.network import Scope, twin_classes
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext, terminal_count
-from topo.flow.result import BandwidthResult, BottleneckLink
+from topo.flow.result import BandwidthResult, BottleneckLink, links
 from topo.flow.solve.lp import NO_LP
 
 CERTIFY_TOL = MET_TOL

@@ -23,9 +23,8 @@ import numpy as np
 
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.exact.switch_arcs import SwitchArcs
-from topo.flow.reduce.network import links
 from topo.flow.reduce.servers import ContractedServer, SolveContext, terminal_count
-from topo.flow.result import BottleneckLink
+from topo.flow.result import BottleneckLink, links
 from topo.wording import count
 
 MET_TOL = 1e-7

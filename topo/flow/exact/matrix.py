@@ -31,9 +31,9 @@ import numpy as np
 
 from topo.errors import InfeasibleError, LPTooLarge, TopoError
 from topo.fabric import named_servers, natural_key, switch_components
-from topo.flow.exact.alltoall import lp_stats, sort_links
-from topo.flow.reduce.network import Reduced, bottleneck_links, network
-from topo.flow.reduce.planes import Scope, scope
+from topo.flow.exact.report import lp_stats, sort_links
+from topo.flow.reduce.network import Reduced, Scope, bottleneck_links, network
+from topo.flow.reduce.planes import scope
 from topo.flow.reduce.servers import ContractedServer, contract_servers
 from topo.flow.result import BandwidthResult
 from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow

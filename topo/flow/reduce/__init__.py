@@ -8,9 +8,9 @@ fold the classes into orbits; :mod:`~topo.flow.reduce.server_check` checks that 
 inside (NVLink, PCIe) carries the contracted solution. Proofs: ``docs/bandwidth.md``.
 """
 
-from topo.flow.reduce.network import Reduced, bottleneck_links, link, link_loads, links, reduce
-from topo.flow.reduce.planes import Scope, plane_isomorphism, scope
-from topo.flow.reduce.server_check import inside_theta, server_check
+from topo.flow.reduce.network import Reduced, Scope, bottleneck_links, link_loads
+from topo.flow.reduce.planes import plane_isomorphism, reduce, scope
+from topo.flow.reduce.server_check import inside_theta
 from topo.flow.reduce.servers import (
     ContractedServer,
     attached,
@@ -32,13 +32,10 @@ __all__ = [
     "class_orbits",
     "contract_servers",
     "inside_theta",
-    "link",
     "link_loads",
-    "links",
     "plane_isomorphism",
     "reduce",
     "scope",
-    "server_check",
     "solve_symmetric",
     "symmetry",
     "terminal_count",

@@ -19,12 +19,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.fabric import SWITCH_KINDS, natural_key, vertex_label
-from topo.flow.reduce.planes import Scope, scope
+from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow.reduce.servers import ContractedServer, InnerSignature
-from topo.flow.result import BottleneckLink
+from topo.flow.result import BottleneckLink, links
 from topo.flow.solve.lp import Commodity, MCFSolution
-from topo.flow.solve.memory import check_demand_table
 
 DUAL_TOL = 1e-6
 """A capacity row whose normalised shadow price exceeds this is a bottleneck."""
@@ -32,6 +30,48 @@ DUAL_TOL = 1e-6
 Arc = tuple[Hashable, Hashable]
 Origin = tuple[Any, ...]
 """``("fabric", u, v)``, ``("up", ci, s)`` or ``("down", ci, s)``."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The switches an LP is written over, and how planes were folded into them.
+
+    Attributes
+    ----------
+    switches : set of str
+        The switches of the solved network.
+    planes : int
+        ``P`` when all ``P`` planes are alike (each pair's demand divided by ``P``), else 1.
+    plane_maps : list of dict, optional
+        With plane decomposition: for each plane, its switch -> plane 0's switch.
+    copies : dict of str to list of str, optional
+        With plane merging: representative switch -> its images in every plane of its group,
+        itself first.
+    rep_of : dict of str to str, optional
+        With plane merging: switch -> its representative.
+    """
+
+    switches: set[str]
+    planes: int = 1
+    plane_maps: list[dict[str, str]] | None = None
+    copies: dict[str, list[str]] | None = None
+    rep_of: dict[str, str] | None = None
+
+    def mult(self, s: object) -> int:
+        """How many fabric switches the solved switch ``s`` stands for (merged planes)."""
+        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
+
+    def to_plane0(self, s: str) -> str:
+        """The solved switch a fabric switch ``s`` maps to (its representative, or its image
+        in plane 0, or itself)."""
+        if self.rep_of is not None:
+            return self.rep_of[s]
+        if self.plane_maps is None:
+            return s
+        for m in self.plane_maps:
+            if s in m:
+                return m[s]
+        raise KeyError(s)
 
 
 @dataclass(frozen=True)
@@ -170,41 +210,6 @@ def twin_classes(hosts: list[ContractedServer], sc: Scope) -> list[list[Contract
     return [groups[k] for k in sorted(groups, key=lambda k: natural_key(k[2][0][0]))]
 
 
-def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
-    """The reduced network of the uniform all-to-all among the hosts' terminals.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The fabric.
-    hosts : list of ContractedServer
-        Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
-
-    Returns
-    -------
-    Reduced
-        One commodity per class, demand 1 per ordered pair of terminals (divided by the planes
-        folded into one).
-    """
-    sc = scope(G, hosts)
-    classes = twin_classes(hosts, sc)
-    check_demand_table(len(classes), len(hosts))
-    arcs, cap, origin = network(G, sc, classes)
-    commodities = []
-    for ci, ci_cls in enumerate(classes):
-        wi, ni = ci_cls[0].weight, len(ci_cls)
-        dem: dict[Hashable, float] = {}
-        for cj, cj_cls in enumerate(classes):
-            wj, nj = cj_cls[0].weight, len(cj_cls)
-            pairs = ni * (ni - 1) if ci == cj else ni * nj
-            if pairs:
-                dem[("in", cj)] = pairs * wi * wj / sc.planes
-        commodities.append(Commodity(source=("out", ci), demands=dem))
-    return Reduced(
-        classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=commodities, sc=sc
-    )
-
-
 def expand(
     G: nx.Graph, red: Reduced, sol: MCFSolution, which: Iterable[int]
 ) -> Iterator[tuple[str, str, float, float]]:
@@ -257,38 +262,3 @@ def link_loads(G: nx.Graph, red: Reduced, sol: MCFSolution) -> dict[tuple[str, s
         if nodes[u]["kind"] in SWITCH_KINDS or nodes[v]["kind"] in SWITCH_KINDS:
             loads[(u, v)] = loads.get((u, v), 0.0) + float(x)
     return loads
-
-
-def links(
-    G: nx.Graph, directions: Iterable[tuple[Hashable, Hashable, float, float]]
-) -> list[BottleneckLink]:
-    """The link directions ``(tail, head, capacity, load)`` (B/s) as a report names them, in
-    the order given: :func:`link` of each, with each vertex's label looked up once."""
-    label: dict[Hashable, str] = {}
-    tier: dict[tuple[str, str], str] = {}
-    out = []
-    for u, v, cap, load in directions:
-        a = label.get(u)
-        if a is None:
-            a = label[u] = vertex_label(G, u)
-        b = label.get(v)
-        if b is None:
-            b = label[v] = vertex_label(G, v)
-        t = tier.get((a, b))
-        if t is None:
-            t = tier[(a, b)] = f"{a}->{b}"
-        cables = int(G._adj[u][v]["links"])
-        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load), cables))
-    return out
-
-
-def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> BottleneckLink:
-    """The link direction ``u -> v`` as a report names it, capacity and load in B/s."""
-    return BottleneckLink(
-        source=str(u),
-        target=str(v),
-        tier=f"{vertex_label(G, u)}->{vertex_label(G, v)}",
-        capacity_Bps=float(cap),
-        load_Bps=float(load),
-        cables=int(G._adj[u][v]["links"]),
-    )

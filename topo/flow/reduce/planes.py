@@ -6,61 +6,25 @@ host attached identically to each, one plane carrying ``1/P`` of every pair's de
 MPFT), each group of alike planes is solved as one plane of multiplied capacity (*plane
 merging*). Both are exact (average any solution over the plane permutations;
 ``docs/bandwidth.md``) and both rest on an explicit isomorphism, verified here.
+
+:func:`reduce` writes the reduced network of the uniform all-to-all: the scope found here, then
+the twin classes and their arcs (:mod:`topo.flow.reduce.network`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Hashable
 
 import networkx as nx
 
 from topo.fabric import switch_components
+from topo.flow.reduce.network import Reduced, Scope, network, twin_classes
 from topo.flow.reduce.servers import ContractedServer
+from topo.flow.solve.lp import Commodity
+from topo.flow.solve.memory import check_demand_table
 
 _PLANE_PREFIX = re.compile(r"^p\d+/")
-
-
-@dataclass(frozen=True)
-class Scope:
-    """The switches an LP is written over, and how planes were folded into them.
-
-    Attributes
-    ----------
-    switches : set of str
-        The switches of the solved network.
-    planes : int
-        ``P`` when all ``P`` planes are alike (each pair's demand divided by ``P``), else 1.
-    plane_maps : list of dict, optional
-        With plane decomposition: for each plane, its switch -> plane 0's switch.
-    copies : dict of str to list of str, optional
-        With plane merging: representative switch -> its images in every plane of its group,
-        itself first.
-    rep_of : dict of str to str, optional
-        With plane merging: switch -> its representative.
-    """
-
-    switches: set[str]
-    planes: int = 1
-    plane_maps: list[dict[str, str]] | None = None
-    copies: dict[str, list[str]] | None = None
-    rep_of: dict[str, str] | None = None
-
-    def mult(self, s: object) -> int:
-        """How many fabric switches the solved switch ``s`` stands for (merged planes)."""
-        return len(self.copies[s]) if self.copies is not None else 1  # type: ignore[index]
-
-    def to_plane0(self, s: str) -> str:
-        """The solved switch a fabric switch ``s`` maps to (its representative, or its image
-        in plane 0, or itself)."""
-        if self.rep_of is not None:
-            return self.rep_of[s]
-        if self.plane_maps is None:
-            return s
-        for m in self.plane_maps:
-            if s in m:
-                return m[s]
-        raise KeyError(s)
 
 
 def scope(G: nx.Graph, hosts: list[ContractedServer]) -> Scope:
@@ -206,3 +170,38 @@ def plane_classes(
             for c in copies[v]:
                 rep_of[c] = v
     return copies, rep_of
+
+
+def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
+    """The reduced network of the uniform all-to-all among the hosts' terminals.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of ContractedServer
+        Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
+
+    Returns
+    -------
+    Reduced
+        One commodity per class, demand 1 per ordered pair of terminals (divided by the planes
+        folded into one).
+    """
+    sc = scope(G, hosts)
+    classes = twin_classes(hosts, sc)
+    check_demand_table(len(classes), len(hosts))
+    arcs, cap, origin = network(G, sc, classes)
+    commodities = []
+    for ci, ci_cls in enumerate(classes):
+        wi, ni = ci_cls[0].weight, len(ci_cls)
+        dem: dict[Hashable, float] = {}
+        for cj, cj_cls in enumerate(classes):
+            wj, nj = cj_cls[0].weight, len(cj_cls)
+            pairs = ni * (ni - 1) if ci == cj else ni * nj
+            if pairs:
+                dem[("in", cj)] = pairs * wi * wj / sc.planes
+        commodities.append(Commodity(source=("out", ci), demands=dem))
+    return Reduced(
+        classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=commodities, sc=sc
+    )

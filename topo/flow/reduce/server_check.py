@@ -14,61 +14,14 @@ from collections.abc import Hashable
 
 import networkx as nx
 
-from topo.flow.reduce.network import Reduced
-from topo.flow.reduce.servers import ContractedServer, InnerSignature
-from topo.flow.solve.lp import Commodity, MCFSolution, max_concurrent_flow
+from topo.flow.reduce.servers import ContractedServer
+from topo.flow.solve.lp import Commodity, max_concurrent_flow
 
 FEASIBILITY_TOL = 1e-6
 """Relative tolerance of the server-contraction check (theta >= 1 - tol)."""
 
 Load = tuple[str, float, float]
 """``(switch, up B/s, down B/s)``: what a server sends to and receives from one switch."""
-
-
-def server_check(G: nx.Graph, red: Reduced, sol: MCFSolution, lam: float) -> tuple[bool, float]:
-    """Can every server's inside carry the contracted solution?
-
-    Each GPU sends ``up_s / w`` to every switch ``s`` the server reaches and receives
-    ``down_s / w`` from it, plus ``lam`` to and from every other GPU of the server.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The fabric.
-    red : Reduced
-        The reduced network ``sol`` solves.
-    sol : MCFSolution
-        Its solution (arc flows in B/s).
-    lam : float
-        The pair rate (B/s).
-
-    Returns
-    -------
-    (bool, float)
-        Whether every server carries its load (theta >= 1 - :data:`FEASIBILITY_TOL`), and the
-        worst theta.
-    """
-    up: dict[tuple[int, Hashable], float] = {}
-    down: dict[tuple[int, Hashable], float] = {}
-    for a, o in enumerate(red.origin):
-        if o[0] == "up":
-            up[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
-        elif o[0] == "down":
-            down[(o[1], o[2])] = sol.arc_flow[a] / len(red.classes[o[1]])
-    worst = math.inf
-    done: dict[tuple[InnerSignature, tuple[tuple[float, float], ...]], float] = {}
-    for ci, cls in enumerate(red.classes):
-        h = cls[0]
-        loads: list[Load] = []
-        for s in h.attach:
-            base = red.sc.to_plane0(s)
-            k = red.mult(base)
-            loads.append((s, up.get((ci, base), 0.0) / k, down.get((ci, base), 0.0) / k))
-        key = (h.inner_sig, tuple(sorted((round(u, 3), round(d, 3)) for _, u, d in loads)))
-        if key not in done:
-            done[key] = inside_theta(G, h, loads, lam)
-        worst = min(worst, done[key])
-    return worst >= 1 - FEASIBILITY_TOL, worst
 
 
 def inside_theta(G: nx.Graph, h: ContractedServer, loads: list[Load], lam: float) -> float:

@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from topo.flow.routing.endpoints import Ends, leaf_demand, same_server_pairs
+from topo.flow.routing.ends import Ends, leaf_demand, same_server_pairs
 from topo.flow.routing.updown import INF, PortLoads, UpDownTree
 
 _Masses = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]

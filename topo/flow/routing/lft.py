@@ -25,7 +25,8 @@ import numpy as np
 from topo.errors import InfeasibleError
 from topo.flow.result import BandwidthResult
 from topo.flow.routing.arrays import SWITCH, Arcs, fabric_arcs
-from topo.flow.routing.endpoints import Ends, leaf_demand, same_server_pairs, traffic_ends
+from topo.flow.routing.endpoints import traffic_ends
+from topo.flow.routing.ends import Ends, leaf_demand, same_server_pairs
 from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import PortLoads, UpDownTree, updown_tree
 from topo.formats.lft import ForwardingTables

@@ -2,7 +2,7 @@
 
 :func:`max_concurrent_flow` (:mod:`~topo.flow.solve.lp`) takes arcs, capacities and commodities
 and returns an :class:`MCFSolution` (the concurrent rate ``theta``, arc flows and duals); the
-LP's arrays are built by :mod:`~topo.flow.solve.model` and handed to HiGHS directly;
+model is built as arrays (:func:`flow_model`) and handed to HiGHS directly;
 :mod:`~topo.flow.solve.memory` estimates the dense structures before they are allocated.
 """
 
@@ -10,8 +10,10 @@ from topo.flow.solve.lp import (
     DEFAULT_MAX_VARIABLES,
     NO_LP,
     Commodity,
+    FlowModel,
     MCFSolution,
     check_solver_limits,
+    flow_model,
     max_concurrent_flow,
     quiet_stdout,
 )
@@ -21,7 +23,6 @@ from topo.flow.solve.memory import (
     check_moe_matrices,
     memory_limit_bytes,
 )
-from topo.flow.solve.model import FlowModel, flow_model
 
 __all__ = [
     "DEFAULT_MAX_VARIABLES",
