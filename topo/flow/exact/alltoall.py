@@ -39,6 +39,8 @@ __all__ = [
     "build_report",
     "exact_alltoall",
     "lp_stats",
+    "reduction_notes",
+    "server_check",
     "sort_links",
 ]
 

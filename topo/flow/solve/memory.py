@@ -2,7 +2,7 @@
 
 Two structures grow with the square of a problem's size:
 
-- the reduced all-to-all's demand table (:func:`topo.flow.reduce.network.reduce`): one entry per
+- the reduced all-to-all's demand table (:func:`topo.flow.reduce.planes.reduce`): one entry per
   ordered pair of twin classes, ``classes²`` entries of about :data:`BYTES_PER_DEMAND_ENTRY`
   each; a fabric without symmetry (the full Dragonfly: 16,416 classes) needs over 35 GB;
 - the MoE copy matrices (:mod:`topo.moe`): rank-to-rank counts of shape ``(ep, ep)``, int64 or
