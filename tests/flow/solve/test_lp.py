@@ -7,7 +7,7 @@ import pytest
 from topo.errors import SolverError
 from topo.flow.solve.lp import Commodity, max_concurrent_flow
 
-from ._validate import validate_flows
+from .._validate import validate_flows
 
 
 def test_two_parallel_paths_add_up():

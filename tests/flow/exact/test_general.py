@@ -10,7 +10,7 @@ from topo.flow import alltoall_bandwidth
 from topo.flow.exact.general import general_lp
 from topo.flow.solve.lp import Commodity
 
-from ._validate import validate_flows
+from .._validate import validate_flows
 
 NIC = 50.0  # GB/s: a 400 Gb/s NIC, 400e9 / 8 / 1e9
 
