@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from topo.builders import build  # noqa: E402
 from topo.engine import Engine, trial_map  # noqa: E402
-from topo.flow.resilience import resilience  # noqa: E402
+from topo.flow.failures.resilience import resilience  # noqa: E402
 
 
 def _peak_MB(engine: Engine) -> float:

@@ -24,7 +24,7 @@ BANDWIDTH = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from topo.builders import build
-from topo.flow.resilience import damaged_bandwidth
+from topo.flow.failures.resilience import damaged_bandwidth
 G = build({family!r}, gpus={gpus!r})
 t0 = time.perf_counter()
 r = damaged_bandwidth(G, links={links}, named={named!r}, seed={seed}, max_variables={maxv})
@@ -45,7 +45,7 @@ RESILIENCE = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from topo.builders import build
-from topo.flow.resilience import resilience
+from topo.flow.failures.resilience import resilience
 G = build({family!r}, gpus={gpus!r})
 r = resilience(G, trials={trials}, links={links}, seed=0)
 print(json.dumps(dict(

@@ -125,3 +125,81 @@ def _reexport_only(cycle: list[str]) -> bool:
     return len({m.rsplit(".", 1)[0] if m.count(".") > 1 else m for m in cycle}) == 1 and any(
         (ROOT.parent / Path(*m.split(".")) / "__init__.py").exists() for m in cycle
     )
+
+
+# docs/architecture.md, "Flow": a reader enters flow/ at its door (topo/flow/door.py) or at a
+# sub-package's face (its __init__); no module lies more than FLOW_MAX_DEPTH imports below the
+# entry it is read from (a chain stops at the next entry, read from there), none is longer than
+# FLOW_MAX_LINES lines, and callers outside flow/ come in only by the door or a face.
+FLOW_DOOR = "topo.flow.door"
+FLOW_MAX_DEPTH = 4
+FLOW_MAX_LINES = 800
+FLOW_FILES = {_module(p): p for p in FILES if _module(p).startswith("topo.flow")}
+FLOW_ENTRIES = {FLOW_DOOR} | {m for m, p in FLOW_FILES.items() if p.name == "__init__.py"}
+
+
+def _flow_graph() -> nx.DiGraph:
+    """Intra-flow imports, module to module (a submodule named in ``from pkg import sub``)."""
+    G = nx.DiGraph()
+    G.add_nodes_from(FLOW_FILES)
+    for _, importer, target, names, _line in EDGES:
+        if importer not in FLOW_FILES:
+            continue
+        subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in FLOW_FILES]
+        G.add_edges_from((importer, t) for t in subs or [target] if t in FLOW_FILES)
+    G.remove_edges_from(nx.selfloop_edges(G))
+    return G
+
+
+def _depths(G: nx.DiGraph, entry: str) -> dict[str, tuple[int, list[str]]]:
+    """Longest import chain from ``entry`` to each module it reaches without passing another
+    entry: module -> (levels below the entry, the chain)."""
+    best: dict[str, tuple[int, list[str]]] = {entry: (0, [entry])}
+    stack = [entry]
+    while stack:
+        u = stack.pop()
+        depth, chain = best[u]
+        if depth > 2 * len(FLOW_FILES):  # (a cycle: test_no_import_cycles names it)
+            break
+        for v in G.successors(u):
+            if v in FLOW_ENTRIES or v in chain:
+                continue
+            if v not in best or best[v][0] < depth + 1:
+                best[v] = (depth + 1, [*chain, v])
+                stack.append(v)
+    return best
+
+
+def test_flow_door_exists_and_every_flow_module_is_reached_from_an_entry():
+    G = _flow_graph()
+    assert FLOW_DOOR in FLOW_FILES
+    reached = set().union(*(_depths(G, e) for e in FLOW_ENTRIES))
+    assert reached == set(FLOW_FILES), f"not below any door or face: {set(FLOW_FILES) - reached}"
+
+
+def test_no_flow_module_is_more_than_4_imports_below_its_door():
+    G = _flow_graph()
+    deep = [
+        " -> ".join(chain)
+        for e in sorted(FLOW_ENTRIES)
+        for depth, chain in _depths(G, e).values()
+        if depth > FLOW_MAX_DEPTH
+    ]
+    assert not deep, f"more than {FLOW_MAX_DEPTH} imports below the door:\n" + "\n".join(deep)
+
+
+def test_no_flow_module_is_over_800_lines():
+    long = {m: n for m, p in FLOW_FILES.items() if (n := len(p.read_text().splitlines())) > 800}
+    assert not long, f"flow modules over {FLOW_MAX_LINES} lines: {long}"
+
+
+def test_callers_outside_flow_enter_by_the_door_or_a_face():
+    bad = [
+        f"{p.relative_to(ROOT.parent)}:{line}: {target}"
+        for p, importer, target, names, line in EDGES
+        if target.startswith("topo.flow")
+        and not importer.startswith("topo.flow")
+        and target not in FLOW_ENTRIES
+        and not all(f"{target}.{n}" in FLOW_ENTRIES for n in names or ["?"])
+    ]
+    assert not bad, "flow internals imported from outside flow/:\n" + "\n".join(bad)

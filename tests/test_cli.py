@@ -638,14 +638,14 @@ def test_general_lp_too_large_is_refused_at_once(
     # "At once": refused from its size, before any LP is built or a solver started.
     import highspy
 
-    import topo.flow.lp
+    import topo.flow.solve.lp
 
     ok("build", "mpft", "-o", "mpft.json")
 
     def no_lp(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("an LP was built for a problem over the variable limit")
 
-    monkeypatch.setattr(topo.flow.lp, "flow_model", no_lp)
+    monkeypatch.setattr(topo.flow.solve.lp, "flow_model", no_lp)
     monkeypatch.setattr(highspy, "Highs", no_lp)
     user_error(run("bandwidth", "mpft.json", "--method", "general"), "variables", "limit")
 

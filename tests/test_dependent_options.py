@@ -44,7 +44,7 @@ def ft2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_seed_changes_nothing_without_random_failures_or_ecmp(ft2: Path) -> None:
     """Why the refusal is right: the library, given two seeds, gives the same report."""
     from topo.fabric import load
-    from topo.flow.resilience import damaged_bandwidth
+    from topo.flow.failures.resilience import damaged_bandwidth
 
     G = load(ft2)
     for routing in ("optimal", "dmodk"):
@@ -119,7 +119,7 @@ def test_the_lp_options_need_the_optimum(ft2: Path, routing: str, args, named: s
 def test_as_routed_rates_solve_no_lp(ft2: Path) -> None:
     """Why: the as-routed report is the same under any LP limit (the library ignores them)."""
     from topo.fabric import load
-    from topo.flow.resilience import damaged_bandwidth
+    from topo.flow.failures.resilience import damaged_bandwidth
 
     G = load(ft2)
     a = damaged_bandwidth(G, routing="dmodk").to_dict()

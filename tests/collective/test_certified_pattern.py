@@ -3,7 +3,7 @@ servers' NIC bound (topo.collective.fabric_rates.certified_pattern).
 
 Independent values: the NIC bound by hand (a server of 8 x 400G NICs sends and receives at
 most 8 x 50 GB/s = 400 GB/s, so a ring step of 1 byte per server per unit takes at least
-1/400e9 s per unit), and the max concurrent flow LP (topo.flow.demand.server_demand_time, the
+1/400e9 s per unit), and the max concurrent flow LP (topo.flow.door.server_demand_time, the
 solver the certificate stands in for) on the same sub-fabric and demand.
 """
 
@@ -17,8 +17,8 @@ from topo.collective.fabric_rates import (
     fabric_rates,
     select_subcluster,
 )
-from topo.flow.demand import server_demand_time
-from topo.flow.failures import fail
+from topo.flow.door import server_demand_time
+from topo.flow.failures.damage import fail
 from topo.traffic import Demand, double_binary_tree_step, ring_step
 
 NIC_Bps = 400e9 / 8  # a 400G NIC, B/s

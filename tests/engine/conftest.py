@@ -61,12 +61,13 @@ def external_scheduler() -> Iterator[str]:
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     root = str(Path(__file__).resolve().parents[2])
-    # pytest imports this package as ``engine`` from tests/: so do the workers
+    # pytest imports this package as ``engine`` from tests/, and topo from this checkout: so do
+    # the workers (a console script puts neither its cwd nor the checkout on sys.path)
     env = {
         **os.environ,
         "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1",
         "PYTHONPATH": os.pathsep.join(
-            filter(None, [root + "/tests", os.environ.get("PYTHONPATH")])
+            filter(None, [root, root + "/tests", os.environ.get("PYTHONPATH")])
         ),
     }
     quiet = dict(

@@ -24,7 +24,7 @@ from topo.engine import (
 )
 from topo.errors import TopoError
 from topo.fabric import save
-from topo.flow.resilience import damaged_bandwidth, resilience
+from topo.flow.failures.resilience import damaged_bandwidth, resilience
 
 runner = CliRunner()
 

@@ -8,8 +8,8 @@ import pytest
 
 from topo.builders import build
 from topo.errors import TopoError
-from topo.flow.failures import cables, fail
-from topo.flow.resilience import damaged_bandwidth, resilience
+from topo.flow.failures.damage import cables, fail
+from topo.flow.failures.resilience import damaged_bandwidth, resilience
 from topo.flow.routing import routed_alltoall
 
 

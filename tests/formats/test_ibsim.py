@@ -18,7 +18,7 @@ import pytest
 from topo.builders import build
 from topo.fabric import summarize
 from topo.flow import alltoall_bandwidth
-from topo.flow.resilience import damaged_bandwidth
+from topo.flow.failures.resilience import damaged_bandwidth
 from topo.flow.routing.lft import routed_lft
 from topo.formats import import_ibnetdiscover, read_ibnetdiscover, write_ibnetdiscover
 from topo.formats.lft import read_lft

@@ -11,7 +11,7 @@ from formats._real import real_file
 
 from topo.builders import build
 from topo.errors import TopoError
-from topo.flow.demand import server_demand_time
+from topo.flow.door import server_demand_time
 from topo.moe import (
     config_from_dict,
     copy_matrices,

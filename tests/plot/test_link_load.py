@@ -21,7 +21,7 @@ from plot import render_check as rc
 from topo.builders import build
 from topo.errors import SpecError, TopoError
 from topo.flow import alltoall_bandwidth, routed_alltoall
-from topo.flow.lp import Commodity, max_concurrent_flow
+from topo.flow.solve.lp import Commodity, max_concurrent_flow
 from topo.formats.ibnetdiscover import read_ibnetdiscover
 from topo.plot import VIEW_DETAILED, VIEW_LEAF_GROUPS, VIEW_TIER_GROUPS, write_html
 from topo.plot.link_load import plot_link_load

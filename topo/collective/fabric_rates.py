@@ -8,7 +8,7 @@ those GPUs are cabled to over PCIe (NCCL uses the NICs local to its GPUs). From 
 - per NIC: the tighter of its ``endpoint`` cable and its PCIe side (the NIC's ``pcie`` edges to
   the GPUs in use); per server, the sum over all of its NICs (all GPUs);
 - across servers, the time to deliver each collective's server-to-server traffic pattern at
-  once, by maximum concurrent flow (:func:`topo.flow.demand.server_demand_time`; the all-to-all
+  once, by maximum concurrent flow (:func:`topo.flow.door.server_demand_time`; the all-to-all
   by :func:`topo.flow.alltoall_bandwidth`): a ring's neighbour exchange, a double binary tree's
   up and down traffic, the all-to-all (the :class:`topo.traffic.Demand` of each from
   :mod:`topo.traffic.collective`). This is where oversubscription and failed links enter.
@@ -31,10 +31,8 @@ from topo.collective.domains import select_domain_subcluster
 from topo.errors import InfeasibleError, SolverError, TopoError
 from topo.fabric import SWITCH_KINDS, named_servers, spans_hosts, switch_components
 from topo.fabric import servers as server_vertices
-from topo.flow.alltoall import alltoall_bandwidth
-from topo.flow.cuts import MET_TOL
-from topo.flow.demand import server_demand_time
-from topo.flow.network import links
+from topo.flow import alltoall_bandwidth, links, server_demand_time
+from topo.flow.exact import MET_TOL
 from topo.traffic import Demand, double_binary_tree_step, ring_step, subcluster_alltoall
 
 UNIT_BYTES = 1e9
@@ -487,14 +485,14 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
 
     No schedule delivers a server's bytes faster than its NICs send or receive them: with
     ``R_s`` the sum over server ``s``'s cabled NICs of min(cable, PCIe side) (the capacity of
-    the server in the LP's contraction, :mod:`topo.flow.matrix`), the time per unit is at
+    the server in the LP's contraction, :mod:`topo.flow.exact.matrix`), the time per unit is at
     least ``T = max_s max(out_s, in_s) / R_s``. The routing here splits each pair's bytes over
     the switch components (planes) both servers reach, in proportion to the smaller of their
     shares of NIC capacity there; inside a component, over the sender's and the receiver's
     NICs in proportion to their rates; between the two NICs' switches, at every switch over
     the links one hop nearer the destination in proportion to their capacity (shortest paths,
     ECMP by capacity). When no NIC and no switch link then carries more than its capacity
-    times ``T`` (to :data:`topo.flow.cuts.MET_TOL`), the routing delivers the pattern in
+    times ``T`` (to :data:`topo.flow.exact.cuts.MET_TOL`), the routing delivers the pattern in
     ``T``: by weak duality ``T`` is the LP's optimum (the max concurrent flow, Shahrokhi and
     Matula, J. ACM 37(2), 1990), found without it. Non-blocking two- and three-layer fat
     trees, MRFTs and MPFTs of identical servers meet it for the ring and tree steps;

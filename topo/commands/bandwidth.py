@@ -42,8 +42,8 @@ from topo.units import Bps_to_GBps as GB
 from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when a command runs, not when the app starts
-    from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
+    from topo.flow import BandwidthResult, BottleneckLink, LoadedLink, RoutingDetail
+    from topo.flow.failures import DamagedBandwidth
 
 BANDWIDTH_TIME_LIMIT_S = 120.0
 """Default HiGHS time limit of ``topo bandwidth`` (s): past it, certified bounds."""
@@ -142,9 +142,9 @@ def _lft_bandwidth(
     failures: tuple[int, int, list[str] | None],
 ) -> tuple[nx.Graph, DamagedBandwidth]:
     """``--routing lft``: the fabric (a dump, or a fabric imported from one) and its tables."""
-    from topo.flow.resilience import DamagedBandwidth
-    from topo.flow.result import FailureSet
-    from topo.flow.routing.lft import routed_lft
+    from topo.flow import FailureSet
+    from topo.flow.failures import DamagedBandwidth
+    from topo.flow.routing import routed_lft
     from topo.formats import read_ibnetdiscover
     from topo.formats.lft import read_lft
 
@@ -182,23 +182,48 @@ def _damaged(
     time_limit: float | None,
     link_loads: bool,
 ) -> DamagedBandwidth:
-    from topo.flow.lp import DEFAULT_MAX_VARIABLES
-    from topo.flow.resilience import damaged_bandwidth
+    from topo.flow import FailureSet, alltoall_bandwidth, routed_alltoall
+    from topo.flow.failures import DamagedBandwidth, damaged_bandwidth
+    from topo.flow.solve import DEFAULT_MAX_VARIABLES, check_solver_limits
 
-    return damaged_bandwidth(
-        G,
-        links=fail_links,
-        switches=fail_switches,
-        seed=seed,
-        named=fail or (),
-        routing=routing.value,
-        flows_per_pair=flows_per_pair,
-        pxn=pxn,
-        method=method.value,
-        max_variables=max_variables or DEFAULT_MAX_VARIABLES,
-        link_loads=link_loads,
-        time_limit_s=time_limit or BANDWIDTH_TIME_LIMIT_S,
-    )
+    max_variables = max_variables or DEFAULT_MAX_VARIABLES
+    time_limit_s = time_limit or BANDWIDTH_TIME_LIMIT_S
+    if fail_links or fail_switches or fail:
+        return damaged_bandwidth(
+            G,
+            links=fail_links,
+            switches=fail_switches,
+            seed=seed,
+            named=fail or (),
+            routing=routing.value,
+            flows_per_pair=flows_per_pair,
+            pxn=pxn,
+            method=method.value,
+            max_variables=max_variables,
+            link_loads=link_loads,
+            time_limit_s=time_limit_s,
+        )
+    # nothing to fail: straight to the solve
+    if routing == Routing.optimal:
+        report = alltoall_bandwidth(
+            G,
+            method=method.value,
+            max_variables=max_variables,
+            link_loads=link_loads,
+            time_limit_s=time_limit_s,
+        )
+    else:
+        fabric_mod.require_fabric(G)
+        check_solver_limits(
+            max_variables, time_limit_s
+        )  # (as damaged_bandwidth: the same refusals)
+        hashing = seed if routing == Routing.ecmp else None  # D-mod-k draws nothing
+        report = routed_alltoall(
+            G, routing.value, seed=hashing, flows_per_pair=flows_per_pair, pxn=pxn
+        )
+    none = FailureSet()
+    report = replace(report, failures=none)
+    return DamagedBandwidth(report=report, failures=none, routing=routing.value, graph=G)
 
 
 def _render(

@@ -39,10 +39,10 @@ from topo.commands.engine_options import (
 from topo.wording import count
 
 if TYPE_CHECKING:  # the solver loads when the command runs
-    from topo.flow.resilience import ResilienceReport, TrialMap
+    from topo.flow.failures import ResilienceReport, TrialMap
 
 P5_MIN_TRIALS = 20
-"""As :data:`topo.flow.resilience.P5_MIN_TRIALS` (not imported: the solver loads late)."""
+"""As :data:`topo.flow.failures.resilience.P5_MIN_TRIALS` (not imported: the solver loads late)."""
 
 
 @user_errors
@@ -85,7 +85,7 @@ def resilience(
     number of failures, reproducibly.
     With --workers, --scheduler or --cluster the trials run on Dask workers (the same numbers).
     """
-    from topo.flow.resilience import check_trials
+    from topo.flow.failures import check_trials
 
     check_trials(trials)
     check_pxn(routing.value, pxn)
@@ -119,8 +119,8 @@ def _run(
     fabrics: list[Path], options: dict[str, Any], trial_map: TrialMap | None = None
 ) -> list[ResilienceReport]:
     """One report per fabric, a progress bar per fabric on stderr."""
-    from topo.flow.resilience import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
-    from topo.flow.resilience import resilience as run
+    from topo.flow.failures import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
+    from topo.flow.failures import resilience as run
 
     reports = []
     trials = options["trials"]

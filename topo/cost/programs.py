@@ -53,7 +53,7 @@ import pulp
 
 from topo.builders.slimfly import is_prime_power, slimfly_sizes
 from topo.errors import SolverError, SpecError
-from topo.flow.lp import quiet_stdout
+from topo.flow.solve import quiet_stdout
 from topo.spec import ServerSpec, SwitchSpec
 
 __all__ = [

@@ -21,7 +21,7 @@ from topo.collective import collective_table
 from topo.cost import PriceBook, bill_of_materials
 from topo.errors import TopoError
 from topo.fabric import summarize
-from topo.flow.resilience import damaged_bandwidth
+from topo.flow.failures import damaged_bandwidth
 from topo.moe import MoEConfig, moe_report
 from topo.spec import FabricSpec
 

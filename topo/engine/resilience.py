@@ -1,4 +1,4 @@
-"""``topo resilience`` on the engine: the trials of :func:`topo.flow.resilience.resilience`
+"""``topo resilience`` on the engine: the trials of :func:`topo.flow.failures.resilience.resilience`
 run on Dask workers, the fabric shipped to each worker once.
 
 The trials and their seeds are the library's (:func:`topo.flow.seeds.trial_seeds`); the
@@ -14,12 +14,12 @@ import networkx as nx
 
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import TopoError
-from topo.flow.resilience import DamagedBandwidth, TrialMap, resilience_trial, trial_summary
+from topo.flow.failures import DamagedBandwidth, TrialMap, resilience_trial, trial_summary
 
 
 def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
-    """One resilience trial on a worker: :func:`topo.flow.resilience.resilience_trial`,
-    summarised (:func:`~topo.flow.resilience.trial_summary`: the damaged graph and the
+    """One resilience trial on a worker: :func:`topo.flow.failures.resilience.resilience_trial`,
+    summarised (:func:`~topo.flow.failures.resilience.trial_summary`: the damaged graph and the
     per-link detail stay on the worker; the report and failures travel back).
 
     Parameters
@@ -27,7 +27,7 @@ def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
     G : networkx.Graph
         The intact fabric (scattered once).
     task : dict
-        Keyword arguments of :func:`~topo.flow.resilience.damaged_bandwidth`.
+        Keyword arguments of :func:`~topo.flow.failures.resilience.damaged_bandwidth`.
 
     Returns
     -------
@@ -38,7 +38,7 @@ def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
 
 
 def trial_map(engine: Engine | SerialEngine) -> TrialMap:
-    """A :data:`topo.flow.resilience.TrialMap` that runs the trials on ``engine``.
+    """A :data:`topo.flow.failures.resilience.TrialMap` that runs the trials on ``engine``.
 
     Parameters
     ----------

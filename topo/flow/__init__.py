@@ -1,34 +1,45 @@
-"""Flow solvers: the maximum concurrent flow of a demand (LP, HiGHS) with exact
-reductions and certified bounds, the all-to-all as real routing carries it, and failures.
+"""Flow: the maximum concurrent flow of a demand over a fabric, as the optimum, as routed, and
+under failures.
 
-Layers, bottom up (each imports only those below it): :mod:`~topo.flow.lp` (the LP) and
-:mod:`~topo.flow.result` (the result type); :mod:`~topo.flow.hosts` (server contraction);
-:mod:`~topo.flow.planes`; :mod:`~topo.flow.network` (the reduced network);
-:mod:`~topo.flow.symmetry`, :mod:`~topo.flow.server_check`, :mod:`~topo.flow.general`;
-:mod:`~topo.flow.uniform_report` (the all-to-all's result at a rate);
-:mod:`~topo.flow.certify` (exact by a routing that meets a cut, no LP);
-:mod:`~topo.flow.exact` (the exact all-to-all); :mod:`~topo.flow.bounds`;
-:mod:`~topo.flow.matrix` (explicit matrices); :mod:`~topo.flow.concurrent` (the entry point);
-:mod:`~topo.flow.alltoall` and :mod:`~topo.flow.demand` (its callers);
-:mod:`~topo.flow.failures` and :mod:`~topo.flow.resilience`. :mod:`~topo.flow.routing` (as
-routed) stands beside them.
+The door is :mod:`topo.flow.door` (:func:`alltoall_bandwidth`, :func:`concurrent_flow`,
+:func:`server_demand_time`): it checks the arguments and chooses the method. The sub-packages,
+each with a face (its ``__init__``) that names what callers use, answer one question each:
+
+- :mod:`topo.flow.solve`: how is one LP solved? (the model, HiGHS, memory, the LP's result)
+- :mod:`topo.flow.reduce`: how is the all-to-all made small? (server contraction, planes, twin
+  classes, symmetry, the server check)
+- :mod:`topo.flow.exact`: what is the exact rate? (the reduced or general LP, or a routing
+  that meets a cut; explicit matrices)
+- :mod:`topo.flow.bounds`: what is certain when the exact LP is out of reach? (cut upper
+  bounds, routing lower bounds)
+- :mod:`topo.flow.routing`: what do ECMP, D-mod-k and the subnet manager's tables carry?
+- :mod:`topo.flow.failures`: what is left after failures? (damage, resilience trials)
+
+:mod:`topo.flow.result` holds the result types every method returns; :mod:`topo.flow.seeds`
+the random streams. Callers outside ``flow/`` import from here or from a face.
 """
 
-from topo.flow.alltoall import alltoall_bandwidth
-from topo.flow.concurrent import concurrent_flow
-from topo.flow.demand import server_demand_time
-from topo.flow.failures import fail
-from topo.flow.lp import Commodity, MCFSolution, max_concurrent_flow
-from topo.flow.resilience import DamagedBandwidth, ResilienceReport, damaged_bandwidth, resilience
+from topo.flow.door import alltoall_bandwidth, concurrent_flow, server_demand_time
+from topo.flow.failures import (
+    DamagedBandwidth,
+    FailureSet,
+    ResilienceReport,
+    damaged_bandwidth,
+    fail,
+    resilience,
+)
 from topo.flow.result import (
     BandwidthResult,
     BottleneckLink,
     Bounds,
-    FailureSet,
+    LoadedLink,
     LPStats,
     RoutingDetail,
+    TierLoad,
+    links,
 )
 from topo.flow.routing import routed_alltoall, routed_flow
+from topo.flow.solve import Commodity, MCFSolution, max_concurrent_flow
 
 __all__ = [
     "BandwidthResult",
@@ -38,13 +49,16 @@ __all__ = [
     "DamagedBandwidth",
     "FailureSet",
     "LPStats",
+    "LoadedLink",
     "MCFSolution",
     "ResilienceReport",
     "RoutingDetail",
+    "TierLoad",
     "alltoall_bandwidth",
     "concurrent_flow",
     "damaged_bandwidth",
     "fail",
+    "links",
     "max_concurrent_flow",
     "resilience",
     "routed_alltoall",

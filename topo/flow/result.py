@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import networkx as nx
+
+from topo.fabric import vertex_label
 from topo.units import Bps_to_GBps
 
 LINK_SEPARATOR = "--"
@@ -65,7 +68,7 @@ class BottleneckLink(NamedTuple):
 @dataclass(frozen=True)
 class Bounds:
     """Certified bounds on the pair rate when the exact LP was not solved
-    (:mod:`topo.flow.bounds`).
+    (:mod:`topo.flow.bounds.certified`).
 
     Attributes
     ----------
@@ -629,3 +632,37 @@ def _triples(loads: Mapping[tuple[Any, Any], float]) -> list[tuple[Any, Any, flo
         return loads.triples()
     return [(a, b, float(x)) for (a, b), x in loads.items()]
 
+
+def links(
+    G: nx.Graph, directions: Iterable[tuple[Hashable, Hashable, float, float]]
+) -> list[BottleneckLink]:
+    """The link directions ``(tail, head, capacity, load)`` (B/s) as a report names them, in
+    the order given: :func:`link` of each, with each vertex's label looked up once."""
+    label: dict[Hashable, str] = {}
+    tier: dict[tuple[str, str], str] = {}
+    out = []
+    for u, v, cap, load in directions:
+        a = label.get(u)
+        if a is None:
+            a = label[u] = vertex_label(G, u)
+        b = label.get(v)
+        if b is None:
+            b = label[v] = vertex_label(G, v)
+        t = tier.get((a, b))
+        if t is None:
+            t = tier[(a, b)] = f"{a}->{b}"
+        cables = int(G._adj[u][v]["links"])
+        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load), cables))
+    return out
+
+
+def link(G: nx.Graph, u: Hashable, v: Hashable, cap: float, load: float) -> BottleneckLink:
+    """The link direction ``u -> v`` as a report names it, capacity and load in B/s."""
+    return BottleneckLink(
+        source=str(u),
+        target=str(v),
+        tier=f"{vertex_label(G, u)}->{vertex_label(G, v)}",
+        capacity_Bps=float(cap),
+        load_Bps=float(load),
+        cables=int(G._adj[u][v]["links"]),
+    )

@@ -1,6 +1,6 @@
 """Independent random streams from one seed: the failures, ECMP's hashing and the trials.
 
-One ``--seed`` seeds several draws: the random failures (:func:`topo.flow.failures.fail`),
+One ``--seed`` seeds several draws: the random failures (:func:`topo.flow.failures.damage.fail`),
 ECMP's hashing (:func:`topo.flow.routing.routed_flow`) and, in ``topo resilience``, the seed of
 every trial. Generators seeded with the same integer would give them the same stream (the
 cables failed and the ports hashed would be drawn from the same numbers), so each purpose draws

@@ -5,7 +5,7 @@ For one phase (dispatch or combine of one micro-batch) with copy matrices ``C_ib
 
 - **network time** ``t_ib``: the server-to-server byte matrix ``b * C_ib`` summed over the GPUs
   of each server, delivered at once over NICs and switches: ``1 / theta`` of its maximum
-  concurrent flow (:func:`topo.flow.demand.server_demand_time`; servers contracted, so any NIC
+  concurrent flow (:func:`topo.flow.door.server_demand_time`; servers contracted, so any NIC
   of a server may carry any of its GPUs' bytes, as NCCL's PXN and DeepEP's NVLink forwarding
   do), divided by ``ib_efficiency``;
 - **NVLink time** ``t_nvl``: every GPU reaches the NVSwitch over its own NVLink ports, a
@@ -42,9 +42,8 @@ import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS
-from topo.flow.demand import server_demand_time
-from topo.flow.memory import check_moe_matrices
-from topo.flow.result import BandwidthResult
+from topo.flow import BandwidthResult, server_demand_time
+from topo.flow.solve import check_moe_matrices
 from topo.moe.config import MoEConfig
 from topo.moe.gating import expert_probabilities, route_tokens
 from topo.moe.results import MoEReport, PhaseResult, ScenarioResult
@@ -158,11 +157,11 @@ def time_phase(
     ------
     TopoError
         NVLink copies but a GPU without NVLink; errors of
-        :func:`topo.flow.demand.server_demand_time` (no path, solver failure).
+        :func:`topo.flow.door.server_demand_time` (no path, solver failure).
 
     References
     ----------
-    Module notes; :func:`topo.flow.demand.server_demand_time`.
+    Module notes; :func:`topo.flow.door.server_demand_time`.
     """
     ep = layout.ep
     ib = copies.ib.astype(float) * bytes_per_copy
@@ -277,18 +276,18 @@ def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
     Returns
     -------
     (BandwidthResult, str)
-        The report of :func:`topo.flow.demand.server_demand_time` and how it was obtained.
+        The report of :func:`topo.flow.door.server_demand_time` and how it was obtained.
 
     Raises
     ------
     TopoError, InfeasibleError, SolverError
-        As :func:`topo.flow.demand.server_demand_time`.
+        As :func:`topo.flow.door.server_demand_time`.
 
     References
     ----------
-    :func:`topo.flow.demand.server_demand_time`; docs/moe.md ("Solving the network time").
+    :func:`topo.flow.door.server_demand_time`; docs/moe.md ("Solving the network time").
     """
-    assert demand.entries is not None, "a uniform demand is solved by topo.flow.alltoall"
+    assert demand.entries is not None, "a uniform demand is solved by topo.flow.door"
     entries = dict(demand.entries)
     busy = {t for t in demand.terminals if demand.load(t) > 0}
     keep, cable = _cut_fabric(G, busy)
@@ -411,7 +410,7 @@ def moe_report(
         Bad sizes (tokens, micro-batches, efficiencies, node limit), EP placement errors
         (:func:`topo.moe.traffic.ep_layout`), routing errors (:func:`topo.moe.gating.gate`),
         too many tokens (:data:`MAX_TOKENS`), rank-to-rank matrices over the memory limit
-        (:func:`topo.flow.memory.check_moe_matrices`, before allocating them), and the flow
+        (:func:`topo.flow.solve.memory.check_moe_matrices`, before allocating them), and the flow
         solver's errors.
 
     Examples

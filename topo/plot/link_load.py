@@ -15,7 +15,7 @@ The page has two parts (plotly subplots):
 2. **A histogram per tier** of the utilisation of every directed arc: ``nic->leaf``,
    ``leaf->nic``, ``leaf->spine``, ``spine->leaf``, ... (direction matters: the up and down
    directions of a fat tree load differently). Tier labels are those of the all-to-all report
-   (:class:`topo.flow.alltoall.BottleneckLink.tier`). Bins are 0.05 wide over [0, 1] (the last
+   (:class:`topo.flow.door.BottleneckLink.tier`). Bins are 0.05 wide over [0, 1] (the last
    one closed); arcs over capacity, possible for as-routed loads, get a bin of their own.
 
 Network links (``endpoint`` NIC–switch and ``fabric`` switch–switch cables) always take part:

@@ -11,7 +11,7 @@ from topo.builders import build
 from topo.cli import app
 from topo.errors import InfeasibleError
 from topo.flow import alltoall_bandwidth
-from topo.flow.resilience import damaged_bandwidth, resilience
+from topo.flow.failures.resilience import damaged_bandwidth, resilience
 from topo.flow.routing import endpoints, routed_alltoall
 
 from ._helpers import NIC, counts, expected_counts, same_report, tier_of

@@ -10,7 +10,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import TopoError
-from topo.flow.resilience import damaged_bandwidth
+from topo.flow.failures.resilience import damaged_bandwidth
 from topo.flow.routing import routed_alltoall, routed_flow
 from topo.traffic import uniform_alltoall
 

@@ -46,7 +46,8 @@ The package, by part: :mod:`~topo.flow.routing.arrays` (the fabric as arc arrays
 :mod:`~topo.flow.routing.endpoints` (terminals, NICs, PXN, the demand on leaves),
 :mod:`~topo.flow.routing.dmodk` and :mod:`~topo.flow.routing.ecmp` (the routers),
 :mod:`~topo.flow.routing.report` (tier loads, loaded links, the report) and
-:mod:`~topo.flow.routing.routed` (the entry points).
+:mod:`~topo.flow.routing.routed` (the entry points) and :mod:`~topo.flow.routing.lft` (the
+subnet manager's own forwarding tables).
 
 References
 ----------
@@ -61,6 +62,7 @@ nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
 """
 
 from topo.flow.result import LoadedLink, RoutingDetail, TierLoad
+from topo.flow.routing.lft import routed_lft
 from topo.flow.routing.report import TOP_LINKS
 from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall, routed_flow
 
@@ -73,4 +75,5 @@ __all__ = [
     "TierLoad",
     "routed_alltoall",
     "routed_flow",
+    "routed_lft",
 ]

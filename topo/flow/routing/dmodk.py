@@ -1,7 +1,7 @@
 """D-mod-k routing (InfiniBand, OpenSM ``ftree`` style): port loads of the uniform all-to-all.
 
 At an up hop from tier ``t`` a flow to destination ``d`` (its index in the tree,
-:attr:`~topo.flow.routing.endpoints.Ends.d`) takes the ``(d // prod_{i<t} w_i) mod m``-th
+:attr:`~topo.flow.routing.ends.Ends.d`) takes the ``(d // prod_{i<t} w_i) mod m``-th
 eligible port, ``w_i`` the up-port count of tier ``i`` and ``m`` the eligible ports (those on a
 minimal up*/down* route); down hops over parallel cables use the same digit. All flows of a
 pair share one path. Masses are counted by (switch, destination NIC), never per flow.
@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from topo.flow.routing.endpoints import Ends, leaf_demand, same_server_pairs
+from topo.flow.routing.ends import Ends, leaf_demand, same_server_pairs
 from topo.flow.routing.updown import INF, PortLoads, UpDownTree
 
 _Masses = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from topo.flow.routing.endpoints import CHUNK_ELEMENTS, Ends, leaf_matrix_chunks
+from topo.flow.routing.ends import CHUNK_ELEMENTS, Ends, leaf_matrix_chunks
 from topo.flow.routing.updown import PortLoads, UpDownTree
 
 

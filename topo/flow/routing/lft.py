@@ -3,7 +3,7 @@
 OpenSM (``ftree``, ``minhop``, ``updn``, ...) writes a linear forwarding table (LFT) into every
 switch: destination LID -> out port. :func:`route_lft` follows those tables for the uniform
 all-to-all, aggregated by (switch, destination NIC): the traffic every leaf injects towards a
-destination (the demand :class:`~topo.flow.routing.endpoints.Ends` gives, PXN included) moves
+destination (the demand :class:`~topo.flow.routing.ends.Ends` gives, PXN included) moves
 one hop per step along the table's port, adding its mass to that port (one physical cable),
 until it reaches the destination's NIC. :func:`routed_lft` is the entry point; its report is
 the :class:`~topo.flow.result.BandwidthResult` of ``--routing dmodk``, with
@@ -25,7 +25,8 @@ import numpy as np
 from topo.errors import InfeasibleError
 from topo.flow.result import BandwidthResult
 from topo.flow.routing.arrays import SWITCH, Arcs, fabric_arcs
-from topo.flow.routing.endpoints import Ends, leaf_demand, same_server_pairs, traffic_ends
+from topo.flow.routing.endpoints import traffic_ends
+from topo.flow.routing.ends import Ends, leaf_demand, same_server_pairs
 from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import PortLoads, UpDownTree, updown_tree
 from topo.formats.lft import ForwardingTables

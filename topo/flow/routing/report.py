@@ -28,7 +28,7 @@ from topo.flow.result import (
     TierLoad,
 )
 from topo.flow.routing.arrays import Arcs
-from topo.flow.routing.endpoints import Ends, class_totals, source_totals
+from topo.flow.routing.ends import Ends, class_totals, source_totals
 from topo.flow.routing.updown import PortLoads, UpDownTree
 
 TOP_LINKS = 20

@@ -19,7 +19,8 @@ from topo.flow.result import BandwidthResult
 from topo.flow.routing.arrays import GPU, Arcs, fabric_arcs
 from topo.flow.routing.dmodk import route_dmodk
 from topo.flow.routing.ecmp import route_ecmp
-from topo.flow.routing.endpoints import Ends, check_routable, traffic_ends
+from topo.flow.routing.endpoints import check_routable, traffic_ends
+from topo.flow.routing.ends import Ends
 from topo.flow.routing.report import routed_report
 from topo.flow.routing.updown import updown_tree
 from topo.flow.seeds import ROUTING as ROUTING_STREAM

@@ -1,0 +1,55 @@
+"""Server contraction: a server is one host joined to its switches, each NIC counted as the
+tighter of its cable and its PCIe side; endpoints of fabrics without GPUs are hosts alone."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from topo.builders import build
+from topo.errors import InfeasibleError
+from topo.flow.reduce.servers import check_terminals, contract_servers, inner_signature
+
+
+def test_a_server_becomes_one_host_per_node() -> None:
+    # ft2 of 8-port switches, 2 GPUs and 2 NICs per server: 32 endpoints, 16 servers, each
+    # server's 2 NICs on one leaf (4 endpoints per leaf), 400 Gb/s = 50e9 B/s per cable.
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    hs, terminal = contract_servers(G)
+    assert terminal == "gpu"
+    assert [h.id for h in hs] == list(range(16))
+    h = hs[0]
+    assert h.weight == 2
+    assert h.attach == {"leaf0": pytest.approx(2 * 50e9)}
+    assert sorted(h.nics["leaf0"]) == ["node0/nic0", "node0/nic1"]
+    assert not h.host_bound
+
+
+def test_pcie_below_the_cable_bounds_the_attachment() -> None:
+    # An 800 Gb/s NIC (100e9 B/s) behind PCIe Gen5 x16 (64e9 B/s): the host counts 64e9.
+    G = build("mpft", switch_ports=8, gpus_per_node=2, nics_per_node=2, link_gbps=800)
+    h = contract_servers(G)[0][0]
+    assert sorted(h.attach.values()) == [pytest.approx(64e9)] * 2
+    assert h.host_bound == {"node0/nic0", "node0/nic1"}
+
+
+def test_servers_alike_have_the_same_inside() -> None:
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    hs, _ = contract_servers(G)
+    assert len({h.inner_sig for h in hs}) == 1
+    assert inner_signature(G, hs[3].members) == hs[0].inner_sig
+
+
+def test_endpoints_without_gpus_are_hosts_of_weight_one() -> None:
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    G.remove_nodes_from([v for v, k in G.nodes(data="kind") if k in ("gpu", "nvswitch")])
+    hs, terminal = contract_servers(G)
+    assert terminal == "endpoint" and len(hs) == 32
+    assert all(h.weight == 1 and h.members == [h.id] for h in hs)
+
+
+def test_check_terminals_refuses_rate_zero() -> None:
+    G = build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2)
+    lone = nx.Graph(G.subgraph(["node0/gpu0", "node0/nvswitch"]))
+    with pytest.raises(InfeasibleError, match="no NIC cabled"):
+        check_terminals(lone, *contract_servers(lone))

@@ -1,0 +1,340 @@
+"""Server contraction: the traffic sources and sinks of the flow problems.
+
+A server (its GPUs, NVSwitch and NICs) becomes one :class:`ContractedServer` joined to the
+switches its NICs reach, each NIC counting as the tighter of its cable and its links
+into the server (PCIe).
+On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
+is a host of its own, of weight 1 (an *endpoint*). Why the contraction is a relaxation, and
+when it is exact, is in :mod:`topo.flow.door` and ``docs/bandwidth.md``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import networkx as nx
+
+from topo.errors import InfeasibleError
+from topo.fabric import (
+    SWITCH_KINDS,
+    named_servers,
+    natural_key,
+    servers,
+    switch_components,
+    terminal_kind,
+)
+
+InnerSignature = tuple[tuple[tuple[str, int], tuple[str, int], float], ...]
+"""The inside of a server without its name: ``((kind, index), (kind, index), capacity)`` per
+link, sorted."""
+
+
+@dataclass(frozen=True)
+class ContractedServer:
+    """A server contracted to one vertex: a traffic source and sink joined to the switches its
+    NICs reach (on a fabric without GPUs, one endpoint). Not a Slurm host
+    (:func:`topo.fabric.hosts`): a contracted server is the flow problems' vertex.
+
+    Attributes
+    ----------
+    id : hashable
+        The server's ``node`` id, or the endpoint's vertex name on a fabric without GPUs.
+    weight : int
+        Terminals it holds: its GPUs, or 1 for an endpoint.
+    attach : dict of str to float
+        Switch -> capacity (B/s per direction) of this host's cables to it, each NIC counted
+        as the tighter of its cable and its PCIe side.
+    nics : dict of str to list of str
+        Switch -> the host's NIC vertices cabled to it.
+    members : list of str
+        The host's vertices (GPUs, NICs, NVSwitch).
+    inner_sig : InnerSignature
+        The shape of the server's inside (:func:`inner_signature`), for class grouping.
+    host_bound : frozenset of str
+        NICs whose PCIe side is below their cable.
+    """
+
+    id: Hashable
+    weight: int
+    attach: dict[str, float]
+    nics: dict[str, list[str]]
+    members: list[str]
+    inner_sig: InnerSignature = ()
+    host_bound: frozenset[str] = frozenset()
+
+    def scoped(self, scope: set[str]) -> Iterable[tuple[str, float]]:
+        """The host's attachments ``(switch, B/s)`` to the switches in ``scope``."""
+        return ((s, c) for s, c in self.attach.items() if s in scope)
+
+
+@dataclass(frozen=True)
+class SolveContext:
+    """One all-to-all solve: the fabric, its contracted servers, what its terminals are, when
+    the solve started, and what has been said about it so far.
+
+    Frozen: a step that has something to say returns its notes, and the caller makes the next
+    context with :meth:`noted`; nothing is appended in place.
+
+    Attributes
+    ----------
+    G : networkx.Graph
+        The fabric (not modified).
+    servers : list of ContractedServer
+        Its contracted servers (:func:`contract_servers`), checked
+        (:func:`check_terminals`).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    t0 : float
+        ``time.perf_counter()`` at the start of the solve (s), for ``solve_seconds``.
+    notes : tuple of str
+        What was reduced and how, in order: the result's ``reductions``.
+    """
+
+    G: nx.Graph = field(repr=False)
+    servers: list[ContractedServer] = field(repr=False)
+    terminal: str
+    t0: float
+    notes: tuple[str, ...] = ()
+
+    def noted(self, *notes: str) -> SolveContext:
+        """This context with ``notes`` said after its own."""
+        return replace(self, notes=(*self.notes, *notes)) if notes else self
+
+
+def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
+    """Contract every server to one vertex (when the fabric has GPUs), or take the endpoints as
+    they are.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (:mod:`topo.fabric`).
+
+    Returns
+    -------
+    (list of ContractedServer, str)
+        The hosts (servers in natural order of their id; endpoints in the graph's order) and
+        the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
+        with no NIC cabled to a switch is kept with an empty ``attach``.
+    """
+    if terminal_kind(G) == "gpu":
+        nodes = G._node  # the raw attribute dicts: this visits every vertex
+        is_switch = {v for v, d in nodes.items() if d["kind"] in SWITCH_KINDS}
+        label = {
+            v: (str(d["kind"]), int(d.get("index", -1)))
+            for v, d in nodes.items()
+            if v not in is_switch
+        }
+        adj = G._adj  # the raw adjacency dicts: this visits every edge of every server
+        out = [_server_host(adj, is_switch, label, sid, m) for sid, m in servers(G).items()]
+        return [h for h in out if h.weight > 0], "gpu"
+    kind = dict(G.nodes(data="kind"))
+    found = []
+    for v, k in kind.items():
+        if k != "nic":
+            continue
+        attach: dict[str, float] = {}
+        nics: dict[str, list[str]] = defaultdict(list)
+        for s, e in G.adj[v].items():
+            if kind[s] in SWITCH_KINDS:
+                attach[s] = attach.get(s, 0.0) + float(e["capacity"])
+                nics[s].append(v)
+        if attach:
+            found.append(ContractedServer(id=v, weight=1, attach=attach, nics=nics, members=[v]))
+    return found, "endpoint"
+
+
+def _server_host(
+    adj: dict[Any, dict[Any, dict[str, Any]]],
+    is_switch: set[Any],
+    label: dict[Hashable, tuple[str, int]],
+    sid: Hashable,
+    members: list[str],
+) -> ContractedServer:
+    """One server contracted: its attachments, NICs and inside (``adj``: the raw adjacency
+    dicts; ``is_switch``: the switches; ``label``: each vertex's ``(kind, index)``)."""
+    attach: dict[str, float] = {}
+    nics: dict[str, list[str]] = defaultdict(list)
+    bound: set[str] = set()
+    own = {v: label[v] for v in members}
+    edges = []
+    for v in members:
+        inner = 0.0
+        cables = []
+        lv = own[v]
+        for u, e in adj[v].items():
+            c = float(e["capacity"])
+            lu = own.get(u)
+            if lu is not None:
+                inner += c
+                if lv < lu:  # each internal link once, from its lower end
+                    edges.append((lv, lu, c))
+            elif u in is_switch:
+                cables.append((u, c))
+            else:
+                inner += c
+        # What a NIC passes is bounded by its cable and by its links into the server
+        # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
+        for s, cable in cables:
+            attach[s] = attach.get(s, 0.0) + min(cable, inner)
+            nics[s].append(v)
+            if inner < cable:
+                bound.add(v)
+    edges.sort()
+    return ContractedServer(
+        id=sid,
+        weight=sum(lab[0] == "gpu" for lab in own.values()),
+        attach=attach,
+        nics=nics,
+        members=members,
+        inner_sig=tuple(edges),
+        host_bound=frozenset(bound),
+    )
+
+
+def inner_signature(G: nx.Graph, members: list[str]) -> InnerSignature:
+    """The inside of a server, independent of its name: kinds, indices, capacities.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    members : list of str
+        The server's vertices.
+
+    Returns
+    -------
+    InnerSignature
+        One ``((kind, index), (kind, index), capacity in B/s)`` per internal link, sorted.
+    """
+    label = {v: (str(G.nodes[v]["kind"]), int(G.nodes[v].get("index", -1))) for v in members}
+    edges = []
+    for v in members:
+        for u, e in G.adj[v].items():
+            if u in label and label[v] < label[u]:
+                edges.append((label[v], label[u], float(e["capacity"])))
+    return tuple(sorted(edges))
+
+
+def terminal_count(hosts: Iterable[ContractedServer]) -> int:
+    """Terminals (GPUs or endpoints) of the hosts."""
+    return sum(h.weight for h in hosts)
+
+
+def check_terminals(
+    G: nx.Graph, hosts: list[ContractedServer], terminal: str, *, connectivity: bool = True
+) -> None:
+    """Refuse an all-to-all whose rate is 0 by construction.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of ContractedServer
+        Its hosts (:func:`hosts`).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+    connectivity : bool
+        Also check that the terminals are connected (:func:`check_connected`); a caller that
+        runs that check later, where it is still needed, passes False.
+
+    Raises
+    ------
+    InfeasibleError
+        A server with GPUs has no NIC cabled to a switch, fewer than two terminals, or the
+        terminals lie in several disconnected parts of the fabric.
+    """
+    if terminal == "gpu":
+        loose = [h.id for h in hosts if not h.attach]
+        if loose:
+            raise InfeasibleError(
+                f"{named_servers(G, loose)} {'has' if len(loose) == 1 else 'have'} GPUs but "
+                f"no NIC cabled to a switch: {'its' if len(loose) == 1 else 'their'} all-to-all "
+                "rate is 0"
+            )
+    n = terminal_count(hosts)
+    what = "GPUs" if terminal == "gpu" else "host endpoints"
+    if n < 2:
+        raise InfeasibleError(f"all-to-all needs at least two {what}; the fabric has {n}")
+    if connectivity:
+        check_connected(G, hosts, terminal)
+
+
+def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -> None:
+    """Refuse terminals that lie in several disconnected parts of the fabric.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric.
+    hosts : list of ContractedServer
+        Its hosts (:func:`hosts`; not read: the parts are the graph's).
+    terminal : {"gpu", "endpoint"}
+        What the terminals are.
+
+    Raises
+    ------
+    InfeasibleError
+        The parts of the fabric with terminals, and the smallest one's least vertex.
+    """
+    what = "GPUs" if terminal == "gpu" else "host endpoints"
+    kind = "gpu" if terminal == "gpu" else "nic"
+    parts = [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
+    if len(parts) > 1:
+        example = min(parts, key=len)
+        raise InfeasibleError(
+            f"the fabric falls into {len(parts)} disconnected parts with {what} (the smallest "
+            f"holds {min(map(str, example))}): the all-to-all rate is 0"
+        )
+    apart = hosts_apart(G, hosts)
+    if apart is not None:
+        (a, pa), (b, pb) = sorted(apart, key=lambda x: natural_key(x[0].id))
+        who = (
+            named_servers(G, [a.id, b.id]) if terminal == "gpu" else f"endpoints {a.id} and {b.id}"
+        )
+        raise InfeasibleError(
+            f"{who} share no plane: the first is cabled only to {pa}, the second only to "
+            f"{pb}, and traffic does not cross planes through another host: the all-to-all "
+            "rate is 0"
+        )
+
+
+def hosts_apart(
+    G: nx.Graph, hosts: list[ContractedServer]
+) -> tuple[tuple[ContractedServer, str], tuple[ContractedServer, str]] | None:
+    """Two hosts cabled to no common switch component (plane), each with its planes named
+    (their first switches), or None.
+
+    A flow between hosts runs host, switches, host: a host forwards nothing (its NICs and
+    NVLink carry only its own GPUs' traffic; the LP's server contraction), so two hosts whose
+    NICs reach disjoint sets of planes (a multi-plane server that lost the cables of all but
+    one plane, another that lost that one) exchange nothing, though the graph, joined inside
+    every intact server, is connected.
+    """
+    comps = switch_components(G)
+    if len(comps) < 2:
+        return None
+    comp_of = {s: i for i, c in enumerate(comps) for s in c}
+    by_set: dict[frozenset[int], ContractedServer] = {}
+    for h in hosts:
+        if h.attach:
+            by_set.setdefault(frozenset(comp_of[s] for s in h.attach), h)
+    sets = list(by_set)
+    for i, x in enumerate(sets):
+        for y in sets[i + 1 :]:
+            if not x & y:
+                return (by_set[x], _planes(comps, x)), (by_set[y], _planes(comps, y))
+    return None
+
+
+def _planes(comps: list[list[str]], which: frozenset[int]) -> str:
+    """Switch components named by their first switch: ``the plane of p0/leaf0``."""
+    return " and ".join(f"the plane of {comps[q][0]}" for q in sorted(which))
+
+
+def attached(G: nx.Graph, v: Hashable) -> bool:
+    """True if vertex ``v`` has a cable to a switch."""
+    return any(G.nodes[u]["kind"] in SWITCH_KINDS for u in G.adj[v])
