@@ -645,7 +645,7 @@ def write_kit(kit: Kit, folder: str | Path, design: str | Path, force: bool = Fa
     """Write a kit into ``folder`` whole or not at all.
 
     The files go to a temporary folder beside ``folder`` (each by
-    :func:`topo.fabric.write_atomic`), which then takes ``folder``'s name; the design's file
+    :func:`topo.files.write_atomic`), which then takes ``folder``'s name; the design's file
     is copied in as ``design.json`` (what ``--results`` re-predicts on).
 
     Parameters

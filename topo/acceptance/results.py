@@ -31,7 +31,8 @@ from topo.acceptance.kit import KIT_VERSION
 from topo.collective import compare_log
 from topo.collective.explain import explain_test
 from topo.errors import FormatError, TopoError
-from topo.fabric import load, parse_json, read_text
+from topo.fabric import load
+from topo.files import parse_json, read_text
 from topo.formats.nccl_log import read_nccl_log
 from topo.formats.nccl_tests import NcclTest, validated_tests
 

@@ -139,6 +139,7 @@ def _write(
 ) -> None:
     from topo import fabric as fabric_mod
     from topo.acceptance import make_kit, twin_rows, write_kit, write_twin
+    from topo.files import write_atomic
 
     fmt = None
     if twin is not None:
@@ -160,7 +161,7 @@ def _write(
     with about(design):
         kit = make_kit(G, hosts=hosts, ep=ep)
     if twin is not None and fmt is not None:
-        fabric_mod.write_atomic(twin, write_twin(twin_rows(kit.curves.values()), fmt))
+        write_atomic(twin, write_twin(twin_rows(kit.curves.values()), fmt))
         err.print(f"wrote {twin}")
     if output is not None:
         write_kit(kit, output, design, force=force)

@@ -54,7 +54,7 @@ from dataclasses import replace
 import networkx as nx
 
 from topo.errors import TopoError
-from topo.fabric import gc_paused, natural_key, require_fabric, terminal_kind
+from topo.fabric import natural_key, require_fabric, terminal_kind
 from topo.flow.bounds.certified import bounds_report
 from topo.flow.exact.alltoall import GivenUp, exact_alltoall
 from topo.flow.exact.matrix import matrix_flow
@@ -68,6 +68,7 @@ from topo.flow.reduce.servers import (
 from topo.flow.result import BandwidthResult, BottleneckLink
 from topo.flow.routing.routed import routed_alltoall
 from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, check_solver_limits
+from topo.runtime import gc_paused
 from topo.traffic import Demand
 
 __all__ = [

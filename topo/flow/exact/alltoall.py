@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import LPTimeLimit, LPTooLarge, SolverError
-from topo.fabric import SWITCH_KINDS, gc_paused
+from topo.fabric import SWITCH_KINDS
 from topo.flow.exact.certify import certified_alltoall
 from topo.flow.exact.cuts import with_met_cuts
 from topo.flow.exact.general import general_lp
@@ -29,6 +29,7 @@ from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveCont
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
 from topo.flow.result import BandwidthResult, link
 from topo.flow.solve.lp import MCFSolution, max_concurrent_flow
+from topo.runtime import gc_paused
 from topo.units import Bps_to_GBps
 from topo.wording import count
 
