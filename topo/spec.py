@@ -68,7 +68,16 @@ __all__ = [
     "whole_ratios",
 ]
 
-FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
+FAMILIES: tuple[str, ...] = (
+    "ft2",
+    "ft3",
+    "mrft",
+    "mpft",
+    "dragonfly",
+    "slimfly",
+    "rail-only",
+    "hpn",
+)
 """The fabric families :func:`topo.builders.build` knows."""
 
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
@@ -482,8 +491,11 @@ class FabricSpec:
 
     @property
     def planes(self) -> int:
-        """Independent fabrics: the server's NICs for ``mpft``, else 1."""
-        return self.server.nics if self.family == "mpft" else 1
+        """Independent fabrics: the server's NICs for ``mpft`` and ``rail-only`` (each rail its
+        own plane), 2 for ``hpn`` (one per NIC port), else 1."""
+        if self.family == "hpn":
+            return 2
+        return self.server.nics if self.family in ("mpft", "rail-only") else 1
 
     @property
     def rails(self) -> int:

@@ -28,6 +28,8 @@ class Family(str, Enum):
     mpft = "mpft"
     dragonfly = "dragonfly"
     slimfly = "slimfly"
+    rail_only = "rail-only"
+    hpn = "hpn"
 
 
 class Arrangement(str, Enum):
@@ -41,7 +43,8 @@ def build(
     family: Annotated[
         Family | None,
         typer.Argument(
-            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly or slimfly."
+            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly, slimfly, rail-only "
+            "(rail switches, no spine) or hpn (Alibaba HPN: dual-ToR, dual-plane pod)."
         ),
     ] = None,
     spec: Annotated[
@@ -173,7 +176,7 @@ def build(
     if spec is None:
         if family is None:
             raise TopoError(
-                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE"
+                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly, rail-only, hpn) or --spec FILE"
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:
