@@ -8,8 +8,8 @@ Families: ``ft2`` (two-layer fat tree, :func:`~topo.builders.clos.two_layer_fat_
 (:func:`~topo.builders.slimfly.slim_fly`), ``rail-only`` (rail switches, no spine,
 :func:`~topo.builders.railonly.rail_only`) and ``hpn`` (Alibaba HPN's dual-ToR dual-plane
 pod, :func:`~topo.builders.hpn.hpn`). :func:`~topo.builders.planes_used.drive_planes` is
-the fabric as software sees it when it drives only some of the planes or rails. Every builder returns
-a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules are in
+the fabric as software sees it when it drives only some of the planes or rails. Every builder
+returns a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules are in
 ``docs/builders.md``.
 """
 

@@ -176,7 +176,8 @@ def build(
     if spec is None:
         if family is None:
             raise TopoError(
-                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly, rail-only, hpn) or --spec FILE"
+                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly, rail-only, hpn) or "
+                "--spec FILE"
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:
