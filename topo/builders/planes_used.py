@@ -125,9 +125,7 @@ def drive_planes(G: nx.Graph, k: int) -> nx.Graph:
         drop = [v for v, d in G.nodes(data=True) if d["kind"] in SWITCH_KINDS and d["plane"] >= k]
     else:
         drop = [
-            v
-            for v, d in G.nodes(data=True)
-            if d["kind"] == "leaf" and int(d.get("rail", -1)) >= k
+            v for v, d in G.nodes(data=True) if d["kind"] == "leaf" and int(d.get("rail", -1)) >= k
         ]
     H = G.copy()
     H.remove_nodes_from(drop)
