@@ -41,7 +41,7 @@ from topo.builders.ports import port_name
 from topo.errors import SpecError
 from topo.spec import FabricSpec, ServerSpec, SwitchSpec
 
-__all__ = ["HPN_PORTS", "hpn", "hpn_limit", "hpn_sizes"]
+__all__ = ["HPN_PORTS", "hpn", "hpn_counts", "hpn_limit", "hpn_sizes"]
 
 HPN_PORTS = 2
 """Ports per NIC in HPN: two, each on its own ToR and plane (dual-ToR, dual-plane)."""
@@ -80,6 +80,35 @@ def hpn_sizes(spec: FabricSpec) -> tuple[int, int, int]:
             param="switch_ports",
         )
     return k, 15 * k // 32, (k - k // 16) // spec.server.nics
+
+
+def hpn_counts(hosts: int, spec: FabricSpec) -> tuple[int, int, int, int]:
+    """ToRs, aggregation switches, ToR-aggregation cables and NIC-port cables of :func:`hpn`
+    for ``hosts`` hosts.
+
+    Parameters
+    ----------
+    hosts : int
+        Hosts (servers) of the pod, at least 1.
+    spec : FabricSpec
+        The switch and server.
+
+    Returns
+    -------
+    tuple of int
+        ``(2 R S, 2 u, 2 R S u, 2 R hosts)`` for ``S = ceil(hosts / k)`` segments, ``R``
+        NICs a host and ``u = 15k/32`` uplinks a ToR.
+
+    Examples
+    --------
+    >>> from topo.spec import FabricSpec, SwitchSpec
+    >>> hpn_counts(1920, FabricSpec("hpn", SwitchSpec(ports=128)))
+    (240, 120, 14400, 30720)
+    """
+    per, uplinks, _ = hpn_sizes(spec)
+    rails = spec.server.nics
+    tors = HPN_PORTS * rails * -(-hosts // per)
+    return tors, HPN_PORTS * uplinks, tors * uplinks, HPN_PORTS * rails * hosts
 
 
 def hpn_limit(spec: FabricSpec) -> tuple[int, str]:

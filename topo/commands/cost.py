@@ -65,7 +65,7 @@ def cost(
         typer.Option(
             "--compare",
             help="Compare families at full size (DeepSeek-V3 report, Table 3), e.g. "
-            "ft2,mpft,ft3,slimfly,dragonfly.",
+            "ft2,mpft,ft3,slimfly,dragonfly; also rail-only and hpn.",
         ),
     ] = None,
     switch_ports: Annotated[
@@ -173,12 +173,14 @@ def _check_compare_options(ctx: typer.Context, names: list[str], html: bool) -> 
         refuse_given(
             ctx, ("dragonfly_groups",), "the dragonfly family of --compare", "none is compared"
         )
-    if "mpft" not in names and not html:
-        # --nics-per-node is MPFT's planes; the --html solve also gives every server that many
+    if not {"mpft", "rail-only", "hpn"} & set(names) and not html:
+        # --nics-per-node is MPFT's planes (rail-only's rails, an HPN host's NICs); the --html
+        # solve also gives every server that many
         refuse_given(
             ctx,
             ("nics_per_node",),
-            "the mpft family of --compare (its planes) or its --html solve (the servers' NICs)",
+            "the mpft, rail-only or hpn family of --compare (planes, rails, a host's NICs) or "
+            "its --html solve (the servers' NICs)",
             "neither is asked",
         )
 
@@ -229,7 +231,7 @@ def plan(
     families: Annotated[
         str,
         typer.Option("--families", help="Families to design, comma-separated."),
-    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3",
+    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3,rail-only,hpn",
     prices: PricesOption = None,
     max_gpus: Annotated[
         bool, typer.Option("--max-gpus", help="Print each family's ceiling instead.")
