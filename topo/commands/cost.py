@@ -179,8 +179,8 @@ def _check_compare_options(ctx: typer.Context, names: list[str], html: bool) -> 
         refuse_given(
             ctx,
             ("nics_per_node",),
-            "the mpft, rail-only or hpn family of --compare (planes, rails, a host's NICs) or "
-            "its --html solve (the servers' NICs)",
+            "the mpft family of --compare (its planes; rail-only's rails and an HPN host's NICs "
+            "too) or its --html solve (the servers' NICs)",
             "neither is asked",
         )
 
