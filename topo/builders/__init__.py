@@ -26,6 +26,7 @@ from topo.builders._common import BUILT_HOST_REGEX, MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
 from topo.builders.hpn import hpn as hpn_pod
+from topo.builders.multiplane import split_planes
 from topo.builders.ports import with_nic_ports
 from topo.builders.railonly import rail_only
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
@@ -113,7 +114,9 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
         planes in MPFT), ``nvlink_GBps`` (GPU to NVSwitch, GB/s per direction, 200),
         ``pcie_GBps`` (GPU to NIC, GB/s per direction, 64), ``oversubscription`` (leaf
         down/up bandwidth, 1 = non-blocking; must be 1 for ``ft3``), ``nic_ports`` (ports per
-        NIC, each on its own port plane, :mod:`topo.builders.ports`), ``name``, and the
+        NIC, each on its own port plane, :mod:`topo.builders.ports`), ``planes_per_nic``
+        (1, 2 or 4 planes of a multi-plane NIC, the NIC's and every switch port's rate split
+        over them, :mod:`topo.builders.multiplane`), ``name``, and the
         family options (``tiers`` 2 or 3 for ``mrft`` and ``mpft``).
 
     Returns
@@ -143,7 +146,7 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
     for AI Architectures", ISCA 2025, Table 3 and §5.1. M. Al-Fares et al., "A Scalable,
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
-    spec = _spec(family, options)
+    spec = split_planes(_spec(family, options))
     # Refuse a graph too large to hold before building it.
     target = spec.gpus if spec.gpus is not None else max_gpus(spec)
     if target > MAX_BUILD_GPUS:
@@ -213,5 +216,5 @@ def max_gpus(family: str | FabricSpec, **options: Any) -> int:
     endpoints; three-layer: 5k^2/4 switches, k^3/4 endpoints; M. Al-Fares et al., SIGCOMM
     2008); W. Zhao et al., ISCA 2025, Table 3 and §5.1.
     """
-    spec = dataclasses.replace(_spec(family, options), gpus=None)
+    spec = split_planes(dataclasses.replace(_spec(family, options), gpus=None))
     return _LIMITS[spec.family](spec)[0]

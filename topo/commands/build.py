@@ -140,6 +140,15 @@ def build(
             help="Ports per NIC; port p of every NIC on plane p (--link-gbps is per port).",
         ),
     ] = None,
+    planes_per_nic: Annotated[
+        int | None,
+        typer.Option(
+            "--planes-per-nic",
+            help="Multi-plane NICs (ConnectX-8 on Spectrum-X): 1, 2 or 4 planes; the NIC's "
+            "--link-gbps and every switch port are split over them (SN5600 64 x 800G: "
+            "256 x 200G ports with 4 planes).",
+        ),
+    ] = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -167,6 +176,7 @@ def build(
         q=q,
         tiers=tiers,
         nic_ports=nic_ports,
+        planes_per_nic=planes_per_nic,
     )
     catalog = load_catalog() if switch or node else None
     named = named_options(switch, node, link_gbps, catalog) if catalog is not None else {}
