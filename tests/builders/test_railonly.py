@@ -79,3 +79,33 @@ def test_rail_only_alltoall_is_the_nvlink_forwarding_bound(nvlink_GBps, binds):
     r = alltoall_bandwidth(G)
     assert r.pair_rate_Bps == pytest.approx(lam, rel=1e-6)
     assert r.alltoall_busbw_Bps == pytest.approx(lam * (N - 1), rel=1e-6)
+
+
+@pytest.mark.parametrize("domain", [144, 576])
+def test_rail_only_nvl144_and_nvl576_domains(domain):
+    # NVL144 / NVL576: one NVLink domain of that many GPUs, one NIC per GPU, 4 GPUs a host.
+    # 4 domains: each of the `domain` rails is one switch of 4 endpoints; 4 x domain / 4 hosts.
+    G = build(
+        "rail-only",
+        gpus=4 * domain,
+        gpus_per_node=domain,
+        nics_per_node=domain,
+        gpus_per_host=4,
+    )
+    s = summarize(G)
+    assert (s.nodes, s.switches, s.links, s.endpoint_links) == (4, domain, 0, 4 * domain)
+    assert len({d["host"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"}) == domain
+
+
+def test_rail_only_alltoall_between_nvl72_domains_is_nic_bound():
+    # 2 NVL72 domains, one 400G NIC a GPU (NVLink 900 GB/s a GPU does not bind): the cut
+    # around a domain is its 72 NICs: 72 (N - 72) lam = 72 x 50 GB/s, N = 144.
+    G = build(
+        "rail-only",
+        gpus=144,
+        gpus_per_node=72,
+        nics_per_node=72,
+        gpus_per_host=4,
+        nvlink_GBps=900,
+    )
+    assert alltoall_bandwidth(G).pair_rate_Bps == pytest.approx(50e9 / 72, rel=1e-6)
