@@ -959,7 +959,7 @@ def _rule_ceiling(family: str, inp: _Inputs) -> Ceiling:
     return Ceiling(
         family=family,
         max_gpus=top,
-        endpoints=top // inp.gpus_per_node * inp.nics_per_node * (2 if family == "hpn" else 1),
+        endpoints=top // inp.gpus_per_node * inp.nics_per_node,
         design={k: v for k, v in spec.to_options().items() if k in keep},
         binding="rail reach (k*d domains a rail)" if family == "rail-only" else "one pod",
         closed_form=top,
@@ -986,15 +986,16 @@ def _plan_rule(family: str, inp: _Inputs, n_gpus: int, prices: PriceBook, check:
         leaves, spines, links = (planes * x for x in rail_only_counts(nodes, spec))
         switches, ends, tiers = leaves + spines, nodes * planes, 2 if spines else 1
     else:
-        tors, aggs, links, ends = hpn_counts(nodes, spec)
+        tors, aggs, links, port_cables = hpn_counts(nodes, spec)
         switches, tiers, port_gbps = tors + aggs, 2, inp.link_gbps / HPN_PORTS
+        ends = nodes * inp.nics_per_node  # the NICs, as compare counts them: 2 cables each
     cables = {("optical", inp.link_gbps): links} if links else {}
     bom = cost_from_counts(
         family=family,
         name=f"{family}-{n_gpus}",
         endpoints=ends,
         switches={(inp.k, inp.link_gbps): switches},
-        cables=cables | {("endpoint", port_gbps): ends},
+        cables=cables | {("endpoint", port_gbps): ends * (HPN_PORTS if family == "hpn" else 1)},
         prices=prices,
     )
     keep = ("family", "switch_ports", "link_gbps", "gpus_per_node", "nics_per_node", "gpus")
