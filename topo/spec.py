@@ -19,10 +19,12 @@ their Python names, with the same units as the command line::
     pcie_GBps = 64           # GB/s per direction
     oversubscription = 1
 
-Dragonfly and Slim Fly take their own keys (``routers_per_group``, ``endpoints_per_router``,
-``global_ports``, ``groups``, ``arrangement``; ``q``, ``endpoints_per_router``). Only ``family``
-is required; the rest default as in :func:`topo.builders.build`. :func:`load_spec` reads a file
-into a :class:`FabricSpec`.
+``nic_ports`` (ports per NIC, each on its own plane) and ``planes_per_nic`` (a multi-plane
+NIC's 1, 2 or 4 planes, its rate and every switch port split over them) apply to the fat trees
+and ``rail-only``. Dragonfly and Slim Fly take their own keys (``routers_per_group``,
+``endpoints_per_router``, ``global_ports``, ``groups``, ``arrangement``; ``q``,
+``endpoints_per_router``). Only ``family`` is required; the rest default as in
+:func:`topo.builders.build`. :func:`load_spec` reads a file into a :class:`FabricSpec`.
 """
 
 from __future__ import annotations
@@ -367,7 +369,7 @@ class FabricSpec:
     tiers : int or None
         MRFT and MPFT: switch tiers, 2 or 3 (:data:`TIERS_RANGE`); None: 2.
     nic_ports : int or None
-        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``): ports per NIC, 1 to
+        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``) and ``rail-only``: ports per NIC, 1 to
         :data:`MAX_NIC_PORTS`; port ``p`` of every NIC is cabled into port plane ``p``, a copy
         of the family's fabric (``link_gbps`` is the rate of one port). None: 1.
     planes_per_nic : int or None

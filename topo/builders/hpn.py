@@ -222,10 +222,11 @@ def hpn(
     segments = -(-nodes // hosts)
     port_Bps = spec.switch.line_Bps / HPN_PORTS
     for p in range(HPN_PORTS):
-        tors = [f"seg{s}/rail{j}/tor{p}" for s in range(segments) for j in range(nics)]
-        for s in range(segments):
-            for j in range(nics):
-                add_switches(G, [f"seg{s}/rail{j}/tor{p}"], "leaf", spec, plane=p, rail=j)
+        tors = []
+        for j in range(nics):
+            rail = [f"seg{s}/rail{j}/tor{p}" for s in range(segments)]
+            add_switches(G, rail, "leaf", spec, plane=p, rail=j)
+            tors += rail
         aggs = [f"p{p}/agg{a}" for a in range(uplinks)]
         add_switches(G, aggs, "spine", spec, plane=p)
         join(G, tors, aggs, 1, spec)
