@@ -266,6 +266,27 @@ FlowsOpt = Annotated[
         max=1024,
     ),
 ]
+PlanesUsedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--planes-used",
+        help="The software drives K of the fabric's planes (or an MRFT's rails): planes "
+        "0..K-1, as NCCL_IB_HCA listing a subset or DeepEP V1 on one plane of a dual-plane "
+        "CX8; the other planes' NIC cables carry nothing.",
+    ),
+]
+
+
+def driven(G: nx.Graph, planes_used: int | None) -> nx.Graph:
+    """``G`` as the software of ``--planes-used K`` sees it
+    (:func:`topo.builders.planes_used.drive_planes`); ``G`` itself without the option."""
+    if planes_used is None:
+        return G
+    from topo.builders.planes_used import drive_planes
+
+    return drive_planes(G, planes_used)
+
+
 PxnOpt = Annotated[
     bool,
     typer.Option(

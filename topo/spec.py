@@ -19,10 +19,12 @@ their Python names, with the same units as the command line::
     pcie_GBps = 64           # GB/s per direction
     oversubscription = 1
 
-Dragonfly and Slim Fly take their own keys (``routers_per_group``, ``endpoints_per_router``,
-``global_ports``, ``groups``, ``arrangement``; ``q``, ``endpoints_per_router``). Only ``family``
-is required; the rest default as in :func:`topo.builders.build`. :func:`load_spec` reads a file
-into a :class:`FabricSpec`.
+``nic_ports`` (ports per NIC, each on its own plane) and ``planes_per_nic`` (a multi-plane
+NIC's 1, 2 or 4 planes, its rate and every switch port split over them) apply to the fat trees
+and ``rail-only``. Dragonfly and Slim Fly take their own keys (``routers_per_group``,
+``endpoints_per_router``, ``global_ports``, ``groups``, ``arrangement``; ``q``,
+``endpoints_per_router``). Only ``family`` is required; the rest default as in
+:func:`topo.builders.build`. :func:`load_spec` reads a file into a :class:`FabricSpec`.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ __all__ = [
     "FabricSpec",
     "MAX_GPUS_PER_NODE",
     "MAX_NIC_PORTS",
+    "PLANES_PER_NIC",
+    "PORT_PLANE_FAMILIES",
     "MAX_SWITCH_PORTS",
     "RATE_RANGE",
     "TIERS_RANGE",
@@ -68,7 +72,16 @@ __all__ = [
     "whole_ratios",
 ]
 
-FAMILIES: tuple[str, ...] = ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
+FAMILIES: tuple[str, ...] = (
+    "ft2",
+    "ft3",
+    "mrft",
+    "mpft",
+    "dragonfly",
+    "slimfly",
+    "rail-only",
+    "hpn",
+)
 """The fabric families :func:`topo.builders.build` knows."""
 
 FAMILY_OPTIONS: dict[str, frozenset[str]] = {
@@ -356,9 +369,15 @@ class FabricSpec:
     tiers : int or None
         MRFT and MPFT: switch tiers, 2 or 3 (:data:`TIERS_RANGE`); None: 2.
     nic_ports : int or None
-        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``): ports per NIC, 1 to
+        Fat trees (``ft2``, ``ft3``, ``mrft``, ``mpft``) and ``rail-only``: ports per NIC, 1 to
         :data:`MAX_NIC_PORTS`; port ``p`` of every NIC is cabled into port plane ``p``, a copy
         of the family's fabric (``link_gbps`` is the rate of one port). None: 1.
+    planes_per_nic : int or None
+        Multi-plane NICs (ConnectX-8 SuperNIC on Spectrum-X: 1, 2 or 4 planes): a NIC of
+        ``link_gbps`` exposes ``P`` ports of ``link_gbps/P``, each on its own plane, and every
+        switch port is split the same way (``P*k`` ports of ``link_gbps/P``; SN5600: 64 x 800G,
+        128 x 400G, 256 x 200G); :func:`topo.builders.multiplane.split_planes`. Fat trees
+        and rail-only; not with ``nic_ports``. None: 1.
     name, description : str or None
         A name for the graph (default ``<family>-<gpus>``) and a note, from spec files.
 
@@ -391,6 +410,7 @@ class FabricSpec:
     q: int | None = None
     tiers: int | None = None
     nic_ports: int | None = None
+    planes_per_nic: int | None = None
     name: str | None = None
     description: str | None = None
 
@@ -426,6 +446,8 @@ class FabricSpec:
                 _set(self, **{key: as_int(key, getattr(self, key))})
         if self.nic_ports is not None:
             _check_nic_ports(self.family, as_int("nic_ports", self.nic_ports))
+        if self.planes_per_nic is not None:
+            _check_planes_per_nic(self, as_int("planes_per_nic", self.planes_per_nic))
         if self.tiers is not None and as_int("tiers", self.tiers) not in TIERS_RANGE:
             raise SpecError(
                 f"tiers must be 2 or 3 for {self.family}, got {shown(self.tiers)}", param="tiers"
@@ -482,8 +504,11 @@ class FabricSpec:
 
     @property
     def planes(self) -> int:
-        """Independent fabrics: the server's NICs for ``mpft``, else 1."""
-        return self.server.nics if self.family == "mpft" else 1
+        """Independent fabrics: the server's NICs for ``mpft`` and ``rail-only`` (each rail its
+        own plane), 2 for ``hpn`` (one per NIC port), else 1."""
+        if self.family == "hpn":
+            return 2
+        return self.server.nics if self.family in ("mpft", "rail-only") else 1
 
     @property
     def rails(self) -> int:
@@ -530,24 +555,73 @@ _SERVER_KEYS = (
 )
 _FAMILY_KEYS = frozenset(k for keys in FAMILY_OPTIONS.values() for k in keys)
 _COMMON_KEYS = frozenset(
-    {"switch_ports", "link_gbps", "gpus", "oversubscription", "name", "description", "nic_ports"}
+    {
+        "switch_ports",
+        "link_gbps",
+        "gpus",
+        "oversubscription",
+        "name",
+        "description",
+        "nic_ports",
+        "planes_per_nic",
+    }
     | {k for k, _ in _SERVER_KEYS}
 )
 _FABRIC_FIELDS = frozenset(
-    {"gpus", "oversubscription", "name", "description", "nic_ports"} | _FAMILY_KEYS
+    {"gpus", "oversubscription", "name", "description", "nic_ports", "planes_per_nic"}
+    | _FAMILY_KEYS
 )
+
+
+PORT_PLANE_FAMILIES = ("ft2", "ft3", "mrft", "mpft", "rail-only")
+"""Families whose NICs may have ports on port planes (``nic_ports``, ``planes_per_nic``)."""
+
+PLANES_PER_NIC = (1, 2, 4)
+"""Planes a multi-plane NIC exposes (ConnectX-8 SuperNIC: 800G as 1, 2 x 400G or 4 x 200G)."""
 
 
 def _check_nic_ports(family: str, ports: int) -> None:
     """SpecError for a port count out of range or given to a family without NICs on planes."""
-    if family not in ("ft2", "ft3", "mrft", "mpft"):
+    if family not in PORT_PLANE_FAMILIES:
         raise SpecError(
-            f"nic_ports applies to the fat trees (ft2, ft3, mrft, mpft), not {family}",
+            f"nic_ports applies to the fat trees (ft2, ft3, mrft, mpft) and rail-only, not "
+            f"{family}",
             param="nic_ports",
         )
     if not 1 <= ports <= MAX_NIC_PORTS:
         raise SpecError(
             f"nic_ports must be from 1 to {MAX_NIC_PORTS}, got {shown(ports)}", param="nic_ports"
+        )
+
+
+def _check_planes_per_nic(spec: FabricSpec, planes: int) -> None:
+    """SpecError for a plane count a multi-plane NIC does not have, a family without port
+    planes, ``nic_ports`` beside it, or a split switch past :data:`MAX_SWITCH_PORTS`."""
+    if spec.family not in PORT_PLANE_FAMILIES:
+        raise SpecError(
+            f"planes_per_nic applies to the fat trees (ft2, ft3, mrft, mpft) and rail-only, not "
+            f"{spec.family}",
+            param="planes_per_nic",
+        )
+    if planes not in PLANES_PER_NIC:
+        raise SpecError(
+            f"planes_per_nic must be 1, 2 or 4 (a ConnectX-8's 800G as 1, 2 x 400G or "
+            f"4 x 200G), got {shown(planes)}",
+            param="planes_per_nic",
+        )
+    if spec.nic_ports is not None:
+        raise SpecError(
+            "give nic_ports or planes_per_nic, not both: planes_per_nic splits the NIC's "
+            "link_gbps over its planes, nic_ports gives every port link_gbps",
+            param="planes_per_nic",
+            names=("planes_per_nic", "nic_ports"),
+        )
+    if spec.switch.ports * planes > MAX_SWITCH_PORTS:
+        raise SpecError(
+            f"planes_per_nic {planes} splits the {spec.switch.ports} switch ports into "
+            f"{spec.switch.ports * planes}, above {MAX_SWITCH_PORTS}",
+            param="planes_per_nic",
+            names=("planes_per_nic", "switch_ports"),
         )
 
 
@@ -590,6 +664,7 @@ SPEC_KEYS: dict[str, tuple[type, ...]] = {
     "q": (int,),
     "tiers": (int,),
     "nic_ports": (int,),
+    "planes_per_nic": (int,),
 }
 """Keys a spec file may hold, with the TOML types each accepts."""
 

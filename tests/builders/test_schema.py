@@ -86,6 +86,9 @@ EVERY_FAMILY = [
     ("dragonfly", {"switch_ports": 8}),
     ("dragonfly", {"switch_ports": 8, "arrangement": "palmtree"}),
     ("slimfly", {"switch_ports": 12}),
+    ("rail-only", {"switch_ports": 8}),
+    ("rail-only", {"switch_ports": 8, "gpus": 64}),
+    ("hpn", {"switch_ports": 32, "gpus": 128}),
     ("ibnetdiscover", {"dump": "ibtopotool_1.topo"}),
     ("ibnetdiscover", {"dump": "topograph_dgx_gb200_ndr_superpod.out"}),
 ]
@@ -318,7 +321,16 @@ def test_gpus_share_nics_in_order():
 
 
 def test_families():
-    assert FAMILIES == ("ft2", "ft3", "mrft", "mpft", "dragonfly", "slimfly")
+    assert FAMILIES == (
+        "ft2",
+        "ft3",
+        "mrft",
+        "mpft",
+        "dragonfly",
+        "slimfly",
+        "rail-only",
+        "hpn",
+    )
 
 
 def test_max_gpus_closed_forms():
@@ -328,13 +340,33 @@ def test_max_gpus_closed_forms():
     # 32 * 16 * 513 = 262656. Slim Fly (Besta and Hoefler 2014): the largest prime power q with
     # k' = (3q - delta)/2 network ports and p = ceil(k'/2) endpoint ports fitting in k;
     # q = 27 (delta = -1): k' = 41, p = 21, 2 q^2 = 1458 routers, 30618 endpoints, rounded
-    # down to whole 8-GPU nodes: 30616.
-    assert [max_gpus(f) for f in FAMILIES] == [2048, 65536, 2048, 16384, 262656, 30616]
+    # down to whole 8-GPU nodes: 30616. Rail-only: 8 rails of k^2/2 = 2048 domains of 8 GPUs =
+    # 16384. HPN (k = 64): segments of 64 hosts, (64 - 64/16) // 8 = 7 segments: 3584 GPUs.
+    assert [max_gpus(f) for f in FAMILIES] == [
+        2048,
+        65536,
+        2048,
+        16384,
+        262656,
+        30616,
+        16384,
+        3584,
+    ]
     # 32 ports: FT2 512; FT3 8192; MRFT 32 // 8 = 4 leaves per rail of 16 nodes = 512 GPUs;
     # MPFT 512 nodes of 8 GPUs = 4096; Dragonfly 16 * 8 * 129 = 16512; Slim Fly q = 13
     # (delta = 1): k' = 19, p = 10, 338 routers, 3380 endpoints -> 3376 in 8-GPU nodes
-    # (q = 16 would need 24 + 12 = 36 ports).
-    assert [max_gpus(f, switch_ports=32) for f in FAMILIES] == [512, 8192, 512, 4096, 16512, 3376]
+    # (q = 16 would need 24 + 12 = 36 ports). Rail-only 32^2/2 = 512 domains = 4096 GPUs;
+    # HPN (32 - 2) // 8 = 3 segments of 32 hosts = 768 GPUs.
+    assert [max_gpus(f, switch_ports=32) for f in FAMILIES] == [
+        512,
+        8192,
+        512,
+        4096,
+        16512,
+        3376,
+        4096,
+        768,
+    ]
 
 
 def test_default_builds_the_maximum():
@@ -419,10 +451,11 @@ def test_build_refuses(kwargs, message):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_refuses_one_node_too_many(family):
-    top = max_gpus(family, switch_ports=8)
+    k = 32 if family == "hpn" else 8  # (HPN's radix is a multiple of 32)
+    top = max_gpus(family, switch_ports=k)
     with pytest.raises(SpecError, match=rf"holds at most .*asked for {top + 8} GPUs"):
-        build(family, switch_ports=8, gpus=top + 8)
-    assert summarize(build(family, switch_ports=8, gpus=top)).gpus == top
+        build(family, switch_ports=k, gpus=top + 8)
+    assert summarize(build(family, switch_ports=k, gpus=top)).gpus == top
 
 
 @pytest.mark.parametrize(

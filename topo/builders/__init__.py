@@ -4,9 +4,12 @@ Families: ``ft2`` (two-layer fat tree, :func:`~topo.builders.clos.two_layer_fat_
 ``ft3`` (three-layer fat tree, :func:`~topo.builders.clos.three_layer_fat_tree`), ``mrft``
 (multi-rail fat tree, :func:`~topo.builders.rails.multi_rail_fat_tree`), ``mpft``
 (multi-plane fat tree, :func:`~topo.builders.rails.multi_plane_fat_tree`), ``dragonfly``
-(:func:`~topo.builders.dragonfly.dragonfly`) and ``slimfly``
-(:func:`~topo.builders.slimfly.slim_fly`). Every builder returns
-a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules are in
+(:func:`~topo.builders.dragonfly.dragonfly`), ``slimfly``
+(:func:`~topo.builders.slimfly.slim_fly`), ``rail-only`` (rail switches, no spine,
+:func:`~topo.builders.railonly.rail_only`) and ``hpn`` (Alibaba HPN's dual-ToR dual-plane
+pod, :func:`~topo.builders.hpn.hpn`). :func:`~topo.builders.planes_used.drive_planes` is
+the fabric as software sees it when it drives only some of the planes or rails. Every builder
+returns a :class:`networkx.Graph` in the schema of :mod:`topo.fabric`; the sizing rules are in
 ``docs/builders.md``.
 """
 
@@ -18,11 +21,14 @@ from typing import Any
 
 import networkx as nx
 
-from topo.builders import clos, dragonfly, rails, slimfly
+from topo.builders import clos, dragonfly, hpn, railonly, rails, slimfly
 from topo.builders._common import BUILT_HOST_REGEX, MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
+from topo.builders.hpn import hpn as hpn_pod
+from topo.builders.multiplane import split_planes
 from topo.builders.ports import with_nic_ports
+from topo.builders.railonly import rail_only
 from topo.builders.rails import multi_plane_fat_tree, multi_rail_fat_tree
 from topo.builders.slimfly import slim_fly
 from topo.errors import SpecError
@@ -42,6 +48,8 @@ __all__ = [
     "multi_plane_fat_tree",
     "dragonfly_fabric",
     "slim_fly",
+    "rail_only",
+    "hpn_pod",
 ]
 
 _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
@@ -51,6 +59,8 @@ _BUILDERS: dict[str, Callable[..., nx.Graph]] = {
     "mpft": multi_plane_fat_tree,
     "dragonfly": dragonfly_fabric,
     "slimfly": slim_fly,
+    "rail-only": rail_only,
+    "hpn": hpn_pod,
 }
 _LIMITS: dict[str, Callable[[FabricSpec], tuple[int, str]]] = {
     "ft2": clos.ft2_limit,
@@ -59,6 +69,8 @@ _LIMITS: dict[str, Callable[[FabricSpec], tuple[int, str]]] = {
     "mpft": rails.mpft_limit,
     "dragonfly": dragonfly.dragonfly_limit,
     "slimfly": slimfly.slimfly_limit,
+    "rail-only": railonly.rail_only_limit,
+    "hpn": hpn.hpn_limit,
 }
 OPTIONS = FAMILY_OPTIONS
 """Family-specific keyword arguments of :func:`build` and :func:`max_gpus`
@@ -80,8 +92,10 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
     :func:`~topo.builders.clos.three_layer_fat_tree` (``ft3``),
     :func:`~topo.builders.rails.multi_rail_fat_tree` (``mrft``),
     :func:`~topo.builders.rails.multi_plane_fat_tree` (``mpft``),
-    :func:`~topo.builders.dragonfly.dragonfly` (``dragonfly``) or
-    :func:`~topo.builders.slimfly.slim_fly` (``slimfly``); their docstrings list the node
+    :func:`~topo.builders.dragonfly.dragonfly` (``dragonfly``),
+    :func:`~topo.builders.slimfly.slim_fly` (``slimfly``),
+    :func:`~topo.builders.railonly.rail_only` (``rail-only``) or
+    :func:`~topo.builders.hpn.hpn` (``hpn``); their docstrings list the node
     names and every node and edge attribute. ``options`` are the family-specific arguments
     (:data:`OPTIONS`: ``routers_per_group``, ``endpoints_per_router``, ``global_ports``,
     ``groups``, ``arrangement`` for ``dragonfly``; ``q``, ``endpoints_per_router`` for
@@ -100,7 +114,9 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
         planes in MPFT), ``nvlink_GBps`` (GPU to NVSwitch, GB/s per direction, 200),
         ``pcie_GBps`` (GPU to NIC, GB/s per direction, 64), ``oversubscription`` (leaf
         down/up bandwidth, 1 = non-blocking; must be 1 for ``ft3``), ``nic_ports`` (ports per
-        NIC, each on its own port plane, :mod:`topo.builders.ports`), ``name``, and the
+        NIC, each on its own port plane, :mod:`topo.builders.ports`), ``planes_per_nic``
+        (1, 2 or 4 planes of a multi-plane NIC, the NIC's and every switch port's rate split
+        over them, :mod:`topo.builders.multiplane`), ``name``, and the
         family options (``tiers`` 2 or 3 for ``mrft`` and ``mpft``).
 
     Returns
@@ -130,7 +146,7 @@ def build(family: str | FabricSpec, **options: Any) -> nx.Graph:
     for AI Architectures", ISCA 2025, Table 3 and §5.1. M. Al-Fares et al., "A Scalable,
     Commodity Data Center Network Architecture", SIGCOMM 2008.
     """
-    spec = _spec(family, options)
+    spec = split_planes(_spec(family, options))
     # Refuse a graph too large to hold before building it.
     target = spec.gpus if spec.gpus is not None else max_gpus(spec)
     if target > MAX_BUILD_GPUS:
@@ -164,7 +180,9 @@ def max_gpus(family: str | FabricSpec, **options: Any) -> int:
     counts become whole servers of ``nics_per_node`` NICs and ``gpus_per_node`` GPUs.
     ``dragonfly``: ``a·p·g`` endpoints (``g = a·h + 1`` unless ``groups`` is given; balanced
     ``a = 2p = 2h``, 16 for 64 ports); ``slimfly``: ``2q²·p`` endpoints (``q`` the largest
-    prime power whose ``k' + ceil(k'/2)`` fits the radix: 27 for 64 ports). ``options`` as for
+    prime power whose ``k' + ceil(k'/2)`` fits the radix: 27 for 64 ports); ``rail-only``:
+    ``k*d`` HB domains; ``hpn``: ``(k - k/16) // nics_per_node`` segments of ``k`` hosts (one
+    pod: 15,360 GPUs for 128 ports). ``options`` as for
     :func:`build`.
 
     Parameters
@@ -188,7 +206,7 @@ def max_gpus(family: str | FabricSpec, **options: Any) -> int:
     Examples
     --------
     >>> [max_gpus(f) for f in FAMILIES]
-    [2048, 65536, 2048, 16384, 262656, 30616]
+    [2048, 65536, 2048, 16384, 262656, 30616, 16384, 3584]
     >>> max_gpus("ft2", oversubscription=3)
     3072
 
@@ -198,5 +216,5 @@ def max_gpus(family: str | FabricSpec, **options: Any) -> int:
     endpoints; three-layer: 5k^2/4 switches, k^3/4 endpoints; M. Al-Fares et al., SIGCOMM
     2008); W. Zhao et al., ISCA 2025, Table 3 and §5.1.
     """
-    spec = dataclasses.replace(_spec(family, options), gpus=None)
+    spec = split_planes(dataclasses.replace(_spec(family, options), gpus=None))
     return _LIMITS[spec.family](spec)[0]

@@ -22,6 +22,7 @@ from topo.cli_common import (
     FlowsOpt,
     InputFabric,
     MaxVariablesOpt,
+    PlanesUsedOpt,
     PxnOpt,
     Routing,
     RoutingOpt,
@@ -31,6 +32,7 @@ from topo.cli_common import (
     check_outputs,
     check_pxn,
     check_routing_options,
+    driven,
     err,
     out,
     print_json,
@@ -69,6 +71,7 @@ def bandwidth(
     seed: SeedOpt = 0,
     flows_per_pair: FlowsOpt = 1,
     pxn: PxnOpt = True,
+    planes_used: PlanesUsedOpt = None,
     fail_links: FailLinksOpt = 0,
     fail_switches: FailSwitchesOpt = 0,
     fail: FailOpt = None,
@@ -112,11 +115,14 @@ def bandwidth(
             "--json lists the bottleneck links (as routed: the most loaded) whatever it says",
         )
     if routing == Routing.lft or lft is not None:
+        if planes_used is not None:
+            raise TopoError("--routing lft routes the fabric as its tables are: no --planes-used")
         with about(fabric):
             _, result = _lft_bandwidth(fabric, lft, routing, pxn, (fail_links, fail_switches, fail))
     else:
         G = fabric_mod.load(fabric)
         with about(fabric):
+            G = driven(G, planes_used)
             result = _damaged(
                 G,
                 routing,

@@ -38,6 +38,8 @@ class Family(str, Enum):
     mpft = "mpft"
     dragonfly = "dragonfly"
     slimfly = "slimfly"
+    rail_only = "rail-only"
+    hpn = "hpn"
 
 
 class Arrangement(str, Enum):
@@ -51,7 +53,8 @@ def build(
     family: Annotated[
         Family | None,
         typer.Argument(
-            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly or slimfly."
+            help="ft2, ft3, mrft (multi-rail), mpft (multi-plane), dragonfly, slimfly, rail-only "
+            "(rail switches, no spine) or hpn (Alibaba HPN: dual-ToR, dual-plane pod)."
         ),
     ] = None,
     spec: Annotated[
@@ -117,6 +120,15 @@ def build(
             help="Ports per NIC; port p of every NIC on plane p (--link-gbps is per port).",
         ),
     ] = None,
+    planes_per_nic: Annotated[
+        int | None,
+        typer.Option(
+            "--planes-per-nic",
+            help="Multi-plane NICs (ConnectX-8 on Spectrum-X): 1, 2 or 4 planes; the NIC's "
+            "--link-gbps and every switch port are split over them (SN5600 64 x 800G: "
+            "256 x 200G ports with 4 planes).",
+        ),
+    ] = None,
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
@@ -144,6 +156,7 @@ def build(
         q=q,
         tiers=tiers,
         nic_ports=nic_ports,
+        planes_per_nic=planes_per_nic,
     )
     catalog = load_catalog() if switch or node else None
     named = named_options(switch, node, link_gbps, catalog) if catalog is not None else {}
@@ -153,7 +166,8 @@ def build(
     if spec is None:
         if family is None:
             raise TopoError(
-                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly) or --spec FILE"
+                "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly, rail-only, hpn) or "
+                "--spec FILE"
             )
         G = build_fabric(FabricSpec.from_options(family.value, **args))
     else:

@@ -15,8 +15,10 @@ from rich import box
 from rich.table import Table
 
 from topo.cli_common import (
+    PlanesUsedOpt,
     about,
     check_outputs,
+    driven,
     err,
     gpus_per_node_option,
     node_option,
@@ -222,6 +224,7 @@ def collective(
             "syntax as --algo).",
         ),
     ] = None,
+    planes_used: PlanesUsedOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the rows as JSON objects.")
     ] = False,
@@ -259,10 +262,11 @@ def collective(
         )
     if compare is not None:
         tests, left_out = log_tests(compare, op, gpus, gpus_per_node)
-        G = (
+        G = driven(
             fabric_mod.load(fabric)
             if fabric is not None
-            else _default_cluster(tests, gpus, gpus_per_node)
+            else _default_cluster(tests, gpus, gpus_per_node),
+            planes_used,
         )
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
@@ -294,7 +298,7 @@ def collective(
                     _why_table(cmp.op, cmp.rows, _restricted(cmp.algo, cmp.proto), measured=True)
     else:
         assert fabric is not None
-        G = fabric_mod.load(fabric)
+        G = driven(fabric_mod.load(fabric), planes_used)
         the_op = (op or Op.all_reduce).value
         c = _arch_constants(c, arch, G)
         with about(fabric):

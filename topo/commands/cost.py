@@ -72,7 +72,7 @@ def cost(
         typer.Option(
             "--compare",
             help="Compare families at full size (DeepSeek-V3 report, Table 3), e.g. "
-            "ft2,mpft,ft3,slimfly,dragonfly.",
+            "ft2,mpft,ft3,slimfly,dragonfly; also rail-only and hpn.",
         ),
     ] = None,
     switch_ports: Annotated[int, switch_ports_option("Switch radix (ports), with --compare.")] = 64,
@@ -178,12 +178,14 @@ def _check_compare_options(ctx: typer.Context, names: list[str], html: bool) -> 
         refuse_given(
             ctx, ("dragonfly_groups",), "the dragonfly family of --compare", "none is compared"
         )
-    if "mpft" not in names and not html:
-        # --nics-per-node is MPFT's planes; the --html solve also gives every server that many
+    if not {"mpft", "rail-only", "hpn"} & set(names) and not html:
+        # --nics-per-node is MPFT's planes (rail-only's rails, an HPN host's NICs); the --html
+        # solve also gives every server that many
         refuse_given(
             ctx,
             ("nics_per_node",),
-            "the mpft family of --compare (its planes) or its --html solve (the servers' NICs)",
+            "the mpft family of --compare (its planes; rail-only's rails and an HPN host's NICs "
+            "too) or its --html solve (the servers' NICs)",
             "neither is asked",
         )
 
@@ -228,7 +230,7 @@ def plan(
     families: Annotated[
         str,
         typer.Option("--families", help="Families to design, comma-separated."),
-    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3",
+    ] = "ft2,mpft,ft3,slimfly,dragonfly,mpft3,mrft3,rail-only,hpn",
     prices: PricesOption = None,
     max_gpus: Annotated[
         bool, typer.Option("--max-gpus", help="Print each family's ceiling instead.")

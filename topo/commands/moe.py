@@ -12,9 +12,11 @@ from rich.table import Table
 from topo.cli_common import (
     GatingSeedOpt,
     MicroBatchesOpt,
+    PlanesUsedOpt,
     TokensPerGpuOpt,
     about,
     check_outputs,
+    driven,
     err,
     from_command_line,
     out,
@@ -131,6 +133,7 @@ def moe(
         typer.Option("--nvlink-efficiency", help="Achieved fraction of NVLink capacity (0-1]."),
     ] = 1.0,
     seed: GatingSeedOpt = 0,
+    planes_used: PlanesUsedOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON object.")
     ] = False,
@@ -193,6 +196,7 @@ def moe(
     )
     G = fabric_mod.load(fabric)
     with about(fabric):
+        G = driven(G, planes_used)
         report = moe_report(
             G,
             config,

@@ -13,7 +13,14 @@ The model and its sources are in ``docs/cost.md``.
 
 from topo.cost.bandwidth import SOLVE_GPUS, SolvedBandwidth, solve_bandwidth
 from topo.cost.bom import BomLine, CostReport, bill_of_materials, cost_from_counts
-from topo.cost.compare import COMPARE_FAMILIES, TABLE3, CompareRow, compare, family_counts
+from topo.cost.compare import (
+    COMPARE_FAMILIES,
+    TABLE3,
+    TABLE3_FAMILIES,
+    CompareRow,
+    compare,
+    family_counts,
+)
 from topo.cost.plan import PLAN_FAMILIES, Ceiling, PlanRow, max_gpus_plan, plan
 from topo.cost.prices import CABLE_CLASSES, Item, PriceBook, load_prices
 
@@ -21,6 +28,7 @@ __all__ = [
     "BomLine",
     "CABLE_CLASSES",
     "COMPARE_FAMILIES",
+    "TABLE3_FAMILIES",
     "Ceiling",
     "CompareRow",
     "CostReport",

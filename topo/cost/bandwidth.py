@@ -55,13 +55,14 @@ def _instance(
 ) -> tuple[dict[str, Any], str, bool]:
     """Builder arguments of the instance to solve for ``row``, its label, and whether full."""
     base: dict[str, Any] = dict(switch_ports=switch_ports, nics_per_node=nics_per_node)
-    if row.family in ("ft2", "mpft", "ft3"):
+    if row.family in ("ft2", "mpft", "ft3", "rail-only", "hpn"):
         gpus = row.endpoints // nics_per_node * 8
         if gpus <= SOLVE_GPUS:
             return {**base, "family": row.family}, f"full size, {gpus:,} GPUs", True
+        blocking = "" if row.family == "hpn" else " (non-blocking: same per-GPU rate)"
         return (
             {**base, "family": row.family, "gpus": SOLVE_GPUS},
-            f"{SOLVE_GPUS:,} of {gpus:,} GPUs (non-blocking: same per-GPU rate)",
+            f"{SOLVE_GPUS:,} of {gpus:,} GPUs{blocking}",
             False,
         )
     if row.family == "slimfly":

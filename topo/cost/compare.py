@@ -9,7 +9,12 @@ Each family at its full size for ``k``-port switches, counted by the closed form
   ``2q²`` routers, ``2q²·ceil(k'/2)`` endpoints, ``q²·k'`` links (Besta and Hoefler 2014);
   ``q = 28`` for 64 ports, not a prime power (no MMS graph: formula only, flagged);
 - ``dragonfly``: balanced ``a = 2p = 2h``, ``4p - 1 <= k``; ``a·h - 1`` groups as in Table 3
-  (511 for 64 ports; the maximum is ``a·h + 1``), or ``dragonfly_groups``.
+  (511 for 64 ports; the maximum is ``a·h + 1``), or ``dragonfly_groups``;
+- ``rail-only``: ``nics_per_node`` rails, each a two-layer Clos of ``k²/2`` domains and no
+  spine between rails (Wang, Ghobadi et al., HotI 2024): cable for cable an MPFT;
+- ``hpn``: one Alibaba HPN pod (Qian et al., SIGCOMM 2024; :func:`topo.builders.hpn.hpn_counts`):
+  ``(k - k/16) // nics_per_node`` segments of ``k`` hosts, endpoints are the NICs (each with
+  two cables of ``link_gbps/2``, one per ToR); ``k`` a multiple of 32.
 
 Links are switch-to-switch cables. Costs: :mod:`topo.cost.bom` with the price book.
 """
@@ -20,14 +25,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from topo.builders.dragonfly import balanced, dragonfly_sizes
+from topo.builders.hpn import HPN_PORTS, hpn_counts, hpn_sizes
 from topo.builders.slimfly import slimfly_q, slimfly_sizes
 from topo.cost.bom import CostReport, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.errors import SpecError
-from topo.spec import SwitchSpec, as_int
+from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
-COMPARE_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
-"""Families of the comparison, in Table 3's order."""
+TABLE3_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly")
+"""Families of Table 3, in its order: what :func:`compare` compares when not told."""
+
+COMPARE_FAMILIES = (*TABLE3_FAMILIES, "rail-only", "hpn")
+"""Families :func:`compare` knows: Table 3's, then rail-only (``nics_per_node`` rails of a
+two-layer Clos each, no spine between rails) and one HPN pod (dual-ToR, dual-plane)."""
 
 BUILD_LIMIT = 100_000
 """Rows above this many endpoints are flagged as counted by the formulas only (too large to
@@ -124,7 +134,7 @@ def family_counts(
     switch : SwitchSpec or None
         The switch (its radix counts); None: 64 ports.
     nics_per_node : int
-        Planes of ``mpft``.
+        Planes of ``mpft``, rails of ``rail-only``, NICs of an HPN host.
     dragonfly_groups : int or None
         Dragonfly groups; None takes Table 3's ``a·h - 1``.
 
@@ -132,12 +142,14 @@ def family_counts(
     -------
     dict
         ``endpoints``, ``switches``, ``links``, ``local_links`` (Dragonfly links inside a group,
-        else 0), ``config``, ``formula_only``, ``note``.
+        else 0), ``config``, ``formula_only``, ``note``; ``hpn`` adds ``endpoint_cables``
+        (two per NIC, of ``link_gbps/2``).
 
     Raises
     ------
     SpecError
-        Unknown family; no Slim Fly fits the radix (below 8 ports); ``nics_per_node`` below 1;
+        Unknown family; no Slim Fly fits the radix (below 8 ports); an HPN radix not a
+        multiple of 32; ``nics_per_node`` below 1;
         Dragonfly groups out of range (1 to ``a·h + 1``).
 
     Examples
@@ -151,8 +163,10 @@ def family_counts(
         raise SpecError(
             f"nics_per_node must be at least 1, got {nics_per_node}", param="nics_per_node"
         )
-    if family in ("ft2", "mpft", "ft3"):
+    if family in ("ft2", "mpft", "ft3", "rail-only"):
         return _clos_counts(family, k, nics_per_node)
+    if family == "hpn":
+        return _hpn_counts(switch or SwitchSpec(), nics_per_node)
     if family == "slimfly":
         return _slimfly_counts(k)
     if family == "dragonfly":
@@ -179,7 +193,7 @@ def _clos_counts(family: str, k: int, nics_per_node: int) -> dict[str, Any]:
             formula_only=False,
             note="",
         )
-    planes = nics_per_node if family == "mpft" else 1
+    planes = nics_per_node if family in ("mpft", "rail-only") else 1
     return dict(
         endpoints=planes * k * half,
         switches=planes * (k + half),
@@ -187,7 +201,27 @@ def _clos_counts(family: str, k: int, nics_per_node: int) -> dict[str, Any]:
         local_links=0,
         config={"planes": planes, "tiers": 2},
         formula_only=False,
-        note="" if planes == 1 else f"{planes} planes of a two-layer fat tree",
+        note=""
+        if planes == 1
+        else f"{planes} rails of a two-layer Clos, no spine between rails"
+        if family == "rail-only"
+        else f"{planes} planes of a two-layer fat tree",
+    )
+
+
+def _hpn_counts(switch: SwitchSpec, nics_per_node: int) -> dict[str, Any]:
+    spec = FabricSpec("hpn", switch, ServerSpec(gpus=nics_per_node, nics=nics_per_node))
+    hosts, _, segments = hpn_sizes(spec)
+    tors, aggs, links, ports = hpn_counts(hosts * segments, spec)
+    return dict(
+        endpoints=ports // HPN_PORTS,
+        switches=tors + aggs,
+        links=links,
+        local_links=0,
+        config={"planes": HPN_PORTS, "tiers": 2, "segments": segments},
+        formula_only=False,
+        note=f"one pod of {segments} segments; every NIC as 2 ports of half its rate, one per ToR",
+        endpoint_cables=ports,
     )
 
 
@@ -246,7 +280,7 @@ def _dragonfly_counts(k: int, dragonfly_groups: int | None) -> dict[str, Any]:
 
 
 def compare(
-    families: tuple[str, ...] | list[str] = COMPARE_FAMILIES,
+    families: tuple[str, ...] | list[str] = TABLE3_FAMILIES,
     switch: SwitchSpec | None = None,
     *,
     nics_per_node: int = 8,
@@ -258,12 +292,12 @@ def compare(
     Parameters
     ----------
     families : sequence of str
-        From :data:`COMPARE_FAMILIES`.
+        From :data:`COMPARE_FAMILIES` (default: Table 3's, :data:`TABLE3_FAMILIES`).
     switch : SwitchSpec or None
         Radix and port and cable speed (Gb/s; the price book must list it); None: 64 ports
         of 400 Gb/s.
     nics_per_node : int
-        Planes of ``mpft``.
+        Planes of ``mpft``, rails of ``rail-only``, NICs of an HPN host.
     prices : PriceBook or None
         None reads the default price book.
     dragonfly_groups : int or None
@@ -302,14 +336,16 @@ def compare(
             nics_per_node=nics_per_node,
             dragonfly_groups=dragonfly_groups,
         )
+        cables = cables_from_counts(c["links"], c["local_links"], c["endpoints"], link_gbps, prices)
+        if "endpoint_cables" in c:  # HPN: two cables of half the rate per NIC
+            del cables[("endpoint", link_gbps)]
+            cables[("endpoint", link_gbps / HPN_PORTS)] = c.pop("endpoint_cables")
         bom = cost_from_counts(
             family=family,
             name=f"{family}-{c['endpoints']}",
             endpoints=c["endpoints"],
             switches={(switch_ports, link_gbps): c["switches"]},
-            cables=cables_from_counts(
-                c["links"], c["local_links"], c["endpoints"], link_gbps, prices
-            ),
+            cables=cables,
             prices=prices,
         )
         # Table 3's column applies to its own configuration only.

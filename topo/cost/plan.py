@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from topo.builders import build, max_gpus
+from topo.builders.hpn import HPN_PORTS, hpn_counts
 from topo.builders.pods import pod_counts
+from topo.builders.railonly import rail_only_counts
 from topo.cost.bom import CostReport, bill_of_materials, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.cost.programs import (
@@ -52,6 +54,10 @@ __all__ = [
 RAIL3_FAMILIES = ("mpft3", "mrft3")
 """The three-tier rail-optimised designs of :func:`plan`: no program, the counts of
 :func:`topo.builders.pods.pod_counts` for the GPUs asked (non-blocking)."""
+
+RULE_FAMILIES = ("rail-only", "hpn")
+"""Designs of :func:`plan` whose counts their builder's rule fixes (no program): rail-only
+(non-blocking rails) and one HPN pod."""
 
 MAX_CHECK_GPUS = 70_000
 """Largest plan that ``check=True`` builds to count and price (about 2 s and 1 GB)."""
@@ -298,6 +304,9 @@ def max_gpus_plan(
         if family in RAIL3_FAMILIES:
             out.append(_rail3_ceiling(family, inp))
             continue
+        if family in RULE_FAMILIES:
+            out.append(_rule_ceiling(family, inp))
+            continue
         try:
             m = family_program(family, inp, None)
         except NoDesign as exc:
@@ -405,6 +414,8 @@ def _plan_family(
     """The cheapest design of one family for ``n_gpus`` GPUs (whole servers), or why none."""
     if family in RAIL3_FAMILIES:
         return _plan_rail3(family, inp, n_gpus, prices, check)
+    if family in RULE_FAMILIES:
+        return _plan_rule(family, inp, n_gpus, prices, check)
     endpoints = n_gpus // inp.gpus_per_node * inp.nics_per_node
     t0 = time.perf_counter()
     try:
@@ -567,6 +578,83 @@ def _plan_rail3(
         endpoints=endpoints,
         gpus=n_gpus,
         binding="none: the design rule fixes the counts (pods of k/2 leaves, non-blocking)",
+        design=design,
+        status="optimal",
+        checked=checked,
+        solve_seconds=time.perf_counter() - t0,
+        bom=[asdict(x) for x in bom.lines],
+    )
+
+
+def _rule_ceiling(family: str, inp: _Inputs) -> Ceiling:
+    """The ceiling of a rail-only fabric or an HPN pod: the builder's closed form (0 when the
+    switch does not fit the design, e.g. HPN's radix not a multiple of 32)."""
+    try:
+        spec = FabricSpec(family, inp.switch, inp.server)
+        top = max_gpus(spec)
+    except SpecError as exc:
+        return Ceiling(family, 0, 0, {}, str(exc), 0)
+    keep = ("family", "switch_ports", "link_gbps", "gpus_per_node", "nics_per_node")
+    return Ceiling(
+        family=family,
+        max_gpus=top,
+        endpoints=top // inp.gpus_per_node * inp.nics_per_node,
+        design={k: v for k, v in spec.to_options().items() if k in keep},
+        binding="rail reach (k*d domains a rail)" if family == "rail-only" else "one pod",
+        closed_form=top,
+    )
+
+
+def _plan_rule(family: str, inp: _Inputs, n_gpus: int, prices: PriceBook, check: bool) -> PlanRow:
+    """A rail-only fabric (non-blocking) or an HPN pod for ``n_gpus`` GPUs: counts by the
+    builder's rule (:func:`topo.builders.railonly.rail_only_counts`,
+    :func:`topo.builders.hpn.hpn_counts`), priced."""
+    t0 = time.perf_counter()
+    planes = inp.nics_per_node if family == "rail-only" else HPN_PORTS
+    try:
+        spec = FabricSpec(family, inp.switch, inp.server, gpus=n_gpus)
+        top = max_gpus(spec)
+    except SpecError as exc:
+        return PlanRow.infeasible(family, n_gpus, str(exc), "infeasible", planes)
+    if n_gpus > top:
+        why = f"{family} of {inp.k}-port switches holds {top:,} GPUs in this design"
+        return PlanRow.infeasible(family, n_gpus, why, "infeasible", planes)
+    nodes = n_gpus // inp.gpus_per_node
+    port_gbps = inp.link_gbps
+    if family == "rail-only":
+        leaves, spines, links = (planes * x for x in rail_only_counts(nodes, spec))
+        switches, ends, tiers = leaves + spines, nodes * planes, 2 if spines else 1
+    else:
+        tors, aggs, links, port_cables = hpn_counts(nodes, spec)
+        switches, tiers, port_gbps = tors + aggs, 2, inp.link_gbps / HPN_PORTS
+        ends = nodes * inp.nics_per_node  # the NICs, as compare counts them: 2 cables each
+    cables = {("optical", inp.link_gbps): links} if links else {}
+    bom = cost_from_counts(
+        family=family,
+        name=f"{family}-{n_gpus}",
+        endpoints=ends,
+        switches={(inp.k, inp.link_gbps): switches},
+        cables=cables | {("endpoint", port_gbps): ends * (HPN_PORTS if family == "hpn" else 1)},
+        prices=prices,
+    )
+    keep = ("family", "switch_ports", "link_gbps", "gpus_per_node", "nics_per_node", "gpus")
+    design = {k: v for k, v in spec.to_options().items() if k in keep}
+    sol = {"switches": switches, "links": links}
+    checked = None
+    if check and n_gpus <= MAX_CHECK_GPUS:
+        checked = _check(design, sol, bom.cost_usd, prices)
+    return PlanRow(
+        family=family,
+        feasible=True,
+        cost_usd=bom.cost_usd,
+        cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
+        tiers=tiers,
+        planes=planes,
+        switches=switches,
+        links=links,
+        endpoints=ends,
+        gpus=n_gpus,
+        binding="none: the design rule fixes the counts",
         design=design,
         status="optimal",
         checked=checked,

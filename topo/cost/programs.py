@@ -68,11 +68,22 @@ __all__ = [
     "solve_program",
 ]
 
-PLAN_FAMILIES = ("ft2", "mpft", "ft3", "slimfly", "dragonfly", "mpft3", "mrft3")
-"""Families :func:`topo.cost.plan.plan` designs: ``mpft3`` and ``mrft3`` are MPFT and MRFT built
-with three tiers (``tiers=3``; :mod:`topo.builders.pods`), whose counts the design rule fixes. The
-library's default (:data:`DEFAULT_PLAN_FAMILIES`) is the first five; ``topo plan`` asks for
-all seven."""
+PLAN_FAMILIES = (
+    "ft2",
+    "mpft",
+    "ft3",
+    "slimfly",
+    "dragonfly",
+    "mpft3",
+    "mrft3",
+    "rail-only",
+    "hpn",
+)
+"""Families :func:`topo.cost.plan.plan` designs: ``mpft3`` and ``mrft3`` are MPFT and MRFT
+built with three tiers (``tiers=3``; :mod:`topo.builders.pods`), whose counts the design rule
+fixes, as are those of ``rail-only`` (:func:`topo.builders.railonly.rail_only_counts`) and
+``hpn`` (:func:`topo.builders.hpn.hpn_counts`). The library's default
+(:data:`DEFAULT_PLAN_FAMILIES`) is the first five; ``topo plan`` asks for all nine."""
 
 DEFAULT_PLAN_FAMILIES = PLAN_FAMILIES[:5]
 """The families :func:`topo.cost.plan.plan` and :func:`topo.cost.plan.max_gpus_plan` design

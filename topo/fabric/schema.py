@@ -39,7 +39,8 @@ GPU-NIC, ``endpoint`` NIC-switch, ``fabric`` switch-switch). Imported edges add 
 Graph attributes (``G.graph``, exactly these; :data:`GRAPH_KEYS` by family):
 
 - every built fabric (``family`` ``ft2``, ``ft3``, ``mrft``, ``mpft``, ``dragonfly``,
-  ``slimfly``): ``family``, ``name`` (``<family>-<gpus>``), ``planes``, ``switch_ports``,
+  ``slimfly``, ``rail-only``, ``hpn``): ``family``, ``name`` (``<family>-<gpus>``),
+  ``planes``, ``switch_ports``,
   ``link_gbps``, ``gpus_per_node``, ``nics_per_node``, ``nvlink_GBps``, ``pcie_GBps``,
   ``oversubscription``, ``max_gpus`` (:data:`BUILT_GRAPH_KEYS`);
 - a Dragonfly adds ``routers_per_group``, ``endpoints_per_router``, ``global_ports``,
@@ -121,6 +122,8 @@ GRAPH_KEYS: dict[str, frozenset[str]] = {
     "ft3": BUILT_GRAPH_KEYS,
     "mrft": BUILT_GRAPH_KEYS,
     "mpft": BUILT_GRAPH_KEYS,
+    "rail-only": BUILT_GRAPH_KEYS,
+    "hpn": BUILT_GRAPH_KEYS,
     "dragonfly": BUILT_GRAPH_KEYS
     | {"routers_per_group", "endpoints_per_router", "global_ports", "groups", "arrangement"},
     "slimfly": BUILT_GRAPH_KEYS | {"q", "network_radix", "endpoints_per_router"},

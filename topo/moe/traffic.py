@@ -89,8 +89,10 @@ class EPLayout:
         NVLink capacity of each rank's GPU to its NVSwitch, B/s per direction (0 if none).
     pcie_Bps : numpy.ndarray, shape (ep,)
         PCIe capacity of each rank's GPU to its own NIC(s), B/s per direction (0 if none).
+        Own NICs are those with a cable to the fabric (a NIC port of an undriven plane,
+        :func:`topo.builders.planes_used.drive_planes`, is not one).
     nic_of_rank : list of tuple of str
-        The NIC(s) each rank's GPU is cabled to over PCIe (GPUs may share a NIC).
+        The cabled NIC(s) each rank's GPU reaches over PCIe (GPUs may share a NIC).
     nic_cable_Bps : dict of str to float
         Each of those NICs' cable capacity to the fabric, B/s per direction.
     """
@@ -253,7 +255,13 @@ def ep_layout(G: nx.Graph, n_experts: int, ep: int | None = None) -> EPLayout:
     )
     pcie, nics, cable = [], [], {}
     for v in gpus:
-        mine = [(w, float(e["capacity"])) for w, e in G[v].items() if e["kind"] == "pcie"]
+        # A GPU's own NICs are those cabled to the fabric: a NIC (port) of a plane the
+        # software does not drive (topo.builders.planes_used) carries none of its bytes.
+        mine = [
+            (w, float(e["capacity"]))
+            for w, e in G[v].items()
+            if e["kind"] == "pcie" and any(f["kind"] == "endpoint" for f in G[w].values())
+        ]
         pcie.append(sum(c for _, c in mine))
         nics.append(tuple(w for w, _ in mine))
         for w, _ in mine:

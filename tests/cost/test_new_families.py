@@ -1,0 +1,56 @@
+"""topo plan and topo cost --compare on rail-only fabrics and HPN pods: counts and prices by
+hand from the builders' rules and the default price book (64 x 400G switch 44,500 $, priced
+per port at other radixes; optical link 1,680 $; endpoint cable 600 $ at 400G and 200G)."""
+
+from __future__ import annotations
+
+import pytest
+
+from topo.cost import compare, max_gpus_plan, plan
+from topo.spec import SwitchSpec
+
+SWITCH_128 = SwitchSpec(128, 400)
+
+
+def test_compare_hpn_pod_of_128_port_switches():
+    # 240 ToRs + 120 aggregation switches of 128 ports (2 x 44,500 $), 14,400 ToR-aggregation
+    # links, 2 x 15,360 port cables of 200G.
+    (row,) = compare(["hpn"], SWITCH_128)
+    assert (row.endpoints, row.switches, row.links) == (15360, 360, 14400)
+    assert row.cost_usd == pytest.approx(360 * 89_000 + 14_400 * 1_680 + 30_720 * 600)
+    assert row.config["segments"] == 15
+
+
+def test_compare_rail_only_has_table3_mpft_counts():
+    # 8 rails of a two-layer Clos of 64-port switches: 8 x 96 switches, 8 x 2,048 links.
+    (row,) = compare(["rail-only"])
+    assert (row.endpoints, row.switches, row.links) == (16384, 768, 16384)
+    assert row.cost_usd == pytest.approx(768 * 44_500 + 16_384 * (1_680 + 600))
+
+
+def test_plan_hpn_and_rail_only_rows():
+    rows = {r.family: r for r in plan(2048, families=("rail-only", "hpn"))}
+    # rail-only, 256 domains of 8: per rail ceil(256/32) = 8 leaves, 4 spines (smallest
+    # divisor S of 32 with 64 S >= 8 x 32), 8 x 32 cables: x 8 rails.
+    r = rows["rail-only"]
+    assert (r.switches, r.links, r.tiers, r.planes, r.checked) == (96, 2048, 2, 8, True)
+    assert r.cost_usd == pytest.approx(96 * 44_500 + 2048 * (1_680 + 600))
+    # hpn, 64 ports: 64 hosts a segment, 256 hosts = 4 segments; 2 x 8 x 4 = 64 ToRs with
+    # 30 uplinks each; 60 aggregation switches; 1,920 links; 2 x 2,048 port cables of 200G.
+    h = rows["hpn"]
+    assert (h.switches, h.links, h.planes, h.endpoints, h.checked) == (124, 1920, 2, 2048, True)
+    assert h.cost_usd == pytest.approx(124 * 44_500 + 1920 * 1_680 + 4096 * 600)
+
+
+def test_plan_hpn_above_a_pod_and_at_a_radix_it_cannot_use():
+    (row,) = plan(4096, families=("hpn",))
+    assert not row.feasible and "holds 3,584 GPUs" in row.binding
+    (row,) = plan(1024, SwitchSpec(48, 400), families=("hpn",))
+    assert not row.feasible and "multiple of 32" in row.binding
+
+
+def test_max_gpus_plan_of_the_new_families_is_the_closed_form():
+    ceilings = {c.family: c for c in max_gpus_plan(families=("rail-only", "hpn"))}
+    # rail-only: 64^2/2 domains of 8 GPUs; hpn: 7 segments of 64 hosts of 8 GPUs.
+    assert ceilings["rail-only"].max_gpus == 16384
+    assert ceilings["hpn"].max_gpus == 3584 == ceilings["hpn"].closed_form
