@@ -586,7 +586,7 @@ def _plan_rail3(
     )
 
 
-def _rule_ceiling(family: str, inp: _Inputs) -> Ceiling:
+def _rule_ceiling(family: str, inp: PlanInputs) -> Ceiling:
     """The ceiling of a rail-only fabric or an HPN pod: the builder's closed form (0 when the
     switch does not fit the design, e.g. HPN's radix not a multiple of 32)."""
     try:
@@ -605,7 +605,9 @@ def _rule_ceiling(family: str, inp: _Inputs) -> Ceiling:
     )
 
 
-def _plan_rule(family: str, inp: _Inputs, n_gpus: int, prices: PriceBook, check: bool) -> PlanRow:
+def _plan_rule(
+    family: str, inp: PlanInputs, n_gpus: int, prices: PriceBook, check: bool
+) -> PlanRow:
     """A rail-only fabric (non-blocking) or an HPN pod for ``n_gpus`` GPUs: counts by the
     builder's rule (:func:`topo.builders.railonly.rail_only_counts`,
     :func:`topo.builders.hpn.hpn_counts`), priced."""
