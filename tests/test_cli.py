@@ -763,7 +763,7 @@ def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, me
     assert "bad.toml" not in r.stderr
 
 
-# -- the fresh-user trial's findings on imports and bad files --------------------------------
+# -- imports and bad files ---------------------------------------------------------------------
 
 
 def test_truncated_fabric_error_names_line_and_column(in_tmp: Path) -> None:

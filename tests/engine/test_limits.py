@@ -1,5 +1,5 @@
 """--workers and --memory-limit are bounded before any Dask worker starts, and Ctrl-C or SIGTERM
-stops a Dask run within a second or two with one line (issue 41)."""
+stops a Dask run within a second or two with one line (topo.engine.cluster's limits)."""
 
 from __future__ import annotations
 

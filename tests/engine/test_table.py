@@ -1,5 +1,5 @@
-"""``topo.engine.table.write_table``: both formats go through ``write_atomic`` (a fresh-user
-trial: ``-o out.parquet`` replaced a symbolic link or a FIFO with a 0600 regular file)."""
+"""``topo.engine.table.write_table``: both formats go through ``write_atomic`` (``-o out.parquet``
+never replaces a symbolic link or a FIFO with a 0600 regular file)."""
 
 from __future__ import annotations
 

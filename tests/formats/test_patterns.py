@@ -1,6 +1,6 @@
-"""The user's regular expressions (--host-regex, --compute-host-regex, --nvlink-domain-regex)
-are searched within a time limit: a catastrophically backtracking one is refused in one line,
-and Ctrl-C or SIGTERM ends the command while it runs (issue 41)."""
+"""A user's regular expression searched within a time limit (topo.formats.patterns), as
+--host-regex, --compute-host-regex and --nvlink-domain-regex use it: a catastrophically
+backtracking one is refused in one line, and Ctrl-C or SIGTERM ends the command while it runs."""
 
 from __future__ import annotations
 
