@@ -512,17 +512,28 @@ def test_plan_says_it_rounded_up_to_whole_servers(gpus: int, per_node: int) -> N
     assert note in r.stdout
 
 
-def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
-    r = run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--no-check")
-    assert r.exit_code == 0 and "rounded up" not in r.stdout
+def _plan_keeps_the_librarys_keys(check: str) -> None:
     from topo.cost import plan
 
-    rows = json.loads(run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--json").stdout)
+    args = ["plan", "--gpus", 16384, "--families", "ft3,mpft", check, "--json"]
+    rows = json.loads(run(*args).stdout)
     for x, lib in zip(rows, plan(16384, families=("ft3", "mpft"), check=False), strict=True):
         keys = list(lib.to_dict())  # the library's keys, in order, and gpus_requested after gpus
         at = keys.index("gpus") + 1
         assert list(x) == [*keys[:at], "gpus_requested", *keys[at:]]
         assert x["gpus"] == x["gpus_requested"] == 16384
+
+
+def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
+    r = run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--no-check")
+    assert r.exit_code == 0 and "rounded up" not in r.stdout
+    _plan_keeps_the_librarys_keys("--no-check")
+
+
+@pytest.mark.slow
+def test_a_checked_plan_of_whole_servers_keeps_its_keys() -> None:
+    # --check builds both 16,384-GPU designs to count and price them (full scale)
+    _plan_keeps_the_librarys_keys("--check")
 
 
 # 5. topo collective: a log's own sizes; --calibrate's whole log; --arch or --node
