@@ -213,6 +213,7 @@ def test_bandwidth_ft2_is_the_nic_rate(files: Path) -> None:
     assert f"{busbw:.2f} GB/s" in table and "bottleneck links" in table
 
 
+@pytest.mark.slow
 def test_mpft_full_size_build_and_bandwidth(in_tmp: Path) -> None:
     """DeepSeek-V3's fabric: 64-port switches, 8 planes (ISCA 2025, Table 3)."""
     s = ok_json("build", "mpft", "--switch-ports", 64, "--link-gbps", 400, "-o", "mpft.json")

@@ -164,8 +164,8 @@ def test_mrft_three_layers_refuses_past_k_pods():
     [
         ("mrft", 4096, 64),
         ("mrft", 2000, 64),
-        ("mrft", 8192 * 8, 64),
-        ("mpft", 131072, 64),
+        pytest.param("mrft", 8192 * 8, 64, marks=pytest.mark.slow),  # 65,536 GPUs
+        pytest.param("mpft", 131072, 64, marks=pytest.mark.slow),
         ("mpft", 24, 8),
         ("mpft", 8 * 1000, 16),
         ("mrft", 8 * 100, 16),

@@ -59,7 +59,15 @@ def two_servers() -> nx.Graph:
 # ------------------------------------------------------------------ recovering known values
 
 
-def test_calibration_recovers_node_network_and_latency_scale(two_servers, tmp_path):
+@pytest.fixture(scope="module")
+def fit_08(two_servers, tmp_path_factory):
+    """The synthetic rows under node_network 0.8 and the [expected] costs x 1.5, and the fit
+    of every op to them (a frozen Calibration, shared by the tests that read it)."""
+    tests = synthetic(two_servers, truth(tmp_path_factory.mktemp("truth"), 0.8, 1.5), OPS, SIZES)
+    return tests, calibrate(two_servers, tests, load_constants())
+
+
+def test_calibration_recovers_node_network_and_latency_scale(fit_08):
     """node_network 0.8 and the [expected] costs x 1.5. On these servers a ring is bound by
     its 16 channels of one NVLink (16 x 20.6 = 329.6 GB/s per server) under the 8 x 48 = 384
     of the NICs, and 0.8 x 8 x 50 = 320 GB/s is under both: the large rows of all_gather and
@@ -67,8 +75,7 @@ def test_calibration_recovers_node_network_and_latency_scale(two_servers, tmp_pa
     so the bandwidth band recovers it; the small and mid rows (launch and per-message costs)
     recover the scale. Held out, each op is predicted by the other two, one of which always
     shows the ceiling."""
-    tests = synthetic(two_servers, truth(tmp_path, 0.8, 1.5), OPS, SIZES)
-    cal = calibrate(two_servers, tests, load_constants())
+    _, cal = fit_08
     assert cal.node_network == pytest.approx(0.8, rel=0.01)
     assert cal.latency_scale == pytest.approx(1.5, rel=0.01)
     assert cal.not_fitted == {}
@@ -208,12 +215,11 @@ def test_one_op_real_log_never_takes_its_large_rows_away(ten_servers, tmp_path, 
 # ------------------------------------------------------------------ the cluster file
 
 
-def test_cluster_file_loads_and_reproduces_the_fit(two_servers, tmp_path):
+def test_cluster_file_loads_and_reproduces_the_fit(two_servers, fit_08, tmp_path):
     """The file holds node_network and the six [expected] costs times the scale, each as the
     shipped value x scale (to the 4 decimals written), and with it the synthetic rows are
     predicted as the fit predicts them."""
-    tests = synthetic(two_servers, truth(tmp_path, 0.8, 1.5), OPS, SIZES)
-    cal = calibrate(two_servers, tests, load_constants())
+    tests, cal = fit_08
     text = cluster_toml(cal, "/some/where/cluster.log")
     assert text.startswith("# Calibrated by `topo collective --calibrate cluster.log` (51 rows")
     assert "# node_network = " in text and "rows of the bandwidth band" in text
