@@ -2,10 +2,11 @@
 
 typer's ``CliRunner.invoke(app, ...)`` turns the Typer app into its click command on every call
 (``typer.main.get_command``: every verb's signature and type hints read again, about 0.1 s for
-topo's 15 verbs and ~190 options), and the suite invokes the command line about a thousand
-times. A user's process builds that command once, in ``main``; here it is built once per app
-for the session, and every invocation parses, runs and reports through the same command as
-before (click commands are stateless between invocations: each gets a fresh context).
+topo's 15 verbs and ~190 options), and the suite invokes the command line hundreds of times (310
+in tests/test_cli.py and tests/test_cli_common.py alone). A user's process builds that command
+once, in ``main``; here it is built once per app for the session, and every invocation parses,
+runs and reports through the same command as before (click commands are stateless between
+invocations: each gets a fresh context).
 """
 
 from __future__ import annotations
