@@ -1,5 +1,5 @@
 """Property-based tests (hypothesis): mutated real files and mutated fabrics are read, or refused
-with topo's own error (issue 11). Never a traceback, a hang or a silent wrong value.
+with topo's own error. Never a traceback, a hang or a silent wrong value.
 
 The default run tries a few dozen variants per reader, derandomized (the same ones each run);
 ``python -m pytest -m slow tests/test_bad_input.py`` runs the campaign of 10,000 per reader.

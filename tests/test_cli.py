@@ -213,6 +213,7 @@ def test_bandwidth_ft2_is_the_nic_rate(files: Path) -> None:
     assert f"{busbw:.2f} GB/s" in table and "bottleneck links" in table
 
 
+@pytest.mark.slow
 def test_mpft_full_size_build_and_bandwidth(in_tmp: Path) -> None:
     """DeepSeek-V3's fabric: 64-port switches, 8 planes (ISCA 2025, Table 3)."""
     s = ok_json("build", "mpft", "--switch-ports", 64, "--link-gbps", 400, "-o", "mpft.json")
@@ -632,22 +633,43 @@ def test_build_refuses_absurd_sizes(in_tmp: Path, args: list[Any]) -> None:
     user_error(run("build", *args))
 
 
-def test_general_lp_too_large_is_refused_at_once(
-    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # "At once": refused from its size, before any LP is built or a solver started.
+def _no_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if an LP is built or a solver started."""
     import highspy
 
     import topo.flow.solve.lp
-
-    ok("build", "mpft", "-o", "mpft.json")
 
     def no_lp(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("an LP was built for a problem over the variable limit")
 
     monkeypatch.setattr(topo.flow.solve.lp, "flow_model", no_lp)
     monkeypatch.setattr(highspy, "Highs", no_lp)
+
+
+@pytest.mark.slow
+def test_general_lp_too_large_is_refused_at_once(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "At once": refused from its size, before any LP is built or a solver started; the
+    # 16,384-GPU MPFT over the default limit.
+    ok("build", "mpft", "-o", "mpft.json")
+    _no_lp(monkeypatch)
     user_error(run("bandwidth", "mpft.json", "--method", "general"), "variables", "limit")
+
+
+def test_general_lp_over_max_variables_is_refused_at_once(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same refusal at a small scale: the general LP of an ft2 of 8-port switches (32 GPUs
+    # in 4 servers: 12 commodities, a variable for each on each of its ~100 arcs) is over 100.
+    ok("build", "ft2", "--switch-ports", 8, "-o", "ft2.json")
+    _no_lp(monkeypatch)
+    line = user_error(
+        run("bandwidth", "ft2.json", "--method", "general", "--max-variables", 100),
+        "variables",
+        "limit",
+    )
+    assert "(limit 100)" in line
 
 
 # ------------------------------------------------------------------------------ bad input: import
@@ -763,7 +785,7 @@ def test_spec_file_errors_name_the_files_keys(in_tmp, text, key, option, bad, me
     assert "bad.toml" not in r.stderr
 
 
-# -- the fresh-user trial's findings on imports and bad files --------------------------------
+# -- imports and bad files ---------------------------------------------------------------------
 
 
 def test_truncated_fabric_error_names_line_and_column(in_tmp: Path) -> None:

@@ -28,6 +28,7 @@ def run_block(path: Path, contains: str) -> dict:
     return namespace
 
 
+@pytest.mark.slow
 def test_readme_library_example() -> None:
     ns = run_block(ROOT / "README.md", "alltoall_bandwidth(G)")
     r = ns["r"]

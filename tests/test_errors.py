@@ -91,7 +91,7 @@ def test_parse_json_and_toml_errors_name_line_and_column(tmp_path) -> None:
         load_spec(spec)
 
 
-# -- library entry points refuse what is not a fabric (the fresh-user trial's finding) -------
+# -- library entry points refuse what is not a fabric -------------------------------------------
 
 
 @pytest.mark.parametrize("bad", [None, "mpft.json", nx.DiGraph(), nx.MultiGraph()])

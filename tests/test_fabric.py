@@ -1,6 +1,8 @@
 """Tests of the public queries of topo.fabric (natural_key, terminal_kind, servers,
 switch_components, blocks_below_top), with values worked out by hand from the builders' naming
-(docs/builders.md) and the ibnetdiscover record format."""
+(docs/builders.md) and the ibnetdiscover record format; of ``load`` and its refusals; and of
+JSON reading (``parse_json``): a file nested 100,000 levels deep is one line naming the file
+from every reader of JSON, not a RecursionError traceback."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import copy
 import gc
 import json
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from topo.builders import build
+from topo.cli import app
 from topo.errors import FormatError
 from topo.fabric import (
     blocks_below_top,
@@ -389,7 +394,7 @@ def test_load_leaves_the_collector_as_it_was(tmp_path, saved) -> None:
         gc.enable()
 
 
-# -- load refuses what the solvers assume away (issue 11) ------------------------------------
+# -- load refuses what the solvers assume away ----------------------------------------------
 
 
 def _node(d: dict[str, Any], name: str) -> dict[str, Any]:
@@ -560,7 +565,7 @@ def test_components_within_are_networkx_components_of_the_subgraph(seed) -> None
 
 
 def test_an_edge_to_an_undeclared_node_is_named_as_such(tmp_path, saved) -> None:
-    """A fresh-user trial: an edge naming no declared node read "kind None is not one of
+    """An edge naming no declared node must not read "kind None is not one of
     ...", as if the file declared a node without a kind; the message says which edge names
     it, on load and in check_schema of a graph networkx made from such a file."""
     edge = saved["edges"][3]
@@ -606,3 +611,41 @@ def test_a_fabric_file_with_a_byte_order_mark_loads(tmp_path: Path, saved) -> No
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert summarize(load(bom)) == summarize(load(plain))
+
+
+# -- a JSON file nested too deeply is one line naming the file, from every reader of JSON ---
+
+runner = CliRunner()
+DEEP = "[" * 100_000 + "]" * 100_000
+TOO_DEEP = f"nested too deeply (over about {sys.getrecursionlimit():,} levels of arrays or objects)"
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP + "\n")
+    fabric = tmp_path / "c1.json"
+    args = ["build", "ft2", "--switch-ports", "4", "--gpus-per-node", "1", "--nics-per-node", "1"]
+    assert runner.invoke(app, [*args, "-o", str(fabric)]).exit_code == 0
+    return deep, fabric
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix"),
+    [
+        (["bandwidth", "{deep}"], "not JSON"),
+        (["export", "cabling", "{deep}"], "not JSON"),
+        (["moe", "{fabric}", "--model", "{deep}"], "not JSON"),
+        (["moe", "{fabric}", "--expert-load", "{deep}"], "not JSON"),
+        (["collective", "{fabric}", "--compare", "{deep}"], "not valid JSON"),
+    ],
+    ids=["bandwidth", "export", "moe-model", "moe-expert-load", "collective-compare"],
+)
+def test_a_deep_json_file_is_one_line(
+    files: tuple[Path, Path], args: list[str], prefix: str
+) -> None:
+    deep, fabric = files
+    argv = [a.format(deep=deep, fabric=fabric) for a in args]
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == f"topo: error: {deep}: {prefix}: {TOO_DEEP}\n"

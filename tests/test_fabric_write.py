@@ -1,6 +1,6 @@
 """``topo.files.write_atomic`` and ``save``: written whole, never through or over something that
-is not a regular file (issue 11: ``-o`` replaced a FIFO, a device, a link; issue 41: ``export
-slurm -o link.json`` wrote a Slurm file through a link into a .json)."""
+is not a regular file (a FIFO, a device, a symbolic link: ``export slurm -o link.json`` must not
+write a Slurm file through a link into a .json)."""
 
 from __future__ import annotations
 

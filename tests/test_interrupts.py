@@ -1,4 +1,4 @@
-"""Signals during a solve (issue 11): the library leaves a caller's handlers alone; only the
+"""Signals during a solve (topo.interrupts): the library leaves a caller's handlers alone; only the
 command line makes SIGINT and SIGTERM end the process at once while HiGHS runs."""
 
 from __future__ import annotations

@@ -161,6 +161,7 @@ def test_ft2_refuses_more_than_it_holds():
 # --- three layers ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ft3_full_64_port_matches_isca25_table3():
     # [ISCA25] Table 3, FT3: 65,536 endpoints, 5,120 switches, 131,072 links.
     # Closed form (Al-Fares 2008), k = 64: k^3/4 = 65536 endpoints; k pods * (k/2 + k/2)

@@ -48,7 +48,11 @@ def test_dgx_h100_superpod_1_to_4_su_two_layers(gpus, leaves, spines):
 
 @pytest.mark.parametrize(
     "su, leaves, spines, cores",
-    [(16, 128, 128, 64), (32, 256, 256, 128), (64, 512, 512, 256)],
+    [
+        (16, 128, 128, 64),
+        (32, 256, 256, 128),
+        pytest.param(64, 512, 512, 256, marks=pytest.mark.slow),  # 16,384 GPUs
+    ],
 )
 def test_dgx_b200_superpod_three_layers(su, leaves, spines, cores):
     gpus = su * 32 * 8
@@ -164,8 +168,8 @@ def test_mrft_three_layers_refuses_past_k_pods():
     [
         ("mrft", 4096, 64),
         ("mrft", 2000, 64),
-        ("mrft", 8192 * 8, 64),
-        ("mpft", 131072, 64),
+        pytest.param("mrft", 8192 * 8, 64, marks=pytest.mark.slow),  # 65,536 GPUs
+        pytest.param("mpft", 131072, 64, marks=pytest.mark.slow),
         ("mpft", 24, 8),
         ("mpft", 8 * 1000, 16),
         ("mrft", 8 * 100, 16),

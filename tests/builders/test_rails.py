@@ -30,6 +30,7 @@ def leaf_of(G, nic):
 # --- MPFT -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mpft_full_64_port_matches_isca25_table3():
     # [ISCA25] Table 3, MPFT: 16,384 endpoints, 768 switches, 16,384 links; §5.1: 8 planes,
     # up to 16,384 GPUs. Per plane (k = 64): 64 leaves, 32 spines, 2048 endpoints, 2048 links.

@@ -55,6 +55,7 @@ def test_largest_q_for_64_ports():
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_full_64_port_build_is_q27():
     s = summarize(build("slimfly"))
     # 2*27^2 = 1458 routers, 1458*41/2 = 29,889 links, 1458*21 = 30,618 ports -> 3,827 servers.

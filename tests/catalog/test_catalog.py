@@ -130,6 +130,7 @@ def test_build_gb300_nvl72_on_q3400_is_a_full_two_layer_fat_tree():
     assert d["switches_by_tier"] == {"leaf": 144, "spine": 72}
 
 
+@pytest.mark.slow
 def test_build_gb200_nvl72_on_qm9700_three_layers():
     # k = 64: k^3/4 = 65,536 endpoints; whole racks of 72: 910 racks, 65,520 GPUs
     d = build_json("ft3", "--switch", "qm9700", "--node", "gb200-nvl72")

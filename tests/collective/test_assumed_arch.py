@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.collective.constants import default_constants_path
+from topo.collective.fabric_rates import gpu_arch
 from topo.collective.gpu_models import ARCH_CLASS, assumed_arch_note
 from topo.fabric import save
 from topo.spec import tomllib
@@ -120,3 +121,19 @@ def test_compare_warns_on_a_fabric_file_not_on_the_default_cluster(tmp_path):
     r = run("--compare", log, "--op", "all_reduce", "--json")
     assert r.exit_code == 0, r.output
     assert not [w for w in warnings(r.stderr) if "records no GPU model" in w]
+
+
+def test_arch_default_follows_the_fabric(tmp_path):
+    """A fabric recording an A100 is computed with Ampere's tables (no NVLink SHARP, so no
+    NVLS); ``--arch hopper`` on the same fabric chooses NVLS for 1 GiB on one server."""
+    G = build("ft2", switch_ports=8, gpus=16, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450)
+    assert gpu_arch(G) is None
+    G.graph["gpu_model"] = "NVIDIA A100-SXM4-80GB"
+    assert gpu_arch(G) == "ampere"
+    path = tmp_path / "a100.json"
+    save(G, path)
+    args = ["--gpus", 8, "--op", "all_reduce", "--min-bytes", "1G", "--max-bytes", "1G", "--json"]
+    rows_default = json.loads(run(path, *args).stdout)["rows"]
+    rows_hopper = json.loads(run(path, *args, "--arch", "hopper").stdout)["rows"]
+    assert rows_default[0]["algorithm"] != "nvls"  # the fabric says A100: no NVLS
+    assert rows_hopper[0]["algorithm"] == "nvls"

@@ -4,6 +4,7 @@ Each expected count is worked through NVIDIA/nccl v2.29.2-1 by hand: the ring se
 channel per NIC at the first speed of the arch's array the NIC fits (search.cc), doubled by
 ncclTopoDupChannels unless (SM80 on) the speed is under 50 GB/s with more than 4 channels, set
 up twice by ncclTopoPostset, doubled again from SM90 when over 45 GB/s with fewer than 16.
+Send/recv's channels per peer are worked from paths.cc and enqueue.cc (NCCL 2.29).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from topo.builders import build
-from topo.collective import load_constants
+from topo.collective import choose, load_constants
 from topo.collective.channels import coll_channels, p2p_channels, search_speed_GBps
 from topo.collective.fabric_rates import fabric_rates
 from topo.errors import FormatError
@@ -26,6 +27,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
 @pytest.fixture(scope="module")
 def h100():
     return build(load_spec(EXAMPLE).replace(name=None))
+
+
+@pytest.fixture(scope="module")
+def two_servers():
+    """Two H100-like servers: 8 GPUs, NVLink 450 GB/s, 8 x 400G NICs each."""
+    return build("ft2", switch_ports=8, gpus=16, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450)
 
 
 def _rates(G, gpn: int, nic_GBps: float):
@@ -91,3 +98,28 @@ def test_bad_channel_constants_are_refused(tmp_path, text, key):
     f.write_text(text)
     with pytest.raises(FormatError, match=key):
         load_constants(f)
+
+
+def test_one_server_sendrecv_channels(two_servers):
+    """8 GPUs, one server (NCCL 2.29 paths.cc / enqueue.cc): per peer 2 x int(370.8 / 20.6) =
+    36 -> pow2 64 -> min(32 p2p channels) = 32; nChannelsMin 32 -> 4 (4 x 8 ranks <= 32).
+    32 MiB: 4 parts of 8 MiB (<= 32 x 512 KiB): 4 x 20.6 GB/s. 128 MiB: 8 parts of 16 MiB.
+    1 GiB: 32 parts: 659 GB/s of channels, NVLink (370.8) binds."""
+    c = load_constants()
+    r = fabric_rates(two_servers, 8)
+    for size, bw, bound in (
+        (32 << 20, 4 * 20.6e9, "4 p2p channels"),
+        (128 << 20, 8 * 20.6e9, "8 p2p channels"),
+        (1 << 30, 18 * 20.6e9, "nvlink"),
+    ):
+        k = choose("sendrecv", size, r, c)
+        assert k.algbw_Bps == pytest.approx(bw, rel=1e-9) and k.bound == bound
+
+
+def test_eighty_ranks_sendrecv_one_channel():
+    """80 ranks on 10 servers: per peer max(1 NIC, ceil(50 / 14)) = 4, halved while
+    4 x ceil(80 / 8) > 16 p2p channels: 1 channel of NCCL's 14 GB/s (paths.cc)."""
+    G = build("ft2", switch_ports=16, gpus=80, gpus_per_node=8, nics_per_node=8)
+    r = fabric_rates(G, 80, 8)
+    k = choose("sendrecv", 1 << 30, r, load_constants())
+    assert k.algbw_Bps == pytest.approx(14e9) and k.bound == "1 p2p channels"

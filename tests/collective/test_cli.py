@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from topo.fabric import save
 from topo.spec import load_spec
 
 runner = CliRunner()
+LOG = ("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
 
 
@@ -313,3 +315,44 @@ def test_an_implausible_row_is_left_out_with_one_warning(small, tmp_path):
         f"topo: error: {log}: --gpus 16 differs from the 8 ranks of its all_reduce_perf test: "
         "a log is compared with the model at its own size"
     )
+
+
+def test_compare_reads_a_json_report(tmp_path):
+    """The same rows as a -J report (nccl-tests util.cu keys) compare as the text log does."""
+    from topo.formats import read_nccl_tests
+
+    log = real_file(*LOG)
+    (t,) = [x for x in read_nccl_tests(log) if x.op == "alltoall"]
+    doc = {
+        "version": 3,
+        "args": ["./build/alltoall_perf", "-b", "32M"],
+        "nccl_version": 22902,
+        "devices": [
+            {"rank": i, "hostname": h} for i, h in enumerate(h for h in t.hosts for _ in range(8))
+        ],  # fmt: skip
+        "results": [
+            {
+                "size": r.size_bytes,
+                "count": r.count,
+                "type": r.type,
+                "redop": r.redop,
+                "root": "    -1",
+                "out_of_place": {
+                    "time": r.time_us,
+                    "alg_bw": r.algbw_GBps,
+                    "bus_bw": r.busbw_GBps,
+                    "nwrong": 0,
+                },
+                "in_place": None,
+            }  # fmt: skip
+            for r in t.rows
+        ],
+    }
+    rep = tmp_path / "a2a.json"
+    rep.write_text(json.dumps(doc))
+    G = build("ft2", switch_ports=16, gpus=80, gpus_per_node=8, nics_per_node=8, nvlink_GBps=450)
+    fab = tmp_path / "h100.json"
+    save(G, fab)
+    a = json.loads(run(fab, "--compare", rep, "--json").stdout)
+    b = json.loads(run(fab, "--compare", log, "--op", "alltoall", "--json").stdout)
+    assert a[0]["rows"] == b[0]["rows"] and not math.isnan(a[0]["median_ratio"])

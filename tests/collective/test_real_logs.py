@@ -1,13 +1,13 @@
 """The model against the real H100 nccl-tests logs (../shared/data/real/nccl_tests_logs).
 
-Acceptance (issue 4): with the fabric of examples/h100-10node.toml, the predicted busbw of every
+Acceptance: with the fabric of examples/h100-10node.toml, the predicted busbw of every
 size of 1 GiB and more is within 15% of the measured (out-of-place) busbw for all_reduce,
 all_gather, reduce_scatter and alltoall, on the ten-node logs at 8 GPUs per node and on the
 single-node logs (NVLink alone). The two-node pair of the other cluster is far below the model.
 Skipped when the shared data folder is absent.
 
-No constant of the model is taken from these logs (issue 12 removed the ``node_network``
-efficiency that had been fitted to the ten-node 8-GPU plateau); see docs/collective.md.
+No constant of the model is taken from these logs (no ``node_network`` efficiency fitted to
+the ten-node 8-GPU plateau); see docs/collective.md.
 """
 
 from __future__ import annotations

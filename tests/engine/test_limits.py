@@ -1,5 +1,5 @@
 """--workers and --memory-limit are bounded before any Dask worker starts, and Ctrl-C or SIGTERM
-stops a Dask run within a second or two with one line (issue 41)."""
+stops a Dask run within a second or two with one line (topo.engine.cluster's limits)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
 from tests._signals import signal_and_wait
 from topo.builders import build
+from topo.cli import app
 from topo.engine import cluster
 from topo.engine.cluster import check_workers, max_workers, parse_memory_limit
 from topo.errors import TopoError
@@ -94,11 +96,6 @@ def test_the_default_memory_limit_is_the_machines_where_that_is_less(
         cluster.Engine(workers=1, memory_limit="5GiB")
 
 
-def _topo(*args: object, **kw) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, str(REPO / "cli.py"), *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
-
-
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("limits") / "ft.json"
@@ -113,9 +110,15 @@ def spec(tmp_path_factory) -> Path:
     return path
 
 
-def _one_line(r: subprocess.CompletedProcess[str], *parts: str) -> None:
-    assert r.returncode == 1, r.stderr
-    assert "Traceback" not in r.stderr
+def _refused(*args: object) -> Result:
+    """The command run in this process (typer's CliRunner): these refusals come before any
+    Dask worker starts, so no process of its own is needed to see them."""
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _one_line(r: Result, *parts: str) -> None:
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "Traceback" not in r.output
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("topo: error: ")
     for part in parts:
         assert part in r.stderr
@@ -133,7 +136,7 @@ def _commands(fabric: Path, spec: Path, tmp: Path) -> dict[str, list[object]]:
 def test_too_many_workers_are_refused_at_once(fabric, spec, tmp_path, command) -> None:
     # before: 90 s of silence, then "RuntimeError: dictionary changed size during iteration"
     start = time.perf_counter()
-    r = _topo(*_commands(fabric, spec, tmp_path)[command], "--workers", 100_000)
+    r = _refused(*_commands(fabric, spec, tmp_path)[command], "--workers", 100_000)
     _one_line(r, "--workers must be a whole number from 1 to ", "per core", "got 100000")
     assert time.perf_counter() - start < 20
 
@@ -151,7 +154,7 @@ def test_too_many_workers_are_refused_at_once(fabric, spec, tmp_path, command) -
 def test_a_bad_memory_limit_is_one_line(fabric, spec, tmp_path, command, limit, part) -> None:
     # before: Dask's tracebacks (up to 171 lines), or (0) no limit at all
     args = _commands(fabric, spec, tmp_path)[command]
-    _one_line(_topo(*args, "--workers", 1, "--memory-limit", limit), part)
+    _one_line(_refused(*args, "--workers", 1, "--memory-limit", limit), part)
 
 
 @pytest.fixture(scope="module")

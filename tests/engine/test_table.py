@@ -1,5 +1,5 @@
-"""``topo.engine.table.write_table``: both formats go through ``write_atomic`` (a fresh-user
-trial: ``-o out.parquet`` replaced a symbolic link or a FIFO with a 0600 regular file)."""
+"""``topo.engine.table.write_table``: both formats go through ``write_atomic`` (``-o out.parquet``
+never replaces a symbolic link or a FIFO with a 0600 regular file)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from topo.cli import app
 from topo.engine.table import read_table, write_table
 from topo.errors import FormatError
 
@@ -55,8 +57,8 @@ def test_parquet_round_trips(tmp_path: Path) -> None:
 
 
 def test_a_running_sweeps_journal_is_told_from_an_interrupted_ones(tmp_path: Path) -> None:
-    # Issue 41: a second sweep to the same output said the first (live) one's journal
-    # belonged to "an interrupted sweep".
+    # A second sweep to the same output must not call the first (live) one's journal that
+    # of "an interrupted sweep".
     from topo.engine.table import Journal, check_journal, journal_path
     from topo.errors import TopoError
 
@@ -98,14 +100,15 @@ def test_a_second_sweep_to_a_live_sweeps_output_is_one_line(tmp_path: Path) -> N
     )  # fmt: skip
     try:
         assert holder.stdout.readline() == "ready\n"
-        cmd = [sys.executable, str(repo / "cli.py"), "sweep", str(spec), "-o", str(out)]
-        r = subprocess.run([*cmd, "--workers", "1"], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 1 and "Traceback" not in r.stderr
+        # the second sweep runs in this process (CliRunner): the lock is the holder's
+        cmd = ["sweep", str(spec), "-o", str(out), "--workers", "1"]
+        r = CliRunner().invoke(app, cmd)
+        assert r.exit_code == 1 and "Traceback" not in r.output
         assert r.stderr.startswith(f"topo: error: another sweep is writing {out} (its journal")
         assert len(r.stderr.splitlines()) == 1
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     # killed: its journal is an interrupted sweep's (the lock went with the process)
-    r = subprocess.run([*cmd, "--workers", "1"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "an interrupted sweep's rows are here" in r.stderr
+    r = CliRunner().invoke(app, cmd)
+    assert r.exit_code == 1 and "an interrupted sweep's rows are here" in r.stderr

@@ -58,12 +58,24 @@ def _stop(pid_file: Path, proc: subprocess.Popen[bytes] | None = None) -> None:
     except ProcessLookupError:
         return
     for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _alive(pid):
             return
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: a daemon that has exited but that nobody has reaped yet (a
+    zombie: munged daemonizes, and a container's first process may reap it late) has ended."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 @contextmanager

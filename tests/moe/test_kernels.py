@@ -3,6 +3,7 @@ bandwidth definitions, and ``topo moe --kernel`` on the command line."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -156,7 +157,10 @@ DEEPEP = {8: (153, 158), 16: (43, 43), 32: (58, 57), 64: (51, 50)}
 top-8 experts, FP8 dispatch, BF16 combine): dispatch / combine GB/s (NVLink at EP8, RDMA)."""
 
 
+@functools.cache
 def _deepep(ep: int):
+    """DeepEP normal kernels at EP ``ep`` (a frozen report, computed once per ``ep`` for the
+    module: the README's table and Fig. 7 hold the same run to different figures)."""
     G = build("ft2", switch_ports=64, gpus=ep, gpus_per_node=8, nics_per_node=8, nvlink_GBps=200)
     r = moe_report(G, default_config(), ep=ep, tokens_per_gpu=4096, shared="local",
                    node_limit=4, micro_batches=1, schemes=("deepep",))  # fmt: skip

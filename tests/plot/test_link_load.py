@@ -374,13 +374,13 @@ def test_page_renders_in_headless_chromium(tmp_path: Path, ft2: nx.Graph) -> Non
     write_html(plot_link_load(double_cable(ft2), FT2_LOADS), path)
     html = path.read_text(encoding="utf-8")
     assert "leaf0 — spine0" in html and "25 GB/s, utilisation 0.5" in html
-    dom = rc.dump_dom(path)
+    png = tmp_path / "load.png"
+    dom = rc.dump_dom(path, png=png, size=(1400, 1300))
     found = rc.check_dom(dom)
     # 28 devices and 16 link midpoints are drawn as points; 4 histograms as bars; a colour bar.
     assert found["points"] >= 28 + 16
     assert dom.count('class="trace bars"') == 4
     assert "colorbar" in dom
-    png = rc.screenshot(path, tmp_path / "load.png", (1400, 1300))
     assert rc.png_distinct_bytes(png) >= 32
 
 

@@ -1,10 +1,21 @@
-"""Options whose effect depends on another option (a fresh user's trial): given without it, they
-changed nothing and the command said nothing. Each is now refused in one line naming the
-option and what it needs; with what it needs it keeps working."""
+"""The checks the command line makes before any work (topo.cli_common), through the commands
+that use them (typer's CliRunner).
+
+- Options whose effect depends on another option (``refuse_given``, ``refuse_with``): given
+  without it they would change nothing, so each is refused in one line naming the option and
+  what it needs; with what it needs it keeps working.
+- ``-o`` (or ``--html``) naming one of the command's own input files is refused, the input left
+  as it was (``refuse_input_as_output``, ``refuse_outputs_over_inputs``).
+- Every command refuses a bad output before it reads, solves or starts anything
+  (``check_outputs``): each case gives an input that is not JSON (or a build that would be
+  refused); were the input read or the work begun first, the error would name the input; it
+  must name the output option.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -13,8 +24,250 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.cli import app
-from topo.fabric import save
+from topo.cli_common import refuse_input_as_output, refuse_outputs_over_inputs
+from topo.errors import FormatError, TopoError
+from topo.fabric import check_writable, save
 
+# -- -o naming one of the command's own inputs ---------------------------------------------
+
+runner = CliRunner()
+BUILD = ["build", "ft2", "--switch-ports", "4", "--gpus-per-node", "1", "--nics-per-node", "1"]
+
+
+def _refused(args: list[str], output: Path, source: Path, option: str = "--output") -> None:
+    before = source.read_bytes()
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == (
+        f"topo: error: {option} {output} is the input file {source}: refusing to overwrite "
+        "it; write to another file\n"
+    )
+    assert source.read_bytes() == before
+
+
+@pytest.fixture()
+def fabric(tmp_path: Path) -> Path:
+    path = tmp_path / "c1.json"
+    assert runner.invoke(app, [*BUILD, "-o", str(path)]).exit_code == 0
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["cabling", "slurm", "ibnetdiscover"])
+def test_export_refuses_its_fabric_as_output(fabric: Path, fmt: str) -> None:
+    _refused(["export", fmt, str(fabric), "-o", str(fabric)], fabric, fabric)
+
+
+def test_a_link_or_another_spelling_is_the_same_file(fabric: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(fabric)
+    _refused(["export", "cabling", str(fabric), "-o", str(link)], link, fabric)
+    hard = tmp_path / "hard.json"
+    os.link(fabric, hard)
+    _refused(["export", "cabling", str(fabric), "-o", str(hard)], hard, fabric)
+    dotted = tmp_path / "." / "c1.json"
+    _refused(["export", "cabling", str(dotted), "-o", str(fabric)], fabric, dotted)
+
+
+def test_export_refuses_its_hosts_file_as_output(fabric: Path, tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("".join(f"h{i}\n" for i in range(8)))
+    _refused(
+        ["export", "slurm", str(fabric), "--hosts", str(hosts), "-o", str(hosts)], hosts, hosts
+    )
+
+
+def test_import_refuses_its_dump_as_output(fabric: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "c1.net"
+    r = runner.invoke(app, ["export", "ibnetdiscover", str(fabric), "-o", str(dump)])
+    assert r.exit_code == 0, r.output
+    _refused(["import", "ibnetdiscover", str(dump), "-o", str(dump)], dump, dump)
+
+
+def test_build_refuses_its_spec_as_output(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('family = "ft2"\nswitch_ports = 4\ngpus_per_node = 1\nnics_per_node = 1\n')
+    _refused(["build", "--spec", str(spec), "-o", str(spec)], spec, spec)
+
+
+def test_plot_refuses_its_fabric_as_output(fabric: Path, tmp_path: Path) -> None:
+    page = tmp_path / "c1.html"
+    page.symlink_to(fabric)
+    _refused(["plot", str(fabric), "-o", str(page)], page, fabric)
+
+
+def test_another_file_is_written(fabric: Path, tmp_path: Path) -> None:
+    r = runner.invoke(app, ["export", "cabling", str(fabric), "-o", str(tmp_path / "c.csv")])
+    assert r.exit_code == 0, r.output
+    refuse_input_as_output("--output", None, [fabric])  # no output: nothing to refuse
+    refuse_input_as_output("--output", tmp_path / "new.json", [None, fabric])
+    with pytest.raises(TopoError, match=r"^-o .*c1\.json is the input file"):
+        refuse_input_as_output("-o", fabric, [None, fabric])
+
+
+def test_collective_refuses_its_log_as_output(tmp_path: Path) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("# nccl-tests log\n")
+    _refused(["collective", "--calibrate", str(log), "-o", str(log)], log, log)
+
+
+def test_sweep_refuses_its_spec_as_output(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep.toml"
+    spec.write_text('[sweep]\nevaluate = ["cost"]\n\n[grid]\nfamily = "ft2"\nswitch_ports = 8\n')
+    table = tmp_path / "out.csv"
+    table.symlink_to(spec)
+    _refused(["sweep", str(spec), "-o", str(table), "--workers", "1"], table, spec)
+
+
+def _html_refused(args: list[str], option: str, output: Path, source: Path) -> None:
+    _refused(args, output, source, option)
+
+
+@pytest.fixture()
+def html_fabric(tmp_path: Path) -> Path:
+    """A fabric JSON named .html: the HTML writers' suffix check lets it through, so only the
+    input check stops ``topo bandwidth f.html --html f.html`` replacing the fabric with a
+    plotly page."""
+    built = tmp_path / "f.json"
+    assert runner.invoke(app, [*BUILD, "-o", str(built)]).exit_code == 0
+    return built.rename(tmp_path / "f.html")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bandwidth", "{f}"],
+        ["moe", "{f}"],
+        ["collective", "{f}"],
+    ],
+)
+def test_html_refuses_the_fabric(html_fabric: Path, command: list[str]) -> None:
+    args = [a.format(f=html_fabric) for a in command]
+    _html_refused([*args, "--html", str(html_fabric)], "--html", html_fabric, html_fabric)
+
+
+def test_html_refuses_a_link_to_the_fabric(fabric: Path, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.symlink_to(fabric)
+    _html_refused(["bandwidth", str(fabric), "--html", str(page)], "--html", page, fabric)
+
+
+def test_cost_html_refuses_its_price_book(tmp_path: Path) -> None:
+    from importlib import resources
+
+    book = tmp_path / "prices.html"
+    book.write_bytes(resources.files("topo").joinpath("data", "prices.toml").read_bytes())
+    args = ["cost", "--compare", "ft2", "--prices", str(book), "--html", str(book)]
+    _html_refused(args, "--html", book, book)
+
+
+def test_collective_html_refuses_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "nccl.html"
+    log.write_text("# nccl-tests log\n")
+    _html_refused(["collective", "--compare", str(log), "--html", str(log)], "--html", log, log)
+
+
+def test_validate_html_refuses_its_dump(fabric: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "c1.html"
+    r = runner.invoke(app, ["export", "ibnetdiscover", str(fabric), "-o", str(dump)])
+    assert r.exit_code == 0, r.output
+    _html_refused(["validate", str(fabric), str(dump), "--html", str(dump)], "--html", dump, dump)
+
+
+def test_sweep_html_refuses_its_spec_and_its_table(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep.html"
+    spec.write_text('[sweep]\nevaluate = ["cost"]\n\n[grid]\nfamily = "ft2"\nswitch_ports = 8\n')
+    table = tmp_path / "out.csv"
+    args = ["sweep", str(spec), "-o", str(table), "--workers", "1"]
+    _html_refused([*args, "--html", str(spec)], "--html", spec, spec)
+    page = tmp_path / "page.html"
+    page.symlink_to(table)
+    r = runner.invoke(app, [*args, "--html", str(page)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == (
+        f"topo: error: --html {page} is also --output {table}: give each output its own file\n"
+    )
+    assert not table.exists()
+
+
+def test_two_outputs_one_file(tmp_path: Path) -> None:
+    a = tmp_path / "a.html"
+    refuse_outputs_over_inputs({"--output": a, "--html": None}, [None])
+    with pytest.raises(TopoError, match=r"^--html .*a\.html is also --output .*a\.html"):
+        refuse_outputs_over_inputs({"--output": a, "--html": tmp_path / "." / "a.html"}, [])
+
+
+# -- a bad output is refused before the input is read --------------------------------------
+
+DASH = "cannot write: '-' is not read as standard output here"
+
+
+def _cases(bad: str) -> list[tuple[list[str], str]]:
+    return [
+        (["build", "ft2", "--switch-ports", "7", "-o", "-"], "--output -"),
+        (["bandwidth", bad, "--html", "-"], "--html -"),
+        (["plot", bad, "-o", "-"], "--output -"),
+        (["collective", bad, "--html", "-"], "--html -"),
+        (["collective", "--calibrate", bad, "-o", "-"], "--output -"),
+        (["cost", bad, "--html", "-"], "--html -"),
+        (["moe", bad, "--html", "-"], "--html -"),
+        (["export", "slurm", bad, "-o", "-"], "--output -"),
+        (["export", "nccl", bad, "-o", "t.xml", "--topo-xml", "-"], "--topo-xml -"),
+        (["validate", bad, bad, "--html", "-"], "--html -"),
+        (["sweep", bad, "-o", "-"], "--output -"),
+        (["sweep", bad, "-o", "t.csv", "--html", "-"], "--html -"),
+        (["import", "ibnetdiscover", bad, "-o", "-"], "--output -"),
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(_cases("x"))))
+def test_a_dash_output_is_refused_before_the_input_is_read(
+    i: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("garbage\n")
+    args, option = _cases("bad.json")[i]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 1, r.output
+    assert r.stderr == f"topo: error: {option}: {DASH}" + r.stderr.split(DASH, 1)[1]
+    assert len(r.stderr.splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["bad.json"]  # nothing written, no "-" file
+
+
+@pytest.mark.parametrize(
+    "html, says",
+    [
+        ("x.png", "--html x.png: topo writes an HTML page (plotly, offline): name it .html"),
+        ("/dev/null", "--html /dev/null: cannot write: it is not a regular file"),
+        ("nodir/x.html", "--html nodir/x.html: cannot write: folder nodir does not exist"),
+    ],
+)
+def test_other_bad_outputs_are_refused_before_the_solve(
+    html: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the writer at the end refused these only after the whole computation
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("garbage\n")
+    r = CliRunner().invoke(app, ["bandwidth", "bad.json", "--html", html])
+    assert r.exit_code == 1 and r.stderr.startswith(f"topo: error: {says}"), r.output
+
+
+def test_check_writable_gives_the_file_and_folder_and_refuses_a_read_only_folder(
+    tmp_path: Path,
+) -> None:
+    assert check_writable(tmp_path / "t.json") == (tmp_path / "t.json", tmp_path)
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as the superuser: every folder is writable")
+        with pytest.raises(FormatError, match=r"cannot write: folder .*ro is not writable"):
+            check_writable(locked / "x.json")
+    finally:
+        locked.chmod(0o700)
+
+
+# -- options whose effect depends on another option ----------------------------------------
 
 def run(*args: object):
     return CliRunner().invoke(app, [str(a) for a in args])
@@ -259,17 +512,28 @@ def test_plan_says_it_rounded_up_to_whole_servers(gpus: int, per_node: int) -> N
     assert note in r.stdout
 
 
-def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
-    r = run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--no-check")
-    assert r.exit_code == 0 and "rounded up" not in r.stdout
+def _plan_keeps_the_librarys_keys(check: str) -> None:
     from topo.cost import plan
 
-    rows = json.loads(run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--json").stdout)
+    args = ["plan", "--gpus", 16384, "--families", "ft3,mpft", check, "--json"]
+    rows = json.loads(run(*args).stdout)
     for x, lib in zip(rows, plan(16384, families=("ft3", "mpft"), check=False), strict=True):
         keys = list(lib.to_dict())  # the library's keys, in order, and gpus_requested after gpus
         at = keys.index("gpus") + 1
         assert list(x) == [*keys[:at], "gpus_requested", *keys[at:]]
         assert x["gpus"] == x["gpus_requested"] == 16384
+
+
+def test_plan_of_whole_servers_has_no_note_and_keeps_its_keys() -> None:
+    r = run("plan", "--gpus", 16384, "--families", "ft3,mpft", "--no-check")
+    assert r.exit_code == 0 and "rounded up" not in r.stdout
+    _plan_keeps_the_librarys_keys("--no-check")
+
+
+@pytest.mark.slow
+def test_a_checked_plan_of_whole_servers_keeps_its_keys() -> None:
+    # --check builds both 16,384-GPU designs to count and price them (full scale)
+    _plan_keeps_the_librarys_keys("--check")
 
 
 # 5. topo collective: a log's own sizes; --calibrate's whole log; --arch or --node
