@@ -671,9 +671,13 @@ def test_kernel_sms_applies_to_deepep_normal(mpft64: Path, kernel: str) -> None:
     from topo.moe import default_config, moe_report
     from topo.moe.kernels import kernel_report
 
-    # Why: the model of these kernels does not read the SM budget
+    # Why: the model of these kernels does not read an SM budget, so the library refuses one
+    # (naming its parameter) and takes none; DeepEP's normal kernels read it
     report = moe_report(load(mpft64), default_config())
-    assert kernel_report(report, kernel, 2) == kernel_report(report, kernel, 24)
+    with pytest.raises(TopoError, match=f"the model of {kernel} has no SM budget") as e:
+        kernel_report(report, kernel, 2)
+    assert e.value.names == ("num_sms",)
+    assert kernel_report(report, kernel, None).sms != 2
     assert kernel_report(report, "deepep-normal", 2) != kernel_report(report, "deepep-normal", 24)
     line = one_line_error(
         run("moe", mpft64, "--kernel", kernel, "--kernel-sms", 20), "--kernel-sms applies"

@@ -258,7 +258,7 @@ def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
         (
             "[grid]\nfamily = ['ft2', 'ft9']\n",
             r"/s\.toml:2: \[grid\] family must be one of ft2, ft3, mrft, mpft, dragonfly, "
-            r"slimfly, got 'ft9'$",
+            r"slimfly, rail-only, hpn, got 'ft9'$",
         ),
         (
             "[grid]\nfamily = 'ft2'\nfail_link_rate = [0.0, 1.5]\n",
