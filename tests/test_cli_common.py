@@ -682,5 +682,6 @@ def test_kernel_sms_applies_to_deepep_normal(mpft64: Path, kernel: str) -> None:
     line = one_line_error(
         run("moe", mpft64, "--kernel", kernel, "--kernel-sms", 20), "--kernel-sms applies"
     )
-    assert f"--kernel {kernel} has no SM budget" in line
+    assert line.startswith("topo: error: --kernel-sms applies to deepep-normal and deepep-v2")
+    assert f"the model of {kernel} has no SM budget" in line
     assert run("moe", mpft64, "--kernel", "deepep-normal", "--kernel-sms", 20).exit_code == 0
