@@ -26,7 +26,8 @@ from topo.builders import build
 from topo.cli import app
 from topo.cli_common import refuse_input_as_output, refuse_outputs_over_inputs
 from topo.errors import FormatError, TopoError
-from topo.fabric import check_writable, save
+from topo.fabric import save
+from topo.files import check_writable
 
 # -- -o naming one of the command's own inputs ---------------------------------------------
 

@@ -73,7 +73,8 @@ def test_format_error_names_the_column_too():
 
 
 def test_parse_json_and_toml_errors_name_line_and_column(tmp_path) -> None:
-    from topo.fabric import load, parse_json
+    from topo.fabric import load
+    from topo.files import parse_json
     from topo.spec import load_spec
 
     # '{"a": [1,' ends at column 9; the parser wants a value at column 10.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from topo.errors import FormatError
-from topo.fabric import write_atomic
+from topo.files import write_atomic
 
 
 def test_writes_a_new_file_and_replaces_a_regular_one(tmp_path: Path) -> None:
@@ -189,14 +189,14 @@ def test_dev_stdout_is_refused_and_the_file_behind_it_kept(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("name", ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2"])
 def test_links_into_the_process_s_descriptors_are_refused(name: str) -> None:
-    from topo.fabric import check_writable
+    from topo.files import check_writable
 
     with pytest.raises(FormatError, match="file descriptor of this process"):
         check_writable(name)
 
 
 def test_a_link_to_dev_stdout_is_refused_as_a_file_descriptor(tmp_path: Path) -> None:
-    from topo.fabric import check_writable
+    from topo.files import check_writable
 
     (tmp_path / "out.json").symlink_to("/dev/stdout")
     with pytest.raises(FormatError, match="file descriptor of this process"):

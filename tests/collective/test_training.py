@@ -19,7 +19,7 @@ from topo.collective.training import (
     points,
     summary,
 )
-from topo.fabric import read_text
+from topo.files import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

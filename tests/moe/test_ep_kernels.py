@@ -19,7 +19,8 @@ from topo.builders import build
 from topo.cli import app
 from topo.collective.training import default_training_path
 from topo.errors import TopoError
-from topo.fabric import read_text, save
+from topo.fabric import save
+from topo.files import read_text
 from topo.moe import default_config, moe_report
 from topo.moe.deepep_v2 import expected_topk, v2_theoretical_qps, v2_theoretical_sms
 from topo.moe.kernels import kernel_report, kernel_times, ll_sms

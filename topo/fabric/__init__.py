@@ -66,23 +66,6 @@ from topo.fabric.schema import (
     tier_name,
 )
 
-# Until topo/flow/ imports them from their own modules: the file kit (topo.files) and the
-# collector's pause (topo.runtime), which are not the fabric's.
-from topo.files import (
-    MAX_NUMBER_DIGITS,
-    check_writable,
-    link_target,
-    long_number,
-    parse_json,
-    read_text,
-    remove_stale_temporaries,
-    toml_error,
-    too_deep,
-    write_atomic,
-    written_names,
-)
-from topo.runtime import gc_paused
-
 __all__ = [
     # schema
     "ALLOWED_ENDS",
@@ -136,17 +119,4 @@ __all__ = [
     "check_fabric_path",
     "load",
     "save",
-    # re-exported for topo/flow/ (their home: topo.files, topo.runtime)
-    "MAX_NUMBER_DIGITS",
-    "check_writable",
-    "gc_paused",
-    "link_target",
-    "long_number",
-    "parse_json",
-    "read_text",
-    "remove_stale_temporaries",
-    "toml_error",
-    "too_deep",
-    "write_atomic",
-    "written_names",
 ]
