@@ -242,7 +242,7 @@ def test_export_does_not_write_through_a_link_whatever_its_target(tmp_path: Path
 
 
 def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
-    # Issue 41: a SIGKILLed write left .out.json.XXXX.tmp behind, and no later run removed it.
+    # A SIGKILLed write leaves .out.json.XXXX.tmp behind; the next write to the file removes it.
     import signal
     import subprocess
     import sys
@@ -252,7 +252,7 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path: 
     code = (
         "import os, time, sys\n"
         "os.replace = lambda *a: time.sleep(60)  # stalls after the temporary file is written\n"
-        "from topo.fabric import write_atomic\n"
+        "from topo.files import write_atomic\n"
         f"write_atomic({str(out)!r}, 'half')\n"
     )
     repo = Path(__file__).resolve().parents[1]
