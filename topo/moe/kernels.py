@@ -357,8 +357,14 @@ def _phase(
 
 
 def _nic_and_nvlink_Bps(layout: EPLayout) -> tuple[float, float]:
-    """The slowest rank's NIC cable(s) and NVLink per direction, B/s."""
-    nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics)
+    """The slowest rank's share of its NIC cable(s) and its NVLink, per direction, B/s: a NIC
+    that ``m`` EP ranks reach as their own gives each ``1/m`` of its cable (two GPUs behind one
+    NIC, as on servers with 4 NICs for 8 GPUs, each move half a NIC)."""
+    sharers: dict[str, int] = {}
+    for nics in layout.nic_of_rank:
+        for n in nics:
+            sharers[n] = sharers.get(n, 0) + 1
+    nic = np.array([sum(layout.nic_cable_Bps.get(n, 0.0) / sharers[n] for n in nics)
                     for nics in layout.nic_of_rank])  # fmt: skip
     nic_Bps = float(nic.min()) if nic.size else 0.0
     nvl_Bps = float(layout.nvlink_Bps.min()) if layout.ep else 0.0
