@@ -167,3 +167,30 @@ def test_plan_lays_out_the_points_codesign_times() -> None:
     assert [f for f, _ in plan.fabrics] == ["ft2", "mpft"] and len(plan.graphs) == 2
     points = {(t.fabric, t.ep, t.node_limit) for t in plan.tasks}
     assert points == {(i, 16, 0) for i in (0, 1)} | {(i, 32, m) for i in (0, 1) for m in (0, 2)}
+
+
+def test_a_kernel_times_the_designs_as_topo_moe_kernel_does(tmp_path: Path) -> None:
+    # the same search timed with DeepEP's normal kernels on 20 SMs: the design's TPOT is the
+    # kernel's, as `topo moe --kernel deepep-normal --kernel-sms 20` prints it under "kernel"
+    r = cli("codesign", *SEARCH, "--tpot-ms", 1000, "--kernel", "deepep-normal", "--sms", 20,
+            "--json")  # fmt: skip
+    d = json.loads(r.stdout)["design"]
+    assert d["moe_args"][-4:] == ["--kernel", "deepep-normal", "--kernel-sms", "20"]
+    fabric = tmp_path / "design.json"
+    cli("build", *d["build_args"], "-o", fabric)
+    moe = json.loads(cli("moe", fabric, *d["moe_args"], "--json").stdout)
+    assert (moe["kernel"]["tpot_ms"], moe["kernel"]["sms"]) == (d["tpot_ms"], 20)
+    assert moe["kernel"]["tpot_ms"] != moe["tpot_ms"]  # the kernel's, not the report's
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--kernel-sms", "20"], "--kernel-sms needs --kernel"),
+        (["--kernel", "deepep-ll", "--sms", "20"], "the model of deepep-ll has no SM budget"),
+        (["--kernel", "deepep-normal", "--sms", "7"], "must be an even number from 2 to 132"),
+    ],
+)
+def test_a_kernel_option_the_model_cannot_take_is_refused(extra: list[str], message: str) -> None:
+    r = runner.invoke(app, ["codesign", *SEARCH, "--tpot-ms", "10", *extra])
+    assert r.exit_code == 1 and message in r.stderr, r.output

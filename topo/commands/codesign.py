@@ -35,6 +35,7 @@ from topo.commands.engine_options import (
     check_engine_options,
     open_engine,
 )
+from topo.commands.moe import Kernel
 from topo.errors import TopoError
 
 if TYPE_CHECKING:
@@ -93,6 +94,23 @@ def codesign(
     tokens_per_gpu: TokensPerGpuOpt = 32,
     micro_batches: MicroBatchesOpt = 2,
     seed: GatingSeedOpt = 0,
+    kernel: Annotated[
+        Kernel | None,
+        typer.Option(
+            "--kernel",
+            help="Time each design with this EP kernel's model (as topo moe --kernel): DeepEP "
+            "V1 normal or low latency, DeepEP V2, NCCL EP, or NCCL's all-to-all.",
+        ),
+    ] = None,
+    kernel_sms: Annotated[
+        int | None,
+        typer.Option(
+            "--kernel-sms",
+            "--sms",
+            help="SMs given to DeepEP's normal or V2 kernels (as topo moe --kernel-sms).",
+            min=1,
+        ),
+    ] = None,
     runners_up: Annotated[
         int, typer.Option("--runners-up", help="Other fabrics' best designs to list.", min=0)
     ] = 4,
@@ -110,6 +128,12 @@ def codesign(
     from topo.moe import default_config, load_config
 
     check_engine_options(ctx, scheduler, cluster)
+    if kernel_sms is not None and kernel is None:
+        raise TopoError("--kernel-sms needs --kernel")
+    if kernel is not None:
+        from topo.moe.kernels import check_kernel_sms
+
+        check_kernel_sms(kernel.value, kernel_sms)
     config = load_config(model) if model is not None else default_config()
     grid: dict[str, list[Any]] = {
         "switch_ports": _numbers(switch_ports, "--switch-ports", int),
@@ -136,7 +160,13 @@ def codesign(
             plan,
             config,
             engine,
-            moe=dict(tokens_per_gpu=tokens_per_gpu, micro_batches=micro_batches, seed=seed),
+            moe=dict(
+                tokens_per_gpu=tokens_per_gpu,
+                micro_batches=micro_batches,
+                seed=seed,
+                kernel=kernel.value if kernel is not None else None,
+                kernel_sms=kernel_sms,
+            ),
             runners_up=runners_up,
             model_arg=str(model) if model is not None else None,
             progress=lambda done: bar.update(task, completed=done),

@@ -29,6 +29,7 @@ from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
 from topo.moe import MoEConfig, ep_layout, moe_report
+from topo.moe.kernels import kernel_report
 from topo.spec import FabricSpec
 
 CODESIGN_FAMILIES = ("ft2", "mrft", "mpft", "ft3")
@@ -170,9 +171,17 @@ def time_design(
     fabrics: list[nx.Graph], config: MoEConfig, moe: dict[str, Any], task: _Task
 ) -> tuple[float, float]:
     """``(tpot_ms, tokens_per_s)`` of one (fabric, EP, M) on a worker, as ``topo moe --json``
-    prints them (the fabrics scattered once)."""
+    prints them (the fabrics scattered once): the report's, or with ``moe["kernel"]`` the EP
+    kernel's (:func:`topo.moe.kernels.kernel_report` on ``moe["kernel_sms"]`` SMs), as
+    ``topo moe --kernel`` prints them under ``kernel``."""
     G = fabrics[task.fabric]
-    r = moe_report(G, config, ep=task.ep, node_limit=task.node_limit, **moe).to_dict()
+    options = {k: v for k, v in moe.items() if k not in ("kernel", "kernel_sms")}
+    report = moe_report(G, config, ep=task.ep, node_limit=task.node_limit, **options)
+    if moe.get("kernel"):
+        kr = kernel_report(report, moe["kernel"], moe.get("kernel_sms"))
+        assert kr.tpot_ms is not None and kr.tokens_per_s is not None
+        return float(kr.tpot_ms), float(kr.tokens_per_s)
+    r = report.to_dict()
     return float(r["tpot_ms"]), float(r["tokens_per_s"])
 
 
@@ -341,7 +350,9 @@ def codesign(
         unlimited and is skipped.
     moe : dict, optional
         ``tokens_per_gpu``, ``micro_batches``, ``seed`` of :func:`topo.moe.moe_report`
-        (default ``topo moe``'s: 32, 2, 0).
+        (default ``topo moe``'s: 32, 2, 0); ``kernel`` (one of
+        :data:`topo.moe.kernels.KERNELS`) and ``kernel_sms``: the TPOT of that EP kernel
+        (:func:`topo.moe.kernels.kernel_report`) instead of the report's (default None).
     prices : PriceBook, optional
         Default: topo's price book.
     runners_up : int
@@ -408,7 +419,14 @@ def run_codesign(
     InfeasibleError
         No design meets the target.
     """
-    moe = {"tokens_per_gpu": 32, "micro_batches": 2, "seed": 0, **(moe or {})}
+    moe = {
+        "tokens_per_gpu": 32,
+        "micro_batches": 2,
+        "seed": 0,
+        "kernel": None,
+        "kernel_sms": None,
+        **(moe or {}),
+    }
     tasks, graphs = plan.tasks, plan.graphs
     shared = [engine.scatter(G) for G in graphs]
     timed: dict[_Task, tuple[float, float]] = {}
@@ -463,6 +481,10 @@ def _designs(
         "--seed",
         str(moe["seed"]),
     ]
+    if moe.get("kernel"):
+        extra += ["--kernel", str(moe["kernel"])]
+        if moe.get("kernel_sms") is not None:
+            extra += ["--kernel-sms", str(moe["kernel_sms"])]
     return [
         Design(
             family=fabrics[t.fabric][0],

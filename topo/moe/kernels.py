@@ -371,7 +371,16 @@ def _nic_and_nvlink_Bps(layout: EPLayout) -> tuple[float, float]:
     return nic_Bps, nvl_Bps
 
 
-def _check_sms(kernel: str, num_sms: int | None) -> None:
+def check_kernel_sms(kernel: str, num_sms: int | None) -> None:
+    """Refuse an SM count a kernel's model cannot take: out of the device's range for DeepEP's
+    normal (even, at most the H100's 132) and V2 kernels (at most a B200's), or given at all to
+    a kernel whose model has no SM budget.
+
+    Raises
+    ------
+    TopoError
+        Naming ``num_sms``.
+    """
     if num_sms is None:
         return
     if kernel == "deepep-normal":
@@ -474,7 +483,7 @@ def kernel_times(
         )
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
-    _check_sms(kernel, num_sms)
+    check_kernel_sms(kernel, num_sms)
     if kernel.startswith("nccl-ep"):
         _check_nccl_ep(layout, kernel)
     nic_Bps, nvl_Bps = _nic_and_nvlink_Bps(layout)
