@@ -59,7 +59,7 @@ from topo.collective.expected import COST_KEYS, Expected, expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor
 from topo.errors import TopoError
-from topo.formats.nccl_tests import NcclTest
+from topo.formats.nccl_tests_records import NcclTest
 from topo.wording import binary_bytes
 
 NODE_NETWORK_RANGE = (0.5, 1.0)

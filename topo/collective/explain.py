@@ -1,6 +1,6 @@
 """Why a measured collective falls short: candidate causes, re-predicted and scored.
 
-For one measured nccl-tests test (:class:`topo.formats.nccl_tests.NcclTest`) on a fabric,
+For one measured nccl-tests test (:class:`topo.formats.nccl_tests_records.NcclTest`) on a fabric,
 :func:`explain_test` predicts the test's sizes as designed (the expected curve of
 :mod:`topo.collective.expected`), and again under each candidate cause: a change to the fabric
 (a NIC down or slow on one server, every server's NICs reached through host memory) or to how
@@ -57,7 +57,7 @@ from topo.collective.model import OPS
 from topo.collective.report import fabric_constants, predict_row
 from topo.errors import TopoError
 from topo.fabric import servers
-from topo.formats.nccl_tests import NcclTest, NcclTestRow
+from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import binary_bytes
 
 MIN_SCORED_BYTES = 32 << 20

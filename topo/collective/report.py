@@ -27,7 +27,7 @@ from topo.collective.expected import expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates, gpu_arch
 from topo.collective.model import OPS, TOTAL_SIZE_OPS, busbw_factor
 from topo.errors import TopoError
-from topo.formats.nccl_tests import NcclTest
+from topo.formats.nccl_tests_records import NcclTest
 from topo.units import Bps_to_GBps, s_to_us
 
 TYPE_BYTES = {

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from topo.collective import CollectiveReport, Comparison
-    from topo.formats.nccl_tests import NcclTest
+    from topo.formats.nccl_tests_records import NcclTest
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -519,7 +519,7 @@ def log_tests(
     or failed nccl-tests' data check), one line each, for the caller to print once its
     result stands (a refusal stays one line)."""
     from topo.formats.nccl_log import read_nccl_log
-    from topo.formats.nccl_tests import validated_tests
+    from topo.formats.nccl_tests_checks import validated_tests
 
     tests = read_nccl_log(log, op.value if op is not None else None)
     if op is not None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from topo.collective.explain import Explanation
     from topo.collective.pairwise import PairGroup
     from topo.diagnose import EPExplanation
-    from topo.formats.nccl_tests import NcclTest
+    from topo.formats.nccl_tests_records import NcclTest
     from topo.formats.pair_summary import PairRun
 
 MAX_LOGS = 10_000
