@@ -71,7 +71,7 @@ class TestResult:
         explain's causes, best first (failures only; each with name, description, score,
         fits, evidence, check, predicted rows).
     rows : list of dict
-        The ``topo collective --compare`` rows (:class:`topo.collective.report.CompareRow`).
+        The ``topo collective --compare`` rows (:class:`topo.collective.compare.CompareRow`).
     """
 
     __test__ = False  # (not a pytest class)

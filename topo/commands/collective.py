@@ -367,7 +367,7 @@ def _check_log_options(
 
 def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     """The constants for ``--arch``, else for the fabric's GPU model, else as loaded."""
-    from topo.collective.report import fabric_constants
+    from topo.collective.predict import fabric_constants
 
     return c.with_arch(arch.value) if arch is not None else fabric_constants(G, c)
 

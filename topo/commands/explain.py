@@ -301,7 +301,7 @@ def _pairwise(G: Any, fabric: Path, runs: list[PairRun]) -> list[PairGroup]:
     from topo.collective.fabric_rates import fabric_rates
     from topo.collective.model import OPS
     from topo.collective.pairwise import locate_slow
-    from topo.collective.report import fabric_constants, predict_row
+    from topo.collective.predict import fabric_constants, predict_row
 
     c = fabric_constants(G)
 
