@@ -20,7 +20,7 @@ from topo.cli_common import (
     print_json,
     user_errors,
 )
-from topo.commands.collective import (
+from topo.commands.measured_logs import (
     Op,
     log_tests,
     sizes_from_log,
