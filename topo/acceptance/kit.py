@@ -44,7 +44,7 @@ import networkx as nx
 
 from topo.collective import CollectiveReport, collective_table, fabric_rates
 from topo.collective.explain import AGREE, MIN_SCORED_BYTES
-from topo.collective.report import fabric_constants
+from topo.collective.predict import fabric_constants
 from topo.errors import TopoError
 from topo.export import ExportOptions, compute_view, export, fabric_hosts, host_view, nccl_nics
 from topo.export.hostlist import hostlist_ranged

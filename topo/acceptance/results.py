@@ -34,7 +34,8 @@ from topo.errors import FormatError, TopoError
 from topo.fabric import load
 from topo.files import parse_json, read_text
 from topo.formats.nccl_log import read_nccl_log
-from topo.formats.nccl_tests import NcclTest, validated_tests
+from topo.formats.nccl_tests_checks import validated_tests
+from topo.formats.nccl_tests_records import NcclTest
 
 MAX_LOGS = 100_000
 """Most files a results folder may hold: a folder of more is refused before any is read."""
@@ -70,7 +71,7 @@ class TestResult:
         explain's causes, best first (failures only; each with name, description, score,
         fits, evidence, check, predicted rows).
     rows : list of dict
-        The ``topo collective --compare`` rows (:class:`topo.collective.report.CompareRow`).
+        The ``topo collective --compare`` rows (:class:`topo.collective.compare.CompareRow`).
     """
 
     __test__ = False  # (not a pytest class)

@@ -8,24 +8,19 @@
   tuner's choice;
 - :mod:`topo.collective.choice`: the tuner's ranking of the candidates, and its restriction by
   NCCL_ALGO and NCCL_PROTO;
-- :mod:`topo.collective.report`: the size sweep, the comparison with a real log, the fit.
+- :mod:`topo.collective.predict`: the model's nccl-tests row for one size;
+- :mod:`topo.collective.report`: the size sweep and its busbw plot;
+- :mod:`topo.collective.compare`: the comparison with a real log, the fit.
 
 The model and its sources: ``docs/collective.md``.
 """
 
 from topo.collective.choice import TunerRestriction, ranked_candidates, tuner_restriction
+from topo.collective.compare import Comparison, Fit, compare_log, fit_alpha_beta
 from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor, candidates, choose
-from topo.collective.report import (
-    CollectiveReport,
-    Comparison,
-    Fit,
-    collective_table,
-    compare_log,
-    fit_alpha_beta,
-    plot_busbw,
-)
+from topo.collective.report import CollectiveReport, collective_table, plot_busbw
 
 __all__ = [
     "OPS",

@@ -9,7 +9,7 @@ cluster's log can move each only where it shows:
   these make a large part of the time can show it: the **latency band**, rows where they make
   at least :data:`LATENCY_SHARE` of the expected time. Their share is read as the time's
   response to scaling them (``ln(T(1.2) / T(1/1.2)) / ln(1.44)``): the sum of the launch and
-  per-message parts (:class:`topo.collective.report.Row` ``expected``) where they add to the
+  per-message parts (:class:`topo.collective.predict.Row` ``expected``) where they add to the
   time, less where a message's fixed cost hides behind the channel's share of a link (a
   pipeline's fill at a shared link's rate is bytes, not latency), and nothing where NCCL's
   latency table is taken instead (``binds`` ``ceiling``).
@@ -59,7 +59,7 @@ from topo.collective.expected import COST_KEYS, Expected, expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS, Candidate, busbw_factor
 from topo.errors import TopoError
-from topo.formats.nccl_tests import NcclTest
+from topo.formats.nccl_tests_records import NcclTest
 from topo.wording import binary_bytes
 
 NODE_NETWORK_RANGE = (0.5, 1.0)

@@ -1,6 +1,6 @@
 """Why a measured collective falls short: candidate causes, re-predicted and scored.
 
-For one measured nccl-tests test (:class:`topo.formats.nccl_tests.NcclTest`) on a fabric,
+For one measured nccl-tests test (:class:`topo.formats.nccl_tests_records.NcclTest`) on a fabric,
 :func:`explain_test` predicts the test's sizes as designed (the expected curve of
 :mod:`topo.collective.expected`), and again under each candidate cause: a change to the fabric
 (a NIC down or slow on one server, every server's NICs reached through host memory) or to how
@@ -54,10 +54,10 @@ from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import OPS
-from topo.collective.report import fabric_constants, predict_row
+from topo.collective.predict import fabric_constants, predict_row
 from topo.errors import TopoError
 from topo.fabric import servers
-from topo.formats.nccl_tests import NcclTest, NcclTestRow
+from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import binary_bytes
 
 MIN_SCORED_BYTES = 32 << 20
@@ -494,7 +494,7 @@ def explain_test(
     gpus, gpus_per_node : int, optional
         Default: the ranks and ranks per host the log lists.
     constants : NcclConstants, optional
-        Default: :func:`topo.collective.report.fabric_constants` of ``G``.
+        Default: :func:`topo.collective.predict.fabric_constants` of ``G``.
     as_built : (networkx.Graph, str), optional
         The fabric as a dump found it (the design's servers with the dump's cables:
         :func:`topo.validate.as_built_fabric`) and a phrase naming its defects: scored as the

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import networkx as nx
 
 from topo.collective.fabric_rates import gpu_family, gpu_model
-from topo.formats.nccl_tests import NcclTest
+from topo.formats.nccl_tests_records import NcclTest
 
 __all__ = ["device_mismatch", "log_devices"]
 
@@ -53,7 +53,7 @@ def device_mismatch(
 
     Examples
     --------
-    >>> from topo.formats.nccl_tests import NcclTest
+    >>> from topo.formats.nccl_tests_records import NcclTest
     >>> t = NcclTest("alltoall", [], 8, ["a"], 8, "", "", 0.0, 1, devices=["NVIDIA A100-SXM4-80GB"])
     >>> device_mismatch([t], nx.Graph(), "hopper")[:60]
     "the log's GPUs are NVIDIA A100-SXM4-80GB (ampere); the model"

@@ -44,7 +44,7 @@ from topo.collective.channels import p2p_channels, search_channels
 from topo.collective.constants import PROTOCOLS, NcclConstants, div_up, log2i, pow2_up
 from topo.collective.fabric_rates import FabricRates, PatternRate
 from topo.errors import TopoError
-from topo.formats.nccl_tests import busbw_factor as nccl_tests_busbw_factor
+from topo.formats.nccl_tests_checks import busbw_factor as nccl_tests_busbw_factor
 from topo.units import GBps_to_Bps
 
 OPS = (

@@ -18,7 +18,7 @@ A pairwise sweep runs one nccl-tests test on every pair of servers
   others is named.
 
 The design's expected busbw for a pair (two servers, ``G`` GPUs each, at the table's largest
-size) is given by the caller (:func:`topo.collective.report.predict_row`) so the group's
+size) is given by the caller (:func:`topo.collective.predict.predict_row`) so the group's
 median pair is also held against the design.
 """
 

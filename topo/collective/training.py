@@ -32,7 +32,7 @@ from topo.collective.constants import NcclConstants, div_up, load_constants
 from topo.collective.expected import expected
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.collective.model import Candidate
-from topo.collective.report import fabric_constants
+from topo.collective.predict import fabric_constants
 from topo.errors import FormatError
 from topo.files import read_text
 from topo.spec import parse_toml

@@ -208,7 +208,7 @@ def _kit_table(kit: Kit, folder: Path) -> None:
 
 def _results(kit: Path, results: Path, html: Path | None, as_json: bool) -> None:
     from topo.acceptance import plot_results, read_results
-    from topo.commands.collective import warn_lines, write_html_first
+    from topo.commands.measured_logs import warn_lines, write_html_first
 
     check_outputs({"--html": html}, [kit / "manifest.json", kit / "design.json"])
     res = read_results(kit, results)

@@ -1,18 +1,20 @@
-"""``topo collective``: NCCL-style collective costs on a fabric, in nccl-tests' columns."""
+"""``topo collective``: NCCL-style collective costs on a fabric, in nccl-tests' columns.
+
+The options and the library calls; the tables it prints are
+:mod:`topo.commands.collective_tables`, and the reading of a measured log it shares with
+``topo explain`` and ``topo acceptance`` is :mod:`topo.commands.measured_logs` (both
+importable from here too).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
-from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
 from topo.cli_common import (
     PlanesUsedOpt,
@@ -22,35 +24,38 @@ from topo.cli_common import (
     err,
     gpus_per_node_option,
     node_option,
-    out,
     print_json,
     refuse_given,
     user_errors,
 )
+from topo.commands.collective_tables import (
+    EXPECTED_CAPTION,
+    calibration_table,
+    compare_table,
+    nccl_tests_number,
+    report_table,
+    restriction_title,
+    why_table,
+)
+from topo.commands.measured_logs import (
+    Op,
+    log_tests,
+    sizes_from_log,
+    warn_lines,
+    write_html_first,
+)
 from topo.errors import TopoError
-from topo.wording import count
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from topo.collective import CollectiveReport, Comparison
-    from topo.formats.nccl_tests import NcclTest
+    from topo.formats.nccl_tests_records import NcclTest
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 MAX_SIZE_BYTES = (1 << 63) - 1
 """Largest byte count accepted (8 EiB, a signed 64-bit count): a larger one cannot be a
 message size, and its sweep would take thousands of steps before overflowing a float."""
-
-
-class Op(str, Enum):
-    all_reduce = "all_reduce"
-    all_gather = "all_gather"
-    reduce_scatter = "reduce_scatter"
-    alltoall = "alltoall"
-    broadcast = "broadcast"
-    reduce = "reduce"
-    sendrecv = "sendrecv"
 
 
 class Arch(str, Enum):
@@ -293,9 +298,11 @@ def collective(
             print_json([cmp.to_dict() for cmp in comparisons])
         else:
             for cmp in comparisons:
-                _compare_table(cmp, compare)
+                compare_table(cmp, compare)
                 if why:
-                    _why_table(cmp.op, cmp.rows, _restricted(cmp.algo, cmp.proto), measured=True)
+                    why_table(
+                        cmp.op, cmp.rows, restriction_title(cmp.algo, cmp.proto), measured=True
+                    )
     else:
         assert fabric is not None
         G = driven(fabric_mod.load(fabric), planes_used)
@@ -321,9 +328,9 @@ def collective(
         if as_json:
             print_json(report.to_dict())
         else:
-            _table(report)
+            report_table(report)
             if why:
-                _why_table(report.op, report.rows, _restricted(report.algo, report.proto))
+                why_table(report.op, report.rows, restriction_title(report.algo, report.proto))
     if html is not None:
         err.print(f"wrote {html}")
 
@@ -367,7 +374,7 @@ def _check_log_options(
 
 def _arch_constants(c: Any, arch: Arch | None, G: nx.Graph) -> Any:
     """The constants for ``--arch``, else for the fabric's GPU model, else as loaded."""
-    from topo.collective.report import fabric_constants
+    from topo.collective.predict import fabric_constants
 
     return c.with_arch(arch.value) if arch is not None else fabric_constants(G, c)
 
@@ -425,170 +432,9 @@ def _calibrate(
     if as_json:
         print_json(result.to_dict())
     else:
-        _calibration_table(result, log)
+        calibration_table(result, log)
     if output is not None:
         err.print(f"wrote {output}")
-
-
-def _calibration_table(result: Any, log: Path) -> None:
-    """The calibration's result: what was fitted on which rows, what was not and why, the
-    guard on the large rows, the held-out errors and what the log cannot show."""
-    from rich.markup import escape
-
-    from topo.collective.calibrate import LATENCY_SCALE, NODE_NETWORK
-
-    b = result.bands
-    out.print(
-        f"calibrated on {log.name}: {count(result.rows, 'row')} of {', '.join(result.ops)}; "
-        f"{b['bandwidth']} bandwidth-bound, {b['latency']} set by launch and per-message "
-        f"costs, {b['neither']} neither"
-    )
-    for name in (NODE_NETWORK, LATENCY_SCALE):
-        f = result.fitted.get(name)
-        if f is None:
-            out.print(escape(f"{name} not fitted: {result.not_fitted[name]}"), style="bold")
-            continue
-        what = (
-            "node_network"
-            if name == NODE_NETWORK
-            else "latency scale (on the [expected] per-operation and per-message costs)"
-        )
-        rows = (
-            f"{f['rows']} bandwidth-bound rows"
-            if f["band"] == "bandwidth"
-            else f"{f['rows']} rows set by launch and per-message costs"
-        )
-        line = (
-            f"{what} = {f['value']:.3f} (was {float(f['given'])}): fitted on {rows} "
-            f"({', '.join(f['ops'])}; {f['sizes']})"
-        )
-        lo, hi = f["range"]
-        if name == NODE_NETWORK and hi - lo > 0.005:
-            line += f"; any value from {lo:.2f} to {hi:.2f} fits them as well, the highest is taken"
-        out.print(escape(line))
-    if result.large_rows:
-        parts = [
-            f"{g['op']} {g['median_abs_error_before'] * 100:.1f}% -> "
-            f"{g['median_abs_error_after'] * 100:.1f}%"
-            for g in result.large_rows
-        ]
-        out.print("rows of 1 GiB and more, median |error| before -> after: " + ", ".join(parts))
-    if result.held_out:
-        by = "the other ops" if result.held_out_by == "op" else "the other size band"
-        table = Table(
-            title=f"held out: fitted on {by}, predicted on this one",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-        )
-        for name in (
-            "held out",
-            "node_network",
-            "latency scale",
-            "rows",
-            "median |err|",
-            "max |err|",
-            "uncalibrated median",
-        ):
-            table.add_column(name, justify="right")
-        for h in result.held_out:
-            table.add_row(
-                f"{h.op}{' ' + h.band + ' band' if h.band else ''}",
-                f"{h.node_network:.3f}",
-                f"{h.latency_scale:.3f}",
-                str(h.rows),
-                f"{h.median_abs_error * 100:.1f}%",
-                f"{h.max_abs_error * 100:.1f}%",
-                f"{h.median_abs_error_given * 100:.1f}%",
-            )
-        out.print(table)
-    for note in result.notes:
-        out.print(escape(f"note: {note}"))
-
-
-def warn_lines(lines: list[str]) -> None:
-    for line in lines:
-        print(f"topo: warning: {line}", file=sys.stderr)
-
-
-def log_tests(
-    log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
-) -> tuple[list[NcclTest], list[str]]:
-    """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
-    content) to compare (of ``op`` if given, which also names a test an old log does not),
-    checked against the --gpus and --gpus-per-node given; and the rows left out (implausible,
-    or failed nccl-tests' data check), one line each, for the caller to print once its
-    result stands (a refusal stays one line)."""
-    from topo.formats.nccl_log import read_nccl_log
-    from topo.formats.nccl_tests import validated_tests
-
-    tests = read_nccl_log(log, op.value if op is not None else None)
-    if op is not None:
-        found = ", ".join(t.op for t in tests)
-        tests = [t for t in tests if t.op == op.value]
-        if not tests:
-            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
-    left_out = [line for t in tests for line in t.left_out]
-    tests, warnings = validated_tests(tests, log)
-    for t in tests:
-        if gpus is not None and t.ranks is not None and gpus != t.ranks:
-            raise TopoError(
-                f"{log}: --gpus {gpus} differs from the {t.ranks} ranks of its "
-                f"{t.op}_perf test: a log is compared with the model at its own size"
-            )
-        if gpus_per_node is not None and t.gpus_per_node not in (None, gpus_per_node):
-            raise TopoError(
-                f"{log}: --gpus-per-node {gpus_per_node} differs from the "
-                f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
-            )
-    return tests, left_out + warnings
-
-
-@contextlib.contextmanager
-def sizes_from_log(
-    log: Path, tests: list[NcclTest], gpus: int | None, gpus_per_node: int | None
-) -> Iterator[None]:
-    """Say where the ranks and ranks per server came from when the model refuses them (an
-    error naming --gpus or --gpus-per-node) and the user gave neither or one: the log's rank
-    list (of the test whose ranks the error names), the fabric's servers."""
-    try:
-        yield
-    except TopoError as exc:
-        text = str(exc)
-        if (gpus is not None and gpus_per_node is not None) or not (
-            {"gpus", "gpus_per_node"} & {exc.param, *exc.names} or "--gpus" in text
-        ):
-            raise
-        t = next((t for t in tests if re.search(rf"\b{t.ranks}\b", text)), tests[0])
-        where = t.ranks_source or "its rank list"
-        parts = []
-        if gpus is None:
-            parts.append(
-                f"--gpus not given: {t.ranks} is the ranks of the log's {t.op}_perf test, {where}"
-            )
-        if gpus_per_node is None and t.gpus_per_node is not None:
-            parts.append(
-                f"--gpus-per-node not given: {t.gpus_per_node} is the ranks on each of the "
-                f"log's {len(t.hosts)} hosts"
-            )
-        elif gpus_per_node is None:
-            hosts = (
-                f"the log's {len(t.hosts)} hosts holding unequal ranks"
-                if t.hosts
-                else "the log naming no hosts"
-            )
-            parts.append(f"--gpus-per-node not given: the GPUs of the fabric's servers, {hosts}")
-        err = exc.prefixed(f"{log}: ")
-        err.args = (f"{err} ({'; '.join(parts)})", *err.args[1:])
-        raise err from None
-
-
-def write_html_first(path: Path | None, figure: Callable[[], Any]) -> None:
-    """Write ``figure()`` to ``path`` as offline HTML, before anything goes to stdout (a path
-    that cannot be written is then an error with no half-printed table)."""
-    if path is not None:
-        from topo.plot import write_html
-
-        write_html(figure(), path)
 
 
 DEFAULT_CLUSTER: dict[str, Any] = dict(
@@ -629,36 +475,6 @@ def _default_cluster(
     return G
 
 
-def _rates_line(rates: dict[str, Any]) -> str:
-    parts = [
-        f"NVLink {rates['nvlink_per_gpu_GBps']:.1f} GB/s per GPU "
-        f"({rates['nvlink_effective_GBps']:.1f} as NCCL gets it)"
-    ]
-    if "ring_method" in rates:  # across servers
-        ring = (
-            f"ring {rates['ring_per_server_GBps']:.1f} GB/s per server "
-            f"(bottleneck {', '.join(rates['ring_bottleneck']) or '-'})"
-            if rates["ring_per_server_GBps"]
-            else "ring NIC-bound only (flow LP refused)"
-        )
-        parts.append(
-            f"{rates['nics_per_node']} NICs x {rates['nic_GBps']:.1f} GB/s per server in use, "
-            f"{ring}, server ceiling {rates['server_ceiling_GBps']:.1f} GB/s"
-        )
-    if rates.get("alltoall_internode_per_gpu_GBps"):
-        parts.append(
-            f"all-to-all {rates['alltoall_internode_per_gpu_GBps']:.2f} GB/s per GPU across servers"
-        )
-    return "; ".join(parts)
-
-
-def _restricted(algo: str | None, proto: str | None) -> str:
-    """``NCCL_ALGO=... NCCL_PROTO=...`` for a title: the restriction a report records."""
-    parts = [f"NCCL_ALGO={algo}" if algo is not None else ""]
-    parts.append(f"NCCL_PROTO={proto}" if proto is not None else "")
-    return " ".join(p for p in parts if p)
-
-
 def _warn_send_recv(ops: list[str], algo: str | None, proto: str | None) -> None:
     """One ``topo: warning:`` line when --algo or --proto is given for alltoall or sendrecv,
     which NCCL runs as send/recv: neither variable governs them (the rows are NCCL's choice)."""
@@ -678,173 +494,24 @@ def _warn_send_recv(ops: list[str], algo: str | None, proto: str | None) -> None
         )
 
 
-EXPECTED_CAPTION = (
-    "time, algbw, busbw: expected (NCCL's per-message costs, fitted: docs/collective.md); "
-    "ceiling: the busbw bound the fabric allows NCCL's tuner"
-)
-
-
-def _table(rep: CollectiveReport) -> None:
-    restricted = _restricted(rep.algo, rep.proto)
-    title = (
-        f"{rep.op} on {rep.fabric}: {count(rep.gpus, 'GPU')}, {count(rep.nodes, 'node')} x "
-        f"{rep.gpus_per_node} "
-        f"(NCCL {rep.nccl_release} model{', ' + restricted if restricted else ''})"
-    )
-    table = Table(
-        title=title,
-        title_justify="left",
-        caption=_rates_line(rep.rates) + "\n" + EXPECTED_CAPTION,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    for name in (
-        "size (B)",
-        "count",
-        "type",
-        "redop",
-        "root",
-        "time (us)",
-        "algbw (GB/s)",
-        "busbw (GB/s)",
-        "ceiling (GB/s)",
-    ):
-        table.add_column(name, justify="right")
-    table.add_column("algorithm/protocol")
-    table.add_column("binds")
-    for r in rep.rows:
-        table.add_row(
-            str(r.size_bytes),
-            str(r.count),
-            r.type,
-            r.redop,
-            str(r.root),
-            f"{r.time_us:.2f}",
-            f"{r.algbw_GBps:.2f}",
-            f"{r.busbw_GBps:.2f}",
-            f"{r.ceiling_busbw_GBps:.2f}",
-            f"{r.algorithm}/{r.protocol}",
-            f"{r.binds}: {r.binds_detail}",
-        )
-    out.print(table)
-    noted = [r for r in rep.rows if r.busbw_note]
-    if noted:
-        sizes = f"{noted[0].size_bytes}" + (f" to {noted[-1].size_bytes}" if len(noted) > 1 else "")
-        out.print(f"note ({sizes} B): {noted[0].busbw_note}")
-
-
-def _compare_table(cmp: Comparison, log: Path) -> None:
-    restricted = _restricted(cmp.algo, cmp.proto)
-    title = (
-        f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
-        f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
-        f"{', ' + restricted if restricted else ''})"
-    )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for name in (
-        "size (B)",
-        "time (us)",
-        "expected (us)",
-        "busbw (GB/s)",
-        "expected (GB/s)",
-        "ratio",
-        "ceiling (GB/s)",
-    ):
-        table.add_column(name, justify="right")
-    table.add_column("model's choice")
-    for r in cmp.rows:
-        table.add_row(
-            str(r.size_bytes),
-            f"{r.measured_time_us:.1f}",
-            f"{r.predicted_time_us:.1f}",
-            f"{r.measured_busbw_GBps:.2f}",
-            f"{r.predicted_busbw_GBps:.2f}",
-            f"{r.ratio:.2f}",
-            f"{r.ceiling_busbw_GBps:.2f}",
-            f"{r.algorithm}/{r.protocol}",
-        )
-    out.print(table)
-    style = "bold red" if cmp.far_below else "bold"
-    for b in cmp.bands:
-        out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
-    out.print(f"{cmp.op}: {cmp.verdict}", style=style)
-    if cmp.fit is not None:
-        f = cmp.fit
-        out.print(
-            f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
-            f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
-        )
-
-
-def nccl_tests_number(value: float, width: int) -> str:
-    """A number as nccl-tests prints its columns (``getFloatStr``, src/util.cu): two decimals
-    if they fit in ``width`` characters, else one, else none, else an exponent; unpadded.
-
-    Examples
-    --------
-    >>> nccl_tests_number(25.2, 7), nccl_tests_number(105854.0, 7), nccl_tests_number(320.544, 6)
-    ('25.20', '105854', '320.54')
-    """
-    for fmt in (".2f", ".1f", ".0f"):
-        text = f"{value:{fmt}}"
-        if len(text) <= width:
-            return text
-    return f"{value:.{1 if width >= 7 else 0}e}"
-
-
-def _time_busbw(time_us: float, busbw_GBps: float) -> str:
-    """A ``--why`` cell: time (us) over busbw (GB/s), as nccl-tests prints them (time in 7
-    characters, busbw in 6)."""
-    return f"{nccl_tests_number(time_us, 7)}\n{nccl_tests_number(busbw_GBps, 6)}"
-
-
-def _why_table(op: str, rows: list[Any], restricted: str, measured: bool = False) -> None:
-    """``--why``: one row per size, one column per (algorithm, protocol) the tuner weighed,
-    each cell the candidate's time in NCCL's tuner (us, what the choice is made on) over its
-    expected busbw (GB/s, what nccl-tests would print had NCCL chosen it), the choice marked
-    ``*``; with ``measured``, the log's own first."""
-    from topo.collective.choice import ALGORITHM_ORDER
-    from topo.collective.constants import PROTOCOLS
-
-    def order(pair: tuple[str, str]) -> tuple[int, int, str]:
-        a, p = pair
-        rank = ALGORITHM_ORDER.index(a) if a in ALGORITHM_ORDER else len(ALGORITHM_ORDER)
-        return (rank, PROTOCOLS.index(p) if p in PROTOCOLS else len(PROTOCOLS), a + p)
-
-    pairs = sorted({(k["algorithm"], k["protocol"]) for r in rows for k in r.candidates}, key=order)
-    table = Table(
-        title=f"why: every (algorithm, protocol) NCCL's tuner weighs for {op}"
-        f"{' under ' + restricted if restricted else ''}: its time in the tuner (us) over the "
-        "expected busbw (GB/s) had NCCL chosen it",
-        title_justify="left",
-        caption="* the tuner's choice, the least time; - not a candidate at that size",
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_lines=True,
-    )
-    table.add_column("size (B)", justify="right")
-    if measured:
-        table.add_column("measured", justify="right")
-    for a, p in pairs:
-        table.add_column(f"{a}\n{p}", justify="right")
-    for r in rows:
-        cells = {(k["algorithm"], k["protocol"]): k for k in r.candidates}
-        row = [str(r.size_bytes)]
-        if measured:
-            row.append(_time_busbw(r.measured_time_us, r.measured_busbw_GBps))
-        for pair in pairs:
-            k = cells.get(pair)
-            if k is None:
-                row.append("-")
-                continue
-            text = _time_busbw(k["tuner_time_us"], k["expected_busbw_GBps"])
-            row.append(f"[bold]*{text}[/bold]" if k["chosen"] else text)
-        table.add_row(*row)
-    out.print(table)
-
-
 def _node_arch(node: str) -> Arch:
     """The GPU architecture of catalog server ``node`` (``--node``), as ``--arch`` takes it."""
     from topo.catalog import load_catalog
 
     return Arch(str(load_catalog().get("node", node).get("arch")))
+
+
+__all__ = [
+    "DEFAULT_CLUSTER",
+    "EXPECTED_CAPTION",
+    "MAX_SIZE_BYTES",
+    "Arch",
+    "Op",
+    "collective",
+    "log_tests",
+    "nccl_tests_number",
+    "parse_size",
+    "sizes_from_log",
+    "warn_lines",
+    "write_html_first",
+]

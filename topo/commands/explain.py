@@ -20,7 +20,7 @@ from topo.cli_common import (
     print_json,
     user_errors,
 )
-from topo.commands.collective import (
+from topo.commands.measured_logs import (
     Op,
     log_tests,
     sizes_from_log,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from topo.collective.explain import Explanation
     from topo.collective.pairwise import PairGroup
     from topo.diagnose import EPExplanation
-    from topo.formats.nccl_tests import NcclTest
+    from topo.formats.nccl_tests_records import NcclTest
     from topo.formats.pair_summary import PairRun
 
 MAX_LOGS = 10_000
@@ -301,7 +301,7 @@ def _pairwise(G: Any, fabric: Path, runs: list[PairRun]) -> list[PairGroup]:
     from topo.collective.fabric_rates import fabric_rates
     from topo.collective.model import OPS
     from topo.collective.pairwise import locate_slow
-    from topo.collective.report import fabric_constants, predict_row
+    from topo.collective.predict import fabric_constants, predict_row
 
     c = fabric_constants(G)
 

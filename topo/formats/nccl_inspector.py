@@ -24,7 +24,7 @@ for AllGather and ReduceScatter, as nccl-tests' size column is the whole buffer
 same: the size of a row is the message size times ``n_ranks`` for those three, the message size
 for the others.
 
-Records are grouped into one :class:`~topo.formats.nccl_tests.NcclTest` per operation and
+Records are grouped into one :class:`~topo.formats.nccl_tests_records.NcclTest` per operation and
 communicator shape (``n_ranks``, ``nnodes``), and one row per size: the row's time is the
 **median** ``coll_exec_time_us`` over every call and every rank of that size (a call recorded
 twice, the same ``id``, ``rank``, ``coll_sn``, size and time, counts once); algbw is the size
@@ -51,14 +51,8 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.files import long_number, read_text, too_deep
-from topo.formats.nccl_tests import (
-    MAX_GBPS,
-    MAX_SIZE_BYTES,
-    MAX_TIME_US,
-    NcclTest,
-    NcclTestRow,
-    busbw_factor,
-)
+from topo.formats.nccl_tests_checks import MAX_GBPS, MAX_SIZE_BYTES, MAX_TIME_US, busbw_factor
+from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import shown
 
 FORMAT_VERSION = "v4.0"
@@ -230,9 +224,9 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         Naming the file and line: not JSON; a record that is not an object with ``header``,
         ``metadata`` and ``coll_perf`` or ``p2p_perf``; a format version other than v4.0; a
         missing, non-finite, negative or absurd number (a message, or a whole buffer, above
-        :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a time of 0 or above
-        :data:`~topo.formats.nccl_tests.MAX_TIME_US`; a bandwidth above
-        :data:`~topo.formats.nccl_tests.MAX_GBPS`; ``n_ranks`` above :data:`MAX_RANKS`; a
+        :data:`topo.formats.nccl_tests_checks.MAX_SIZE_BYTES`; a time of 0 or above
+        :data:`~topo.formats.nccl_tests_checks.MAX_TIME_US`; a bandwidth above
+        :data:`~topo.formats.nccl_tests_checks.MAX_GBPS`; ``n_ranks`` above :data:`MAX_RANKS`; a
         rank outside the communicator); a run of more than
         :data:`topo.files.MAX_NUMBER_DIGITS` digits; no record of a collective topo models;
         an (op, ``n_ranks``) whose every record is left out.
@@ -240,7 +234,7 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
     Notes
     -----
     A record whose ``coll_busbw_gbs`` is not ``coll_algobw_gbs`` times nccl-tests' factor of
-    the op on ``n_ranks`` ranks (:func:`topo.formats.nccl_tests.busbw_factor`; to 0.1 %) is
+    the op on ``n_ranks`` ranks (:func:`topo.formats.nccl_tests_checks.busbw_factor`; to 0.1 %) is
     left out, with a line in the test's ``left_out``.
 
     References

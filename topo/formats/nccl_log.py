@@ -24,8 +24,9 @@ from pathlib import Path
 from topo.errors import FormatError
 from topo.files import read_text
 from topo.formats.nccl_inspector import looks_like_inspector, read_nccl_inspector
-from topo.formats.nccl_tests import LINE_TAG, NcclTest, read_nccl_tests
+from topo.formats.nccl_tests import LINE_TAG, read_nccl_tests
 from topo.formats.nccl_tests_json import read_nccl_tests_json
+from topo.formats.nccl_tests_records import NcclTest
 
 FORMATS = ("nccl-tests", "nccl-tests-json", "nccl-inspector")
 """What :func:`log_format` returns."""

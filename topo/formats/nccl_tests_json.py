@@ -15,7 +15,7 @@ The operation is not a field: it is the binary's name in ``args[0]`` (``all_redu
 ``root`` is printed as a string (``"    -1"``). Times in µs, bandwidths in GB/s, as in the text
 log. A result whose ``out_of_place`` is null (the size was skipped) is left out.
 
-The result is the :class:`topo.formats.nccl_tests.NcclTest` the text reader gives, so
+The result is the :class:`topo.formats.nccl_tests_records.NcclTest` the text reader gives, so
 ``topo collective --compare`` takes either.
 """
 
@@ -29,13 +29,9 @@ from typing import Any
 
 from topo.errors import FormatError
 from topo.files import long_number, read_text, too_deep
-from topo.formats.nccl_tests import (
-    NcclTest,
-    NcclTestRow,
-    check_size,
-    plausible_rows,
-    read_nccl_tests,
-)
+from topo.formats.nccl_tests import read_nccl_tests
+from topo.formats.nccl_tests_checks import check_size, plausible_rows
+from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import shown
 
 FORMAT_VERSION = 3
@@ -187,7 +183,7 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
         Not JSON; a ``version`` other than 3; no ``args`` naming a ``*_perf`` binary; no
         results; a result with a missing, negative or non-finite number, a size or count that
         is not a whole number (``Infinity``, ``NaN``, ``1024.5``) or above
-        :data:`topo.formats.nccl_tests.MAX_SIZE_BYTES`; a run of more than
+        :data:`topo.formats.nccl_tests_checks.MAX_SIZE_BYTES`; a run of more than
         :data:`topo.files.MAX_NUMBER_DIGITS` digits.
 
     Examples

@@ -1,0 +1,393 @@
+"""How a measured nccl-tests test compares with the model.
+
+:func:`compare_log` predicts each row of a real nccl-tests test
+(:func:`topo.collective.predict.predict_row`) and gives measured / predicted busbw per size
+(:class:`CompareRow`), the median over the large sizes with a plain verdict (:data:`FAR_BELOW`,
+:data:`AGREES`) and a verdict per size band (:func:`size_bands`, :data:`SIZE_BANDS`);
+:func:`fit_alpha_beta` fits ``time = alpha + factor * size / beta`` to a measured table by
+least squares (numpy, scipy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from topo.collective.choice import tuner_restriction
+from topo.collective.constants import NcclConstants
+from topo.collective.fabric_rates import fabric_rates
+from topo.collective.model import OPS, busbw_factor
+from topo.collective.predict import GIB, MIB, fabric_constants, predict_row, rates_summary
+from topo.errors import TopoError
+from topo.formats.nccl_tests_records import NcclTest
+from topo.units import Bps_to_GBps, s_to_us
+
+FAR_BELOW = 0.5
+"""Measured / expected busbw under this is reported as far below what the fabric should give."""
+
+
+AGREES = 0.85
+"""Measured / expected busbw from this to 1/AGREES is reported as agreeing with the model."""
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """Measured against predicted, one size (bandwidths GB/s, times µs).
+
+    ``predicted_*`` are the expected values (:class:`topo.collective.predict.Row`'s
+    ``time_us``, ``busbw_GBps``) and ``ratio`` = measured / expected busbw;
+    ``ceiling_busbw_GBps`` is the ceiling and ``ceiling_ratio`` = measured / ceiling busbw;
+    ``binds`` and ``candidates`` are the predicted row's."""
+
+    size_bytes: int
+    measured_time_us: float
+    predicted_time_us: float
+    measured_busbw_GBps: float
+    predicted_busbw_GBps: float
+    ratio: float
+    algorithm: str
+    protocol: str
+    bound: str
+    busbw_note: str = ""
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    ceiling_busbw_GBps: float = math.nan
+    ceiling_ratio: float = math.nan
+    binds: str = ""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Least-squares fit of ``time = alpha + factor * size / beta`` (see :func:`fit_alpha_beta`).
+
+    Attributes
+    ----------
+    alpha_us : float
+        Fitted latency (µs).
+    busbw_GBps : float
+        Fitted beta: the bus bandwidth the sizes tend to (GB/s).
+    residual : float
+        RMS of the relative time residuals (fraction; 0.02 = 2%).
+    points : int
+        Sizes fitted.
+    """
+
+    alpha_us: float
+    busbw_GBps: float
+    residual: float
+    points: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A measured nccl-tests test against the model (see :func:`compare_log`).
+
+    Attributes
+    ----------
+    op : str
+        The test's operation.
+    gpus, nodes, gpus_per_node : int
+        The sub-cluster the model ran on.
+    nccl_version : str
+        The log's NCCL library version (e.g. ``22902``), empty when not printed.
+    rows : list of CompareRow
+        Measured against predicted, per size.
+    median_ratio : float
+        Median measured / predicted busbw over ``ratio_sizes`` (dimensionless).
+    ratio_sizes : str
+        ``1 GiB and more``, or ``every size`` when the log has none that large.
+    verdict : str
+        The plain verdict on ``median_ratio``.
+    far_below : bool
+        ``median_ratio`` under :data:`FAR_BELOW` (not set for sendrecv, whose model is an
+        upper bound).
+    fit : Fit or None
+        With ``fit=True``: alpha and beta of the measured times.
+    model_latency_us : float or None
+        With ``fit=True``: the model's latency at the log's largest size (µs).
+    rates : dict
+        :func:`topo.collective.predict.rates_summary` of the sub-cluster (GB/s).
+    algo, proto : str or None
+        NCCL_ALGO and NCCL_PROTO as given, when they govern the op (as
+        :class:`topo.collective.report.CollectiveReport`).
+    bands : list of dict
+        A verdict per size band the log reaches (small, mid, large: :func:`size_bands`).
+    """
+
+    op: str
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    nccl_version: str
+    rows: list[CompareRow]
+    median_ratio: float
+    ratio_sizes: str
+    verdict: str
+    far_below: bool
+    fit: Fit | None = None
+    model_latency_us: float | None = None
+    rates: dict[str, Any] = field(default_factory=dict)
+    algo: str | None = None
+    proto: str | None = None
+    bands: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:
+    """Fit ``time = alpha + factor * size / beta`` to measured times: least squares of the
+    relative errors (each row weighted by ``1 / time``, so a 32 MiB row counts as much as a
+    16 GiB one, and ``residual`` is what is minimised), with ``alpha >= 0`` and ``1/beta >= 0``.
+
+    Parameters
+    ----------
+    sizes : list of float
+        nccl-tests sizes (B).
+    times_us : list of float
+        Measured times (µs).
+    factor : float
+        nccl-tests' busbw factor of the op and rank count, so that beta is a bus bandwidth.
+
+    Returns
+    -------
+    Fit
+
+    Raises
+    ------
+    TopoError
+        Fewer than two sizes, a time that is not a positive finite number of µs, or times
+        that do not grow with size (no positive beta).
+
+    References
+    ----------
+    R. Hockney, Parallel Computing 20(3), 1994 (the alpha-beta model); C. Lawson and R. Hanson,
+    *Solving Least Squares Problems*, 1974, ch. 23 (non-negative least squares,
+    ``scipy.optimize.nnls``). Unconstrained, the large sizes' scatter can drive ``alpha``
+    below 0 (a negative latency), which no link has.
+
+    Examples
+    --------
+    >>> f = fit_alpha_beta([1e6, 2e6, 4e6], [20.0, 30.0, 50.0], 1.0)
+    >>> round(f.alpha_us, 6), round(f.busbw_GBps, 6)
+    (10.0, 100.0)
+    """
+    if len(sizes) < 2 or len(set(sizes)) < 2:
+        raise TopoError("fit needs at least two different sizes in the log", names=("fit",))
+    x = np.asarray(sizes, dtype=float) * factor
+    t = np.asarray(times_us, dtype=float) * 1e-6
+    if not (np.isfinite(t).all() and (t > 0).all()):
+        raise TopoError("fit: every measured time must be a positive number of µs", names=("fit",))
+    A = np.column_stack([np.ones_like(x), x])
+    scale = np.array([1.0, 1.0 / x.max()])  # columns of like size for the solver
+    from scipy.optimize import nnls  # here: scipy.optimize costs every command 0.5 s
+
+    coef, _ = nnls(A * scale / t[:, None], np.ones_like(t))
+    alpha, inv_beta = coef * scale
+    if not inv_beta > 0:
+        raise TopoError(
+            "fit: the measured times do not grow with size; no bandwidth to fit", names=("fit",)
+        )
+    resid = (A @ np.array([alpha, inv_beta]) - t) / t
+    return Fit(
+        alpha_us=s_to_us(float(alpha)),
+        busbw_GBps=Bps_to_GBps(1.0 / float(inv_beta)),
+        residual=float(np.sqrt(np.mean(resid**2))),
+        points=len(sizes),
+    )
+
+
+def _verdict(op: str, median: float, which: str) -> tuple[str, bool]:
+    """The plain verdict on a median measured / predicted busbw, and whether it is far below."""
+    pct = f"{median * 100:.0f}%"
+    if op == "sendrecv" and median < AGREES:
+        # The model's sendrecv is NCCL's channels per peer, each at most one NVLink or NCCL's
+        # 14 GB/s network budget (model.p2p_op_channels): a ceiling, which one pair's
+        # placement, the NICs it lands on and its peers' traffic keep many healthy runs below,
+        # so a low ratio alone is not called a fault.
+        return (
+            f"below the model: {pct} of the expected busbw at {which}; for sendrecv the "
+            "model is the ceiling of NCCL's channels per peer (each at most one NVLink, or "
+            "14 GB/s across servers: NCCL_P2P_PER_CHANNEL_NET_BW), which one pair may not "
+            "reach on a healthy fabric; check the pair's NICs and NCCL_NCHANNELS_PER_NET_PEER",
+            False,
+        )
+    if median < FAR_BELOW:
+        return (
+            f"FAR BELOW the model: at {which} the measurement reaches only {pct} of the busbw "
+            "expected on this fabric; look for a slow or misconfigured node, NIC, cable or switch "
+            "port on this path (this is not what the hardware can do)",
+            True,
+        )
+    if median < AGREES:
+        return (f"below the model: {pct} of the expected busbw at {which}", False)
+    if median <= 1 / AGREES:
+        return (f"agrees with the model: {pct} of the expected busbw at {which}", False)
+    return (
+        f"above the model: {pct} of the expected busbw at {which}; the model is pessimistic "
+        "here (check that the fabric file is the cluster measured, then the constants; under 1 MiB "
+        "the expected curve is not fitted: docs/collective.md)",
+        False,
+    )
+
+
+def compare_log(
+    G: nx.Graph,
+    test: NcclTest,
+    *,
+    gpus: int | None = None,
+    gpus_per_node: int | None = None,
+    constants: NcclConstants | None = None,
+    fit: bool = False,
+    algo: str | None = None,
+    proto: str | None = None,
+) -> Comparison:
+    """Predict each size of a measured nccl-tests test and compare busbw.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric the test ran on (or a design of it).
+    test : NcclTest
+        One test of :func:`topo.formats.nccl_tests.read_nccl_tests`.
+    gpus, gpus_per_node : int, optional
+        Default: the ranks and ranks per host listed in the log.
+    constants : NcclConstants, optional
+        Default: :func:`topo.collective.predict.fabric_constants` (the file's, for the
+        fabric's GPU generation).
+    fit : bool
+        Also fit alpha and beta to the measured out-of-place times.
+    algo, proto : str, optional
+        Predict under NCCL_ALGO / NCCL_PROTO, as
+        :func:`topo.collective.report.collective_table` (e.g. the values the
+        measured run was given).
+
+    Returns
+    -------
+    Comparison
+        ``ratio`` = measured / expected busbw per size (and ``ceiling_ratio`` against the
+        ceiling); ``median_ratio`` over the sizes of 1 GiB and more (all sizes when none is
+        that large), with a plain verdict, and a verdict per size band (``bands``);
+        ``far_below`` when any median is under :data:`FAR_BELOW`.
+
+    Raises
+    ------
+    TopoError
+        The test's op is not one topo models; ranks unknown (no ``Rank`` lines and no
+        ``gpus``); see :func:`topo.collective.report.collective_table`.
+    """
+    if test.op not in OPS:
+        raise TopoError(f"the log's test {test.op}_perf is not one of {', '.join(OPS)}")
+    restriction = tuner_restriction(algo, proto)
+    n = gpus if gpus is not None else test.ranks
+    g = gpus_per_node if gpus_per_node is not None else test.gpus_per_node
+    if n is None:
+        raise TopoError(f"the log lists no ranks for {test.op}_perf: give gpus", param="gpus")
+    c = constants or fabric_constants(G)
+    rates = fabric_rates(G, n, g)
+    # nccl-tests prints rows of 0 bytes where -b is under ranks x a word (all_gather,
+    # reduce_scatter, alltoall): nothing moves, nothing to compare
+    measured = [m for m in test.rows if m.size_bytes > 0]
+    if not measured:
+        raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
+    predicted = [
+        predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction) for m in measured
+    ]
+    rows = [
+        CompareRow(
+            size_bytes=m.size_bytes,
+            measured_time_us=m.time_us,
+            predicted_time_us=p.time_us,
+            measured_busbw_GBps=m.busbw_GBps,
+            predicted_busbw_GBps=p.busbw_GBps,
+            # from the times (busbw = factor x size / time on both sides): the log's busbw has
+            # two decimals, too few at small sizes
+            ratio=p.time_us / m.time_us if m.time_us > 0 else math.inf,
+            algorithm=p.algorithm,
+            protocol=p.protocol,
+            bound=p.bound,
+            busbw_note=p.busbw_note,
+            candidates=p.candidates,
+            ceiling_busbw_GBps=p.ceiling_busbw_GBps,
+            ceiling_ratio=p.ceiling_time_us / m.time_us if m.time_us > 0 else math.inf,
+            binds=p.binds,
+        )
+        for m, p in zip(measured, predicted, strict=True)
+    ]
+    large = [r for r in rows if r.size_bytes >= GIB]
+    which = "1 GiB and more" if large else "every size"
+    median = float(np.median([r.ratio for r in (large or rows)]))
+    verdict, far = _verdict(test.op, median, which)
+    bands = size_bands(test.op, rows)
+    far = far or any(b["far_below"] for b in bands)
+    f = None
+    model_lat = None
+    if fit:
+        f = fit_alpha_beta(
+            [m.size_bytes for m in measured],
+            [m.time_us for m in measured],
+            busbw_factor(test.op, rates.gpus),
+        )
+        model_lat = max(predicted, key=lambda p: p.size_bytes).latency_us
+    return Comparison(
+        op=test.op,
+        gpus=rates.gpus,
+        nodes=rates.nodes,
+        gpus_per_node=rates.gpus_per_node,
+        nccl_version=test.nccl_version,
+        rows=rows,
+        median_ratio=median,
+        ratio_sizes=which,
+        verdict=verdict,
+        far_below=far,
+        fit=f,
+        model_latency_us=model_lat,
+        rates=rates_summary(rates, c),
+        algo=algo if restriction.governs(test.op) else None,
+        proto=proto if restriction.governs(test.op) else None,
+        bands=bands,
+    )
+
+
+SIZE_BANDS = (
+    ("small", 0, MIB, "under 1 MiB"),
+    ("mid", MIB, GIB, "1 MiB to 512 MiB"),
+    ("large", GIB, math.inf, "1 GiB and more"),
+)
+"""The size bands a comparison gives a verdict on: (name, from B, to B (exclusive), label).
+Small sizes are set by latency, mid sizes by NCCL's per-message costs, large ones by the
+fabric's bandwidth."""
+
+
+def size_bands(op: str, rows: list[CompareRow]) -> list[dict[str, Any]]:
+    """A verdict per size band that the rows reach (:data:`SIZE_BANDS`).
+
+    Returns
+    -------
+    list of dict
+        Per band with rows: ``band`` (small, mid, large), ``sizes`` (its label), ``rows``,
+        ``median_ratio`` (measured / expected busbw), ``verdict`` and ``far_below``, as
+        :func:`compare_log`'s overall verdict words them.
+    """
+    out = []
+    for name, lo, hi, label in SIZE_BANDS:
+        inside = [r.ratio for r in rows if lo <= r.size_bytes < hi]
+        if not inside:
+            continue
+        median = float(np.median(inside))
+        verdict, far = _verdict(op, median, label)
+        out.append(
+            {
+                "band": name,
+                "sizes": label,
+                "rows": len(inside),
+                "median_ratio": median,
+                "verdict": verdict,
+                "far_below": far,
+            }
+        )
+    return out

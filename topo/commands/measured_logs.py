@@ -1,0 +1,123 @@
+"""What the verbs that read a measured NCCL log share (``topo collective --compare`` and
+``--calibrate``, ``topo explain``, ``topo acceptance``).
+
+:class:`Op` is the ``--op`` choice; :func:`log_tests` reads a log's tests (nccl-tests text or
+JSON, NCCL Inspector) checked against ``--gpus`` and ``--gpus-per-node``;
+:func:`sizes_from_log` says where the ranks came from when the model refuses them;
+:func:`warn_lines` prints the rows left out; :func:`write_html_first` writes a figure before
+anything goes to stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Callable, Iterator
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from topo.errors import TopoError
+
+if TYPE_CHECKING:
+    from topo.formats.nccl_tests_records import NcclTest
+
+
+class Op(str, Enum):
+    """The nccl-tests operations topo models (``--op``; :data:`topo.collective.model.OPS`)."""
+
+    all_reduce = "all_reduce"
+    all_gather = "all_gather"
+    reduce_scatter = "reduce_scatter"
+    alltoall = "alltoall"
+    broadcast = "broadcast"
+    reduce = "reduce"
+    sendrecv = "sendrecv"
+
+
+def warn_lines(lines: list[str]) -> None:
+    """Print each line to stderr as a ``topo: warning:`` line."""
+    for line in lines:
+        print(f"topo: warning: {line}", file=sys.stderr)
+
+
+def log_tests(
+    log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
+) -> tuple[list[NcclTest], list[str]]:
+    """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
+    content) to compare (of ``op`` if given, which also names a test an old log does not),
+    checked against the --gpus and --gpus-per-node given; and the rows left out (implausible,
+    or failed nccl-tests' data check), one line each, for the caller to print once its
+    result stands (a refusal stays one line)."""
+    from topo.formats.nccl_log import read_nccl_log
+    from topo.formats.nccl_tests_checks import validated_tests
+
+    tests = read_nccl_log(log, op.value if op is not None else None)
+    if op is not None:
+        found = ", ".join(t.op for t in tests)
+        tests = [t for t in tests if t.op == op.value]
+        if not tests:
+            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
+    left_out = [line for t in tests for line in t.left_out]
+    tests, warnings = validated_tests(tests, log)
+    for t in tests:
+        if gpus is not None and t.ranks is not None and gpus != t.ranks:
+            raise TopoError(
+                f"{log}: --gpus {gpus} differs from the {t.ranks} ranks of its "
+                f"{t.op}_perf test: a log is compared with the model at its own size"
+            )
+        if gpus_per_node is not None and t.gpus_per_node not in (None, gpus_per_node):
+            raise TopoError(
+                f"{log}: --gpus-per-node {gpus_per_node} differs from the "
+                f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
+            )
+    return tests, left_out + warnings
+
+
+@contextlib.contextmanager
+def sizes_from_log(
+    log: Path, tests: list[NcclTest], gpus: int | None, gpus_per_node: int | None
+) -> Iterator[None]:
+    """Say where the ranks and ranks per server came from when the model refuses them (an
+    error naming --gpus or --gpus-per-node) and the user gave neither or one: the log's rank
+    list (of the test whose ranks the error names), the fabric's servers."""
+    try:
+        yield
+    except TopoError as exc:
+        text = str(exc)
+        if (gpus is not None and gpus_per_node is not None) or not (
+            {"gpus", "gpus_per_node"} & {exc.param, *exc.names} or "--gpus" in text
+        ):
+            raise
+        t = next((t for t in tests if re.search(rf"\b{t.ranks}\b", text)), tests[0])
+        where = t.ranks_source or "its rank list"
+        parts = []
+        if gpus is None:
+            parts.append(
+                f"--gpus not given: {t.ranks} is the ranks of the log's {t.op}_perf test, {where}"
+            )
+        if gpus_per_node is None and t.gpus_per_node is not None:
+            parts.append(
+                f"--gpus-per-node not given: {t.gpus_per_node} is the ranks on each of the "
+                f"log's {len(t.hosts)} hosts"
+            )
+        elif gpus_per_node is None:
+            hosts = (
+                f"the log's {len(t.hosts)} hosts holding unequal ranks"
+                if t.hosts
+                else "the log naming no hosts"
+            )
+            parts.append(f"--gpus-per-node not given: the GPUs of the fabric's servers, {hosts}")
+        err = exc.prefixed(f"{log}: ")
+        err.args = (f"{err} ({'; '.join(parts)})", *err.args[1:])
+        raise err from None
+
+
+def write_html_first(path: Path | None, figure: Callable[[], Any]) -> None:
+    """Write ``figure()`` to ``path`` as offline HTML, before anything goes to stdout (a path
+    that cannot be written is then an error with no half-printed table)."""
+    if path is not None:
+        from topo.plot import write_html
+
+        write_html(figure(), path)
