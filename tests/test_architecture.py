@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "validate": 5,
     "plot": 6,
     "engine": 6,
+    "place": 6,
     "diagnose": 6,
     "acceptance": 6,
     "cli_common": 7,

@@ -2,8 +2,10 @@
 under failures.
 
 The door is :mod:`topo.flow.door` (:func:`alltoall_bandwidth`, :func:`concurrent_flow`,
-:func:`server_demand_time`): it checks the arguments and chooses the method. The sub-packages,
-each with a face (its ``__init__``) that names what callers use, answer one question each:
+:func:`server_demand_time`): it checks the arguments and chooses the method;
+:func:`shared_flow` (:mod:`topo.flow.exact.shared`) solves several demands at once, some held at
+fixed rates. The sub-packages, each with a face (its ``__init__``) that names what callers use,
+answer one question each:
 
 - :mod:`topo.flow.solve`: how is one LP solved? (the model, HiGHS, memory, the LP's result)
 - :mod:`topo.flow.reduce`: how is the all-to-all made small? (server contraction, planes, twin
@@ -20,6 +22,7 @@ the random streams. Callers outside ``flow/`` import from here or from a face.
 """
 
 from topo.flow.door import alltoall_bandwidth, concurrent_flow, server_demand_time
+from topo.flow.exact import SharedFlow, shared_flow
 from topo.flow.failures import (
     DamagedBandwidth,
     FailureSet,
@@ -52,6 +55,7 @@ __all__ = [
     "LoadedLink",
     "MCFSolution",
     "ResilienceReport",
+    "SharedFlow",
     "RoutingDetail",
     "TierLoad",
     "alltoall_bandwidth",
@@ -64,4 +68,5 @@ __all__ = [
     "routed_alltoall",
     "routed_flow",
     "server_demand_time",
+    "shared_flow",
 ]

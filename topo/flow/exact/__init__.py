@@ -5,7 +5,9 @@ reduced LP of :mod:`topo.flow.reduce`, or by the general LP (:mod:`~topo.flow.ex
 one commodity per terminal); on large fabrics it first tries a routing that meets a cut bound
 (:mod:`~topo.flow.exact.certify`, with :mod:`~topo.flow.exact.cuts`,
 :mod:`~topo.flow.exact.plane_routing` and :mod:`~topo.flow.exact.switch_arcs`), exact with no LP.
-:func:`matrix_flow` (:mod:`~topo.flow.exact.matrix`) solves an explicit server-level matrix.
+:func:`matrix_flow` (:mod:`~topo.flow.exact.matrix`) solves an explicit server-level matrix;
+:func:`shared_flow` (:mod:`~topo.flow.exact.shared`) several demands at once, some scaled, some
+held at fixed rates.
 :mod:`~topo.flow.exact.report` turns a rate into the all-to-all's result.
 """
 
@@ -15,15 +17,18 @@ from topo.flow.exact.cuts import MET_TOL, with_met_cuts
 from topo.flow.exact.general import general_lp
 from topo.flow.exact.matrix import matrix_flow
 from topo.flow.exact.report import build_report
+from topo.flow.exact.shared import SharedFlow, shared_flow
 
 __all__ = [
     "CERTIFY_TOL",
     "MET_TOL",
+    "SharedFlow",
     "build_report",
     "certified_alltoall",
     "cut_bound",
     "exact_alltoall",
     "general_lp",
+    "shared_flow",
     "matrix_flow",
     "split_routing",
     "with_met_cuts",

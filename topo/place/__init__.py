@@ -1,0 +1,38 @@
+"""Place: several jobs on one fabric, each its own commodity; their rates alone and shared.
+
+- :mod:`topo.place.jobs`: a :class:`Job` (its traffic; its servers or a count and a placement
+  policy), :func:`place_jobs` and each job's :class:`topo.traffic.Demand`;
+- :mod:`topo.place.share`: :func:`place`, the rates alone and max-min fair shared
+  (:func:`topo.flow.shared_flow` by progressive filling), the links the jobs contend on;
+- :mod:`topo.place.read`: a jobs TOML file.
+
+Nothing in :mod:`topo.flow` knows about jobs: a job is a demand.
+"""
+
+from topo.place.jobs import POLICIES, TRAFFIC, Job, PlacedJob, job_demand, place_jobs, server_blocks
+from topo.place.share import (
+    FAIRNESS,
+    GROW_TOL,
+    ContendedLink,
+    JobRate,
+    PlaceReport,
+    max_min_rates,
+    place,
+)
+
+__all__ = [
+    "FAIRNESS",
+    "GROW_TOL",
+    "POLICIES",
+    "TRAFFIC",
+    "ContendedLink",
+    "Job",
+    "JobRate",
+    "PlaceReport",
+    "PlacedJob",
+    "job_demand",
+    "max_min_rates",
+    "place",
+    "place_jobs",
+    "server_blocks",
+]

@@ -1,0 +1,320 @@
+"""Jobs on one fabric: what each runs (its traffic) and where (its servers, or a placement policy).
+
+A :class:`Job` names its servers, or asks for ``count`` servers placed by a policy
+(:func:`place_jobs`):
+
+- ``packed``: topology-aware packing; the free servers in order of their block (a leaf of a
+  two-layer fat tree, a pod of a three-layer one: :func:`topo.fabric.blocks_below_top`), so a
+  job fills whole leaves or blocks in order;
+- ``slurm-tree``: fewest leaves first, as Slurm's ``topology/tree`` plugin chooses: the
+  emptiest block that holds the whole job (best fit), else the blocks with the most free
+  servers first until the job fits (SchedMD, ``topology.conf`` and ``topology/tree``
+  documentation);
+- ``fragmented``: a seeded random choice among the free servers, as an idle cluster hands out
+  servers after churn.
+
+Jobs are placed in the order given; a job's servers are no longer free for the jobs after it,
+and the storage servers any job names are never free for compute.
+
+Each job's traffic is a :class:`topo.traffic.Demand` over servers (bytes within a server cross
+NVLink, not the fabric), normalised so that its concurrent-flow rate ``theta`` (B/s per byte of
+demand) *is* the job's busbw (B/s):
+
+- ``alltoall``: every GPU of the job sends to every other GPU of the job (EP dispatch and
+  combine); ``1 / (n - 1)`` bytes per ordered pair of GPUs, ``n`` the job's GPUs, so that
+  busbw = pair rate x (n - 1), nccl-tests' alltoall busbw (``doc/PERFORMANCE.md``);
+- ``ring``: a ring all-reduce's neighbour exchange (:func:`topo.traffic.ring_step`), one byte
+  per server to its successor in the job's server order: NCCL runs one ring per NIC, each
+  crossing every server boundary once, so a server sends ``busbw`` B/s to its successor
+  (NCCL ``src/graph/rings.cc``; busbw as nccl-tests defines it for all-reduce);
+- ``storage_read``: every GPU of the job reads from the job's ``storage`` servers, evenly
+  spread over them; busbw is the read rate per GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import TopoError
+from topo.fabric import blocks_below_top, natural_key, servers
+from topo.traffic import Demand, ring_step
+
+__all__ = ["POLICIES", "TRAFFIC", "Job", "PlacedJob", "job_demand", "place_jobs", "server_blocks"]
+
+TRAFFIC = ("alltoall", "ring", "storage_read")
+"""The traffic a job can run."""
+
+POLICIES = ("packed", "fragmented", "slurm-tree")
+"""The placement policies of a job given by ``count``."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job: a name, its traffic, and its servers or how many servers to place.
+
+    Attributes
+    ----------
+    name : str
+        Shown in reports; unique among the jobs.
+    traffic : {"alltoall", "ring", "storage_read"}
+        What the job sends (module notes).
+    servers : tuple of server ids, optional
+        The job's servers (``node`` ids), explicitly. Exactly one of ``servers`` and ``count``.
+    count : int, optional
+        How many servers to place by ``policy``.
+    policy : {"packed", "fragmented", "slurm-tree"}
+        How ``count`` servers are chosen among the free ones (module notes).
+    storage : tuple of server ids
+        The storage servers a ``storage_read`` job reads from (not the job's own servers).
+    """
+
+    name: str
+    traffic: str
+    servers: tuple[Hashable, ...] | None = None
+    count: int | None = None
+    policy: str = "packed"
+    storage: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.traffic not in TRAFFIC:
+            raise TopoError(
+                f"job {self.name!r}: traffic must be one of {', '.join(TRAFFIC)}, "
+                f"got {self.traffic!r}"
+            )
+        if self.policy not in POLICIES:
+            raise TopoError(
+                f"job {self.name!r}: policy must be one of {', '.join(POLICIES)}, "
+                f"got {self.policy!r}"
+            )
+        if (self.servers is None) == (self.count is None):
+            raise TopoError(f"job {self.name!r}: give exactly one of servers and count")
+        if self.count is not None and self.count < 1:
+            raise TopoError(f"job {self.name!r}: count must be >= 1, got {self.count}")
+        if self.servers is not None and len(set(self.servers)) != len(self.servers):
+            raise TopoError(f"job {self.name!r}: its servers repeat")
+        if self.traffic == "storage_read":
+            if not self.storage:
+                raise TopoError(f"job {self.name!r}: storage_read needs storage servers")
+        elif self.storage:
+            raise TopoError(f"job {self.name!r}: storage servers are for storage_read jobs only")
+
+
+@dataclass(frozen=True)
+class PlacedJob:
+    """A job with its servers chosen.
+
+    Attributes
+    ----------
+    job : Job
+        The job as asked.
+    servers : tuple of server ids
+        Its servers, in the order its traffic visits them (ring order).
+    gpus : int
+        Its GPUs (the servers' GPUs summed).
+    """
+
+    job: Job
+    servers: tuple[Hashable, ...]
+    gpus: int
+
+
+def server_blocks(G: nx.Graph) -> dict[Hashable, int]:
+    """Each server's block: the index in :func:`topo.fabric.blocks_below_top` of the block of
+    the switch its first NIC (in natural order) is cabled to.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs.
+
+    Returns
+    -------
+    dict
+        Server id -> block index; servers with no NIC cabled to a switch are left out.
+    """
+    where = {s: i for i, b in enumerate(blocks_below_top(G)) for s in b}
+    out: dict[Hashable, int] = {}
+    for sid, verts in servers(G).items():
+        for v in verts:
+            if G.nodes[v]["kind"] != "nic":
+                continue
+            sw = sorted((u for u in G.adj[v] if u in where), key=natural_key)
+            if sw:
+                out[sid] = where[sw[0]]
+                break
+    return out
+
+
+def place_jobs(
+    G: nx.Graph, jobs: Sequence[Job], seed: int | np.random.Generator | None = 0
+) -> list[PlacedJob]:
+    """Place the jobs on the fabric's free servers, in order.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (:mod:`topo.fabric`).
+    jobs : sequence of Job
+        The jobs; names unique.
+    seed : int, numpy.random.Generator or None
+        The random stream of the ``fragmented`` policy.
+
+    Returns
+    -------
+    list of PlacedJob
+        One per job, in order.
+
+    Raises
+    ------
+    TopoError
+        Repeated job names; a job naming a server the fabric lacks, one with no NIC cabled to a
+        switch, a storage server, or one already taken by an earlier job; more servers asked
+        for than are free; a storage server that is not the fabric's.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    >>> [p.servers for p in place_jobs(G, [Job("a", "ring", count=3)])]
+    [(0, 1, 2)]
+    """
+    names = [j.name for j in jobs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise TopoError(f"job names must be unique; {dup[0]!r} repeats")
+    rng = np.random.default_rng(seed)
+    all_servers = servers(G)
+    gpus = {s: sum(1 for v in vs if G.nodes[v]["kind"] == "gpu") for s, vs in all_servers.items()}
+    block = server_blocks(G)
+    storage = {s for j in jobs for s in j.storage}
+    for j in jobs:
+        for s in j.storage:
+            if s not in all_servers:
+                raise TopoError(
+                    f"job {j.name!r}: storage server {s!r} is not a server of the fabric"
+                )
+    free = [s for s in all_servers if s in block and s not in storage]
+    placed = []
+    for j in jobs:
+        if j.servers is not None:
+            for s in j.servers:
+                _check_free(j.name, s, all_servers, block, storage, free)
+            chosen = list(j.servers)
+        else:
+            assert j.count is not None
+            if j.count > len(free):
+                raise TopoError(
+                    f"job {j.name!r} asks for {j.count} servers; only {len(free)} are free"
+                )
+            chosen = _choose(j.policy, j.count, free, block, rng)
+        taken = set(chosen)
+        free = [s for s in free if s not in taken]
+        placed.append(PlacedJob(j, tuple(chosen), sum(gpus[s] for s in chosen)))
+    return placed
+
+
+def _check_free(
+    name: str,
+    s: Hashable,
+    all_servers: dict[Hashable, list[str]],
+    block: dict[Hashable, int],
+    storage: set[Hashable],
+    free: list[Hashable],
+) -> None:
+    """A server a job names must be the fabric's, cabled, not storage, not yet taken."""
+    if s not in all_servers:
+        raise TopoError(f"job {name!r}: server {s!r} is not a server of the fabric")
+    if s not in block:
+        raise TopoError(f"job {name!r}: server {s!r} has no NIC cabled to a switch")
+    if s in storage:
+        raise TopoError(f"job {name!r}: server {s!r} is a storage server")
+    if s not in free:
+        raise TopoError(f"job {name!r}: server {s!r} is already taken by an earlier job")
+
+
+def _choose(
+    policy: str,
+    count: int,
+    free: list[Hashable],
+    block: dict[Hashable, int],
+    rng: np.random.Generator,
+) -> list[Hashable]:
+    """``count`` of the ``free`` servers (in natural order) by ``policy``."""
+    if policy == "fragmented":
+        idx = sorted(rng.choice(len(free), size=count, replace=False).tolist())
+        return [free[i] for i in idx]
+    by_block: dict[int, list[Hashable]] = {}
+    for s in free:
+        by_block.setdefault(block[s], []).append(s)
+    if policy == "packed":
+        order = sorted(by_block)
+    else:  # slurm-tree: the emptiest block that fits, else the fullest blocks first
+        fits = [b for b in by_block if len(by_block[b]) >= count]
+        if fits:
+            order = [min(fits, key=lambda b: (len(by_block[b]), b))]
+        else:
+            order = sorted(by_block, key=lambda b: (-len(by_block[b]), b))
+    chosen: list[Hashable] = []
+    for b in order:
+        chosen += by_block[b][: count - len(chosen)]
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
+    """The job's traffic as a server-level demand whose concurrent-flow rate is its busbw.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric the job is placed on.
+    placed : PlacedJob
+        The job and its servers.
+
+    Returns
+    -------
+    Demand
+        Server level, explicit entries (bytes; module notes for each traffic's normalisation).
+
+    Raises
+    ------
+    TopoError
+        An ``alltoall`` or ``ring`` job on fewer than two servers (no fabric traffic).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    >>> p = place_jobs(G, [Job("a", "alltoall", servers=(0, 1, 2))])[0]
+    >>> job_demand(G, p).entries[(0, 1)]   # 1 / (3 - 1) per GPU pair, one GPU per server
+    0.5
+    """
+    j, ss = placed.job, placed.servers
+    per = servers(G)
+    g = {s: sum(1 for v in per[s] if G.nodes[v]["kind"] == "gpu") for s in (*ss, *j.storage)}
+    if j.traffic in ("alltoall", "ring") and len(ss) < 2:
+        raise TopoError(
+            f"job {j.name!r}: {j.traffic} on one server puts no traffic on the fabric; "
+            "give it at least two servers"
+        )
+    if j.traffic == "ring":
+        d = ring_step(list(ss), 1.0)
+        return Demand("server", d.terminals, d.entries, name=j.name)
+    entries: dict[tuple[Hashable, Hashable], float] = {}
+    if j.traffic == "alltoall":
+        n = placed.gpus
+        for a in ss:
+            for b in ss:
+                if a != b:
+                    entries[(a, b)] = g[a] * g[b] / (n - 1)
+    else:  # storage_read: each GPU reads 1 byte, spread over the storage servers
+        for st in j.storage:
+            for b in ss:
+                entries[(st, b)] = g[b] / len(j.storage)
+    terms = tuple(sorted({*ss, *j.storage}, key=natural_key))
+    return Demand("server", terms, entries, name=j.name)

@@ -1,0 +1,251 @@
+"""Each job's rate alone and shared: max-min fair by progressive filling.
+
+**Alone**: the job's demand (:func:`topo.place.jobs.job_demand`) on the whole fabric, through
+:func:`topo.flow.concurrent_flow`. **Shared**: every job is its own commodity on the one fabric,
+and the rates are max-min fair in busbw (Bertsekas and Gallager, *Data Networks*, 2nd ed.,
+1992, section 6.5.2), found by progressive filling:
+
+1. solve the largest ``lambda`` with every unfrozen job at ``lambda`` and every frozen job at its
+   fixed rate (:func:`topo.flow.shared_flow`);
+2. for each unfrozen job, try to raise it alone (the other unfrozen jobs held at ``lambda``);
+   a job that cannot grow past ``lambda`` (relative tolerance :data:`GROW_TOL`) is frozen at it;
+3. repeat until every job is frozen.
+
+No job's rate can be raised without lowering a job whose rate is no larger: the max-min fair
+allocation, unique for a convex set of feasible rates (Bertsekas and Gallager, 6.5.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from topo.errors import TopoError
+from topo.flow import concurrent_flow, shared_flow
+from topo.flow.solve import DEFAULT_MAX_VARIABLES
+from topo.place.jobs import Job, PlacedJob, job_demand, place_jobs
+
+__all__ = [
+    "FAIRNESS",
+    "GROW_TOL",
+    "ContendedLink",
+    "JobRate",
+    "PlaceReport",
+    "max_min_rates",
+    "place",
+]
+
+FAIRNESS = "max-min fair"
+"""The fairness rule of the shared rates."""
+
+GROW_TOL = 1e-6
+"""A job whose rate, raised alone, grows by less than this fraction is frozen (HiGHS solves to
+about 1e-7 relative)."""
+
+
+@dataclass(frozen=True)
+class JobRate:
+    """One job's placement and rates.
+
+    Attributes
+    ----------
+    name, traffic : str
+        As the job names them.
+    servers : tuple
+        Its servers.
+    gpus : int
+        Its GPUs.
+    alone_busbw_Bps : float
+        Its busbw with the fabric to itself (B/s).
+    shared_busbw_Bps : float
+        Its busbw beside the other jobs, max-min fair (B/s).
+    slowdown : float
+        ``alone_busbw_Bps / shared_busbw_Bps`` (>= 1 up to solver tolerance).
+    """
+
+    name: str
+    traffic: str
+    servers: tuple
+    gpus: int
+    alone_busbw_Bps: float
+    shared_busbw_Bps: float
+    slowdown: float
+
+
+@dataclass(frozen=True)
+class ContendedLink:
+    """A link direction two or more jobs load at the shared solution.
+
+    Attributes
+    ----------
+    tail, head : str
+        The link direction (fabric vertex names).
+    capacity_Bps, load_Bps : float
+        Its capacity and the jobs' summed load (B/s).
+    jobs : tuple of str
+        The jobs on it, in job order.
+    """
+
+    tail: str
+    head: str
+    capacity_Bps: float
+    load_Bps: float
+    jobs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlaceReport:
+    """What :func:`place` returns.
+
+    Attributes
+    ----------
+    fabric : str
+        The fabric's name.
+    fairness : str
+        The fairness rule (:data:`FAIRNESS`).
+    jobs : tuple of JobRate
+        In the order given.
+    contended_links : tuple of ContendedLink
+        Links loaded by two or more jobs at the shared solution found (one optimum among
+        possibly many), most loaded first.
+    """
+
+    fabric: str
+    fairness: str
+    jobs: tuple[JobRate, ...]
+    contended_links: tuple[ContendedLink, ...]
+
+
+def place(
+    G: nx.Graph,
+    jobs: Sequence[Job],
+    *,
+    seed: int | np.random.Generator | None = 0,
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+) -> PlaceReport:
+    """Place the jobs, then each job's busbw alone and shared (max-min fair).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (:mod:`topo.fabric`).
+    jobs : sequence of Job
+        At least one.
+    seed : int, numpy.random.Generator or None
+        The random stream of the ``fragmented`` policy.
+    max_variables : int
+        Refuse LPs with more flow variables than this.
+
+    Returns
+    -------
+    PlaceReport
+        Per job its servers, alone and shared busbw (B/s) and slowdown; the contended links.
+
+    Raises
+    ------
+    TopoError
+        No job; as :func:`topo.place.jobs.place_jobs` and :func:`topo.place.jobs.job_demand`.
+    InfeasibleError, SolverError
+        As :func:`topo.flow.shared_flow`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    >>> jobs = [Job(n, "storage_read", count=1, storage=(7,)) for n in ("a", "b")]
+    >>> r = place(G, jobs)            # both read through storage server 7's one 50 GB/s NIC
+    >>> [(j.alone_busbw_Bps / 1e9, round(j.shared_busbw_Bps / 1e9, 3)) for j in r.jobs]
+    [(50.0, 25.0), (50.0, 25.0)]
+
+    References
+    ----------
+    D. Bertsekas and R. Gallager, *Data Networks*, 2nd ed., Prentice Hall, 1992, section 6.5.2.
+    """
+    if not jobs:
+        raise TopoError("no jobs to place")
+    placed = place_jobs(G, jobs, seed=seed)
+    demands = [job_demand(G, p) for p in placed]
+    alone = [concurrent_flow(G, d, max_variables=max_variables).theta for d in demands]
+    rates, loads = max_min_rates(G, demands, max_variables)
+    out = tuple(_rate(p, a, s) for p, a, s in zip(placed, alone, rates, strict=True))
+    return PlaceReport(
+        fabric=str(G.graph.get("name", "")),
+        fairness=FAIRNESS,
+        jobs=out,
+        contended_links=_contended(G, [p.job.name for p in placed], loads),
+    )
+
+
+def max_min_rates(
+    G: nx.Graph, demands: Sequence, max_variables: int = DEFAULT_MAX_VARIABLES
+) -> tuple[list[float], tuple[dict[tuple[str, str], float], ...]]:
+    """Max-min fair rates of the demands as commodities, by progressive filling.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+    demands : sequence of Demand
+        One per job.
+    max_variables : int
+        As :func:`topo.flow.shared_flow`.
+
+    Returns
+    -------
+    (list of float, tuple of dict)
+        Each demand's rate (B/s per byte of demand) and its link loads (B/s) at the solution.
+    """
+    rates: list[float | None] = [None] * len(demands)
+    while True:
+        r = shared_flow(G, demands, rates, max_variables=max_variables)
+        lam = r.theta
+        free = [k for k, x in enumerate(rates) if x is None]
+        frozen = []
+        for k in free:
+            trial = [lam if (x is None and i != k) else x for i, x in enumerate(rates)]
+            grown = shared_flow(G, demands, trial, max_variables=max_variables).theta
+            if grown <= lam * (1 + GROW_TOL):
+                frozen.append(k)
+        for k in frozen or free:  # (none frozen: tolerance; freeze all at lambda)
+            rates[k] = lam
+        if all(x is not None for x in rates):
+            return [float(x) for x in rates if x is not None], r.link_load
+
+
+def _rate(p: PlacedJob, alone: float, shared: float) -> JobRate:
+    return JobRate(
+        name=p.job.name,
+        traffic=p.job.traffic,
+        servers=p.servers,
+        gpus=p.gpus,
+        alone_busbw_Bps=alone,
+        shared_busbw_Bps=shared,
+        slowdown=alone / shared if shared > 0 else float("inf"),
+    )
+
+
+def _contended(
+    G: nx.Graph, names: list[str], loads: Sequence[dict[tuple[str, str], float]]
+) -> tuple[ContendedLink, ...]:
+    """Link directions loaded (above 1e-9 of capacity) by two or more jobs."""
+    on: dict[tuple[str, str], list[int]] = {}
+    for k, load in enumerate(loads):
+        for uv, x in load.items():
+            if x > 1e-9 * float(G.edges[uv]["capacity"]):
+                on.setdefault(uv, []).append(k)
+    out = [
+        ContendedLink(
+            tail=u,
+            head=v,
+            capacity_Bps=float(G.edges[u, v]["capacity"]),
+            load_Bps=sum(loads[k][(u, v)] for k in ks),
+            jobs=tuple(names[k] for k in ks),
+        )
+        for (u, v), ks in on.items()
+        if len(ks) >= 2
+    ]
+    out.sort(key=lambda c: (-c.load_Bps / c.capacity_Bps, c.tail, c.head))
+    return tuple(out)
