@@ -29,6 +29,7 @@ from topo.commands import (
     export,
     import_,
     moe,
+    place,
     plot,
     resilience,
     sweep,
@@ -80,6 +81,7 @@ app.command("cost")(cost.cost)
 app.command("plan")(cost.plan)
 app.command("moe")(moe.moe)
 app.command("resilience")(resilience.resilience)
+app.command("place")(place.place)
 app.command("export")(export.export_)
 app.command("validate")(validate.validate)
 app.command("catalog")(catalog.catalog)

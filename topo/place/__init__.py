@@ -10,6 +10,7 @@ Nothing in :mod:`topo.flow` knows about jobs: a job is a demand.
 """
 
 from topo.place.jobs import POLICIES, TRAFFIC, Job, PlacedJob, job_demand, place_jobs, server_blocks
+from topo.place.read import JOB_KEYS, MAX_JOBS, read_jobs
 from topo.place.share import (
     FAIRNESS,
     GROW_TOL,
@@ -23,6 +24,8 @@ from topo.place.share import (
 __all__ = [
     "FAIRNESS",
     "GROW_TOL",
+    "JOB_KEYS",
+    "MAX_JOBS",
     "POLICIES",
     "TRAFFIC",
     "ContendedLink",
@@ -34,5 +37,6 @@ __all__ = [
     "max_min_rates",
     "place",
     "place_jobs",
+    "read_jobs",
     "server_blocks",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -117,6 +118,44 @@ class PlaceReport:
     fairness: str
     jobs: tuple[JobRate, ...]
     contended_links: tuple[ContendedLink, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``topo place --json`` prints it: rates in GB/s (1e9 B/s).
+
+        Returns
+        -------
+        dict
+            ``fabric``, ``fairness``, ``jobs`` (each ``name``, ``traffic``, ``servers``,
+            ``gpus``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``) and
+            ``contended_links`` (each ``tail``, ``head``, ``capacity_GBps``, ``load_GBps``,
+            ``jobs``).
+        """
+        return {
+            "fabric": self.fabric,
+            "fairness": self.fairness,
+            "jobs": [
+                {
+                    "name": j.name,
+                    "traffic": j.traffic,
+                    "servers": list(j.servers),
+                    "gpus": j.gpus,
+                    "alone_busbw_GBps": j.alone_busbw_Bps / 1e9,
+                    "shared_busbw_GBps": j.shared_busbw_Bps / 1e9,
+                    "slowdown": j.slowdown,
+                }
+                for j in self.jobs
+            ],
+            "contended_links": [
+                {
+                    "tail": c.tail,
+                    "head": c.head,
+                    "capacity_GBps": c.capacity_Bps / 1e9,
+                    "load_GBps": c.load_Bps / 1e9,
+                    "jobs": list(c.jobs),
+                }
+                for c in self.contended_links
+            ],
+        }
 
 
 def place(

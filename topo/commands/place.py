@@ -1,0 +1,93 @@
+"""``topo place``: several jobs on one fabric, each job's busbw alone and shared (max-min fair)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from topo import fabric as fabric_mod
+from topo.cli_common import out, print_json, user_errors
+
+if TYPE_CHECKING:  # the solver loads when the command runs
+    from topo.place import PlaceReport
+
+CONTENDED_SHOWN = 10
+"""Contended links the table lists (``--json`` lists them all)."""
+
+
+@user_errors
+def place(
+    fabric: Annotated[
+        Path,
+        typer.Argument(
+            help="A fabric JSON written by 'topo build -o' or 'topo import'.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    jobs: Annotated[
+        Path,
+        typer.Option(
+            "--jobs",
+            help="The jobs, a TOML file of [[jobs]] tables: name, traffic (alltoall, ring, "
+            "storage_read), servers = [...] or count with policy (packed, fragmented, "
+            "slurm-tree), storage = [...] (docs/place.md).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the fragmented placement.", min=0)
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Place the jobs on the fabric, then each job's busbw alone and shared (max-min fair, each
+    job its own commodity of one concurrent flow), its slowdown, the links jobs contend on."""
+    from topo.place import place as run
+    from topo.place import read_jobs
+
+    job_list = read_jobs(jobs)
+    G = fabric_mod.load(fabric)
+    report = run(G, job_list, seed=seed)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _render(report)
+
+
+def _render(report: PlaceReport) -> None:
+    d = report.to_dict()
+    table = Table(title=f"{report.fabric}: jobs alone and shared ({report.fairness})")
+    for col in ("job", "traffic", "GPUs", "servers", "alone busbw GB/s", "shared GB/s", "slowdown"):
+        table.add_column(col, justify="left" if col in ("job", "traffic", "servers") else "right")
+    for j in d["jobs"]:
+        table.add_row(
+            j["name"],
+            j["traffic"],
+            f"{j['gpus']:,}",
+            _servers(j["servers"]),
+            f"{j['alone_busbw_GBps']:.2f}",
+            f"{j['shared_busbw_GBps']:.2f}",
+            f"{j['slowdown']:.3f}",
+        )
+    out.print(table)
+    links = d["contended_links"]
+    if not links:
+        out.print("no link is loaded by two jobs")
+        return
+    out.print(f"links loaded by two or more jobs: {len(links):,} (fullest first)")
+    for c in links[:CONTENDED_SHOWN]:
+        out.print(
+            f"  {c['tail']} -> {c['head']}: {c['load_GBps']:.2f} of {c['capacity_GBps']:.2f} "
+            f"GB/s ({', '.join(c['jobs'])})"
+        )
+    if len(links) > CONTENDED_SHOWN:
+        out.print(f"  ... and {len(links) - CONTENDED_SHOWN:,} more (--json lists them all)")
+
+
+def _servers(ids: list[object], shown: int = 6) -> str:
+    text = ", ".join(map(str, ids[:shown]))
+    return text + (f", ... ({len(ids)})" if len(ids) > shown else "")
