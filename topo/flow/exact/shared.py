@@ -197,13 +197,14 @@ def _solve(
         vid.setdefault(b, len(vid))
     tail = np.array([vid[a] for a, _ in arcs])
     head = np.array([vid[b] for _, b in arcs])
-    up_of: dict[int, list[int]] = {o[1]: [] for o in red.origin if o[0] == "up"}
+    # a commodity uses the switch links, its sender's up arcs and its sinks' down arcs (flow
+    # into another server's sink vertex could not leave it: servers do not forward)
+    fabric = np.array([o[0] == "fabric" for o in red.origin], dtype=bool)
+    up_of: dict[int, list[int]] = {}
+    down_of: dict[int, list[int]] = {}
     for i, o in enumerate(red.origin):
-        if o[0] == "up":
-            up_of[o[1]].append(i)
-    other_up = np.zeros(n_arcs, dtype=bool)
-    for idx in up_of.values():
-        other_up[idx] = True
+        if o[0] in ("up", "down"):
+            (up_of if o[0] == "up" else down_of).setdefault(o[1], []).append(i)
     # commodities: (demand k, sender class ci, {sink class: bytes / planes})
     comms: list[tuple[int, int, dict[int, float]]] = []
     for k, p in enumerate(pairs):
@@ -212,9 +213,11 @@ def _solve(
             by_src.setdefault(index[src], {})[index[dst]] = x / red.sc.planes
         comms += [(k, ci, by_src[ci]) for ci in sorted(by_src)]
     usable = []
-    for _, ci, _ in comms:
-        ok = ~other_up.copy()
+    for _, ci, dem in comms:
+        ok = fabric.copy()
         ok[up_of.get(ci, [])] = True
+        for t in dem:
+            ok[down_of.get(t, [])] = True
         usable.append(np.nonzero(ok)[0])
     n_vars = sum(len(u) for u in usable)
     if n_vars > max_variables:
