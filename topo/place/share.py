@@ -8,7 +8,8 @@ and the rates are max-min fair in busbw (Bertsekas and Gallager, *Data Networks*
 1. solve the largest ``lambda`` with every unfrozen job at ``lambda`` and every frozen job at its
    fixed rate (:func:`topo.flow.shared_flow`);
 2. for each unfrozen job, try to raise it alone (the other unfrozen jobs held at ``lambda``);
-   a job that cannot grow past ``lambda`` (relative tolerance :data:`GROW_TOL`) is frozen at it;
+   a job that cannot grow past ``lambda`` (relative tolerance :data:`GROW_TOL`) is frozen at it
+   (a job at its rate alone, or the last one left, without the test);
 3. repeat until every job is frozen.
 
 No job's rate can be raised without lowering a job whose rate is no larger: the max-min fair
@@ -28,6 +29,7 @@ from topo.errors import TopoError
 from topo.flow import concurrent_flow, shared_flow
 from topo.flow.solve import DEFAULT_MAX_VARIABLES
 from topo.place.jobs import Job, PlacedJob, job_demand, place_jobs
+from topo.traffic import Demand
 
 __all__ = [
     "FAIRNESS",
@@ -208,7 +210,7 @@ def place(
     placed = place_jobs(G, jobs, seed=seed)
     demands = [job_demand(G, p) for p in placed]
     alone = [concurrent_flow(G, d, max_variables=max_variables).theta for d in demands]
-    rates, loads = max_min_rates(G, demands, max_variables)
+    rates, loads = max_min_rates(G, demands, max_variables, alone)
     out = tuple(_rate(p, a, s) for p, a, s in zip(placed, alone, rates, strict=True))
     return PlaceReport(
         fabric=str(G.graph.get("name", "")),
@@ -219,7 +221,10 @@ def place(
 
 
 def max_min_rates(
-    G: nx.Graph, demands: Sequence, max_variables: int = DEFAULT_MAX_VARIABLES
+    G: nx.Graph,
+    demands: Sequence[Demand],
+    max_variables: int = DEFAULT_MAX_VARIABLES,
+    alone: Sequence[float] | None = None,
 ) -> tuple[list[float], tuple[dict[tuple[str, str], float], ...]]:
     """Max-min fair rates of the demands as commodities, by progressive filling.
 
@@ -231,11 +236,30 @@ def max_min_rates(
         One per job.
     max_variables : int
         As :func:`topo.flow.shared_flow`.
+    alone : sequence of float, optional
+        Each demand's rate alone (B/s per byte of demand), if known: a demand that reaches it
+        cannot grow further and is frozen without a test LP.
 
     Returns
     -------
     (list of float, tuple of dict)
         Each demand's rate (B/s per byte of demand) and its link loads (B/s) at the solution.
+
+    Raises
+    ------
+    TopoError, InfeasibleError, SolverError
+        As :func:`topo.flow.shared_flow`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> from topo.traffic import Demand
+    >>> G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    >>> a = Demand("server", (0, 1), {(0, 1): 1.0})    # node0's NIC, shared with b
+    >>> b = Demand("server", (0, 2), {(0, 2): 1.0})
+    >>> c = Demand("server", (4, 5), {(4, 5): 1.0})    # alone on leaf2
+    >>> [round(x / 1e9, 3) for x in max_min_rates(G, [a, b, c])[0]]
+    [25.0, 25.0, 50.0]
     """
     rates: list[float | None] = [None] * len(demands)
     while True:
@@ -244,6 +268,9 @@ def max_min_rates(
         free = [k for k, x in enumerate(rates) if x is None]
         frozen = []
         for k in free:
+            if len(free) == 1 or (alone is not None and lam >= alone[k] * (1 - GROW_TOL)):
+                frozen.append(k)  # (the LP just solved was its test; or it is at its ceiling)
+                continue
             trial = [lam if (x is None and i != k) else x for i, x in enumerate(rates)]
             grown = shared_flow(G, demands, trial, max_variables=max_variables).theta
             if grown <= lam * (1 + GROW_TOL):
