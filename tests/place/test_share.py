@@ -52,6 +52,7 @@ def test_alternating_alltoall_jobs_on_an_oversubscribed_ft2_share_the_uplink_cut
     assert {c.head for c in up} == {"spine0", "spine1"}
     assert sum(c.load_Bps for c in up) == pytest.approx(100e9, rel=1e-6)
     assert all(c.jobs == ("a", "b") for c in r.contended_links)
+    assert all(c.full for c in up)
     # no NIC cable is shared: each server belongs to one job
     assert not [c for c in r.contended_links if "nic" in c.tail or "nic" in c.head]
 

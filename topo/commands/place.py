@@ -78,7 +78,10 @@ def _render(report: PlaceReport) -> None:
     if not links:
         out.print("no link is loaded by two jobs")
         return
-    out.print(f"links loaded by two or more jobs: {len(links):,} (fullest first)")
+    full = sum(1 for c in links if c["full"])
+    out.print(
+        f"links loaded by two or more jobs: {len(links):,}, {full:,} of them full (fullest first)"
+    )
     for c in links[:CONTENDED_SHOWN]:
         out.print(
             f"  {c['tail']} -> {c['head']}: {c['load_GBps']:.2f} of {c['capacity_GBps']:.2f} "

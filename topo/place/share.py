@@ -90,6 +90,8 @@ class ContendedLink:
         Its capacity and the jobs' summed load (B/s).
     jobs : tuple of str
         The jobs on it, in job order.
+    full : bool
+        Loaded to its capacity (within :data:`GROW_TOL`): a link that binds the shares.
     """
 
     tail: str
@@ -97,6 +99,7 @@ class ContendedLink:
     capacity_Bps: float
     load_Bps: float
     jobs: tuple[str, ...]
+    full: bool
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ class PlaceReport:
             ``fabric``, ``fairness``, ``jobs`` (each ``name``, ``traffic``, ``servers``,
             ``gpus``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``) and
             ``contended_links`` (each ``tail``, ``head``, ``capacity_GBps``, ``load_GBps``,
-            ``jobs``).
+            ``jobs``, ``full``).
         """
         return {
             "fabric": self.fabric,
@@ -154,6 +157,7 @@ class PlaceReport:
                     "capacity_GBps": c.capacity_Bps / 1e9,
                     "load_GBps": c.load_Bps / 1e9,
                     "jobs": list(c.jobs),
+                    "full": c.full,
                 }
                 for c in self.contended_links
             ],
@@ -302,16 +306,13 @@ def _contended(
         for uv, x in load.items():
             if x > 1e-9 * float(G.edges[uv]["capacity"]):
                 on.setdefault(uv, []).append(k)
-    out = [
-        ContendedLink(
-            tail=u,
-            head=v,
-            capacity_Bps=float(G.edges[u, v]["capacity"]),
-            load_Bps=sum(loads[k][(u, v)] for k in ks),
-            jobs=tuple(names[k] for k in ks),
-        )
-        for (u, v), ks in on.items()
-        if len(ks) >= 2
-    ]
+    out: list[ContendedLink] = []
+    for (u, v), ks in on.items():
+        if len(ks) < 2:
+            continue
+        cap = float(G.edges[u, v]["capacity"])
+        total = sum(loads[k][(u, v)] for k in ks)
+        jobs = tuple(names[k] for k in ks)
+        out.append(ContendedLink(u, v, cap, total, jobs, full=total >= cap * (1 - GROW_TOL)))
     out.sort(key=lambda c: (-c.load_Bps / c.capacity_Bps, c.tail, c.head))
     return tuple(out)
