@@ -91,3 +91,89 @@ def test_no_jobs_is_refused():
     G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
     with pytest.raises(TopoError, match="no jobs to place"):
         place(G, [])
+
+
+def _full_graph_lp(G, demands, objective, lower):
+    """An LP written apart from topo.flow, on the uncontracted fabric: every edge both ways at
+    its capacity, one commodity per (job, sending server) from that server's GPU, a server's
+    vertices usable only by its own and its sinks' commodities (servers do not forward). Job
+    k flows at rate rho_k >= lower[k] (B/s per byte of demand); maximise rho_objective.
+    One GPU per server. Returns the optimal rho, or None if infeasible."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    arcs = [(u, v, float(d["capacity"])) for u, v, d in G.edges(data=True)]
+    arcs += [(v, u, c) for u, v, c in arcs]
+    owner = {
+        v: d.get("node") for v, d in G.nodes(data=True) if d["kind"] in ("gpu", "nic", "nvswitch")
+    }
+    gpu = {d["node"]: v for v, d in G.nodes(data=True) if d["kind"] == "gpu"}
+    vid = {v: i for i, v in enumerate(G.nodes)}
+    comms = []
+    for k, d in enumerate(demands):
+        by_src = {}
+        for (a, b), x in d.entries.items():
+            by_src.setdefault(a, {})[b] = x
+        comms += [(k, s, sinks) for s, sinks in by_src.items()]
+    cols, a_eq_rows, a_eq_cols, a_eq_vals, a_ub = [], [], [], [], {}
+    n_rho = len(demands)
+    for c, (k, s, sinks) in enumerate(comms):
+        allowed = {s, *sinks}
+        for i, (u, v, _) in enumerate(arcs):
+            if owner.get(u, s) in allowed and owner.get(v, s) in allowed:
+                j = n_rho + len(cols)
+                cols.append(i)
+                a_eq_rows += [c * len(vid) + vid[u], c * len(vid) + vid[v]]
+                a_eq_cols += [j, j]
+                a_eq_vals += [1.0, -1.0]
+                a_ub.setdefault(i, []).append(j)
+        a_eq_rows.append(c * len(vid) + vid[gpu[s]])
+        a_eq_cols.append(k)
+        a_eq_vals.append(-sum(sinks.values()))
+        for t, x in sinks.items():
+            a_eq_rows.append(c * len(vid) + vid[gpu[t]])
+            a_eq_cols.append(k)
+            a_eq_vals.append(x)
+    n = n_rho + len(cols)
+    A_eq = np.zeros((len(comms) * len(vid), n))
+    np.add.at(A_eq, (a_eq_rows, a_eq_cols), a_eq_vals)
+    A_ub = np.zeros((len(arcs), n))
+    for i, js in a_ub.items():
+        A_ub[i, js] = 1.0
+    scale = 1e9  # GB/s inside the LP
+    c = np.zeros(n)
+    c[objective] = -1.0
+    bounds = [(lo / scale, None) for lo in lower] + [(0, None)] * len(cols)
+    cap = np.array([x for _, _, x in arcs]) / scale
+    res = linprog(c, A_ub=A_ub, b_ub=cap, A_eq=A_eq, b_eq=np.zeros(len(A_eq)), bounds=bounds)
+    return None if res.status == 2 else res.x[:n_rho] * scale
+
+
+def test_shared_rates_are_max_min_fair_by_an_lp_on_the_whole_graph():
+    # Three jobs of different sizes and traffic on a 2:1 FT2 (6-port switches, 4 servers and
+    # 100 GB/s of uplinks per leaf). The certificate of max-min fairness, checked by an LP
+    # written apart from topo.flow on the uncontracted graph: the rates are feasible together,
+    # and no job can be raised while every job at or below its rate keeps its rate (the
+    # jobs above it may drop).
+    from topo.place import job_demand, place_jobs
+
+    G = build("ft2", switch_ports=6, gpus_per_node=1, nics_per_node=1, oversubscription=2)
+    jobs = [
+        Job("a", "alltoall", servers=(0, 1, 4, 5)),
+        Job("b", "alltoall", servers=(2, 3, 6, 7, 8, 9)),
+        Job("c", "ring", servers=(10, 11, 12)),
+    ]
+    r = place(G, jobs)
+    rates = [j.shared_busbw_Bps for j in r.jobs]
+    demands = [job_demand(G, p) for p in place_jobs(G, jobs)]
+    for j, rate in enumerate(rates):
+        lower = [x * (1 - 1e-6) if x <= rate * (1 + 1e-9) else 0.0 for x in rates]
+        lower[j] = 0.0
+        best = _full_graph_lp(G, demands, j, lower)
+        assert best is not None  # the rates (and so these lower bounds) are feasible
+        assert best[j] == pytest.approx(rate, rel=1e-5)
+    # By hand (busbw A, B, C): leaf0's 100 GB/s of uplinks carry a's 2 x 2 pair rates A/3 and
+    # b's 2 x 4 pair rates B/5: 4A/3 + 8B/5 <= 100, so A = B = 1500/44 = 34.09 GB/s; leaf2's
+    # carry b's 8B/5 = 54.55 and c's one ring hop C: C = 100 - 54.55 = 45.45 GB/s.
+    a = 100e9 / (4 / 3 + 8 / 5)
+    assert rates == pytest.approx([a, a, 100e9 - 8 / 5 * a], rel=1e-6)
