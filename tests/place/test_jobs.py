@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from topo.builders import build
@@ -129,3 +131,22 @@ def test_bad_placements_are_refused(ft2, jobs, match):
 def test_one_server_collectives_are_refused(ft2):
     with pytest.raises(TopoError, match="no traffic on the fabric"):
         job_demand(ft2, place_jobs(ft2, [Job("a", "alltoall", servers=(0,))])[0])
+
+
+def test_a_one_leaf_fabric_is_one_block():
+    # 4 one-GPU servers on one 4-port leaf, no spine: the leaf is the only block
+    G = build("ft2", switch_ports=4, gpus=4, gpus_per_node=1, nics_per_node=1)
+    assert server_blocks(G) == {0: 0, 1: 0, 2: 0, 3: 0}
+    assert place_jobs(G, [Job("a", "ring", count=3, policy="slurm-tree")])[0].servers == (0, 1, 2)
+
+
+REAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "real"
+
+
+@pytest.mark.skipif(not (REAL / "ibnetdiscover").is_dir(), reason="../shared absent")
+def test_a_fabric_without_gpus_is_refused():
+    from topo.formats import import_ibnetdiscover
+
+    G = import_ibnetdiscover([REAL / "ibnetdiscover" / "ibtopotool_1.topo"])
+    with pytest.raises(TopoError, match="needs a fabric with GPUs.*--gpus-per-host"):
+        place_jobs(G, [Job("a", "alltoall", count=2)])

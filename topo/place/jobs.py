@@ -40,7 +40,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
-from topo.fabric import blocks_below_top, natural_key, servers
+from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, servers, terminal_kind
 from topo.traffic import Demand, ring_step
 
 __all__ = ["POLICIES", "TRAFFIC", "Job", "PlacedJob", "job_demand", "place_jobs", "server_blocks"]
@@ -124,7 +124,8 @@ class PlacedJob:
 
 def server_blocks(G: nx.Graph) -> dict[Hashable, int]:
     """Each server's block: the index in :func:`topo.fabric.blocks_below_top` of the block of
-    the switch its first NIC (in natural order) is cabled to.
+    the switch its first NIC (in natural order) is cabled to. On a fabric of one switch tier
+    (no tier below the top), each switch is a block, in natural order.
 
     Parameters
     ----------
@@ -135,8 +136,18 @@ def server_blocks(G: nx.Graph) -> dict[Hashable, int]:
     -------
     dict
         Server id -> block index; servers with no NIC cabled to a switch are left out.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> server_blocks(build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1))[3]
+    1
     """
-    where = {s: i for i, b in enumerate(blocks_below_top(G)) for s in b}
+    blocks = blocks_below_top(G)
+    if not blocks:
+        switches = [v for v, k in G.nodes(data="kind") if k in SWITCH_KINDS]
+        blocks = [[s] for s in sorted(switches, key=natural_key)]
+    where = {s: i for i, b in enumerate(blocks) for s in b}
     out: dict[Hashable, int] = {}
     for sid, verts in servers(G).items():
         for v in verts:
@@ -171,9 +182,9 @@ def place_jobs(
     Raises
     ------
     TopoError
-        Repeated job names; a job naming a server the fabric lacks, one with no NIC cabled to a
-        switch, a storage server, or one already taken by an earlier job; more servers asked
-        for than are free; a storage server that is not the fabric's.
+        A fabric without GPUs; repeated job names; a job naming a server the fabric lacks, one
+        with no NIC cabled to a switch, a storage server, or one already taken by an earlier
+        job; more servers asked for than are free; a storage server not of the fabric.
 
     Examples
     --------
@@ -182,6 +193,11 @@ def place_jobs(
     >>> [p.servers for p in place_jobs(G, [Job("a", "ring", count=3)])]
     [(0, 1, 2)]
     """
+    if terminal_kind(G) != "gpu":
+        raise TopoError(
+            "topo place needs a fabric with GPUs: jobs take whole servers (import a dump with "
+            "--gpus-per-host to give its hosts GPUs)"
+        )
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
