@@ -94,3 +94,10 @@ def test_gpu_level_demands_are_summed_per_server_pair(ft2):
     bad = Demand("gpu", ("node0/gpu0", "ghost"), {("node0/gpu0", "ghost"): 1.0})
     with pytest.raises(TopoError, match="'ghost', which is not a GPU of the fabric"):
         shared_flow(ft2, [bad], [None])
+
+
+def test_a_demand_inside_one_server_is_refused():
+    G = build("ft2", switch_ports=4, gpus_per_node=2, nics_per_node=2)
+    inside = Demand("gpu", ("node0/gpu0", "node0/gpu1"), {("node0/gpu0", "node0/gpu1"): 1.0})
+    with pytest.raises(TopoError, match="demand 0 .* no bytes between distinct servers"):
+        shared_flow(G, [inside], [None])

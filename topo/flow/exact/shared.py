@@ -93,13 +93,15 @@ def shared_flow(
     Returns
     -------
     SharedFlow
-        ``theta``, each demand's rate, each demand's link loads (B/s).
+        ``theta``, each demand's rate, each demand's link loads (B/s). ``theta`` is 0 when a
+        scaled demand's pair has no path, or only paths the fixed demands fill.
 
     Raises
     ------
     TopoError
-        No demand to scale, ``rates`` not one per demand or a rate negative or not finite, or
-        a demand naming a server that is not the fabric's.
+        No demand to scale, ``rates`` not one per demand or a rate negative or not finite, a
+        demand naming a server (GPU) that is not the fabric's, or a demand with no bytes
+        between distinct servers.
     InfeasibleError
         The fixed rates cannot be carried together, a server with traffic has no NIC cabled to
         a switch, or a pair has no path.
@@ -136,6 +138,12 @@ def shared_flow(
     hs, _ = contract_servers(G)
     by_id = {h.id: h for h in hs}
     pairs = [_server_pairs(G, d) for d in demands]
+    for k, p in enumerate(pairs):
+        if not p:
+            raise TopoError(
+                f"demand {k} ({demands[k].name or 'unnamed'}) has no bytes between "
+                "distinct servers: nothing of it crosses the fabric"
+            )
     for p in pairs:
         for ab in p:
             for s in ab:
