@@ -195,8 +195,8 @@ def place_jobs(
     """
     if terminal_kind(G) != "gpu":
         raise TopoError(
-            "topo place needs a fabric with GPUs: jobs take whole servers (import a dump with "
-            "--gpus-per-host to give its hosts GPUs)"
+            "jobs are placed on a fabric with GPUs: they take whole servers (an imported dump "
+            "has GPUs when its hosts are given their GPU count)"
         )
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
