@@ -27,8 +27,12 @@ def test_training_cluster_example():
     assert (s.gpus, s.nodes, s.switches, s.links) == (2048, 256, 96, 2048)
 
 
-# examples/sweep-*.toml are sweep specs (docs/sweep.md), loaded in tests/engine/test_sweep.py
-BUILD_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.toml") if not p.name.startswith("sweep-"))
+# examples/sweep-*.toml are sweep specs (docs/sweep.md), loaded in tests/engine/test_sweep.py;
+# examples/jobs-*.toml are job files (docs/place.md), loaded below
+BUILD_EXAMPLES = sorted(
+    p for p in EXAMPLES.glob("*.toml") if not p.name.startswith(("sweep-", "jobs-"))
+)
+JOB_EXAMPLES = sorted(EXAMPLES.glob("jobs-*.toml"))
 
 
 @pytest.mark.parametrize("path", BUILD_EXAMPLES, ids=lambda p: p.name)
@@ -36,6 +40,14 @@ def test_every_example_loads(path):
     spec = load_spec(path)
     assert spec.family in ("ft2", "ft3", "mrft", "mpft")
     assert set(spec.to_options()) - {"family", "name", "description"} <= BUILD_KEYS
+
+
+@pytest.mark.parametrize("path", JOB_EXAMPLES, ids=lambda p: p.name)
+def test_every_job_example_loads(path):
+    from topo.place.read import read_jobs
+
+    jobs = read_jobs(path)
+    assert jobs and all(j.name for j in jobs)
 
 
 @pytest.mark.parametrize(
