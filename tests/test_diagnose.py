@@ -137,3 +137,16 @@ def test_cli_needs_the_ranks_of_a_deepep_log(tmp_path: Path) -> None:
     assert '"kind":"deepep"' in r.stdout.replace(" ", "") and '"agrees":true' in r.stdout.replace(
         " ", ""
     )
+
+
+def test_a_deepep_log_in_a_folder_without_ranks_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    fabric = tmp_path / "f.json"
+    save(_servers(8), fabric)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _write(folder, README_EP16)
+    (folder / "notes.txt").write_text("not a log\n")
+    r = CliRunner().invoke(app, ["explain", str(fabric), str(folder)])
+    assert r.exit_code == 1
+    assert "give --gpus and --gpus-per-node (skipped)" in r.stderr
+    assert "no measured collective log in" in r.stderr

@@ -138,10 +138,14 @@ def explain(
             from topo.formats.deepep_log import read_deepep_log
 
             if gpus is None or gpus_per_node is None:
-                raise TopoError(
+                message = (
                     f"{log}: DeepEP's tests print neither their ranks nor ranks per server: "
                     "give --gpus and --gpus-per-node"
                 )
+                if not in_folder:
+                    raise TopoError(message)
+                warnings.append(f"{message} (skipped)")
+                continue
             with about(fabric):
                 ep_results.append((log, explain_ep(G, read_deepep_log(log), gpus, gpus_per_node)))
             continue
@@ -160,6 +164,7 @@ def explain(
                 results.append((log, e))
             runs += _pair_runs(log, t)
     if not results and not runs and not ep_results:
+        warn_lines(warnings)  # why each file was skipped, before the refusal
         raise TopoError(f"no measured collective log in {', '.join(str(p) for p in measurements)}")
     groups = _pairwise(G, fabric, runs)
     if not results and not groups and not ep_results:
