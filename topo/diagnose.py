@@ -25,7 +25,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topo.collective.explain import AGREE, CHECKS, fabric_variants, percent_off
+from topo.collective.explain import AGREE, CHECKS, fabric_variants, percent_off, rank_causes
 from topo.collective.fabric_rates import FabricRates, fabric_rates
 from topo.errors import TopoError
 from topo.formats.deepep_log import DeepEPPhase, DeepEPTest
@@ -207,23 +207,7 @@ def explain_ep(G: nx.Graph, test: DeepEPTest, gpus: int, gpus_per_node: int) -> 
                     CHECKS[v.kind],
                 )
             )
-        causes = sorted((k for k in causes if k.score < design.score - 0.01), key=lambda k: k.score)
-        best = causes[0] if causes else None
-        if best is not None and best.fits:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); best fit: "
-                f"{best.description} (RMS {percent_off(best.score)})"
-            )
-        elif best is not None:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); no single cause fits "
-                f"within 15%; closest: {best.description} (RMS {percent_off(best.score)})"
-            )
-        else:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); none of the causes "
-                "topo models comes closer"
-            )
+        causes, verdict = rank_causes(design.score, causes)
     return EPExplanation(
         kernel=test.kernel,
         gpus=gpus,

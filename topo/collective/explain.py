@@ -42,9 +42,9 @@ The causes and their models (docs/explain.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -249,8 +249,7 @@ def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRat
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         H = G.copy()
         nics = _cabled_nics(H, r.servers[:1])
-        for nic in nics[len(nics) - k_of(len(nics)) :]:
-            H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
+        _uncable(H, nics[len(nics) - k_of(len(nics)) :])
         return H
 
     return change
@@ -282,16 +281,24 @@ def _nics_used(k: int) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
 
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         H = G.copy()
-        for nic in _cabled_nics_by_server(H, r.servers, skip=k):
-            H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
+        _uncable(H, _cabled_nics(H, r.servers, skip=k))
         return H
 
     return change
 
 
-def _cabled_nics_by_server(G: nx.Graph, chosen: list[Any], skip: int) -> list[Any]:
-    """The cabled NICs of each ``chosen`` server after its first ``skip`` (one pass over the
-    fabric's servers)."""
+def _channel_cap(k: int) -> Callable[[NcclConstants], NcclConstants]:
+    """The constants with ``NCCL_MAX_NCHANNELS=k``."""
+
+    def change(c: NcclConstants) -> NcclConstants:
+        return c.with_max_nchannels(k)
+
+    return change
+
+
+def _cabled_nics(G: nx.Graph, chosen: list[Any], skip: int = 0) -> list[Any]:
+    """The NICs cabled to a switch of each ``chosen`` server after its first ``skip``, in
+    order (one pass over the fabric's servers, whatever their number)."""
     by_server = servers(G)
     out: list[Any] = []
     for s in chosen:
@@ -304,25 +311,10 @@ def _cabled_nics_by_server(G: nx.Graph, chosen: list[Any], skip: int) -> list[An
     return out
 
 
-def _channel_cap(k: int) -> Callable[[NcclConstants], NcclConstants]:
-    """The constants with ``NCCL_MAX_NCHANNELS=k``."""
-
-    def change(c: NcclConstants) -> NcclConstants:
-        return c.with_max_nchannels(k)
-
-    return change
-
-
-def _cabled_nics(G: nx.Graph, chosen: list[Any]) -> list[Any]:
-    """The NICs cabled to a switch of the ``chosen`` servers, in order (one pass over the
-    fabric's servers, whatever their number)."""
-    by_server = servers(G)
-    return [
-        v
-        for s in chosen
-        for v in by_server[s]
-        if G.nodes[v]["kind"] == "nic" and any(G[v][w]["kind"] == "endpoint" for w in G[v])
-    ]
+def _uncable(H: nx.Graph, nics: list[Any]) -> None:
+    """Remove the cables (``endpoint`` edges) of ``nics`` from ``H`` in place."""
+    for nic in nics:
+        H.remove_edges_from([(nic, v) for v in list(H[nic]) if H[nic][v]["kind"] == "endpoint"])
 
 
 @dataclass(frozen=True)
@@ -573,24 +565,7 @@ def explain_test(
                     check=CHECKS[v.kind],
                 )
             )
-        causes.sort(key=lambda k: k.score)
-        causes = [k for k in causes if k.score < design.score - MIN_GAIN]
-        best = causes[0] if causes else None
-        if best is not None and best.fits:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); best fit: "
-                f"{best.description} (RMS {percent_off(best.score)})"
-            )
-        elif best is not None:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); no single cause fits "
-                f"within 15%; closest: {best.description} (RMS {percent_off(best.score)})"
-            )
-        else:
-            verdict = (
-                f"slower than the design (RMS {percent_off(design.score)}); none of the causes "
-                "topo models comes closer"
-            )
+        causes, verdict = rank_causes(design.score, causes)
     return Explanation(
         op=test.op,
         gpus=rates.gpus,
@@ -605,6 +580,41 @@ def explain_test(
         faster=faster,
         verdict=verdict,
         causes=causes,
+    )
+
+
+class Scored(Protocol):
+    """What :func:`rank_causes` reads of a cause: its description, score and whether it fits."""
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def fits(self) -> bool: ...
+
+
+CauseT = TypeVar("CauseT", bound=Scored)
+
+
+def rank_causes(design_score: float, causes: Sequence[CauseT]) -> tuple[list[CauseT], str]:
+    """The causes that beat the design's score by more than :data:`MIN_GAIN`, best (lowest
+    RMS of the log ratio, dimensionless) first, and the verdict of a measurement slower than
+    the design: the best cause when it fits (RMS at most :data:`AGREE`), else the closest, else
+    that none comes closer. Used for collectives (:func:`explain_test`) and EP kernels
+    (:func:`topo.diagnose.explain_ep`) alike."""
+    ranked = sorted((k for k in causes if k.score < design_score - MIN_GAIN), key=lambda k: k.score)
+    slower = f"slower than the design (RMS {percent_off(design_score)})"
+    if not ranked:
+        return ranked, f"{slower}; none of the causes topo models comes closer"
+    best = ranked[0]
+    if best.fits:
+        return ranked, f"{slower}; best fit: {best.description} (RMS {percent_off(best.score)})"
+    return ranked, (
+        f"{slower}; no single cause fits within 15%; closest: {best.description} "
+        f"(RMS {percent_off(best.score)})"
     )
 
 

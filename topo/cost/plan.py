@@ -627,7 +627,7 @@ def _plan_rule(
         leaves, spines, links = (planes * x for x in rail_only_counts(nodes, spec))
         switches, ends, tiers = leaves + spines, nodes * planes, 2 if spines else 1
     else:
-        tors, aggs, links, port_cables = hpn_counts(nodes, spec)
+        tors, aggs, links, _ = hpn_counts(nodes, spec)
         switches, tiers, port_gbps = tors + aggs, 2, inp.link_gbps / HPN_PORTS
         ends = nodes * inp.nics_per_node  # the NICs, as compare counts them: 2 cables each
     cables = {("optical", inp.link_gbps): links} if links else {}
