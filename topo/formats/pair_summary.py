@@ -27,11 +27,10 @@ import hostlist
 
 from topo.errors import FormatError
 from topo.files import read_text
+from topo.formats.nccl_tests_checks import MAX_GBPS
 
 REQUIRED = ("test", "G", "nodes")
 BUSBW_COLUMNS = ("peak_busbw_GBs", "busbw_GBs")
-MAX_BUSBW_GBPS = 1e6
-"""A busbw above this (GB/s) is refused as implausible (as nccl-tests rows are)."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +135,8 @@ def _run(p: Path, line: int, row: dict[str, str | None], col: str) -> PairRun:
             busbw = float(raw)
         except ValueError:
             raise FormatError(p, f"{col} {raw!r} is not a number", line=line) from None
-        if not (math.isfinite(busbw) and 0 <= busbw <= MAX_BUSBW_GBPS):
-            raise FormatError(p, f"{col} {raw} is not from 0 to {MAX_BUSBW_GBPS:g} GB/s", line=line)
+        if not (math.isfinite(busbw) and 0 <= busbw <= MAX_GBPS):
+            raise FormatError(p, f"{col} {raw} is not from 0 to {MAX_GBPS:g} GB/s", line=line)
     size = cell("maxBytes")
     log = cell("file")
     test = cell("test")
