@@ -17,14 +17,14 @@ What the design gives each NIC (docs/export.md):
 - **port**: 1 for a built NIC (one port per HCA), the CA port number for an imported one.
 
 An HPN host's NIC (family ``hpn``: two 200G ports, one on each of two non-stacked ToRs and
-planes) is one HCA, not two: HPN bonds the two ports by LACP towards the two ToRs (Qian et
-al., SIGCOMM 2024, non-stacked dual-ToR: the ToRs run a modified LACP without a stacking
-link between them), and a ConnectX in RoCE LAG mode (bond mode 1, 2 or
-4 over its two ports) shows one RDMA device for both ports, ``mlx5_bond_<n>``, port 1 (NVIDIA,
-"HowTo Configure RoCE over LAG", and the kernel's ``net/mlx5: Implement RoCE LAG feature``:
-"during LAG, only one IB device is present for both ports"). So NCCL sees one HCA per NIC
-(:data:`BOND_HCA_FORMAT`), at the sum of its cabled ports' rates, on the NIC's rail and on no
-one plane (the bond spans both).
+planes) is one HCA, not two: HPN bonds the two ports by LACP towards the two ToRs (Qian et al.,
+SIGCOMM 2024, non-stacked dual-ToR: the ToRs run a modified LACP without a stacking link
+between them), and a ConnectX in RoCE LAG mode (bond mode 1, 2 or 4 over its two ports) shows
+one RDMA device for both ports, ``mlx5_bond_<n>``, port 1 (NVIDIA, "HowTo Configure RoCE over
+LAG", and the kernel's ``net/mlx5: Implement RoCE LAG feature``: "during LAG, only one IB
+device is present for both ports"). So NCCL sees one HCA per NIC (:data:`BOND_HCA_FORMAT`), at
+the sum of its cabled ports' rates, on the NIC's rail and on no one plane (the bond spans
+both).
 
 ``NCCL_CROSS_NIC``: 0 where NICs of different rails or planes should not pair (several
 planes, or rails), 1 where every NIC of a server sits on the same switches as any other (a
