@@ -68,6 +68,7 @@ def test_switches_as_their_datasheets_state(name, ports, gbps):
         ("b300", 8, 1800, 800, "blackwell"),
         ("gb200-nvl72", 72, 1800, 400, "blackwell"),
         ("gb300-nvl72", 72, 1800, 800, "blackwell"),
+        ("hpn-host", 8, 720, 400, "hopper"),
     ],
 )
 def test_servers_as_their_vendors_state(name, gpus, nvlink_bidir_GBps, nic_gbps, arch):

@@ -13,6 +13,10 @@ Expected figures are the vendors' own, restated from the documents the catalog c
   400 Gb/s; DGX B300: NVLink 5 1.8 TB/s per GPU, eight ConnectX-8 800 Gb/s.
 - ConnectX-8 SuperNIC firmware release notes 40.44.0208: "800Gb/s or XDR IB or 2 x 400GbE",
   "planarized topology network"; ConnectX-6: 200 Gb/s, PCIe 4.0 x16.
+- Alibaba HPN (Qian et al., SIGCOMM 2024, as restated in Q. Wu's paper notes and Tom's
+  Hardware): 8 GPUs and 8 backend NICs of 2 x 200 Gb/s per host, one NIC a GPU, plus a frontend
+  NIC; Alibaba's SimAI AlibabaHPN template: H100 GPUs, NVLink 2880 Gb/s per GPU (360 GB/s);
+  a 400G NIC on PCIe Gen5 x16.
 - PCI-SIG: 16 GT/s x 16 lanes / 8 = 32 GB/s per direction (Gen4, before 128b/130b coding);
   32 GT/s -> 64 GB/s (Gen5); 64 GT/s -> 128 GB/s (Gen6).
 
@@ -44,6 +48,7 @@ VENDOR = {
     "b200": (8, 14_400 / 8, 400, 5),
     "b300": (8, 1800, 800, 6),
     "gb300-nvl72": (72, 1800, 800, 6),
+    "hpn-host": (8, 2 * 2880 / 8, 400, 5),  # SimAI's 2880 Gb/s per direction = 360 GB/s
 }
 GEN_GBps = {4: 16 * 16 / 8, 5: 32 * 16 / 8, 6: 64 * 16 / 8}  # GT/s x 16 lanes / 8 bit
 
@@ -57,6 +62,7 @@ ARCH = {
     "b300": "blackwell",
     "gb200-nvl72": "blackwell",
     "gb300-nvl72": "blackwell",
+    "hpn-host": "hopper",
 }
 
 
@@ -134,3 +140,20 @@ def test_b300_on_two_planes_of_400g_ports():
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["gpus"] == 64 and d["endpoints"] == 128
+
+
+def test_hpn_host_nic_is_two_ports_of_200g_and_builds_the_papers_pod():
+    # Qian et al.: each NIC 2 x 200 Gb/s, one port per ToR; a pod of 128-port ToRs is
+    # 15 segments x 128 hosts x 8 GPUs = 15,360 GPUs, with 2 x 8 x 15 = 240 ToRs and 120
+    # aggregation switches, and 2 port cables of 200G per NIC: 2 x 8 x 1,920 = 30,720.
+    cat = load_catalog()
+    nic = cat.get("nic", cat.get("node", "hpn-host").get("nic"))
+    assert (nic.get("gbps"), nic.get("ports"), nic.get("port_gbps")) == (400, 2, 200)
+    assert cat.get("node", "hpn-host").get("frontend_nics") == 1  # not in the backend fabric
+    r = runner.invoke(
+        app, ["build", "hpn", "--node", "hpn-host", "--switch-ports", "128", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["gpus"], s["switches_by_tier"]) == (15_360, {"leaf": 240, "spine": 120})
+    assert s["endpoint_links"] == 30_720

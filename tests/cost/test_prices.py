@@ -26,10 +26,62 @@ def test_unlisted_radix_is_priced_per_port():
 
 
 def test_missing_speed_is_refused():
-    with pytest.raises(SpecError, match="no switch of 800 Gb/s ports"):
+    # No 800G switch, and 64 x 800G is no split of the 64 x 400G box (a split is slower).
+    with pytest.raises(SpecError, match="no switch of 800 Gb/s ports, nor one of a multiple"):
         load_prices().switch(64, 800)
-    with pytest.raises(SpecError, match="no optical cable of 200 Gb/s"):
-        load_prices().cable("optical", 200)
+    with pytest.raises(SpecError, match="no optical cable of 800 Gb/s, nor one of a multiple"):
+        load_prices().cable("optical", 800)
+    with pytest.raises(SpecError, match="no switch of 300 Gb/s"):  # 400 is no multiple of 300
+        load_prices().switch(128, 300)
+
+
+SPLIT_BOOK = """
+[[switch]]
+ports = 64
+gbps = 800
+price_usd = 60000
+watts = 1800
+source = "a 51.2T box"
+
+[[switch]]
+ports = 64
+gbps = 400
+price_usd = 25000
+source = "a 25.6T box"
+
+[[cable]]
+class = "optical"
+gbps = 800
+price_usd = 2000
+watts = 30
+source = "an 800G cable and its transceivers"
+"""
+
+
+def test_split_switch_is_priced_as_its_box(tmp_path):
+    # A 64 x 800G box run as 128 x 400G or 256 x 200G is the same box: the box's 60,000 $ and
+    # 1,800 W, not 2 x the 64 x 400G box's 25,000 $ (which the per-port rule would give).
+    path = tmp_path / "p.toml"
+    path.write_text(SPLIT_BOOK)
+    book = load_prices(path)
+    for ports, gbps in ((128, 400), (256, 200)):
+        it = book.switch(ports, gbps)
+        assert (it.ports, it.gbps, it.price_usd, it.watts) == (ports, gbps, 60_000, 1_800)
+        assert "64x800G box with each port split" in it.source
+    # 128 x 200G is also the 64 x 400G box split in 2: the smallest split wins (25,000 $).
+    assert book.switch(128, 200).price_usd == 25_000
+    # A split cable: one of 2 (4) links of the 800G cable, half (a quarter) of it.
+    assert (book.cable("optical", 400).price_usd, book.cable("optical", 400).watts) == (1000, 15)
+    assert book.cable("optical", 200).price_usd == 500
+
+
+def test_split_box_of_an_unlisted_radix_is_priced_per_port():
+    # The default book lists 64 x 400G at 44,500 $ only. 64 x 200G is a 32 x 400G box split in
+    # 2 (no 32-port box listed): per port from the 64-port one, 44,500 / 2 = 22,250 $.
+    book = load_prices()
+    assert book.switch(128, 200).price_usd == 44_500  # the listed box, split
+    assert book.switch(64, 200).price_usd == 22_250
+    assert book.switch(256, 100).price_usd == 44_500  # split in 4
 
 
 GOOD = """

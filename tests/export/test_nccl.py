@@ -118,3 +118,35 @@ def test_bad_node_and_hca_format():
         nccl_env(G, node=8)
     with pytest.raises(SpecError, match="one field"):
         nccl_env(G, hca_format="mlx5_{idx}")
+
+
+def test_hpn_nic_is_one_bonded_hca_of_two_ports():
+    # Qian et al., SIGCOMM 2024: each NIC's two 200G ports go to two ToRs, bonded by LACP; in
+    # RoCE LAG mode a ConnectX shows one RDMA device for both ports, mlx5_bond_<n>, port 1.
+    # A 32-port pod of 8 hosts: 8 NICs a host, NIC j on rail j (both its ToRs are rail j).
+    G = build("hpn", switch_ports=32, gpus=64)
+    nics = nccl_nics(G, node=3)
+    assert [(n.hca, n.port, n.rail, n.plane) for n in nics] == [
+        (f"mlx5_bond_{j}", 1, j, None) for j in range(8)
+    ]
+    assert {n.speed_Mbps for n in nics} == {400_000}  # 2 x 200G ports of a 400G NIC
+    env = nccl_env(G, node=3)
+    exact, hcas = parse_ib_hca(env["NCCL_IB_HCA"])
+    assert exact and hcas == [(f"mlx5_bond_{j}", 1, j, -1) for j in range(8)]
+    assert env["NCCL_CROSS_NIC"] == "0"
+
+
+def test_hpn_bond_with_one_tor_lost_keeps_half_its_rate():
+    G = build("hpn", switch_ports=32, gpus=64)
+    G.remove_node("seg0/rail2/tor1")  # port 1 of NIC 2 of every host loses its ToR
+    nics = nccl_nics(G, node=0, hca_format="bond{index}")
+    assert [n.hca for n in nics] == [f"bond{j}" for j in range(8)]
+    assert nics[2].speed_Mbps == 200_000 and nics[1].speed_Mbps == 400_000
+
+
+def test_hpn_topo_xml_has_one_net_per_nic():
+    G = build("hpn", switch_ports=32, gpus=64)
+    root = ET.fromstring(write_topo_xml(nccl_nics(G, node=0), "host0"))
+    nets = root.findall(".//net")
+    assert [n.get("name") for n in nets] == [f"mlx5_bond_{j}" for j in range(8)]
+    assert all(n.get("plane") is None and n.get("port") == "1" for n in nets)

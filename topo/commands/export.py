@@ -57,10 +57,11 @@ def export_(
         str | None,
         typer.Option(
             "--hca-format",
-            help="nccl: HCA device names, with {index} (default mlx5_{index}; an imported "
-            "fabric keeps the device names of its dump, e.g. mlx5_4, where it has them, and "
-            "without this option is refused where the dump names them otherwise, e.g. "
-            "HCA-5). No , : = ^ or whitespace; distinct per NIC.",
+            help="nccl: HCA device names, with {index} (default mlx5_{index}; "
+            "mlx5_bond_{index} for an HPN pod, whose NICs' two ports are one bonded HCA; an "
+            "imported fabric keeps the device names of its dump, e.g. mlx5_4, where it has "
+            "them, and without this option is refused where the dump names them otherwise, "
+            "e.g. HCA-5). No , : = ^ or whitespace; distinct per NIC.",
         ),
     ] = None,
     topo_xml: Annotated[

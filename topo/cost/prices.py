@@ -22,13 +22,25 @@ DeepSeek-V3 hardware report's Table 3, every price with its source. Format::
     [layout]
     electrical_within_group = false   # Dragonfly local links electrical (one group, one rack)
 
-A switch of a radix not listed is priced per port from the listed switch of the same speed with
-the nearest radix (switch cost linear in radix, as in the Slim Fly cost model: Besta and
-Hoefler, SC14, §V).
+A switch not listed is priced, in this order:
+
+1. as a listed box with its ports split: ``P*k`` ports of ``g/P`` Gb/s are the ``k``-port box of
+   ``g`` Gb/s run with each port broken out in ``P`` (a 64 x 800G Spectrum-4 SN5600 as 128 x 400G
+   or 256 x 200G: NVIDIA's SN5000 hardware user manual; a multi-plane fabric of
+   ``--planes-per-nic P``, :mod:`topo.builders.multiplane`), so it costs the box's price and
+   power;
+2. per port from the listed switch of the same speed with the nearest radix (switch cost
+   linear in radix, as in the Slim Fly cost model: Besta and Hoefler, SC14, §V);
+3. as a split box whose radix is not listed: rule 2 at the faster speed.
+
+A cable not listed is, likewise, one of the ``P`` links of a listed cable of ``P`` times its
+speed and the same class broken out (``1/P`` of its price and power): a 200G leaf-spine link of
+a 2-plane fabric is half a 400G cable.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -99,23 +111,66 @@ class PriceBook:
     def switch(self, ports: int, gbps: float) -> Item:
         """The price of a ``ports``-port switch of ``gbps`` Gb/s ports.
 
-        Listed: as listed. Not listed: per port from the listed switch of the same speed with
-        the nearest radix (``price * ports / listed_ports``, same for watts).
+        Listed: as listed. Else the listed box of ``ports/P`` ports of ``P*gbps`` (``P`` = 2,
+        3, ...; the smallest that is listed) with each port split in ``P``: its price and
+        watts. Else per port from the listed switch of the same speed with the nearest radix
+        (``price * ports / listed_ports``, same for watts). Else a split box of the smallest
+        ``P`` whose speed is listed, priced per port at that speed.
+
+        Parameters
+        ----------
+        ports : int
+            Radix as the fabric uses it (split ports counted one by one).
+        gbps : float
+            Port speed, Gb/s.
+
+        Returns
+        -------
+        Item
+            Its price (US dollars), power (W) and a ``source`` saying how it was found.
 
         Raises
         ------
         SpecError
-            If the book lists no switch of that speed.
+            If the book lists no switch of that speed nor of a multiple of it that ``ports``
+            splits into.
+
+        Examples
+        --------
+        >>> book = load_prices()          # lists 64 x 400G at 44,500 $
+        >>> book.switch(128, 200).price_usd, book.switch(128, 400).price_usd
+        (44500.0, 89000.0)
         """
+        for s in self.switches:
+            if s.ports == ports and s.gbps == gbps:
+                return s
+        splits = self._splits(ports, gbps)
+        for p, s in splits:
+            if s.ports * p == ports:
+                return dataclasses.replace(
+                    s,
+                    ports=ports,
+                    gbps=gbps,
+                    source=f"the {s.ports}x{s.gbps:g}G box with each port split in {p} "
+                    f"({s.source})",
+                )
         same = [s for s in self.switches if s.gbps == gbps]
+        if not same and splits:
+            p = splits[0][0]
+            box = self.switch(ports // p, gbps * p)
+            return dataclasses.replace(
+                box,
+                ports=ports,
+                gbps=gbps,
+                source=f"a {ports // p}x{gbps * p:g}G box with each port split in {p}: "
+                f"{box.source}",
+            )
         if not same:
             speeds = ", ".join(f"{s.gbps:g}" for s in self.switches) or "none"
             raise SpecError(
-                f"price book {self.path} has no switch of {gbps:g} Gb/s ports (it lists {speeds})"
+                f"price book {self.path} has no switch of {gbps:g} Gb/s ports, nor one of a "
+                f"multiple of it that {ports} ports split into (it lists {speeds})"
             )
-        for s in same:
-            if s.ports == ports:
-                return s
         ref = min(same, key=lambda s: (abs(s.ports - ports), s.ports))
         f = ports / ref.ports
         return Item(
@@ -130,15 +185,52 @@ class PriceBook:
     def cable(self, kind: str, gbps: float) -> Item:
         """The price of one cable of class ``kind`` at ``gbps`` Gb/s.
 
+        Listed: as listed. Else one of the ``P`` links of a listed cable of the same class at
+        ``P*gbps`` broken out (the smallest such ``P``): ``1/P`` of its price and watts.
+
         Raises
         ------
         SpecError
-            If the book has no such cable.
+            If the book has no such cable, nor one of a multiple of its speed.
+
+        Examples
+        --------
+        >>> load_prices().cable("optical", 200).price_usd     # half the 400G one's 1,680 $
+        840.0
         """
         for c in self.cables:
             if c.kind == kind and c.gbps == gbps:
                 return c
-        raise SpecError(f"price book {self.path} has no {kind} cable of {gbps:g} Gb/s")
+        faster = sorted(
+            (round(c.gbps / gbps), c)
+            for c in self.cables
+            if c.kind == kind and c.gbps > gbps and _multiple(c.gbps, gbps)
+        )
+        if faster:
+            p, c = faster[0]
+            return Item(
+                kind=kind,
+                gbps=gbps,
+                price_usd=c.price_usd / p,
+                watts=None if c.watts is None else c.watts / p,
+                source=f"one of {p} links of a {c.gbps:g}G {kind} cable broken out ({c.source})",
+            )
+        raise SpecError(
+            f"price book {self.path} has no {kind} cable of {gbps:g} Gb/s, nor one of a "
+            "multiple of that speed to break out"
+        )
+
+    def _splits(self, ports: int, gbps: float) -> list[tuple[int, Item]]:
+        """Listed switches a ``ports`` x ``gbps`` switch could be a split box of: ``(P, box)``
+        with the box's speed ``P*gbps`` (P >= 2) and ``P`` dividing ``ports``, smallest P
+        first."""
+        out = []
+        for s in self.switches:
+            if s.gbps > gbps and _multiple(s.gbps, gbps):
+                p = round(s.gbps / gbps)
+                if ports % p == 0:
+                    out.append((p, s))
+        return sorted(out, key=lambda t: (t[0], t[1].ports))
 
 
 def load_prices(path: str | Path | None = None) -> PriceBook:
@@ -272,6 +364,12 @@ def _number(
     if v > MAX_NUMBER:
         raise FormatError(where, f"{what}: {key} must be at most {MAX_NUMBER:.0e}, got {shown(v)}")
     return float(v)
+
+
+def _multiple(fast: float, slow: float) -> bool:
+    """``fast`` is an integer multiple (2 or more) of ``slow`` (Gb/s, to 1e-9)."""
+    p = fast / slow
+    return round(p) >= 2 and abs(p - round(p)) < 1e-9
 
 
 MAX_NUMBER = 1e12

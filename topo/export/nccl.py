@@ -16,6 +16,16 @@ What the design gives each NIC (docs/export.md):
   left empty, -1 to NCCL);
 - **port**: 1 for a built NIC (one port per HCA), the CA port number for an imported one.
 
+An HPN host's NIC (family ``hpn``: two 200G ports, one on each of two non-stacked ToRs and
+planes) is one HCA, not two: HPN bonds the two ports by LACP towards the two ToRs (Qian et al.,
+SIGCOMM 2024, non-stacked dual-ToR: the ToRs run a modified LACP without a stacking link
+between them), and a ConnectX in RoCE LAG mode (bond mode 1, 2 or 4 over its two ports) shows
+one RDMA device for both ports, ``mlx5_bond_<n>``, port 1 (NVIDIA, "HowTo Configure RoCE over
+LAG", and the kernel's ``net/mlx5: Implement RoCE LAG feature``: "during LAG, only one IB
+device is present for both ports"). So NCCL sees one HCA per NIC (:data:`BOND_HCA_FORMAT`), at
+the sum of its cabled ports' rates, on the NIC's rail and on no one plane (the bond spans
+both).
+
 ``NCCL_CROSS_NIC``: 0 where NICs of different rails or planes should not pair (several
 planes, or rails), 1 where every NIC of a server sits on the same switches as any other (a
 fat tree, Dragonfly, Slim Fly, an imported fabric whose hosts each hang off one leaf), 2
@@ -37,6 +47,7 @@ from topo.fabric import SWITCH_KINDS, named_servers, natural_key, servers, switc
 from topo.formats.hca_names import DEFAULT_HCA_FORMAT, LINUX_DEVICE, host_devices
 
 __all__ = [
+    "BOND_HCA_FORMAT",
     "DEFAULT_HCA_FORMAT",
     "HCA_NAME_MAX",
     "HCA_RESERVED",
@@ -62,6 +73,15 @@ entries, ``:`` between an entry's fields, a leading ``^`` (exclude) or ``=`` (ex
 HCA_NAME_MAX = 63
 """The longest device name NCCL keeps whole: ``struct netIf``'s ``prefix[64]`` with its NUL
 (``src/include/utils.h``), as Linux's ``IBV_SYSFS_NAME_MAX`` (64)."""
+
+
+BOND_HCA_FORMAT = "mlx5_bond_{index}"
+"""The RDMA device of a ConnectX whose two ports are bonded (RoCE LAG): ``mlx5_bond_0``, ...
+(NVIDIA, "HowTo Configure RoCE over LAG (ConnectX-4)": "only one IB device will be present for
+both ports with 'bond' appended to its name (for example mlx5_bond_0)"); an HPN host's NICs."""
+
+BONDED_FAMILIES = ("hpn",)
+"""Families whose NIC ports (``node{n}/nic{j}/port{p}``) are one bonded HCA to NCCL."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +165,11 @@ def nccl_nics(
     Returns
     -------
     list of NcclNic
-        In the server's NIC order; NICs not cabled to a switch are left out.
+        In the server's NIC order; NICs not cabled to a switch are left out. An HPN NIC
+        (family ``hpn``) is one bonded HCA (module docstring): its ports' vertices
+        ``node{n}/nic{j}/port{p}`` make one entry, named by ``hca_format`` (None:
+        :data:`BOND_HCA_FORMAT`) with the NIC's position ``j``, port 1, the ToRs' rail, no
+        plane, and the rate of its cabled ports summed (a NIC with one ToR lost: half).
 
     Raises
     ------
@@ -159,6 +183,8 @@ def nccl_nics(
     ctx = context if context is not None else _context(G)
     server, members = _server(ctx, node)
     nics = [v for v in members if G.nodes[v]["kind"] == "nic"]
+    if G.graph.get("family") in BONDED_FAMILIES:
+        return _bonded_nics(G, nics, hca_format or BOND_HCA_FORMAT)
     devices, foreign = host_devices(G, str(server), nics)
     if foreign and hca_format is None:
         raise SpecError(_foreign_message(str(server), foreign), param="hca_format")
@@ -177,6 +203,28 @@ def nccl_nics(
         hca = str(name) if keep else _hca(hca_format or DEFAULT_HCA_FORMAT, index)
         speed = round(float(edge["capacity"]) / int(edge["links"]) * 8 / 1e6)
         out.append(NcclNic(hca, port, rail, plane, speed))
+    return out
+
+
+def _bonded_nics(G: nx.Graph, ports: Sequence[str], hca_format: str) -> list[NcclNic]:
+    """One HCA per NIC of a host whose NICs' ports are bonded (RoCE LAG), in NIC order."""
+    by_nic: dict[str, list[str]] = {}
+    for v in sorted(ports, key=lambda v: natural_key(G.nodes[v]["index"])):
+        by_nic.setdefault(str(v).rsplit("/port", 1)[0], []).append(v)
+    out = []
+    for index, members in enumerate(by_nic.values()):
+        ups = [
+            (w, d)
+            for v in members
+            for w, d in G.adj[v].items()
+            if G.nodes[w]["kind"] in SWITCH_KINDS
+        ]
+        if not ups:
+            continue
+        rails = {int(G.nodes[w].get("rail", -1)) for w, _ in ups}
+        rail = rails.pop() if len(rails) == 1 else -1
+        speed = round(sum(float(d["capacity"]) / int(d["links"]) for _, d in ups) * 8 / 1e6)
+        out.append(NcclNic(_hca(hca_format, index), 1, rail if rail >= 0 else None, None, speed))
     return out
 
 
