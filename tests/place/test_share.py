@@ -87,6 +87,21 @@ def test_storage_read_is_bound_by_the_storage_nics():
     assert r.jobs[0].shared_busbw_Bps == pytest.approx(25e9, rel=1e-6)
 
 
+def test_a_job_bound_by_leaf_uplinks_alone_gets_the_cut_rate_not_its_nic_bound():
+    # 2:1 FT2 of 6-port switches (4 servers and 2 x 50 = 100 GB/s of uplinks per leaf); an
+    # all-to-all of n = 8 GPUs on leaves 0 and 1 at pair rate p. NICs: 7p <= 50 (busbw 50, its
+    # NIC bound); leaf0's uplinks carry 4 x 4 p <= 100: p = 6.25, busbw 7 x 6.25 = 43.75 GB/s.
+    from topo.place import job_demand, nic_bound, place_jobs
+
+    G = build("ft2", switch_ports=6, gpus_per_node=1, nics_per_node=1, oversubscription=2)
+    job = Job("a", "alltoall", servers=tuple(range(8)))
+    r = place(G, [job])
+    assert r.jobs[0].alone_busbw_Bps == pytest.approx(43.75e9, rel=1e-6)
+    assert r.jobs[0].shared_busbw_Bps == pytest.approx(43.75e9, rel=1e-6)
+    d = job_demand(G, place_jobs(G, [job])[0])
+    assert nic_bound(d, dict.fromkeys(range(24), NIC)) == pytest.approx(NIC, rel=1e-12)
+
+
 def test_no_jobs_is_refused():
     G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
     with pytest.raises(TopoError, match="no jobs to place"):

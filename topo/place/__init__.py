@@ -18,6 +18,7 @@ from topo.place.share import (
     JobRate,
     PlaceReport,
     max_min_rates,
+    nic_bound,
     place,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "PlacedJob",
     "job_demand",
     "max_min_rates",
+    "nic_bound",
     "place",
     "place_jobs",
     "read_jobs",

@@ -1,7 +1,12 @@
 """Each job's rate alone and shared: max-min fair by progressive filling.
 
-**Alone**: the job's demand (:func:`topo.place.jobs.job_demand`) on the whole fabric, through
-:func:`topo.flow.concurrent_flow`. **Shared**: every job is its own commodity on the one fabric,
+**Alone**: the job's demand (:func:`topo.place.jobs.job_demand`) on the whole fabric, its
+maximum concurrent flow (:func:`topo.flow.shared_flow` with the one demand: servers contracted,
+planes folded, as :func:`topo.flow.concurrent_flow` solves an explicit demand). A job cannot
+beat its servers' NICs: its rate alone is at most its *NIC bound* (:func:`nic_bound`, each
+server's cabled NIC capacity over the bytes it sends, and over the bytes it receives). A job
+whose shared rate reaches its NIC bound has that bound as its rate alone, with no LP of its
+own. **Shared**: every job is its own commodity on the one fabric,
 and the rates are max-min fair in busbw (Bertsekas and Gallager, *Data Networks*, 2nd ed.,
 1992, section 6.5.2), found by progressive filling:
 
@@ -18,7 +23,7 @@ allocation, unique for a convex set of feasible rates (Bertsekas and Gallager, 6
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +31,8 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
-from topo.flow import concurrent_flow, shared_flow
+from topo.flow import shared_flow
+from topo.flow.reduce import contract_servers
 from topo.flow.solve import DEFAULT_MAX_VARIABLES
 from topo.place.jobs import Job, PlacedJob, job_demand, place_jobs
 from topo.traffic import Demand
@@ -38,6 +44,7 @@ __all__ = [
     "JobRate",
     "PlaceReport",
     "max_min_rates",
+    "nic_bound",
     "place",
 ]
 
@@ -213,8 +220,15 @@ def place(
         raise TopoError("no jobs to place")
     placed = place_jobs(G, jobs, seed=seed)
     demands = [job_demand(G, p) for p in placed]
-    alone = [concurrent_flow(G, d, max_variables=max_variables).theta for d in demands]
-    rates, loads = max_min_rates(G, demands, max_variables, alone)
+    nic = {h.id: sum(h.attach.values()) for h in contract_servers(G)[0]}
+    bound = [nic_bound(d, nic) for d in demands]
+    rates, loads = max_min_rates(G, demands, max_variables, bound)
+    alone = [
+        b
+        if s >= b * (1 - GROW_TOL)
+        else shared_flow(G, [d], [None], max_variables=max_variables).theta
+        for d, b, s in zip(demands, bound, rates, strict=True)
+    ]
     out = tuple(_rate(p, a, s) for p, a, s in zip(placed, alone, rates, strict=True))
     return PlaceReport(
         fabric=str(G.graph.get("name", "")),
@@ -228,7 +242,7 @@ def max_min_rates(
     G: nx.Graph,
     demands: Sequence[Demand],
     max_variables: int = DEFAULT_MAX_VARIABLES,
-    alone: Sequence[float] | None = None,
+    ceiling: Sequence[float] | None = None,
 ) -> tuple[list[float], tuple[dict[tuple[str, str], float], ...]]:
     """Max-min fair rates of the demands as commodities, by progressive filling.
 
@@ -240,9 +254,10 @@ def max_min_rates(
         One per job.
     max_variables : int
         As :func:`topo.flow.shared_flow`.
-    alone : sequence of float, optional
-        Each demand's rate alone (B/s per byte of demand), if known: a demand that reaches it
-        cannot grow further and is frozen without a test LP.
+    ceiling : sequence of float, optional
+        An upper bound on each demand's rate alone (B/s per byte of demand: the rate alone
+        itself, or :func:`nic_bound`): a demand that reaches it cannot grow further and is
+        frozen without a test LP.
 
     Returns
     -------
@@ -272,7 +287,7 @@ def max_min_rates(
         free = [k for k, x in enumerate(rates) if x is None]
         frozen = []
         for k in free:
-            if len(free) == 1 or (alone is not None and lam >= alone[k] * (1 - GROW_TOL)):
+            if len(free) == 1 or (ceiling is not None and lam >= ceiling[k] * (1 - GROW_TOL)):
                 frozen.append(k)  # (the LP just solved was its test; or it is at its ceiling)
                 continue
             trial = [lam if (x is None and i != k) else x for i, x in enumerate(rates)]
@@ -283,6 +298,51 @@ def max_min_rates(
             rates[k] = lam
         if all(x is not None for x in rates):
             return [float(x) for x in rates if x is not None], r.link_load
+
+
+def nic_bound(demand: Demand, nic_Bps: Mapping[Hashable, float]) -> float:
+    """The most a server-level demand can flow at on any fabric: no server sends (receives)
+    more than its NICs carry.
+
+    Parameters
+    ----------
+    demand : Demand
+        Server level, explicit entries (bytes per ordered pair of servers).
+    nic_Bps : mapping
+        Server id -> its cabled NIC capacity (B/s per direction; each NIC the tighter of its
+        cable and its PCIe side, as :func:`topo.flow.reduce.contract_servers` counts it).
+
+    Returns
+    -------
+    float
+        ``min`` over servers ``s`` of ``nic_Bps[s] / out(s)`` and ``nic_Bps[s] / in(s)``
+        (B/s per byte of demand), ``out(s)`` and ``in(s)`` the bytes ``s`` sends to and
+        receives from other servers; ``inf`` for a demand with no such bytes.
+
+    Examples
+    --------
+    >>> from topo.traffic import Demand
+    >>> d = Demand("server", (0, 1, 2), {(0, 1): 1.0, (0, 2): 1.0, (1, 2): 0.5})
+    >>> nic_bound(d, {0: 50e9, 1: 50e9, 2: 50e9}) / 1e9   # server 0 sends 2 bytes at 50 GB/s
+    25.0
+
+    References
+    ----------
+    The cut around one server (F. Shahrokhi and D. W. Matula, J. ACM 37(2), 1990: a concurrent
+    flow's rate is at most any cut's capacity over the demand across it).
+    """
+    assert demand.entries is not None
+    out: dict[Hashable, float] = {}
+    into: dict[Hashable, float] = {}
+    for (a, b), x in demand.entries.items():
+        if a != b and x > 0:
+            out[a] = out.get(a, 0.0) + x
+            into[b] = into.get(b, 0.0) + x
+    best = float("inf")
+    for side in (out, into):
+        for s, x in side.items():
+            best = min(best, float(nic_Bps.get(s, 0.0)) / x)
+    return best
 
 
 def _rate(p: PlacedJob, alone: float, shared: float) -> JobRate:
