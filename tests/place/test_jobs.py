@@ -81,17 +81,50 @@ def test_storage_read_spreads_each_gpu_over_the_storage(ft2_g2):
     assert dict(d.entries) == {(2, 0): 1.0, (2, 1): 1.0, (3, 0): 1.0, (3, 1): 1.0}
 
 
+def test_checkpoint_write_is_the_read_reversed(ft2_g2):
+    # 2 GPUs per server, 2 storage servers: each job server sends 2 / 2 = 1 B to each
+    job = Job("ckpt", "checkpoint_write", servers=(0, 1), storage=(2, 3))
+    d = job_demand(ft2_g2, place_jobs(ft2_g2, [job])[0])
+    assert dict(d.entries) == {(0, 2): 1.0, (1, 2): 1.0, (0, 3): 1.0, (1, 3): 1.0}
+
+
+def test_pipeline_pairs_server_j_of_each_stage_both_ways(ft2, ft2_g2):
+    # 6 servers, 3 stages: (0, 1) (2, 3) (4, 5); server j of stage i with server j of i + 1
+    job = Job("pp", "pipeline", servers=(0, 1, 2, 3, 4, 5), stages=3)
+    d = job_demand(ft2, place_jobs(ft2, [job])[0])
+    pairs = [(0, 2), (1, 3), (2, 4), (3, 5)]
+    assert dict(d.entries) == {**dict.fromkeys(pairs, 1.0), **{(b, a): 1.0 for a, b in pairs}}
+    # 2 GPUs per server: each GPU sends 1 B to its peer of the same local rank, 2 B a server
+    job = Job("pp", "pipeline", servers=(3, 1), stages=2)
+    d = job_demand(ft2_g2, place_jobs(ft2_g2, [job])[0])
+    assert dict(d.entries) == {(3, 1): 2.0, (1, 3): 2.0}
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"traffic": "bcast", "count": 2}, "traffic must be one of alltoall, ring, storage_read"),
+        (
+            {"traffic": "bcast", "count": 2},
+            "traffic must be one of alltoall, ring, pipeline, storage_read, checkpoint_write",
+        ),
         ({"traffic": "ring", "count": 2, "policy": "block"}, "policy must be one of"),
         ({"traffic": "ring"}, "exactly one of servers and count"),
         ({"traffic": "ring", "count": 2, "servers": (0, 1)}, "exactly one of servers and count"),
         ({"traffic": "ring", "count": 0}, "count must be >= 1, got 0"),
         ({"traffic": "ring", "servers": (0, 0)}, "its servers repeat"),
         ({"traffic": "storage_read", "count": 2}, "storage_read needs storage servers"),
-        ({"traffic": "ring", "count": 2, "storage": (5,)}, "for storage_read jobs only"),
+        ({"traffic": "checkpoint_write", "count": 2}, "checkpoint_write needs storage servers"),
+        ({"traffic": "ring", "count": 2, "storage": (5,)}, "for storage_read and checkpoint_write"),
+        ({"traffic": "pipeline", "count": 4}, "a pipeline needs stages >= 2, got None"),
+        ({"traffic": "pipeline", "count": 4, "stages": 1}, "a pipeline needs stages >= 2, got 1"),
+        ({"traffic": "pipeline", "count": 4, "stages": 3}, "3 stages must divide its 4 servers"),
+        (
+            {"traffic": "pipeline", "servers": (0, 1, 2), "stages": 2},
+            "2 stages must divide its 3 servers",
+        ),
+        ({"traffic": "ring", "count": 2, "stages": 2}, "stages are for pipeline jobs only"),
+        ({"traffic": "ring", "count": 2, "weight": 0.0}, r"weight must lie in \[1e-06, 1e\+06\]"),
+        ({"traffic": "ring", "count": 2, "weight": 2e6}, "weight must lie in"),
     ],
 )
 def test_bad_jobs_are_refused(kw, match):

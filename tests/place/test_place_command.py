@@ -123,6 +123,22 @@ def test_example_file_places_two_ep_jobs(fabrics):
             ["jobs.toml", "jobs[1]: job 'a': give exactly one of servers and count"],
         ),
         ('[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 99\n', ["asks for 99 servers; only 8"]),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "pipeline"\ncount = 4\nstages = 1\n',
+            ["jobs.toml", "jobs[1].stages must be a whole number >= 2, got 1"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "pipeline"\ncount = 3\nstages = 2\n',
+            ["jobs.toml", "jobs[1]: job 'a': 2 stages must divide its 3 servers"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 2\nweight = "high"\n',
+            ["jobs.toml", "jobs[1].weight must be a number, got 'high'"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 2\nweight = -1\n',
+            ["jobs.toml", "jobs[1]: job 'a': weight must lie in"],
+        ),
         ('[[jobs]]\nname = "a"\ntraffic = "ring"\nservers = [0, 99]\n', ["server 99 is not"]),
     ],
 )

@@ -33,8 +33,9 @@ def place(
         typer.Option(
             "--jobs",
             help="The jobs, a TOML file of [[jobs]] tables: name, traffic (alltoall, ring, "
-            "storage_read), servers = [...] or count with policy (packed, fragmented, "
-            "slurm-tree), storage = [...] (docs/place.md).",
+            "pipeline, storage_read, checkpoint_write), servers = [...] or count with policy "
+            "(packed, fragmented, slurm-tree), storage = [...], stages, weight "
+            "(docs/place.md).",
             exists=True,
             dir_okay=False,
         ),
@@ -61,7 +62,9 @@ def place(
 def _render(report: PlaceReport) -> None:
     d = report.to_dict()
     table = Table(title=f"{report.fabric}: jobs alone and shared ({report.fairness})")
-    for col in ("job", "traffic", "GPUs", "servers", "alone busbw GB/s", "shared GB/s", "slowdown"):
+    weighted = any(j["weight"] != 1.0 for j in d["jobs"])
+    cols = ["job", "traffic", "GPUs", "servers", "alone busbw GB/s", "shared GB/s", "slowdown"]
+    for col in cols + (["weight"] if weighted else []):
         table.add_column(col, justify="left" if col in ("job", "traffic", "servers") else "right")
     for j in d["jobs"]:
         table.add_row(
@@ -72,6 +75,7 @@ def _render(report: PlaceReport) -> None:
             f"{j['alone_busbw_GBps']:.2f}",
             f"{j['shared_busbw_GBps']:.2f}",
             f"{j['slowdown']:.3f}",
+            *([f"{j['weight']:g}"] if weighted else []),
         )
     out.print(table)
     links = d["contended_links"]

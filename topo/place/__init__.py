@@ -9,11 +9,22 @@
 Nothing in :mod:`topo.flow` knows about jobs: a job is a demand.
 """
 
-from topo.place.jobs import POLICIES, TRAFFIC, Job, PlacedJob, job_demand, place_jobs, server_blocks
+from topo.place.jobs import (
+    MAX_WEIGHT,
+    POLICIES,
+    STORAGE_TRAFFIC,
+    TRAFFIC,
+    Job,
+    PlacedJob,
+    job_demand,
+    place_jobs,
+    server_blocks,
+)
 from topo.place.read import JOB_KEYS, MAX_JOBS, read_jobs
 from topo.place.share import (
     FAIRNESS,
     GROW_TOL,
+    WEIGHTED_FAIRNESS,
     ContendedLink,
     JobRate,
     PlaceReport,
@@ -27,8 +38,11 @@ __all__ = [
     "GROW_TOL",
     "JOB_KEYS",
     "MAX_JOBS",
+    "MAX_WEIGHT",
     "POLICIES",
+    "STORAGE_TRAFFIC",
     "TRAFFIC",
+    "WEIGHTED_FAIRNESS",
     "ContendedLink",
     "Job",
     "JobRate",

@@ -28,7 +28,20 @@ demand) *is* the job's busbw (B/s):
   crossing every server boundary once, so a server sends ``busbw`` B/s to its successor
   (NCCL ``src/graph/rings.cc``; busbw as nccl-tests defines it for all-reduce);
 - ``storage_read``: every GPU of the job reads from the job's ``storage`` servers, evenly
-  spread over them; busbw is the read rate per GPU.
+  spread over them; busbw is the read rate per GPU (a 3FS-like read: DeepSeek, 3FS
+  ``README.md``, "Peak throughput");
+- ``checkpoint_write``: every GPU of the job writes to the job's ``storage`` servers, evenly
+  spread over them (a checkpoint burst); busbw is the write rate per GPU;
+- ``pipeline``: pipeline-parallel send/recv between consecutive stages. The job's servers, in
+  order, are cut into ``stages`` equal stages; server ``j`` of stage ``i`` exchanges with
+  server ``j`` of stage ``i + 1``, every GPU with the GPU of the same local rank (Megatron-LM's
+  pipeline groups: the ranks ``tp * dp`` apart), activations forward and gradients backward at
+  once (the 1F1B steady state: Narayanan et al., SC 2021, section 2.2). One byte per GPU and
+  direction, so busbw is a GPU's send rate to its peer, nccl-tests' sendrecv busbw (= algbw,
+  ``doc/PERFORMANCE.md``).
+
+A job's ``weight`` (default 1) is its share under weighted max-min fairness
+(:mod:`topo.place.share`).
 """
 
 from __future__ import annotations
@@ -43,10 +56,26 @@ from topo.errors import TopoError
 from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, servers, terminal_kind
 from topo.traffic import Demand, ring_step
 
-__all__ = ["POLICIES", "TRAFFIC", "Job", "PlacedJob", "job_demand", "place_jobs", "server_blocks"]
+__all__ = [
+    "MAX_WEIGHT",
+    "POLICIES",
+    "STORAGE_TRAFFIC",
+    "TRAFFIC",
+    "Job",
+    "PlacedJob",
+    "job_demand",
+    "place_jobs",
+    "server_blocks",
+]
 
-TRAFFIC = ("alltoall", "ring", "storage_read")
+TRAFFIC = ("alltoall", "ring", "pipeline", "storage_read", "checkpoint_write")
 """The traffic a job can run."""
+
+STORAGE_TRAFFIC = ("storage_read", "checkpoint_write")
+"""The traffic between a job's GPUs and its storage servers."""
+
+MAX_WEIGHT = 1e6
+"""The largest weight of a job (weights lie in ``[1 / MAX_WEIGHT, MAX_WEIGHT]``)."""
 
 POLICIES = ("packed", "fragmented", "slurm-tree")
 """The placement policies of a job given by ``count``."""
@@ -60,7 +89,7 @@ class Job:
     ----------
     name : str
         Shown in reports; unique among the jobs.
-    traffic : {"alltoall", "ring", "storage_read"}
+    traffic : {"alltoall", "ring", "pipeline", "storage_read", "checkpoint_write"}
         What the job sends (module notes).
     servers : tuple of server ids, optional
         The job's servers (``node`` ids), explicitly. Exactly one of ``servers`` and ``count``.
@@ -69,7 +98,13 @@ class Job:
     policy : {"packed", "fragmented", "slurm-tree"}
         How ``count`` servers are chosen among the free ones (module notes).
     storage : tuple of server ids
-        The storage servers a ``storage_read`` job reads from (not the job's own servers).
+        The storage servers a ``storage_read`` job reads from, or a ``checkpoint_write`` job
+        writes to (not the job's own servers).
+    stages : int, optional
+        A ``pipeline`` job's stages (>= 2; they divide its servers).
+    weight : float
+        Its weight under weighted max-min fairness (a job of weight 2 gets twice the busbw of a
+        job of weight 1 at a link both fill); in ``[1 / MAX_WEIGHT, MAX_WEIGHT]``.
     """
 
     name: str
@@ -78,6 +113,8 @@ class Job:
     count: int | None = None
     policy: str = "packed"
     storage: tuple[Hashable, ...] = ()
+    stages: int | None = None
+    weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.traffic not in TRAFFIC:
@@ -96,11 +133,34 @@ class Job:
             raise TopoError(f"job {self.name!r}: count must be >= 1, got {self.count}")
         if self.servers is not None and len(set(self.servers)) != len(self.servers):
             raise TopoError(f"job {self.name!r}: its servers repeat")
-        if self.traffic == "storage_read":
+        if self.traffic in STORAGE_TRAFFIC:
             if not self.storage:
-                raise TopoError(f"job {self.name!r}: storage_read needs storage servers")
+                raise TopoError(f"job {self.name!r}: {self.traffic} needs storage servers")
         elif self.storage:
-            raise TopoError(f"job {self.name!r}: storage servers are for storage_read jobs only")
+            raise TopoError(
+                f"job {self.name!r}: storage servers are for storage_read and checkpoint_write "
+                "jobs only"
+            )
+        if not (1 / MAX_WEIGHT <= self.weight <= MAX_WEIGHT):
+            raise TopoError(
+                f"job {self.name!r}: weight must lie in [{1 / MAX_WEIGHT:g}, {MAX_WEIGHT:g}], "
+                f"got {self.weight!r}"
+            )
+        self._check_stages()
+
+    def _check_stages(self) -> None:
+        if self.traffic != "pipeline":
+            if self.stages is not None:
+                raise TopoError(f"job {self.name!r}: stages are for pipeline jobs only")
+            return
+        if self.stages is None or self.stages < 2:
+            raise TopoError(f"job {self.name!r}: a pipeline needs stages >= 2, got {self.stages!r}")
+        n = self.count if self.count is not None else len(self.servers or ())
+        if n % self.stages:
+            raise TopoError(
+                f"job {self.name!r}: {self.stages} stages must divide its {n} servers "
+                "(each stage takes whole servers)"
+            )
 
 
 @dataclass(frozen=True)
@@ -313,7 +373,7 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
     j, ss = placed.job, placed.servers
     per = servers(G)
     g = {s: sum(1 for v in per[s] if G.nodes[v]["kind"] == "gpu") for s in (*ss, *j.storage)}
-    if j.traffic in ("alltoall", "ring") and len(ss) < 2:
+    if j.traffic in ("alltoall", "ring", "pipeline") and len(ss) < 2:
         raise TopoError(
             f"job {j.name!r}: {j.traffic} on one server puts no traffic on the fabric; "
             "give it at least two servers"
@@ -328,9 +388,19 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
             for b in ss:
                 if a != b:
                     entries[(a, b)] = g[a] * g[b] / (n - 1)
-    else:  # storage_read: each GPU reads 1 byte, spread over the storage servers
+    elif j.traffic == "pipeline":
+        assert j.stages is not None
+        m = len(ss) // j.stages
+        for i in range(m, len(ss)):  # server i exchanges with server i - m, rank by rank
+            a, b = ss[i - m], ss[i]
+            entries[(a, b)] = entries[(b, a)] = float(min(g[a], g[b]))
+    elif j.traffic == "storage_read":  # each GPU reads 1 byte, spread over the storage servers
         for st in j.storage:
             for b in ss:
                 entries[(st, b)] = g[b] / len(j.storage)
+    else:  # checkpoint_write: each GPU writes 1 byte, spread over the storage servers
+        for st in j.storage:
+            for b in ss:
+                entries[(b, st)] = g[b] / len(j.storage)
     terms = tuple(sorted({*ss, *j.storage}, key=natural_key))
     return Demand("server", terms, entries, name=j.name)

@@ -19,6 +19,12 @@ and the rates are max-min fair in busbw (Bertsekas and Gallager, *Data Networks*
 
 No job's rate can be raised without lowering a job whose rate is no larger: the max-min fair
 allocation, unique for a convex set of feasible rates (Bertsekas and Gallager, 6.5.2).
+
+**Weighted**: with weights ``w_k`` (a job's ``weight``), the filling raises every unfrozen job
+at ``w_k * lambda``: no job's ``rate / weight`` can be raised without lowering one whose
+``rate / weight`` is no larger (weighted max-min fairness: the rule of section 6.5.2 applied
+to ``rate / weight``; weighted fair queueing's share, Demers, Keshav and Shenker, SIGCOMM 1989).
+It is solved as the plain rule on the demands ``w_k D_k``.
 """
 
 from __future__ import annotations
@@ -43,13 +49,17 @@ __all__ = [
     "ContendedLink",
     "JobRate",
     "PlaceReport",
+    "WEIGHTED_FAIRNESS",
     "max_min_rates",
     "nic_bound",
     "place",
 ]
 
 FAIRNESS = "max-min fair"
-"""The fairness rule of the shared rates."""
+"""The fairness rule of the shared rates (all weights 1)."""
+
+WEIGHTED_FAIRNESS = "weighted max-min fair"
+"""The fairness rule when a job's weight is not 1."""
 
 GROW_TOL = 1e-6
 """A job whose rate, raised alone, grows by less than this fraction is frozen (HiGHS solves to
@@ -74,6 +84,8 @@ class JobRate:
         Its busbw beside the other jobs, max-min fair (B/s).
     slowdown : float
         ``alone_busbw_Bps / shared_busbw_Bps`` (>= 1 up to solver tolerance).
+    weight : float
+        Its weight under weighted max-min fairness (1 unless the job says otherwise).
     """
 
     name: str
@@ -83,6 +95,7 @@ class JobRate:
     alone_busbw_Bps: float
     shared_busbw_Bps: float
     slowdown: float
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -118,7 +131,8 @@ class PlaceReport:
     fabric : str
         The fabric's name.
     fairness : str
-        The fairness rule (:data:`FAIRNESS`).
+        The fairness rule: :data:`FAIRNESS`, or :data:`WEIGHTED_FAIRNESS` when a job's weight
+        is not 1.
     jobs : tuple of JobRate
         In the order given.
     contended_links : tuple of ContendedLink
@@ -138,7 +152,7 @@ class PlaceReport:
         -------
         dict
             ``fabric``, ``fairness``, ``jobs`` (each ``name``, ``traffic``, ``servers``,
-            ``gpus``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``) and
+            ``gpus``, ``weight``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``) and
             ``contended_links`` (each ``tail``, ``head``, ``capacity_GBps``, ``load_GBps``,
             ``jobs``, ``full``).
         """
@@ -151,6 +165,7 @@ class PlaceReport:
                     "traffic": j.traffic,
                     "servers": list(j.servers),
                     "gpus": j.gpus,
+                    "weight": j.weight,
                     "alone_busbw_GBps": j.alone_busbw_Bps / 1e9,
                     "shared_busbw_GBps": j.shared_busbw_Bps / 1e9,
                     "slowdown": j.slowdown,
@@ -222,7 +237,8 @@ def place(
     demands = [job_demand(G, p) for p in placed]
     nic = {h.id: sum(h.attach.values()) for h in contract_servers(G)[0]}
     bound = [nic_bound(d, nic) for d in demands]
-    rates, loads = max_min_rates(G, demands, max_variables, bound)
+    weights = [p.job.weight for p in placed]
+    rates, loads = max_min_rates(G, demands, max_variables, bound, weights)
     alone = [
         b
         if s >= b * (1 - GROW_TOL)
@@ -232,7 +248,7 @@ def place(
     out = tuple(_rate(p, a, s) for p, a, s in zip(placed, alone, rates, strict=True))
     return PlaceReport(
         fabric=str(G.graph.get("name", "")),
-        fairness=FAIRNESS,
+        fairness=FAIRNESS if all(w == 1.0 for w in weights) else WEIGHTED_FAIRNESS,
         jobs=out,
         contended_links=_contended(G, [p.job.name for p in placed], loads),
     )
@@ -243,8 +259,9 @@ def max_min_rates(
     demands: Sequence[Demand],
     max_variables: int = DEFAULT_MAX_VARIABLES,
     ceiling: Sequence[float] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> tuple[list[float], tuple[dict[tuple[str, str], float], ...]]:
-    """Max-min fair rates of the demands as commodities, by progressive filling.
+    """(Weighted) max-min fair rates of the demands as commodities, by progressive filling.
 
     Parameters
     ----------
@@ -258,6 +275,9 @@ def max_min_rates(
         An upper bound on each demand's rate alone (B/s per byte of demand: the rate alone
         itself, or :func:`nic_bound`): a demand that reaches it cannot grow further and is
         frozen without a test LP.
+    weights : sequence of float, optional
+        Each demand's weight (> 0; all 1 when not given): the rates are max-min fair in
+        ``rate / weight`` (module notes).
 
     Returns
     -------
@@ -280,6 +300,13 @@ def max_min_rates(
     >>> [round(x / 1e9, 3) for x in max_min_rates(G, [a, b, c])[0]]
     [25.0, 25.0, 50.0]
     """
+    if weights is not None and any(w != 1.0 for w in weights):
+        if len(weights) != len(demands) or not all(w > 0 for w in weights):
+            raise TopoError("weights must be one per demand, each > 0")
+        scaled = [_scaled(d, w) for d, w in zip(demands, weights, strict=True)]
+        cap = None if ceiling is None else [c / w for c, w in zip(ceiling, weights, strict=True)]
+        lams, loads = max_min_rates(G, scaled, max_variables, cap)
+        return [lam * w for lam, w in zip(lams, weights, strict=True)], loads
     rates: list[float | None] = [None] * len(demands)
     while True:
         r = shared_flow(G, demands, rates, max_variables=max_variables)
@@ -298,6 +325,12 @@ def max_min_rates(
             rates[k] = lam
         if all(x is not None for x in rates):
             return [float(x) for x in rates if x is not None], r.link_load
+
+
+def _scaled(d: Demand, w: float) -> Demand:
+    """The demand with every entry times ``w``: its rate is the demand's over ``w``."""
+    assert d.entries is not None
+    return Demand(d.level, d.terminals, {ab: x * w for ab, x in d.entries.items()}, name=d.name)
 
 
 def nic_bound(demand: Demand, nic_Bps: Mapping[Hashable, float]) -> float:
@@ -354,6 +387,7 @@ def _rate(p: PlacedJob, alone: float, shared: float) -> JobRate:
         alone_busbw_Bps=alone,
         shared_busbw_Bps=shared,
         slowdown=alone / shared if shared > 0 else float("inf"),
+        weight=p.job.weight,
     )
 
 
