@@ -12,7 +12,7 @@ from topo import fabric as fabric_mod
 from topo.cli_common import out, print_json, user_errors
 
 if TYPE_CHECKING:  # the solver loads when the command runs
-    from topo.place import PlaceReport
+    from topo.place import PlaceReport, SlurmAdvice
 
 CONTENDED_SHOWN = 10
 """Contended links the table lists (``--json`` lists them all)."""
@@ -43,20 +43,34 @@ def place(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the fragmented placement.", min=0)
     ] = 0,
+    slurm: Annotated[
+        bool,
+        typer.Option(
+            "--slurm",
+            help="Also advise Slurm's BlockSizes for these jobs (topology.conf, topology/block) "
+            "and the cost of fragmentation: the same jobs packed and fragmented.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Place the jobs on the fabric, then each job's busbw alone and shared (max-min fair, each
     job its own commodity of one concurrent flow), its slowdown, the links jobs contend on."""
     from topo.place import place as run
-    from topo.place import read_jobs
+    from topo.place import read_jobs, slurm_advice
 
     job_list = read_jobs(jobs)
     G = fabric_mod.load(fabric)
     report = run(G, job_list, seed=seed)
+    advice = slurm_advice(G, job_list, seed=seed) if slurm else None
     if as_json:
-        print_json(report.to_dict())
+        d = report.to_dict()
+        if advice is not None:
+            d["slurm"] = advice.to_dict()
+        print_json(d)
     else:
         _render(report)
+        if advice is not None:
+            _render_advice(advice)
 
 
 def _render(report: PlaceReport) -> None:
@@ -93,6 +107,46 @@ def _render(report: PlaceReport) -> None:
         )
     if len(links) > CONTENDED_SHOWN:
         out.print(f"  ... and {len(links) - CONTENDED_SHOWN:,} more (--json lists them all)")
+
+
+def _render_advice(advice: SlurmAdvice) -> None:
+    table = Table(
+        title=f"Slurm: BlockSizes={','.join(map(str, advice.block_sizes))} "
+        f"(base block {advice.base_block} nodes); fragmentation as an idle cluster hands "
+        "servers out"
+    )
+    cols = (
+        "job",
+        "nodes",
+        "leaf SwitchNames",
+        "block size",
+        "blocks packed",
+        "blocks fragmented",
+        "packed GB/s",
+        "fragmented GB/s",
+        "cost",
+    )
+    for col in cols:
+        table.add_column(col, justify="left" if col == "job" else "right")
+    for j in advice.jobs:
+        table.add_row(
+            j.name,
+            f"{j.servers:,}",
+            f"{j.leaf_switches:,}",
+            f"{j.block_size:,}" if j.block_size is not None else "none",
+            f"{j.packed_blocks:,}",
+            f"{j.fragmented_blocks:,}",
+            f"{j.packed_busbw_Bps / 1e9:.2f}",
+            f"{j.fragmented_busbw_Bps / 1e9:.2f}",
+            f"{j.fragmentation_cost:.3f}",
+        )
+    out.print(table)
+    lines = advice.topology_conf.splitlines()
+    if len(lines) > 8:  # the header, 4 blocks, how many more, BlockSizes
+        lines = [*lines[:5], f"... ({len(lines) - 6:,} more BlockName lines)", lines[-1]]
+    out.print("topology.conf (--json has it whole):", markup=False, highlight=False)
+    for ln in lines:
+        out.print(f"  {ln}", markup=False, highlight=False)
 
 
 def _servers(ids: list[object], shown: int = 6) -> str:

@@ -4,11 +4,14 @@
   policy), :func:`place_jobs` and each job's :class:`topo.traffic.Demand`;
 - :mod:`topo.place.share`: :func:`place`, the rates alone and max-min fair shared
   (:func:`topo.flow.shared_flow` by progressive filling), the links the jobs contend on;
-- :mod:`topo.place.read`: a jobs TOML file.
+- :mod:`topo.place.read`: a jobs TOML file;
+- :mod:`topo.place.advise`: :func:`slurm_advice`, the ``BlockSizes`` that keep each job in the
+  fewest leaf switches and the cost of fragmentation.
 
 Nothing in :mod:`topo.flow` knows about jobs: a job is a demand.
 """
 
+from topo.place.advise import JobAdvice, SlurmAdvice, slurm_advice
 from topo.place.jobs import (
     MAX_WEIGHT,
     POLICIES,
@@ -45,9 +48,11 @@ __all__ = [
     "WEIGHTED_FAIRNESS",
     "ContendedLink",
     "Job",
+    "JobAdvice",
     "JobRate",
     "PlaceReport",
     "PlacedJob",
+    "SlurmAdvice",
     "job_demand",
     "max_min_rates",
     "nic_bound",
@@ -55,4 +60,5 @@ __all__ = [
     "place_jobs",
     "read_jobs",
     "server_blocks",
+    "slurm_advice",
 ]
