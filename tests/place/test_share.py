@@ -85,6 +85,14 @@ def test_storage_read_is_bound_by_the_storage_nics():
     r = place(G, [Job("ckpt", "storage_read", count=4, storage=(6, 7))])
     assert r.jobs[0].alone_busbw_Bps == pytest.approx(25e9, rel=1e-6)
     assert r.jobs[0].shared_busbw_Bps == pytest.approx(25e9, rel=1e-6)
+    assert r.jobs[0].shared_aggregate_Bps == pytest.approx(100e9, rel=1e-6)  # 4 GPUs x 25
+    # at the NIC bound of storage servers 6 and 7 (leaf3's two uplinks are as tight)
+    j = r.jobs[0]
+    assert (j.bottleneck, j.bottleneck_servers, j.bottleneck_switch_links) == (
+        "storage NICs",
+        (6, 7),
+        0,
+    )
 
 
 def test_a_job_bound_by_leaf_uplinks_alone_gets_the_cut_rate_not_its_nic_bound():

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from topo import fabric as fabric_mod
 from topo.cli_common import out, print_json, user_errors
+from topo.place.jobs import STORAGE_TRAFFIC
 
 if TYPE_CHECKING:  # the solver loads when the command runs
     from topo.place import PlaceReport, SlurmAdvice
@@ -77,9 +78,13 @@ def _render(report: PlaceReport) -> None:
     d = report.to_dict()
     table = Table(title=f"{report.fabric}: jobs alone and shared ({report.fairness})")
     weighted = any(j["weight"] != 1.0 for j in d["jobs"])
+    storage = any(j["traffic"] in STORAGE_TRAFFIC for j in d["jobs"])
     cols = ["job", "traffic", "GPUs", "servers", "alone busbw GB/s", "shared GB/s", "slowdown"]
-    for col in cols + (["weight"] if weighted else []):
-        table.add_column(col, justify="left" if col in ("job", "traffic", "servers") else "right")
+    cols += ["aggregate GB/s"] if storage else []
+    cols += ["weight"] if weighted else []
+    for col in [*cols, "bottleneck"]:
+        left = col in ("job", "traffic", "servers", "bottleneck")
+        table.add_column(col, justify="left" if left else "right")
     for j in d["jobs"]:
         table.add_row(
             j["name"],
@@ -89,7 +94,9 @@ def _render(report: PlaceReport) -> None:
             f"{j['alone_busbw_GBps']:.2f}",
             f"{j['shared_busbw_GBps']:.2f}",
             f"{j['slowdown']:.3f}",
+            *([f"{j['shared_aggregate_GBps']:,.1f}"] if storage else []),
             *([f"{j['weight']:g}"] if weighted else []),
+            _neck(j),
         )
     out.print(table)
     links = d["contended_links"]
@@ -147,6 +154,17 @@ def _render_advice(advice: SlurmAdvice) -> None:
     out.print("topology.conf (--json has it whole):", markup=False, highlight=False)
     for ln in lines:
         out.print(f"  {ln}", markup=False, highlight=False)
+
+
+def _neck(j: dict) -> str:
+    """The bottleneck, with how many servers' NICs or switch links."""
+    parts = []
+    n = len(j["bottleneck_servers"])
+    if n:
+        parts.append(f"{j['bottleneck'].replace(' and switch links', '')} of {n:,} servers")
+    if j["bottleneck_switch_links"]:
+        parts.append(f"{j['bottleneck_switch_links']:,} switch links")
+    return " and ".join(parts) or j["bottleneck"]
 
 
 def _servers(ids: list[object], shown: int = 6) -> str:

@@ -37,6 +37,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
+from topo.fabric import natural_key
 from topo.flow import shared_flow
 from topo.flow.reduce import contract_servers
 from topo.flow.solve import DEFAULT_MAX_VARIABLES
@@ -86,6 +87,16 @@ class JobRate:
         ``alone_busbw_Bps / shared_busbw_Bps`` (>= 1 up to solver tolerance).
     weight : float
         Its weight under weighted max-min fairness (1 unless the job says otherwise).
+    bottleneck : str
+        What binds its shared rate. At its NIC bound (:func:`nic_bound`, within
+        :data:`GROW_TOL`): the NICs of the servers that set the bound, ``"storage NICs"`` or
+        ``"NICs"`` (no fabric could do better). Below it: the full links it loads at the
+        shared solution, ``"storage NICs"``, ``"NICs"``, ``"switch links"``. Kinds joined by
+        ``" and "``; ``"none found"`` within solver tolerance.
+    bottleneck_servers : tuple
+        The servers whose NICs bind it (as ``bottleneck``).
+    bottleneck_switch_links : int
+        The switch-to-switch link directions it loads to capacity (0 at its NIC bound).
     """
 
     name: str
@@ -96,6 +107,15 @@ class JobRate:
     shared_busbw_Bps: float
     slowdown: float
     weight: float = 1.0
+    bottleneck: str = "none found"
+    bottleneck_servers: tuple = ()
+    bottleneck_switch_links: int = 0
+
+    @property
+    def shared_aggregate_Bps(self) -> float:
+        """Shared busbw times GPUs (B/s): for storage traffic the job's aggregate read or
+        write rate."""
+        return self.shared_busbw_Bps * self.gpus
 
 
 @dataclass(frozen=True)
@@ -152,7 +172,9 @@ class PlaceReport:
         -------
         dict
             ``fabric``, ``fairness``, ``jobs`` (each ``name``, ``traffic``, ``servers``,
-            ``gpus``, ``weight``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``) and
+            ``gpus``, ``weight``, ``alone_busbw_GBps``, ``shared_busbw_GBps``, ``slowdown``,
+            ``shared_aggregate_GBps``, ``bottleneck``, ``bottleneck_servers``,
+            ``bottleneck_switch_links``) and
             ``contended_links`` (each ``tail``, ``head``, ``capacity_GBps``, ``load_GBps``,
             ``jobs``, ``full``).
         """
@@ -169,6 +191,10 @@ class PlaceReport:
                     "alone_busbw_GBps": j.alone_busbw_Bps / 1e9,
                     "shared_busbw_GBps": j.shared_busbw_Bps / 1e9,
                     "slowdown": j.slowdown,
+                    "shared_aggregate_GBps": j.shared_aggregate_Bps / 1e9,
+                    "bottleneck": j.bottleneck,
+                    "bottleneck_servers": list(j.bottleneck_servers),
+                    "bottleneck_switch_links": j.bottleneck_switch_links,
                 }
                 for j in self.jobs
             ],
@@ -245,7 +271,11 @@ def place(
         else shared_flow(G, [d], [None], max_variables=max_variables).theta
         for d, b, s in zip(demands, bound, rates, strict=True)
     ]
-    out = tuple(_rate(p, a, s) for p, a, s in zip(placed, alone, rates, strict=True))
+    necks = [
+        _nic_neck(p, d, nic, b) if s >= b * (1 - GROW_TOL) else _link_neck(G, p, load, loads)
+        for p, d, b, s, load in zip(placed, demands, bound, rates, loads, strict=True)
+    ]
+    out = tuple(_rate(p, a, s, n) for p, a, s, n in zip(placed, alone, rates, necks, strict=True))
     return PlaceReport(
         fabric=str(G.graph.get("name", "")),
         fairness=FAIRNESS if all(w == 1.0 for w in weights) else WEIGHTED_FAIRNESS,
@@ -378,7 +408,59 @@ def nic_bound(demand: Demand, nic_Bps: Mapping[Hashable, float]) -> float:
     return best
 
 
-def _rate(p: PlacedJob, alone: float, shared: float) -> JobRate:
+def _nic_neck(
+    p: PlacedJob, demand: Demand, nic: Mapping[Hashable, float], bound: float
+) -> tuple[str, tuple, int]:
+    """The servers whose NICs set the job's NIC bound (within :data:`GROW_TOL`)."""
+    assert demand.entries is not None
+    side: dict[tuple[Hashable, int], float] = {}
+    for (a, b), x in demand.entries.items():
+        side[(a, 0)] = side.get((a, 0), 0.0) + x
+        side[(b, 1)] = side.get((b, 1), 0.0) + x
+    found = {s for (s, _), x in side.items() if nic.get(s, 0.0) / x <= bound * (1 + GROW_TOL)}
+    return _kinds(p, found, 0), tuple(sorted(found, key=natural_key)), 0
+
+
+def _kinds(p: PlacedJob, servers: set, switch_links: int) -> str:
+    kinds = []
+    if servers & set(p.job.storage):
+        kinds.append("storage NICs")
+    if servers - set(p.job.storage):
+        kinds.append("NICs")
+    if switch_links:
+        kinds.append("switch links")
+    return " and ".join(kinds) or "none found"
+
+
+def _link_neck(
+    G: nx.Graph,
+    p: PlacedJob,
+    load: dict[tuple[str, str], float],
+    loads: Sequence[dict[tuple[str, str], float]],
+) -> tuple[str, tuple, int]:
+    """The full link directions (within :data:`GROW_TOL`) the job loads: what they are, the
+    servers whose NIC cables they are, and how many are switch links."""
+    total: dict[tuple[str, str], float] = {}
+    for other in loads:
+        for uv, x in other.items():
+            if uv in load:
+                total[uv] = total.get(uv, 0.0) + x
+    nodes = G.nodes
+    found: set = set()
+    switch_links = 0
+    for (u, v), x in load.items():
+        cap = float(G.edges[u, v]["capacity"])
+        if x <= 1e-9 * cap or total[(u, v)] < cap * (1 - GROW_TOL):
+            continue
+        server = nodes[u].get("node", nodes[v].get("node"))
+        if server is None:
+            switch_links += 1
+        else:
+            found.add(server)
+    return _kinds(p, found, switch_links), tuple(sorted(found, key=natural_key)), switch_links
+
+
+def _rate(p: PlacedJob, alone: float, shared: float, neck: tuple[str, tuple, int]) -> JobRate:
     return JobRate(
         name=p.job.name,
         traffic=p.job.traffic,
@@ -388,6 +470,9 @@ def _rate(p: PlacedJob, alone: float, shared: float) -> JobRate:
         shared_busbw_Bps=shared,
         slowdown=alone / shared if shared > 0 else float("inf"),
         weight=p.job.weight,
+        bottleneck=neck[0],
+        bottleneck_servers=neck[1],
+        bottleneck_switch_links=neck[2],
     )
 
 
