@@ -65,3 +65,15 @@ def test_fragmentation_costs_alternating_jobs_the_uplink_cut():
 def test_no_jobs_is_refused(os24):
     with pytest.raises(TopoError, match="no jobs to advise on"):
         slurm_advice(os24, [])
+
+
+def test_fewest_leaf_switches_count_the_largest_leaves_first():
+    # FT2 of 8-port switches cut to 10 servers: leaves of 4, 4 and 2. Slurm's base block is
+    # the smallest, B = 2; 3 blocks align 2 and 4 nodes (2^j <= 3 blocks). A 4-server job
+    # fits one leaf (not ceil(4 / 2) = 2); a 5-server job needs 4 + 4 (two leaves) and is
+    # larger than every aligned block.
+    G = build("ft2", switch_ports=8, gpus=10, gpus_per_node=1, nics_per_node=1)
+    a = slurm_advice(G, [Job("a", "ring", count=4), Job("b", "ring", count=5)])
+    assert (a.base_block, a.aligned_sizes, a.block_sizes) == (2, (2, 4), (2, 4))
+    assert [j.leaf_switches for j in a.jobs] == [1, 2]
+    assert [j.block_size for j in a.jobs] == [4, None]

@@ -8,7 +8,8 @@ planes, :func:`topo.export.slurm_blocks`), or an aggregate of ``2^j`` consecutiv
 Its ``topology/tree`` plugin (``SwitchName=``) picks the fewest leaf switches. For a job of
 ``n`` servers:
 
-- the **fewest leaf switches** that can hold it: ``ceil(n / B)`` (leaf groups of ``B`` servers);
+- the **fewest leaf switches** that can hold it: the fewest leaf groups whose servers add up
+  to ``n``, the largest first (``ceil(n / B)`` when every group holds ``B``);
 - its **block size**: the smallest size the fabric aligns (``topo.export.slurm_blocks``: B
   times a power of two, kept inside a pod of a three-layer fat tree) that is ``>= n``; none
   when the job is larger than every aligned block;
@@ -25,7 +26,6 @@ fragmentation costs it). Jobs given by their servers keep them in both.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -53,7 +53,8 @@ class JobAdvice:
     servers : int
         Its servers (Slurm nodes).
     leaf_switches : int
-        The fewest leaf switches (leaf groups) that hold it: ``ceil(servers / B)``.
+        The fewest leaf switches (leaf groups) that hold it, the largest first; 0 when the
+        fabric's groups hold fewer servers than it asks for.
     block_size : int or None
         The smallest aligned block size (nodes) that holds it; None when none does.
     packed_blocks, fragmented_blocks : int
@@ -183,6 +184,7 @@ def slurm_advice(
         raise TopoError("no jobs to advise on")
     blocks = slurm_blocks(G, fabric_hosts(G, None))
     base = blocks.sizes[0]
+    groups = sorted((len(nodes) for _, nodes in blocks.blocks), reverse=True)
     sizes = [j.count if j.count is not None else len(j.servers or ()) for j in jobs]
     fit = [next((b for b in blocks.sizes if b >= n), None) for n in sizes]
     advised = tuple(sorted({base, *(b for b in fit if b is not None)}))
@@ -196,7 +198,7 @@ def slurm_advice(
             JobAdvice(
                 name=j.name,
                 servers=n,
-                leaf_switches=math.ceil(n / base),
+                leaf_switches=_fewest(groups, n),
                 block_size=b,
                 packed_blocks=len({where[s] for s in p.servers}),
                 fragmented_blocks=len({where[s] for s in f.servers}),
@@ -210,6 +212,16 @@ def slurm_advice(
         f"{G.graph.get('name', 'fabric')}: TopologyPlugin=topology/block, advised by topo place",
     )
     return SlurmAdvice(base, advised, blocks.sizes, conf, tuple(out))
+
+
+def _fewest(groups: list[int], n: int) -> int:
+    """The fewest of the groups (sizes, largest first) that add up to ``n`` or more."""
+    total = 0
+    for i, g in enumerate(groups, start=1):
+        total += g
+        if total >= n:
+            return i
+    return 0
 
 
 def _as(jobs: Sequence[Job], policy: str) -> list[Job]:
