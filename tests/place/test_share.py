@@ -248,3 +248,15 @@ def test_shared_rates_are_max_min_fair_by_an_lp_on_the_whole_graph():
     # carry b's 8B/5 = 54.55 and c's one ring hop C: C = 100 - 54.55 = 45.45 GB/s.
     a = 100e9 / (4 / 3 + 8 / 5)
     assert rates == pytest.approx([a, a, 100e9 - 8 / 5 * a], rel=1e-6)
+
+
+def test_bad_weights_are_refused():
+    from topo.place import max_min_rates
+    from topo.traffic import Demand
+
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    d = Demand("server", (0, 1), {(0, 1): 1.0})
+    with pytest.raises(TopoError, match="weights must be one per demand, each > 0"):
+        max_min_rates(G, [d, d], weights=[2.0, 0.0])
+    with pytest.raises(TopoError, match="weights must be one per demand, each > 0"):
+        max_min_rates(G, [d, d], weights=[2.0])

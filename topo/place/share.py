@@ -219,7 +219,7 @@ def place(
     seed: int | np.random.Generator | None = 0,
     max_variables: int = DEFAULT_MAX_VARIABLES,
 ) -> PlaceReport:
-    """Place the jobs, then each job's busbw alone and shared (max-min fair).
+    """Place the jobs, then each job's busbw alone and shared ((weighted) max-min fair).
 
     Parameters
     ----------
@@ -235,7 +235,8 @@ def place(
     Returns
     -------
     PlaceReport
-        Per job its servers, alone and shared busbw (B/s) and slowdown; the contended links.
+        Per job its servers, alone and shared busbw (B/s), slowdown, weight and bottleneck;
+        the fairness rule; the contended links.
 
     Raises
     ------
@@ -316,7 +317,9 @@ def max_min_rates(
 
     Raises
     ------
-    TopoError, InfeasibleError, SolverError
+    TopoError
+        Weights not one per demand, or one not > 0; as :func:`topo.flow.shared_flow`.
+    InfeasibleError, SolverError
         As :func:`topo.flow.shared_flow`.
 
     Examples
