@@ -48,6 +48,30 @@ def test_slurm_tree_spans_the_fullest_leaves_first(ft2):
     assert place_jobs(ft2, jobs)[1].servers == (2, 3, 4)
 
 
+def test_slurm_block_takes_the_smallest_aligned_block_that_fits(ft2):
+    # Slurm's blocks: base blocks of one leaf (2 servers), aligned sizes 2, 4, 8; the
+    # 4-server aggregates are leaves 0-1 and 2-3. Server 0 taken: a 3-server job needs a
+    # 4-block; leaves 0-1 have 3 free (1, 2, 3), leaves 2-3 four: best fit takes 1, 2, 3
+    # (slurm-tree's fullest leaves first, 2, 3, 4, straddles two aggregates).
+    jobs = [Job("x", "ring", servers=(0,)), Job("a", "ring", count=3, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (1, 2, 3)
+    # server 2 taken: leaves 0-1 still have 3 free, 0, 1, 3
+    jobs = [Job("x", "ring", servers=(2,)), Job("a", "ring", count=3, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (0, 1, 3)
+    # a 2-server job fits one leaf: the first whole free one
+    jobs = [Job("x", "ring", servers=(0,)), Job("a", "ring", count=2, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (2, 3)
+
+
+def test_slurm_block_spans_the_fullest_largest_blocks_when_none_fits():
+    # FT2 of 8-port switches cut to 10 servers: leaves of 4, 4, 2; B = 2 and aligned sizes
+    # 2, 4 (two blocks). A 5-server job fits no block: the largest aggregates are blocks
+    # (leaf0, leaf1) with 8 free and (leaf2) with 2; the fuller first: 0..4.
+    G = build("ft2", switch_ports=8, gpus=10, gpus_per_node=1, nics_per_node=1)
+    got = place_jobs(G, [Job("a", "ring", count=5, policy="slurm-block")])
+    assert got[0].servers == (0, 1, 2, 3, 4)
+
+
 def test_fragmented_is_seeded_and_takes_free_servers(ft2):
     jobs = [Job("x", "ring", servers=(0, 1)), Job("a", "ring", count=4, policy="fragmented")]
     first = place_jobs(ft2, jobs, seed=5)[1].servers

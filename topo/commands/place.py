@@ -35,7 +35,7 @@ def place(
             "--jobs",
             help="The jobs, a TOML file of [[jobs]] tables: name, traffic (alltoall, ring, "
             "pipeline, storage_read, checkpoint_write), servers = [...] or count with policy "
-            "(packed, fragmented, slurm-tree), storage = [...], stages, weight "
+            "(packed, fragmented, slurm-tree, slurm-block), storage = [...], stages, weight "
             "(docs/place.md).",
             exists=True,
             dir_okay=False,

@@ -10,6 +10,12 @@ A :class:`Job` names its servers, or asks for ``count`` servers placed by a poli
   emptiest block that holds the whole job (best fit), else the blocks with the most free
   servers first until the job fits (SchedMD, ``topology.conf`` and ``topology/tree``
   documentation);
+- ``slurm-block``: as Slurm's ``topology/block`` plugin with the fabric's aligned
+  ``BlockSizes`` (:func:`topo.export.slurm_blocks`: base blocks of one leaf group, aggregates
+  of ``2^j`` consecutive ones): the smallest block size that holds the job, and within it the
+  aligned aggregate with the fewest free servers that still fits (best fit); a job larger
+  than every block takes the largest aggregates with the most free servers first (SchedMD,
+  ``topology.conf(5)`` and the Topology Guide; close to the plugin, not its exact code);
 - ``fragmented``: a seeded random choice among the free servers, as an idle cluster hands out
   servers after churn.
 
@@ -53,6 +59,7 @@ import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
+from topo.export import fabric_hosts, slurm_blocks
 from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, servers, terminal_kind
 from topo.traffic import Demand, ring_step
 
@@ -77,7 +84,7 @@ STORAGE_TRAFFIC = ("storage_read", "checkpoint_write")
 MAX_WEIGHT = 1e6
 """The largest weight of a job (weights lie in ``[1 / MAX_WEIGHT, MAX_WEIGHT]``)."""
 
-POLICIES = ("packed", "fragmented", "slurm-tree")
+POLICIES = ("packed", "fragmented", "slurm-tree", "slurm-block")
 """The placement policies of a job given by ``count``."""
 
 
@@ -95,7 +102,7 @@ class Job:
         The job's servers (``node`` ids), explicitly. Exactly one of ``servers`` and ``count``.
     count : int, optional
         How many servers to place by ``policy``.
-    policy : {"packed", "fragmented", "slurm-tree"}
+    policy : {"packed", "fragmented", "slurm-tree", "slurm-block"}
         How ``count`` servers are chosen among the free ones (module notes).
     storage : tuple of server ids
         The storage servers a ``storage_read`` job reads from, or a ``checkpoint_write`` job
@@ -275,6 +282,7 @@ def place_jobs(
                 )
     free = [s for s in all_servers if s in block and s not in storage]
     placed = []
+    aligned: tuple[list[list[Hashable]], tuple[int, ...]] | None = None
     for j in jobs:
         if j.servers is not None:
             for s in j.servers:
@@ -286,7 +294,12 @@ def place_jobs(
                 raise TopoError(
                     f"job {j.name!r} asks for {j.count} servers; only {len(free)} are free"
                 )
-            chosen = _choose(j.policy, j.count, free, block, rng)
+            if j.policy == "slurm-block":
+                if aligned is None:
+                    aligned = _aligned_blocks(G)
+                chosen = _slurm_block(j.count, free, *aligned)
+            else:
+                chosen = _choose(j.policy, j.count, free, block, rng)
         taken = set(chosen)
         free = [s for s in free if s not in taken]
         placed.append(PlacedJob(j, tuple(chosen), sum(gpus[s] for s in chosen)))
@@ -337,6 +350,44 @@ def _choose(
     chosen: list[Hashable] = []
     for b in order:
         chosen += by_block[b][: count - len(chosen)]
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def _aligned_blocks(G: nx.Graph) -> tuple[list[list[Hashable]], tuple[int, ...]]:
+    """Slurm's base blocks (server ids, in Slurm's order) and the aligned block sizes."""
+    ids = list(servers(G))
+    hosts = fabric_hosts(G, None)
+    server_of = dict(zip(hosts, ids, strict=True))
+    blocks = slurm_blocks(G, hosts)
+    return [[server_of[h] for h in nodes] for _, nodes in blocks.blocks], blocks.sizes
+
+
+def _slurm_block(
+    count: int, free: list[Hashable], groups: list[list[Hashable]], sizes: tuple[int, ...]
+) -> list[Hashable]:
+    """``count`` free servers by Slurm's block rule (module notes)."""
+    is_free = set(free)
+    base = sizes[0]
+    for size in sizes:
+        if size < count:
+            continue
+        m = size // base  # base blocks per aggregate of this level
+        best: list[Hashable] | None = None
+        for start in range(0, len(groups) - m + 1, m):
+            members = [s for g in groups[start : start + m] for s in g if s in is_free]
+            if len(members) >= count and (best is None or len(members) < len(best)):
+                best = members
+        if best is not None:
+            return best[:count]
+    m = sizes[-1] // base
+    tops = [
+        [s for g in groups[i : i + m] for s in g if s in is_free] for i in range(0, len(groups), m)
+    ]
+    chosen: list[Hashable] = []
+    for t in sorted(tops, key=len, reverse=True):
+        chosen += t[: count - len(chosen)]
         if len(chosen) == count:
             break
     return chosen

@@ -6,7 +6,7 @@
     name = "ep-a"            # unique
     traffic = "alltoall"     # alltoall | ring | pipeline | storage_read | checkpoint_write
     count = 4                # servers, placed by policy ...
-    policy = "packed"        # packed | fragmented | slurm-tree
+    policy = "packed"        # packed | fragmented | slurm-tree | slurm-block
     # servers = [0, 1, 2, 3] # ... or the servers themselves (node ids)
     # storage = [8, 9]       # storage_read, checkpoint_write: the storage servers
     # stages = 2             # pipeline: its stages (they divide its servers)
