@@ -22,6 +22,7 @@ from topo.place.jobs import (
     job_demand,
     place_jobs,
     server_blocks,
+    server_gpus,
 )
 from topo.place.read import JOB_KEYS, MAX_JOBS, read_jobs
 from topo.place.share import (
@@ -60,5 +61,6 @@ __all__ = [
     "place_jobs",
     "read_jobs",
     "server_blocks",
+    "server_gpus",
     "slurm_advice",
 ]

@@ -52,7 +52,7 @@ A job's ``weight`` (default 1) is its share under weighted max-min fairness
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -73,6 +73,7 @@ __all__ = [
     "job_demand",
     "place_jobs",
     "server_blocks",
+    "server_gpus",
 ]
 
 TRAFFIC = ("alltoall", "ring", "pipeline", "storage_read", "checkpoint_write")
@@ -271,7 +272,7 @@ def place_jobs(
         raise TopoError(f"job names must be unique; {dup[0]!r} repeats")
     rng = np.random.default_rng(seed)
     all_servers = servers(G)
-    gpus = {s: sum(1 for v in vs if G.nodes[v]["kind"] == "gpu") for s, vs in all_servers.items()}
+    gpus = server_gpus(G)
     block = server_blocks(G)
     storage = {s for j in jobs for s in j.storage}
     for j in jobs:
@@ -355,6 +356,29 @@ def _choose(
     return chosen
 
 
+def server_gpus(G: nx.Graph) -> dict[Hashable, int]:
+    """Each server's GPUs.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    dict
+        Server id (``node``) -> its GPU count, every server of :func:`topo.fabric.servers`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> server_gpus(build("ft2", switch_ports=4, gpus_per_node=2, nics_per_node=2))[3]
+    2
+    """
+    nodes = G.nodes
+    return {s: sum(1 for v in vs if nodes[v]["kind"] == "gpu") for s, vs in servers(G).items()}
+
+
 def _aligned_blocks(G: nx.Graph) -> tuple[list[list[Hashable]], tuple[int, ...]]:
     """Slurm's base blocks (server ids, in Slurm's order) and the aligned block sizes."""
     ids = list(servers(G))
@@ -393,7 +417,9 @@ def _slurm_block(
     return chosen
 
 
-def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
+def job_demand(
+    G: nx.Graph, placed: PlacedJob, gpus: Mapping[Hashable, int] | None = None
+) -> Demand:
     """The job's traffic as a server-level demand whose concurrent-flow rate is its busbw.
 
     Parameters
@@ -402,6 +428,8 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
         The fabric the job is placed on.
     placed : PlacedJob
         The job and its servers.
+    gpus : mapping, optional
+        Server id -> its GPUs (:func:`server_gpus`), when the caller has it (else counted).
 
     Returns
     -------
@@ -422,8 +450,7 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
     0.5
     """
     j, ss = placed.job, placed.servers
-    per = servers(G)
-    g = {s: sum(1 for v in per[s] if G.nodes[v]["kind"] == "gpu") for s in (*ss, *j.storage)}
+    g = gpus if gpus is not None else server_gpus(G)
     if j.traffic in ("alltoall", "ring", "pipeline") and len(ss) < 2:
         raise TopoError(
             f"job {j.name!r}: {j.traffic} on one server puts no traffic on the fabric; "

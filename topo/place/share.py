@@ -41,7 +41,7 @@ from topo.fabric import natural_key
 from topo.flow import shared_flow
 from topo.flow.reduce import contract_servers
 from topo.flow.solve import DEFAULT_MAX_VARIABLES
-from topo.place.jobs import Job, PlacedJob, job_demand, place_jobs
+from topo.place.jobs import Job, PlacedJob, job_demand, place_jobs, server_gpus
 from topo.traffic import Demand
 
 __all__ = [
@@ -261,7 +261,8 @@ def place(
     if not jobs:
         raise TopoError("no jobs to place")
     placed = place_jobs(G, jobs, seed=seed)
-    demands = [job_demand(G, p) for p in placed]
+    gpus = server_gpus(G)
+    demands = [job_demand(G, p, gpus) for p in placed]
     nic = {h.id: sum(h.attach.values()) for h in contract_servers(G)[0]}
     bound = [nic_bound(d, nic) for d in demands]
     weights = [p.job.weight for p in placed]
