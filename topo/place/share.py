@@ -6,15 +6,16 @@ planes folded, as :func:`topo.flow.concurrent_flow` solves an explicit demand). 
 beat its servers' NICs: its rate alone is at most its *NIC bound* (:func:`nic_bound`, each
 server's cabled NIC capacity over the bytes it sends, and over the bytes it receives). A job
 whose shared rate reaches its NIC bound has that bound as its rate alone, with no LP of its
-own. **Shared**: every job is its own commodity on the one fabric,
-and the rates are max-min fair in busbw (Bertsekas and Gallager, *Data Networks*, 2nd ed.,
+own. **Shared**: every job is its own commodity on the one fabric, and the rates are max-min
+fair in busbw (Bertsekas and Gallager, *Data Networks*, 2nd ed.,
 1992, section 6.5.2), found by progressive filling:
 
 1. solve the largest ``lambda`` with every unfrozen job at ``lambda`` and every frozen job at its
    fixed rate (:func:`topo.flow.shared_flow`);
 2. for each unfrozen job, try to raise it alone (the other unfrozen jobs held at ``lambda``);
    a job that cannot grow past ``lambda`` (relative tolerance :data:`GROW_TOL`) is frozen at it
-   (a job at its rate alone, or the last one left, without the test);
+   (a job at its NIC bound, which its rate alone cannot pass, or the last one left, without
+   the test);
 3. repeat until every job is frozen.
 
 No job's rate can be raised without lowering a job whose rate is no larger: the max-min fair
