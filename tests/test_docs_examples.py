@@ -53,3 +53,11 @@ def test_routing_doc_demand_example() -> None:
     r, e = ns["r"], ns["e"]
     assert e.pair_rate_Bps == r.routing.expected_pair_rate_Bps  # "True" in the doc
     assert e.routing.seed is None
+
+
+@pytest.mark.slow
+def test_place_3fs_example() -> None:
+    # 180 storage servers x 2 x 25 GB/s of NICs: 9,000 GB/s, the storage NICs (docs/place.md)
+    r = run_block(ROOT / "docs" / "place.md", "storage_read")["r"]
+    assert r.shared_aggregate_Bps == pytest.approx(180 * 2 * 25e9, rel=1e-6)
+    assert r.bottleneck == "storage NICs"

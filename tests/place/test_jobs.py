@@ -48,6 +48,30 @@ def test_slurm_tree_spans_the_fullest_leaves_first(ft2):
     assert place_jobs(ft2, jobs)[1].servers == (2, 3, 4)
 
 
+def test_slurm_block_takes_the_smallest_aligned_block_that_fits(ft2):
+    # Slurm's blocks: base blocks of one leaf (2 servers), aligned sizes 2, 4, 8; the
+    # 4-server aggregates are leaves 0-1 and 2-3. Server 0 taken: a 3-server job needs a
+    # 4-block; leaves 0-1 have 3 free (1, 2, 3), leaves 2-3 four: best fit takes 1, 2, 3
+    # (slurm-tree's fullest leaves first, 2, 3, 4, straddles two aggregates).
+    jobs = [Job("x", "ring", servers=(0,)), Job("a", "ring", count=3, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (1, 2, 3)
+    # server 2 taken: leaves 0-1 still have 3 free, 0, 1, 3
+    jobs = [Job("x", "ring", servers=(2,)), Job("a", "ring", count=3, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (0, 1, 3)
+    # a 2-server job fits one leaf: the first whole free one
+    jobs = [Job("x", "ring", servers=(0,)), Job("a", "ring", count=2, policy="slurm-block")]
+    assert place_jobs(ft2, jobs)[1].servers == (2, 3)
+
+
+def test_slurm_block_spans_the_fullest_largest_blocks_when_none_fits():
+    # FT2 of 8-port switches cut to 10 servers: leaves of 4, 4, 2; B = 2 and aligned sizes
+    # 2, 4 (two blocks). A 5-server job fits no block: the largest aggregates are blocks
+    # (leaf0, leaf1) with 8 free and (leaf2) with 2; the fuller first: 0..4.
+    G = build("ft2", switch_ports=8, gpus=10, gpus_per_node=1, nics_per_node=1)
+    got = place_jobs(G, [Job("a", "ring", count=5, policy="slurm-block")])
+    assert got[0].servers == (0, 1, 2, 3, 4)
+
+
 def test_fragmented_is_seeded_and_takes_free_servers(ft2):
     jobs = [Job("x", "ring", servers=(0, 1)), Job("a", "ring", count=4, policy="fragmented")]
     first = place_jobs(ft2, jobs, seed=5)[1].servers
@@ -81,17 +105,50 @@ def test_storage_read_spreads_each_gpu_over_the_storage(ft2_g2):
     assert dict(d.entries) == {(2, 0): 1.0, (2, 1): 1.0, (3, 0): 1.0, (3, 1): 1.0}
 
 
+def test_checkpoint_write_is_the_read_reversed(ft2_g2):
+    # 2 GPUs per server, 2 storage servers: each job server sends 2 / 2 = 1 B to each
+    job = Job("ckpt", "checkpoint_write", servers=(0, 1), storage=(2, 3))
+    d = job_demand(ft2_g2, place_jobs(ft2_g2, [job])[0])
+    assert dict(d.entries) == {(0, 2): 1.0, (1, 2): 1.0, (0, 3): 1.0, (1, 3): 1.0}
+
+
+def test_pipeline_pairs_server_j_of_each_stage_both_ways(ft2, ft2_g2):
+    # 6 servers, 3 stages: (0, 1) (2, 3) (4, 5); server j of stage i with server j of i + 1
+    job = Job("pp", "pipeline", servers=(0, 1, 2, 3, 4, 5), stages=3)
+    d = job_demand(ft2, place_jobs(ft2, [job])[0])
+    pairs = [(0, 2), (1, 3), (2, 4), (3, 5)]
+    assert dict(d.entries) == {**dict.fromkeys(pairs, 1.0), **{(b, a): 1.0 for a, b in pairs}}
+    # 2 GPUs per server: each GPU sends 1 B to its peer of the same local rank, 2 B a server
+    job = Job("pp", "pipeline", servers=(3, 1), stages=2)
+    d = job_demand(ft2_g2, place_jobs(ft2_g2, [job])[0])
+    assert dict(d.entries) == {(3, 1): 2.0, (1, 3): 2.0}
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"traffic": "bcast", "count": 2}, "traffic must be one of alltoall, ring, storage_read"),
+        (
+            {"traffic": "bcast", "count": 2},
+            "traffic must be one of alltoall, ring, pipeline, storage_read, checkpoint_write",
+        ),
         ({"traffic": "ring", "count": 2, "policy": "block"}, "policy must be one of"),
         ({"traffic": "ring"}, "exactly one of servers and count"),
         ({"traffic": "ring", "count": 2, "servers": (0, 1)}, "exactly one of servers and count"),
         ({"traffic": "ring", "count": 0}, "count must be >= 1, got 0"),
         ({"traffic": "ring", "servers": (0, 0)}, "its servers repeat"),
         ({"traffic": "storage_read", "count": 2}, "storage_read needs storage servers"),
-        ({"traffic": "ring", "count": 2, "storage": (5,)}, "for storage_read jobs only"),
+        ({"traffic": "checkpoint_write", "count": 2}, "checkpoint_write needs storage servers"),
+        ({"traffic": "ring", "count": 2, "storage": (5,)}, "for storage_read and checkpoint_write"),
+        ({"traffic": "pipeline", "count": 4}, "a pipeline needs stages >= 2, got None"),
+        ({"traffic": "pipeline", "count": 4, "stages": 1}, "a pipeline needs stages >= 2, got 1"),
+        ({"traffic": "pipeline", "count": 4, "stages": 3}, "3 stages must divide its 4 servers"),
+        (
+            {"traffic": "pipeline", "servers": (0, 1, 2), "stages": 2},
+            "2 stages must divide its 3 servers",
+        ),
+        ({"traffic": "ring", "count": 2, "stages": 2}, "stages are for pipeline jobs only"),
+        ({"traffic": "ring", "count": 2, "weight": 0.0}, r"weight must lie in \[1e-06, 1e\+06\]"),
+        ({"traffic": "ring", "count": 2, "weight": 2e6}, "weight must lie in"),
     ],
 )
 def test_bad_jobs_are_refused(kw, match):

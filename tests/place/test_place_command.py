@@ -123,6 +123,22 @@ def test_example_file_places_two_ep_jobs(fabrics):
             ["jobs.toml", "jobs[1]: job 'a': give exactly one of servers and count"],
         ),
         ('[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 99\n', ["asks for 99 servers; only 8"]),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "pipeline"\ncount = 4\nstages = 1\n',
+            ["jobs.toml", "jobs[1].stages must be a whole number >= 2, got 1"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "pipeline"\ncount = 3\nstages = 2\n',
+            ["jobs.toml", "jobs[1]: job 'a': 2 stages must divide its 3 servers"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 2\nweight = "high"\n',
+            ["jobs.toml", "jobs[1].weight must be a number, got 'high'"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 2\nweight = -1\n',
+            ["jobs.toml", "jobs[1]: job 'a': weight must lie in"],
+        ),
         ('[[jobs]]\nname = "a"\ntraffic = "ring"\nservers = [0, 99]\n', ["server 99 is not"]),
     ],
 )
@@ -130,3 +146,18 @@ def test_bad_jobs_files_are_one_line(fabrics, tmp_path, monkeypatch, text, fragm
     monkeypatch.chdir(tmp_path)
     Path("jobs.toml").write_text(text)
     one_line_error(run("place", fabrics / "k4.json", "--jobs", "jobs.toml"), *fragments)
+
+
+def test_slurm_advice_in_json_and_table(fabrics, tmp_path):
+    # k = 4 FT2: leaves of 2 servers, 4 leaves: aligned blocks 2, 4, 8; a 3-server job fits 4
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text('[[jobs]]\nname = "a"\ntraffic = "alltoall"\ncount = 3\n')
+    r = run("place", fabrics / "k4.json", "--jobs", jobs, "--slurm", "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)["slurm"]
+    assert (s["base_block"], s["block_sizes"], s["aligned_sizes"]) == (2, [2, 4], [2, 4, 8])
+    assert s["jobs"][0]["block_size"] == 4 and s["jobs"][0]["leaf_switches"] == 2
+    assert s["topology_conf"].splitlines()[-1] == "BlockSizes=2,4"
+    r = run("place", fabrics / "k4.json", "--jobs", jobs, "--slurm")
+    assert r.exit_code == 0, r.output
+    assert "BlockSizes=2,4" in r.stdout and "BlockName=leaf0 Nodes=node[0-1]" in r.stdout

@@ -85,6 +85,77 @@ def test_storage_read_is_bound_by_the_storage_nics():
     r = place(G, [Job("ckpt", "storage_read", count=4, storage=(6, 7))])
     assert r.jobs[0].alone_busbw_Bps == pytest.approx(25e9, rel=1e-6)
     assert r.jobs[0].shared_busbw_Bps == pytest.approx(25e9, rel=1e-6)
+    assert r.jobs[0].shared_aggregate_Bps == pytest.approx(100e9, rel=1e-6)  # 4 GPUs x 25
+    # at the NIC bound of storage servers 6 and 7 (leaf3's two uplinks are as tight)
+    j = r.jobs[0]
+    assert (j.bottleneck, j.bottleneck_servers, j.bottleneck_switch_links) == (
+        "storage NICs",
+        (6, 7),
+        0,
+    )
+
+
+def test_a_job_bound_by_leaf_uplinks_alone_gets_the_cut_rate_not_its_nic_bound():
+    # 2:1 FT2 of 6-port switches (4 servers and 2 x 50 = 100 GB/s of uplinks per leaf); an
+    # all-to-all of n = 8 GPUs on leaves 0 and 1 at pair rate p. NICs: 7p <= 50 (busbw 50, its
+    # NIC bound); leaf0's uplinks carry 4 x 4 p <= 100: p = 6.25, busbw 7 x 6.25 = 43.75 GB/s.
+    from topo.place import job_demand, nic_bound, place_jobs
+
+    G = build("ft2", switch_ports=6, gpus_per_node=1, nics_per_node=1, oversubscription=2)
+    job = Job("a", "alltoall", servers=tuple(range(8)))
+    r = place(G, [job])
+    assert r.jobs[0].alone_busbw_Bps == pytest.approx(43.75e9, rel=1e-6)
+    assert r.jobs[0].shared_busbw_Bps == pytest.approx(43.75e9, rel=1e-6)
+    d = job_demand(G, place_jobs(G, [job])[0])
+    assert nic_bound(d, dict.fromkeys(range(24), NIC)) == pytest.approx(NIC, rel=1e-12)
+
+
+def test_pipeline_stages_on_two_leaves_share_the_uplink_cut():
+    # 2:1 FT2 of 6-port switches (4 servers, 2 x 50 = 100 GB/s of uplinks per leaf). A pipeline
+    # of 2 stages: leaf0's servers 0..3, then leaf1's 4..7; server j sends to server j + 4
+    # and back at r. NICs: r <= 50; leaf0's uplinks carry 4r <= 100: busbw r = 25 GB/s.
+    # With 4 stages of 2 servers, (0, 1) (2, 3) on leaf0 and (4, 5) (6, 7) on leaf1: servers
+    # 2, 3 send to 0, 1 and to 4, 5 (2r <= 50 at the NIC); leaf0 -> leaf1 carries only 2, 3's
+    # r each: r = 25 GB/s, NIC-bound.
+    G = build("ft2", switch_ports=6, gpus_per_node=1, nics_per_node=1, oversubscription=2)
+    for stages in (2, 4):
+        r = place(G, [Job("pp", "pipeline", servers=tuple(range(8)), stages=stages)])
+        assert r.jobs[0].alone_busbw_Bps == pytest.approx(25e9, rel=1e-6)
+
+
+def test_reads_and_writes_of_one_storage_server_do_not_contend():
+    # k = 4 FT2: a reads from storage 6 on servers 0, 1; b writes to 6 from servers 2, 3.
+    # Storage 6's NIC sends 2 r_a <= 50 and receives 2 r_b <= 50: full duplex, 25 GB/s each,
+    # alone and shared.
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    jobs = [
+        Job("a", "storage_read", servers=(0, 1), storage=(6,)),
+        Job("b", "checkpoint_write", servers=(2, 3), storage=(6,)),
+    ]
+    r = place(G, jobs)
+    for j in r.jobs:
+        assert j.alone_busbw_Bps == pytest.approx(25e9, rel=1e-6)
+        assert j.shared_busbw_Bps == pytest.approx(25e9, rel=1e-6)
+
+
+def test_weighted_jobs_share_a_storage_nic_by_their_weights():
+    # k = 4 FT2: a (weight 3) and b (weight 1) each read on one server from storage 7's one
+    # 50 GB/s NIC: r_a + r_b <= 50 with r_a = 3 r_b: 37.5 and 12.5 GB/s. A third job c
+    # (weight 3) reading from 6 alone keeps its 50 GB/s: its weight buys nothing it lacks.
+    from topo.place import WEIGHTED_FAIRNESS
+
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    jobs = [
+        Job("a", "storage_read", servers=(0,), storage=(7,), weight=3.0),
+        Job("b", "storage_read", servers=(1,), storage=(7,)),
+        Job("c", "storage_read", servers=(2,), storage=(6,), weight=3.0),
+    ]
+    r = place(G, jobs)
+    assert r.fairness == WEIGHTED_FAIRNESS == "weighted max-min fair"
+    assert [j.shared_busbw_Bps for j in r.jobs] == pytest.approx([37.5e9, 12.5e9, NIC], rel=1e-6)
+    assert [j.alone_busbw_Bps for j in r.jobs] == pytest.approx([NIC] * 3, rel=1e-6)
+    assert [j.weight for j in r.jobs] == [3.0, 1.0, 3.0]
+    assert r.to_dict()["jobs"][0]["weight"] == 3.0
 
 
 def test_no_jobs_is_refused():
@@ -177,3 +248,15 @@ def test_shared_rates_are_max_min_fair_by_an_lp_on_the_whole_graph():
     # carry b's 8B/5 = 54.55 and c's one ring hop C: C = 100 - 54.55 = 45.45 GB/s.
     a = 100e9 / (4 / 3 + 8 / 5)
     assert rates == pytest.approx([a, a, 100e9 - 8 / 5 * a], rel=1e-6)
+
+
+def test_bad_weights_are_refused():
+    from topo.place import max_min_rates
+    from topo.traffic import Demand
+
+    G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    d = Demand("server", (0, 1), {(0, 1): 1.0})
+    with pytest.raises(TopoError, match="weights must be one per demand, each > 0"):
+        max_min_rates(G, [d, d], weights=[2.0, 0.0])
+    with pytest.raises(TopoError, match="weights must be one per demand, each > 0"):
+        max_min_rates(G, [d, d], weights=[2.0])

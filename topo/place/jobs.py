@@ -10,6 +10,12 @@ A :class:`Job` names its servers, or asks for ``count`` servers placed by a poli
   emptiest block that holds the whole job (best fit), else the blocks with the most free
   servers first until the job fits (SchedMD, ``topology.conf`` and ``topology/tree``
   documentation);
+- ``slurm-block``: as Slurm's ``topology/block`` plugin with the fabric's aligned
+  ``BlockSizes`` (:func:`topo.export.slurm_blocks`: base blocks of one leaf group, aggregates
+  of ``2^j`` consecutive ones): the smallest block size that holds the job, and within it the
+  aligned aggregate with the fewest free servers that still fits (best fit); a job larger
+  than every block takes the largest aggregates with the most free servers first (SchedMD,
+  ``topology.conf(5)`` and the Topology Guide; close to the plugin, not its exact code);
 - ``fragmented``: a seeded random choice among the free servers, as an idle cluster hands out
   servers after churn.
 
@@ -28,27 +34,58 @@ demand) *is* the job's busbw (B/s):
   crossing every server boundary once, so a server sends ``busbw`` B/s to its successor
   (NCCL ``src/graph/rings.cc``; busbw as nccl-tests defines it for all-reduce);
 - ``storage_read``: every GPU of the job reads from the job's ``storage`` servers, evenly
-  spread over them; busbw is the read rate per GPU.
+  spread over them; busbw is the read rate per GPU (a 3FS-like read: DeepSeek, 3FS
+  ``README.md``, "Peak throughput");
+- ``checkpoint_write``: every GPU of the job writes to the job's ``storage`` servers, evenly
+  spread over them (a checkpoint burst); busbw is the write rate per GPU;
+- ``pipeline``: pipeline-parallel send/recv between consecutive stages. The job's servers, in
+  order, are cut into ``stages`` equal stages; server ``j`` of stage ``i`` exchanges with
+  server ``j`` of stage ``i + 1``, every GPU with the GPU of the same local rank (Megatron-LM's
+  pipeline groups: the ranks ``tp * dp`` apart), activations forward and gradients backward at
+  once (the 1F1B steady state: Narayanan et al., SC 2021, section 2.2). One byte per GPU and
+  direction, so busbw is a GPU's send rate to its peer, nccl-tests' sendrecv busbw (= algbw,
+  ``doc/PERFORMANCE.md``).
+
+A job's ``weight`` (default 1) is its share under weighted max-min fairness
+(:mod:`topo.place.share`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import TopoError
+from topo.export import fabric_hosts, slurm_blocks
 from topo.fabric import SWITCH_KINDS, blocks_below_top, natural_key, servers, terminal_kind
 from topo.traffic import Demand, ring_step
 
-__all__ = ["POLICIES", "TRAFFIC", "Job", "PlacedJob", "job_demand", "place_jobs", "server_blocks"]
+__all__ = [
+    "MAX_WEIGHT",
+    "POLICIES",
+    "STORAGE_TRAFFIC",
+    "TRAFFIC",
+    "Job",
+    "PlacedJob",
+    "job_demand",
+    "place_jobs",
+    "server_blocks",
+    "server_gpus",
+]
 
-TRAFFIC = ("alltoall", "ring", "storage_read")
+TRAFFIC = ("alltoall", "ring", "pipeline", "storage_read", "checkpoint_write")
 """The traffic a job can run."""
 
-POLICIES = ("packed", "fragmented", "slurm-tree")
+STORAGE_TRAFFIC = ("storage_read", "checkpoint_write")
+"""The traffic between a job's GPUs and its storage servers."""
+
+MAX_WEIGHT = 1e6
+"""The largest weight of a job (weights lie in ``[1 / MAX_WEIGHT, MAX_WEIGHT]``)."""
+
+POLICIES = ("packed", "fragmented", "slurm-tree", "slurm-block")
 """The placement policies of a job given by ``count``."""
 
 
@@ -60,16 +97,22 @@ class Job:
     ----------
     name : str
         Shown in reports; unique among the jobs.
-    traffic : {"alltoall", "ring", "storage_read"}
+    traffic : {"alltoall", "ring", "pipeline", "storage_read", "checkpoint_write"}
         What the job sends (module notes).
     servers : tuple of server ids, optional
         The job's servers (``node`` ids), explicitly. Exactly one of ``servers`` and ``count``.
     count : int, optional
         How many servers to place by ``policy``.
-    policy : {"packed", "fragmented", "slurm-tree"}
+    policy : {"packed", "fragmented", "slurm-tree", "slurm-block"}
         How ``count`` servers are chosen among the free ones (module notes).
     storage : tuple of server ids
-        The storage servers a ``storage_read`` job reads from (not the job's own servers).
+        The storage servers a ``storage_read`` job reads from, or a ``checkpoint_write`` job
+        writes to (not the job's own servers).
+    stages : int, optional
+        A ``pipeline`` job's stages (>= 2; they divide its servers).
+    weight : float
+        Its weight under weighted max-min fairness (a job of weight 2 gets twice the busbw of a
+        job of weight 1 at a link both fill); in ``[1 / MAX_WEIGHT, MAX_WEIGHT]``.
     """
 
     name: str
@@ -78,6 +121,8 @@ class Job:
     count: int | None = None
     policy: str = "packed"
     storage: tuple[Hashable, ...] = ()
+    stages: int | None = None
+    weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.traffic not in TRAFFIC:
@@ -96,11 +141,34 @@ class Job:
             raise TopoError(f"job {self.name!r}: count must be >= 1, got {self.count}")
         if self.servers is not None and len(set(self.servers)) != len(self.servers):
             raise TopoError(f"job {self.name!r}: its servers repeat")
-        if self.traffic == "storage_read":
+        if self.traffic in STORAGE_TRAFFIC:
             if not self.storage:
-                raise TopoError(f"job {self.name!r}: storage_read needs storage servers")
+                raise TopoError(f"job {self.name!r}: {self.traffic} needs storage servers")
         elif self.storage:
-            raise TopoError(f"job {self.name!r}: storage servers are for storage_read jobs only")
+            raise TopoError(
+                f"job {self.name!r}: storage servers are for storage_read and checkpoint_write "
+                "jobs only"
+            )
+        if not (1 / MAX_WEIGHT <= self.weight <= MAX_WEIGHT):
+            raise TopoError(
+                f"job {self.name!r}: weight must lie in [{1 / MAX_WEIGHT:g}, {MAX_WEIGHT:g}], "
+                f"got {self.weight!r}"
+            )
+        self._check_stages()
+
+    def _check_stages(self) -> None:
+        if self.traffic != "pipeline":
+            if self.stages is not None:
+                raise TopoError(f"job {self.name!r}: stages are for pipeline jobs only")
+            return
+        if self.stages is None or self.stages < 2:
+            raise TopoError(f"job {self.name!r}: a pipeline needs stages >= 2, got {self.stages!r}")
+        n = self.count if self.count is not None else len(self.servers or ())
+        if n % self.stages:
+            raise TopoError(
+                f"job {self.name!r}: {self.stages} stages must divide its {n} servers "
+                "(each stage takes whole servers)"
+            )
 
 
 @dataclass(frozen=True)
@@ -204,7 +272,7 @@ def place_jobs(
         raise TopoError(f"job names must be unique; {dup[0]!r} repeats")
     rng = np.random.default_rng(seed)
     all_servers = servers(G)
-    gpus = {s: sum(1 for v in vs if G.nodes[v]["kind"] == "gpu") for s, vs in all_servers.items()}
+    gpus = server_gpus(G)
     block = server_blocks(G)
     storage = {s for j in jobs for s in j.storage}
     for j in jobs:
@@ -215,6 +283,7 @@ def place_jobs(
                 )
     free = [s for s in all_servers if s in block and s not in storage]
     placed = []
+    aligned: tuple[list[list[Hashable]], tuple[int, ...]] | None = None
     for j in jobs:
         if j.servers is not None:
             for s in j.servers:
@@ -226,7 +295,12 @@ def place_jobs(
                 raise TopoError(
                     f"job {j.name!r} asks for {j.count} servers; only {len(free)} are free"
                 )
-            chosen = _choose(j.policy, j.count, free, block, rng)
+            if j.policy == "slurm-block":
+                if aligned is None:
+                    aligned = _aligned_blocks(G)
+                chosen = _slurm_block(j.count, free, *aligned)
+            else:
+                chosen = _choose(j.policy, j.count, free, block, rng)
         taken = set(chosen)
         free = [s for s in free if s not in taken]
         placed.append(PlacedJob(j, tuple(chosen), sum(gpus[s] for s in chosen)))
@@ -282,7 +356,70 @@ def _choose(
     return chosen
 
 
-def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
+def server_gpus(G: nx.Graph) -> dict[Hashable, int]:
+    """Each server's GPUs.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric.
+
+    Returns
+    -------
+    dict
+        Server id (``node``) -> its GPU count, every server of :func:`topo.fabric.servers`.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> server_gpus(build("ft2", switch_ports=4, gpus_per_node=2, nics_per_node=2))[3]
+    2
+    """
+    nodes = G.nodes
+    return {s: sum(1 for v in vs if nodes[v]["kind"] == "gpu") for s, vs in servers(G).items()}
+
+
+def _aligned_blocks(G: nx.Graph) -> tuple[list[list[Hashable]], tuple[int, ...]]:
+    """Slurm's base blocks (server ids, in Slurm's order) and the aligned block sizes."""
+    ids = list(servers(G))
+    hosts = fabric_hosts(G, None)
+    server_of = dict(zip(hosts, ids, strict=True))
+    blocks = slurm_blocks(G, hosts)
+    return [[server_of[h] for h in nodes] for _, nodes in blocks.blocks], blocks.sizes
+
+
+def _slurm_block(
+    count: int, free: list[Hashable], groups: list[list[Hashable]], sizes: tuple[int, ...]
+) -> list[Hashable]:
+    """``count`` free servers by Slurm's block rule (module notes)."""
+    is_free = set(free)
+    base = sizes[0]
+    for size in sizes:
+        if size < count:
+            continue
+        m = size // base  # base blocks per aggregate of this level
+        best: list[Hashable] | None = None
+        for start in range(0, len(groups) - m + 1, m):
+            members = [s for g in groups[start : start + m] for s in g if s in is_free]
+            if len(members) >= count and (best is None or len(members) < len(best)):
+                best = members
+        if best is not None:
+            return best[:count]
+    m = sizes[-1] // base
+    tops = [
+        [s for g in groups[i : i + m] for s in g if s in is_free] for i in range(0, len(groups), m)
+    ]
+    chosen: list[Hashable] = []
+    for t in sorted(tops, key=len, reverse=True):
+        chosen += t[: count - len(chosen)]
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def job_demand(
+    G: nx.Graph, placed: PlacedJob, gpus: Mapping[Hashable, int] | None = None
+) -> Demand:
     """The job's traffic as a server-level demand whose concurrent-flow rate is its busbw.
 
     Parameters
@@ -291,6 +428,8 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
         The fabric the job is placed on.
     placed : PlacedJob
         The job and its servers.
+    gpus : mapping, optional
+        Server id -> its GPUs (:func:`server_gpus`), when the caller has it (else counted).
 
     Returns
     -------
@@ -311,9 +450,8 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
     0.5
     """
     j, ss = placed.job, placed.servers
-    per = servers(G)
-    g = {s: sum(1 for v in per[s] if G.nodes[v]["kind"] == "gpu") for s in (*ss, *j.storage)}
-    if j.traffic in ("alltoall", "ring") and len(ss) < 2:
+    g = gpus if gpus is not None else server_gpus(G)
+    if j.traffic in ("alltoall", "ring", "pipeline") and len(ss) < 2:
         raise TopoError(
             f"job {j.name!r}: {j.traffic} on one server puts no traffic on the fabric; "
             "give it at least two servers"
@@ -328,9 +466,19 @@ def job_demand(G: nx.Graph, placed: PlacedJob) -> Demand:
             for b in ss:
                 if a != b:
                     entries[(a, b)] = g[a] * g[b] / (n - 1)
-    else:  # storage_read: each GPU reads 1 byte, spread over the storage servers
+    elif j.traffic == "pipeline":
+        assert j.stages is not None
+        m = len(ss) // j.stages
+        for i in range(m, len(ss)):  # server i exchanges with server i - m, rank by rank
+            a, b = ss[i - m], ss[i]
+            entries[(a, b)] = entries[(b, a)] = float(min(g[a], g[b]))
+    elif j.traffic == "storage_read":  # each GPU reads 1 byte, spread over the storage servers
         for st in j.storage:
             for b in ss:
                 entries[(st, b)] = g[b] / len(j.storage)
+    else:  # checkpoint_write: each GPU writes 1 byte, spread over the storage servers
+        for st in j.storage:
+            for b in ss:
+                entries[(b, st)] = g[b] / len(j.storage)
     terms = tuple(sorted({*ss, *j.storage}, key=natural_key))
     return Demand("server", terms, entries, name=j.name)

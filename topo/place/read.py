@@ -4,11 +4,13 @@
 
     [[jobs]]
     name = "ep-a"            # unique
-    traffic = "alltoall"     # alltoall | ring | storage_read
+    traffic = "alltoall"     # alltoall | ring | pipeline | storage_read | checkpoint_write
     count = 4                # servers, placed by policy ...
-    policy = "packed"        # packed | fragmented | slurm-tree
+    policy = "packed"        # packed | fragmented | slurm-tree | slurm-block
     # servers = [0, 1, 2, 3] # ... or the servers themselves (node ids)
-    # storage = [8, 9]       # storage_read: the storage servers read from
+    # storage = [8, 9]       # storage_read, checkpoint_write: the storage servers
+    # stages = 2             # pipeline: its stages (they divide its servers)
+    # weight = 2.0           # weighted max-min fairness (default 1)
 
 Every key is checked; an error names the file and the key (``jobs[2].count``) and the limit.
 """
@@ -29,7 +31,7 @@ __all__ = ["JOB_KEYS", "MAX_JOBS", "read_jobs"]
 MAX_JOBS = 256
 """Most jobs one file may hold."""
 
-JOB_KEYS = ("name", "traffic", "count", "policy", "servers", "storage")
+JOB_KEYS = ("name", "traffic", "count", "policy", "servers", "storage", "stages", "weight")
 """The keys of a ``[[jobs]]`` table."""
 
 
@@ -93,8 +95,16 @@ def _job(path: str | Path, i: int, t: Any) -> Job:
         raise FormatError(path, f"{where}.count must be a whole number >= 1, got {count!r}")
     servers = _ids(path, f"{where}.servers", t["servers"]) if "servers" in t else None
     storage = _ids(path, f"{where}.storage", t["storage"]) if "storage" in t else ()
+    stages = t.get("stages")
+    if stages is not None and (
+        isinstance(stages, bool) or not isinstance(stages, int) or stages < 2
+    ):
+        raise FormatError(path, f"{where}.stages must be a whole number >= 2, got {stages!r}")
+    weight = t.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise FormatError(path, f"{where}.weight must be a number, got {weight!r}")
     try:
-        return Job(name, traffic, servers, count, policy, storage)
+        return Job(name, traffic, servers, count, policy, storage, stages, float(weight))
     except TopoError as exc:
         raise FormatError(path, f"{where}: {exc}") from None
 

@@ -101,3 +101,26 @@ def test_a_demand_inside_one_server_is_refused():
     inside = Demand("gpu", ("node0/gpu0", "node0/gpu1"), {("node0/gpu0", "node0/gpu1"): 1.0})
     with pytest.raises(TopoError, match="demand 0 .* no bytes between distinct servers"):
         shared_flow(G, [inside], [None])
+
+
+def read(storage, readers):
+    """Each reader takes 1 B, spread evenly over the storage servers."""
+    entries = {(s, r): 1.0 / len(storage) for s in storage for r in readers}
+    return Demand("server", tuple(sorted({*storage, *readers})), entries)
+
+
+def test_twin_storage_servers_split_their_readers_evenly(ft2):
+    # storage 6, 7 (both on leaf3, one 50 GB/s NIC each) serve readers 0..3: each sends
+    # 4 x theta / 2 <= 50, theta = 25 GB/s; each NIC carries 50 GB/s, full
+    r = shared_flow(ft2, [read((6, 7), (0, 1, 2, 3))], [None])
+    assert r.theta == pytest.approx(25e9, rel=1e-6)
+    load = r.link_load[0]
+    assert load[("node6/nic0", "leaf3")] == pytest.approx(NIC_Bps, rel=1e-6)
+    assert load[("node7/nic0", "leaf3")] == pytest.approx(NIC_Bps, rel=1e-6)
+
+
+def test_servers_a_demand_tells_apart_are_not_twins(ft2):
+    # as above, and 6 also sends 40 GB/s to 4 (fixed): 6's NIC carries 2 theta + 40 <= 50,
+    # theta = 5 GB/s (6 and 7 pooled as one vertex would give 4 theta + 40 <= 100, 15 GB/s)
+    r = shared_flow(ft2, [read((6, 7), (0, 1, 2, 3)), one_pair(6, 4)], [None, 40e9])
+    assert r.theta == pytest.approx(5e9, rel=1e-6)

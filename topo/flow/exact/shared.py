@@ -20,7 +20,11 @@ unfrozen demands together, holding the frozen ones at their rates.
 
 The network is the one :func:`topo.flow.exact.matrix.matrix_flow` solves: servers contracted
 (:mod:`topo.flow.reduce.servers`; NVLink not a constraint, servers never forward), isomorphic
-planes folded exactly (every demand carried ``1/P`` per plane). The LP goes to HiGHS through
+planes folded exactly (every demand carried ``1/P`` per plane). Servers that are *twins* (the
+same attachments, and in every demand the same bytes to and from each server) are one vertex
+of their summed capacity, one commodity per demand: a class flow split evenly among its
+members is a flow of the members, so this is exact (storage servers on one leaf serving the
+same readers are twins; servers of one all-to-all never are). The LP goes to HiGHS through
 ``scipy.optimize.linprog``.
 """
 
@@ -38,7 +42,7 @@ from topo.errors import InfeasibleError, LPTooLarge, SolverError, TopoError
 from topo.fabric import natural_key, require_fabric
 from topo.flow.reduce.network import Reduced, expand, network
 from topo.flow.reduce.planes import scope
-from topo.flow.reduce.servers import contract_servers
+from topo.flow.reduce.servers import ContractedServer, contract_servers
 from topo.flow.solve.lp import DEFAULT_MAX_VARIABLES, MCFSolution, check_solver_limits
 from topo.traffic import Demand
 
@@ -154,8 +158,8 @@ def shared_flow(
     if loose:
         raise InfeasibleError(f"server {loose[0]!r} has no NIC cabled to a switch")
     sc = scope(G, hs)
-    index = {s: i for i, s in enumerate(used)}
-    classes = [[by_id[s]] for s in used]
+    classes = _twins([by_id[s] for s in used], sc.switches, pairs)
+    index = {h.id: ci for ci, cls in enumerate(classes) for h in cls}
     arcs, cap, origin = network(G, sc, classes)
     red = Reduced(classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=[], sc=sc)
     flows, theta = _solve(red, pairs, index, rates, max_variables)
@@ -169,6 +173,38 @@ def shared_flow(
         loads.append(load)
     out = tuple(theta if r is None else float(r) for r in rates)
     return SharedFlow(theta=theta, rates=out, link_load=tuple(loads))
+
+
+def _twins(
+    hosts: list[ContractedServer], switches: set[str], pairs: list[Pairs]
+) -> list[list[ContractedServer]]:
+    """The servers in classes of twins: the same attachments (switch and capacity) and, in
+    every demand, the same bytes to each server and from each server (so no bytes between
+    them). A class is one source and sink vertex of its members' summed capacity; any class
+    flow split evenly among its members is a flow of the servers (each sends and receives
+    what the demands ask, each NIC within its capacity), so the rates are those of the
+    servers apart. In natural order of the first member."""
+    rows: list[dict[Hashable, list[tuple[Hashable, float]]]] = []
+    cols: list[dict[Hashable, list[tuple[Hashable, float]]]] = []
+    for p in pairs:
+        r: dict[Hashable, list[tuple[Hashable, float]]] = {}
+        c: dict[Hashable, list[tuple[Hashable, float]]] = {}
+        for (a, b), x in p.items():
+            r.setdefault(a, []).append((b, x))
+            c.setdefault(b, []).append((a, x))
+        rows.append(r)
+        cols.append(c)
+    groups: dict[Hashable, list[ContractedServer]] = {}
+    for h in hosts:
+        key = (
+            tuple(sorted(h.scoped(switches))),
+            tuple(
+                (frozenset(r.get(h.id, ())), frozenset(c.get(h.id, ())))
+                for r, c in zip(rows, cols, strict=True)
+            ),
+        )
+        groups.setdefault(key, []).append(h)
+    return sorted(groups.values(), key=lambda g: natural_key(g[0].id))
 
 
 def _server_pairs(G: nx.Graph, demand: Demand) -> Pairs:
@@ -218,7 +254,8 @@ def _solve(
     for k, p in enumerate(pairs):
         by_src: dict[int, dict[int, float]] = {}
         for (src, dst), x in p.items():
-            by_src.setdefault(index[src], {})[index[dst]] = x / red.sc.planes
+            sinks = by_src.setdefault(index[src], {})
+            sinks[index[dst]] = sinks.get(index[dst], 0.0) + x / red.sc.planes
         comms += [(k, ci, by_src[ci]) for ci in sorted(by_src)]
     usable = []
     for _, ci, dem in comms:
