@@ -307,11 +307,12 @@ def network_time(
     demand : Demand
         Server level: bytes between distinct servers (:mod:`topo.traffic.moe`).
     smallest_lp : bool
-        First solve the fabric cut to the switches on shortest paths between the demand's
-        leaves, twin switches merged (:func:`merge_twin_switches`); when that reaches the hose
-        bound it is exact (the same argument as the cut above), else the steps above follow,
-        twin switches merged. The same time from smaller LPs; the report's links are then
-        those of the fabric solved.
+        First solve the demand's servers and their leaves alone, then with the switches on
+        shortest paths between those leaves, twin switches merged
+        (:func:`merge_twin_switches`); the first that reaches the hose bound is exact (the
+        same argument as the cut above), else the steps above follow, twin switches merged.
+        The same time from smaller LPs; the report's links are then those of the fabric
+        solved.
 
     Returns
     -------
@@ -335,17 +336,17 @@ def network_time(
     twins = "; twin switches merged" if smallest_lp else ""
     hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
     if smallest_lp:
-        inner = _on_shortest_paths(G, keep)
-        if len(inner) < len(keep):
+        for what, inner in _inner_fabrics(G, keep):
+            if len(inner) == len(keep):
+                continue
             try:
                 rep = server_demand_time(solved(G.subgraph(inner)), entries)
-            except InfeasibleError:
-                rep = None
-            if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
+            except InfeasibleError:  # a pair not joined in it
+                continue
+            if rep.time_s <= hose * (1 + HOSE_TOL):
                 n, m = len(inner), G.number_of_nodes()
                 return rep, (
-                    f"shortest-path fabric ({n:,} of {m:,} vertices) at the hose bound: "
-                    f"exact{twins}"
+                    f"{what} ({n:,} of {m:,} vertices) at the hose bound: exact{twins}"
                 )
     if len(keep) < G.number_of_nodes():
         try:
@@ -358,9 +359,10 @@ def network_time(
     return server_demand_time(solved(G), entries), "whole fabric" + twins
 
 
-def _on_shortest_paths(G: nx.Graph, keep: set[Hashable]) -> set[Hashable]:
-    """Of the cut fabric ``keep``: its servers, their leaves and the switches on a shortest
-    path (in switch hops) between two of those leaves."""
+def _inner_fabrics(G: nx.Graph, keep: set[Hashable]) -> list[tuple[str, set[Hashable]]]:
+    """Of the cut fabric ``keep``, smallest first: its servers and their leaves (a demand
+    whose servers share leaves, one per rail or plane, needs nothing above them); and those
+    with the switches on a shortest path (in switch hops) between two of the leaves."""
     switches = [v for v in keep if G.nodes[v]["kind"] in SWITCH_KINDS]
     index = {v: i for i, v in enumerate(switches)}
     leaves = sorted(
@@ -374,8 +376,9 @@ def _on_shortest_paths(G: nx.Graph, keep: set[Hashable]) -> set[Hashable]:
         key=natural_key,
     )
     servers = {v for v in keep if G.nodes[v]["kind"] not in SWITCH_KINDS}
+    below = servers | set(leaves)
     if len(leaves) < 2:
-        return servers | set(leaves)
+        return [("servers and their leaves", below)]
     S = G.subgraph(switches)
     dist = np.full((len(leaves), len(switches)), np.inf)
     for i, a in enumerate(leaves):
@@ -387,7 +390,10 @@ def _on_shortest_paths(G: nx.Graph, keep: set[Hashable]) -> set[Hashable]:
         on |= np.any(
             (dist[i][None, :] + dist == ab[:, None]) & np.isfinite(ab)[:, None], axis=0
         )
-    return servers | {v for v in switches if on[index[v]]}
+    return [
+        ("servers and their leaves", below),
+        ("shortest-path fabric", below | {v for v in switches if on[index[v]]}),
+    ]
 
 
 def merge_twin_switches(G: nx.Graph) -> nx.Graph:
