@@ -187,7 +187,8 @@ def time_phase(
     busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
     # Network: server-to-server demand over the fabric.
     demand = ep_server_demand(ib, layout.servers, layout.gpus_per_node, name=phase)
-    ib_s, tiers, method = 0.0, {}, "-"
+    ib_s, method = 0.0, "-"
+    tiers: dict[str, int] = {}
     if demand is not None:
         ib_s, tiers, method = _network(G, demand, smallest_lp, solved)
         own = own_nic_time(layout, ib)
@@ -340,12 +341,12 @@ def network_time(
             if len(inner) == len(keep):
                 continue
             try:
-                rep = server_demand_time(solved(G.subgraph(inner)), entries)
+                small = server_demand_time(solved(G.subgraph(inner)), entries)
             except InfeasibleError:  # a pair not joined in it
                 continue
-            if rep.time_s <= hose * (1 + HOSE_TOL):
+            if small.time_s <= hose * (1 + HOSE_TOL):
                 n, m = len(inner), G.number_of_nodes()
-                return rep, (
+                return small, (
                     f"{what} ({n:,} of {m:,} vertices) at the hose bound: exact{twins}"
                 )
     if len(keep) < G.number_of_nodes():
@@ -731,7 +732,7 @@ class _Scenarios:
         """Dispatch and combine of one routing under one delivery scheme."""
         lay, mb = self.layout, self.micro_batches
         n_tokens = experts.shape[0]
-        kw = dict(
+        kw: dict[str, Any] = dict(
             ib_efficiency=self.ib_efficiency,
             nvlink_efficiency=self.nvlink_efficiency,
             smallest_lp=self.smallest_lp,
