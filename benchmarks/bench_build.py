@@ -10,6 +10,12 @@ ports) and its exact all-to-all, in a fresh process, with wall times and peak me
 
     python benchmarks/bench_build.py             # MPFT 16,384; 3-tier MRFT 65,536, MPFT 131,072
     python benchmarks/bench_build.py --alltoall  # + MPFT 3-tier 524,288: build, exact all-to-all
+    python benchmarks/bench_build.py --counts    # only: topo build ... --json, whole command
+
+Counts (``--counts``): the whole command ``python cli.py build mpft --tiers 3 --json`` (and a few
+others), no graph built (closed form, :func:`topo.builders.fabric_counts`), its wall time and
+peak memory (max RSS of the child), with the load average beside it (issue 40: at most 2 s and
+300 MB for the 524,288-GPU MPFT).
 
 Not part of the test run.
 """
@@ -18,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,10 +83,46 @@ def child(code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+COUNT_CASES = (
+    ["mpft", "--tiers", "3"],
+    ["ft3"],
+    ["dragonfly"],
+    ["mpft", "--tiers", "3", "--nic-ports", "2"],
+)
+
+
+def whole_command(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak MB (the child's max RSS) of ``python cli.py build ARGS --json``."""
+    t0 = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "cli.py"), "build", *args, "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t0
+    if status:
+        raise SystemExit(f"topo build {' '.join(args)} failed (status {status})")
+    return wall, usage.ru_maxrss / 1024
+
+
+def counts() -> None:
+    """The counts of ``topo build`` (no ``-o``) as whole commands, with the load average."""
+    print(f"{'topo build ... --json':45} {'wall s':>8} {'peak MB':>8} {'load 1 min':>10}")
+    for args in COUNT_CASES:
+        load = os.getloadavg()[0]
+        wall, peak = whole_command(args)
+        print(f"{' '.join(args):45} {wall:>8.2f} {peak:>8.0f} {load:>10.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--alltoall", action="store_true", help="also MPFT 3-tier 524,288 all-to-all")
+    ap.add_argument("--counts", action="store_true", help="only topo build --json, whole command")
     args = ap.parse_args()
+    if args.counts:
+        counts()
+        return
     print(f"{'case':45} {'vertices':>10} {'edges':>10} {'topo s':>8} {'nx s':>8} {'ratio':>6}")
     for kw in CASES:
         r = child(BUILD.format(root=str(ROOT), kw=kw))

@@ -183,6 +183,37 @@ def test_build_table_and_output_file(in_tmp: Path) -> None:
     assert sum(e["links"] for e in data["edges"] if e["kind"] == "fabric") == 32
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ft2", "--switch-ports", 8, "--oversubscription", 3],
+        ["ft3", "--switch-ports", 8, "--gpus", 64],
+        ["mrft", "--switch-ports", 8, "--tiers", 3, "--gpus-per-node", 2, "--nics-per-node", 2],
+        ["mpft", "--switch-ports", 8, "--tiers", 3, "--gpus", 128],
+        ["mpft", "--switch-ports", 8, "--nic-ports", 2],
+        ["dragonfly", "--switch-ports", 8, "--gpus-per-node", 1, "--nics-per-node", 1],
+        ["slimfly", "--switch-ports", 12, "--gpus-per-node", 1, "--nics-per-node", 1],
+        ["rail-only", "--switch-ports", 8, "--gpus", 64],
+        ["hpn", "--switch-ports", 32, "--gpus", 256],
+    ],
+)
+def test_build_json_without_output_prints_the_built_graphs_counts(
+    in_tmp: Path, args: list[Any]
+) -> None:
+    # Without -o the counts come in closed form (no graph); with -o from the graph written:
+    # the same keys in the same order, the same values (what script users read).
+    counted = ok("build", *args, "--json").stdout
+    built = ok("build", *args, "--json", "-o", "fabric.json").stdout
+    assert counted == built
+    assert set(json.loads(counted)) == BUILD_KEYS
+
+
+def test_build_table_without_output_is_titled_like_the_graph(in_tmp: Path) -> None:
+    counted = ok("build", "ft2", "--switch-ports", 8, "--gpus", 16).stdout
+    built = ok("build", "ft2", "--switch-ports", 8, "--gpus", 16, "-o", "ft2.json").stdout
+    assert counted == built and counted.startswith("ft2-16")
+
+
 # ------------------------------------------------------------------------------ bandwidth
 
 

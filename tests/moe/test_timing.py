@@ -279,3 +279,108 @@ def test_seed_reproduces_the_report():
     a, b, c = (moe_report(G, cfg, tokens_per_gpu=8, seed=s).to_dict() for s in (5, 5, 6))
     assert a == b
     assert a["scenarios"] != c["scenarios"]
+
+
+# ------------------------------------------------------------------ twin switches merged
+
+
+def test_merge_twin_switches_by_hand():
+    from topo.moe import merge_twin_switches
+
+    # FT2 of 8-port switches: u = 4 uplinks per leaf, 4 spines (one cable to each leaf), all
+    # alike: one spine of 4 cables (4 x 50 GB/s) to each of the 8 leaves; servers untouched.
+    G = build("ft2", switch_ports=8)
+    H = merge_twin_switches(G)
+    spines = [v for v, k in H.nodes(data="kind") if k == "spine"]
+    assert spines == ["spine0"]
+    assert all(H.edges[f"leaf{j}", "spine0"]["links"] == 4 for j in range(8))
+    assert H.edges["leaf0", "spine0"]["capacity"] == pytest.approx(4 * NIC)
+    assert H.number_of_nodes() == G.number_of_nodes() - 3
+    assert H.number_of_edges() == G.number_of_edges() - 3 * 8
+    # FT3 of 8-port switches: 4 core groups of 4 cores, each core cabled once to spine i of
+    # every pod: each group merges into one core of 4 cables to each of its 8 spines; the pod
+    # spines differ (each reaches its own group and pod), and so do the leaves
+    F = merge_twin_switches(build("ft3", switch_ports=8))
+    kinds = [k for _, k in F.nodes(data="kind")]
+    assert (kinds.count("core"), kinds.count("spine"), kinds.count("leaf")) == (4, 32, 32)
+    assert {F.edges[u, v]["links"] for u, v in F.edges if "core" in u + v} == {4}
+
+
+@pytest.mark.parametrize(
+    ("family", "options"),
+    [
+        ("ft2", dict(switch_ports=8, gpus=64, gpus_per_node=2, nics_per_node=1,
+                     oversubscription=3)),  # fmt: skip
+        ("mrft", dict(switch_ports=8, gpus=64, gpus_per_node=4, nics_per_node=2)),
+        ("ft3", dict(switch_ports=8, gpus=128, gpus_per_node=4, nics_per_node=4)),
+    ],
+)
+def test_network_time_with_twins_merged_is_the_fabrics(family, options):
+    # The same demand LP on the fabric and on its twins merged: the same time (the LP's
+    # optimum, to its tolerance), on a skewed demand that is not at the hose bound everywhere.
+    from topo.moe import merge_twin_switches
+
+    G = build(family, **options)
+    rng = np.random.default_rng(3)
+    servers = sorted({d["node"] for _, d in G.nodes(data=True) if d["kind"] == "gpu"})
+    entries = {
+        (a, b): float(rng.integers(1, 100)) * 1e6
+        for a in servers
+        for b in servers
+        if a != b and rng.random() < 0.5
+    }
+    whole = server_demand_time(G, entries).time_s
+    merged = server_demand_time(merge_twin_switches(G), entries).time_s
+    assert merged == pytest.approx(whole, rel=1e-6)
+    demand = Demand(level="server", terminals=tuple(servers), entries=entries)
+    fast, how = network_time(G, demand, smallest_lp=True)
+    slow, _ = network_time(G, demand)
+    assert fast.time_s == pytest.approx(slow.time_s, rel=1e-6) and "twin switches merged" in how
+
+
+def test_network_time_on_shortest_paths_of_one_pod():
+    # FT3 of 8-port switches, 4 NICs a server: a pod's 4 leaves hold 16 NICs, 4 servers. A
+    # demand among the 4 servers of pod 0 only needs pod 0's leaves and spines: the
+    # shortest-path fabric drops the cores and the other pods, and (pod 0's spines then
+    # alike) merges the spines; at the hose bound (each server's 4 cables of 50 GB/s, the
+    # pod non-blocking) the time is the busiest server's bytes over 200 GB/s.
+    G = build("ft3", switch_ports=8, gpus=128, gpus_per_node=4, nics_per_node=4)
+    entries = {(a, b): 1e9 * (1 + a + 2 * b) for a in range(4) for b in range(4) if a != b}
+    demand = Demand(level="server", terminals=tuple(range(4)), entries=entries)
+    fast, how = network_time(G, demand, smallest_lp=True)
+    slow, _ = network_time(G, demand)
+    busiest = max(
+        max(sum(x for (a, _), x in entries.items() if a == s),
+            sum(x for (_, b), x in entries.items() if b == s))
+        for s in range(4)
+    )  # fmt: skip
+    assert fast.time_s == pytest.approx(busiest / (4 * NIC), rel=1e-6)
+    assert slow.time_s == pytest.approx(fast.time_s, rel=1e-6)
+    assert how.startswith("shortest-path fabric") and "twin switches merged" in how
+
+
+@pytest.mark.parametrize(
+    ("family", "options", "ep", "limit"),
+    [
+        ("ft2", dict(switch_ports=8, oversubscription=3, gpus=48), 32, 2),
+        ("mrft", dict(switch_ports=8, gpus=64, gpus_per_node=4, nics_per_node=2), 64, 0),
+        ("ft3", dict(switch_ports=8, gpus=64, gpus_per_node=4, nics_per_node=4), 64, 2),
+        ("mpft", dict(switch_ports=8, gpus=64), 64, 4),
+    ],
+)
+def test_smallest_lp_gives_the_reports_headline(family, options, ep, limit):
+    # The codesign path (headline only, smallest LPs, each combine from its dispatch) against
+    # the full report: the same TPOT and phase times, to the LP's tolerance.
+    G = build(family, **options)
+    cfg = load_config(real_file("moe_configs", "deepseek-r1_hf_config.json"))
+    full = moe_report(G, cfg, ep=ep, node_limit=limit)
+    lean = moe_report(
+        G, cfg, ep=ep, node_limit=limit, schemes=("deepep",), compare_unlimited=False,
+        smallest_lp=True,
+    )  # fmt: skip
+    assert len(lean.scenarios) == 1 and lean.headline.label == full.headline.label
+    assert lean.headline.tpot_s == pytest.approx(full.headline.tpot_s, rel=1e-6)
+    for phase in ("dispatch", "combine"):
+        a, b = getattr(lean.headline, phase), getattr(full.headline, phase)
+        assert (a.ib_s, a.nvlink_s) == pytest.approx((b.ib_s, b.nvlink_s), rel=1e-6)
+        assert (a.ib_bytes_max, a.nvlink_bytes_max) == (b.ib_bytes_max, b.nvlink_bytes_max)

@@ -24,6 +24,7 @@ import networkx as nx
 from topo.builders import clos, dragonfly, hpn, railonly, rails, slimfly
 from topo.builders._common import BUILT_HOST_REGEX, MAX_BUILD_GPUS
 from topo.builders.clos import three_layer_fat_tree, two_layer_fat_tree
+from topo.builders.counts import fabric_counts
 from topo.builders.dragonfly import dragonfly as dragonfly_fabric
 from topo.builders.hpn import hpn as hpn_pod
 from topo.builders.multiplane import split_planes
@@ -41,6 +42,7 @@ __all__ = [
     "ServerSpec",
     "SwitchSpec",
     "build",
+    "fabric_counts",
     "max_gpus",
     "two_layer_fat_tree",
     "three_layer_fat_tree",

@@ -39,7 +39,14 @@ from topo.builders._common import (
 from topo.errors import SpecError
 from topo.spec import ARRANGEMENTS, FabricSpec, ServerSpec, SwitchSpec, as_int
 
-__all__ = ["dragonfly", "dragonfly_sizes", "ARRANGEMENTS", "global_links"]
+__all__ = [
+    "dragonfly",
+    "dragonfly_design",
+    "dragonfly_sizes",
+    "ARRANGEMENTS",
+    "global_link_count",
+    "global_links",
+]
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,59 @@ def global_links(
         used[(i, t)] = n + 1
         out.append((i, slot[(i, t)][n], t, slot[(t, i)][n]))
     return out
+
+
+def global_link_count(a: int, h: int, g: int) -> int:
+    """The number of global links :func:`global_links` places, without listing them.
+
+    Parameters
+    ----------
+    a, h, g : int
+        Routers per group, global ports per router, groups (``1 <= g <= a·h + 1``).
+
+    Returns
+    -------
+    int
+        ``m·g(g-1)/2 + g·floor(r/2) + (g/2 if r odd and g even)``, with ``a·h = m(g-1) + r``:
+        ``g·a·h/2`` when every global port is used; one port per group stays free when ``r``
+        and ``g`` are both odd (0 with one group).
+
+    Examples
+    --------
+    >>> global_link_count(32, 16, 511), global_link_count(3, 1, 3)
+    (130816, 3)
+
+    References
+    ----------
+    J. Kim et al., ISCA 2008, §3 (``g·a·h/2`` global links at ``g = a·h + 1``); the pairing
+    rule of :func:`global_links`.
+    """
+    if g < 2:
+        return 0
+    m, r = divmod(a * h, g - 1)
+    return m * g * (g - 1) // 2 + g * (r // 2) + (g // 2 if r % 2 and g % 2 == 0 else 0)
+
+
+def dragonfly_design(spec: FabricSpec) -> tuple[DragonflySizes, int, str]:
+    """The Dragonfly :func:`dragonfly` builds for ``spec``: its sizes (``a``, ``p``, ``h`` and
+    the groups built), the most GPUs it holds and the clause stating that ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        A ``dragonfly`` spec; without ``groups``, ``gpus`` picks the fewest groups that hold
+        them.
+
+    Returns
+    -------
+    tuple of (DragonflySizes, int, str)
+
+    Raises
+    ------
+    SpecError
+        A router needing more than ``switch_ports`` ports, ``groups`` above ``a·h + 1``.
+    """
+    return _choose(spec)
 
 
 def _check_arrangement(arrangement: str) -> None:

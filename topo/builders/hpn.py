@@ -124,8 +124,14 @@ def hpn_limit(spec: FabricSpec) -> tuple[int, str]:
     Raises
     ------
     SpecError
-        As :func:`hpn_sizes`.
+        As :func:`hpn_sizes`; ``oversubscription`` not 1.
     """
+    if spec.oversubscription != 1:
+        raise SpecError(
+            "oversubscription must be 1 for hpn (the ToR's split is the paper's: k/2 down, "
+            f"15k/32 up), got {spec.oversubscription:g}",
+            param="oversubscription",
+        )
     hosts, _, segments = hpn_sizes(spec)
     gpus = segments * hosts * spec.server.gpus
     text = (
@@ -204,12 +210,6 @@ def hpn(
     ports, 400 Gb/s ASW-PSW).
     """
     spec = fabric_spec("hpn", switch, server, gpus=gpus, oversubscription=oversubscription)
-    if spec.oversubscription != 1:
-        raise SpecError(
-            "oversubscription must be 1 for hpn (the ToR's split is the paper's: k/2 down, "
-            f"15k/32 up), got {spec.oversubscription:g}",
-            param="oversubscription",
-        )
     top, limit = hpn_limit(spec)
     n_gpus = check_gpus(spec, top, limit)
     hosts, uplinks, _ = hpn_sizes(spec)

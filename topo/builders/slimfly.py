@@ -39,7 +39,14 @@ from topo.builders._common import (
 from topo.errors import SpecError
 from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
-__all__ = ["slim_fly", "slimfly_sizes", "slimfly_q", "is_prime_power", "mms_graph"]
+__all__ = [
+    "slim_fly",
+    "slimfly_design",
+    "slimfly_sizes",
+    "slimfly_q",
+    "is_prime_power",
+    "mms_graph",
+]
 
 MAX_Q = 128
 """Largest ``q`` the builder constructs (32,768 routers)."""
@@ -369,6 +376,29 @@ def _choose(spec: FabricSpec) -> tuple[SlimFlySizes, int, str]:
         f"{gpus_max} GPUs"
     )
     return s, gpus_max, text
+
+
+def slimfly_design(spec: FabricSpec) -> tuple[SlimFlySizes, int, str]:
+    """The Slim Fly :func:`slim_fly` builds for ``spec``: its sizes (``q``, ``p``), the most
+    GPUs it holds and the clause stating that ceiling.
+
+    Parameters
+    ----------
+    spec : FabricSpec
+        A ``slimfly`` spec; without ``q``, the largest prime power that fits the radix, or the
+        smallest that holds ``gpus``.
+
+    Returns
+    -------
+    tuple of (SlimFlySizes, int, str)
+
+    Raises
+    ------
+    SpecError
+        ``q`` not a prime power or above :data:`MAX_Q`; a router needing more than
+        ``switch_ports`` ports.
+    """
+    return _choose(spec)
 
 
 def _p_for(q: int, k: int, p: int | None) -> int:

@@ -26,9 +26,12 @@ from topo.cli_common import (
     check_outputs,
     emit_fabric,
     from_command_line,
+    print_json,
+    summary_table,
     user_errors,
 )
 from topo.errors import SpecError, TopoError
+from topo.fabric import FabricSummary
 
 
 class Family(str, Enum):
@@ -132,8 +135,11 @@ def build(
     output: FabricOutputOpt = None,
     as_json: CountsJsonOpt = False,
 ) -> None:
-    """Build a fabric from a switch and a server: counts, and optionally the graph as JSON."""
+    """Build a fabric from a switch and a server: counts, and optionally the graph as JSON.
+
+    Without ``-o`` the counts are computed in closed form (no graph is built)."""
     from topo.builders import build as build_fabric
+    from topo.builders import fabric_counts
     from topo.catalog import load_catalog, named_options
     from topo.spec import FabricSpec, load_spec, spec_file_error
 
@@ -163,13 +169,17 @@ def build(
     for key, value in named.items():
         if not from_command_line(ctx, key):
             args[key] = value
+    # Without -o nothing needs the graph: the counts come in closed form (fabric_counts,
+    # equal to summarize(build(...)); tested family by family).
+    make = build_fabric if output is not None else fabric_counts
     if spec is None:
         if family is None:
             raise TopoError(
                 "give a FAMILY (ft2, ft3, mrft, mpft, dragonfly, slimfly, rail-only, hpn) or "
                 "--spec FILE"
             )
-        G = build_fabric(FabricSpec.from_options(family.value, **args))
+        fabric_spec = FabricSpec.from_options(family.value, **args)
+        made = make(fabric_spec)
     else:
         given = {k: v for k, v in args.items() if from_command_line(ctx, k) or k in named}
         fabric_spec = load_spec(spec, **given)
@@ -178,9 +188,17 @@ def build(
                 f"{spec}: family {fabric_spec.family!r} differs from FAMILY {family.value!r}"
             )
         try:
-            G = build_fabric(fabric_spec)
+            made = make(fabric_spec)
         except SpecError as exc:
             raise spec_file_error(exc, spec, given) from None
+    if isinstance(made, FabricSummary):
+        counts = made.to_dict()
+        if as_json:
+            print_json(counts)
+        else:
+            summary_table(counts, title=fabric_spec.name or f"{made.family}-{made.gpus}")
+        return
+    G = made
     if node is not None and catalog is not None:
         # the GPU model the server was built from: topo collective takes NCCL's per-arch
         # tables from it (a GB200 rack read as Hopper gave 641 instead of 1,013 GB/s)

@@ -36,6 +36,10 @@ CODESIGN_FAMILIES = ("ft2", "mrft", "mpft", "ft3")
 """Families searched by default: the fat trees of the report's Table 3 that take a GPU count
 (Dragonfly and Slim Fly are sized by their own parameters, not by ``--gpus``)."""
 
+HEADLINE_SCHEMES = ("deepep",)
+"""The delivery scheme a design is timed with: the headline of :func:`topo.moe.moe_report`
+(``topo moe``'s ``tpot_ms``), DeepEP-style."""
+
 NODE_LIMITS = (0, 1, 2, 4)
 """Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
 
@@ -176,7 +180,19 @@ def time_design(
     ``topo moe --kernel`` prints them under ``kernel``."""
     G = fabrics[task.fabric]
     options = {k: v for k, v in moe.items() if k not in ("kernel", "kernel_sms")}
-    report = moe_report(G, config, ep=task.ep, node_limit=task.node_limit, **options)
+    # the headline only: DeepEP-style delivery at the task's limit (the naive scheme and the
+    # unlimited comparison are other scenarios of the report, not read here); twin switches
+    # merged, the same times from smaller LPs (topo.moe.merge_twin_switches)
+    report = moe_report(
+        G,
+        config,
+        ep=task.ep,
+        node_limit=task.node_limit,
+        schemes=HEADLINE_SCHEMES,
+        compare_unlimited=False,
+        smallest_lp=True,
+        **options,
+    )
     if moe.get("kernel"):
         kr = kernel_report(report, moe["kernel"], moe.get("kernel_sms"))
         assert kr.tpot_ms is not None and kr.tokens_per_s is not None

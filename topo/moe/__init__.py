@@ -28,6 +28,7 @@ from topo.moe.timing import (
     PhaseResult,
     ScenarioResult,
     copy_bytes,
+    merge_twin_switches,
     moe_report,
     time_phase,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "gate",
     "load_config",
     "load_expert_loads",
+    "merge_twin_switches",
     "moe_report",
     "paper_example",
     "route_tokens",

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from topo.errors import InfeasibleError, TopoError
-from topo.fabric import SWITCH_KINDS
+from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow import BandwidthResult, server_demand_time
 from topo.flow.solve import check_moe_matrices
 from topo.moe.config import MoEConfig
@@ -130,6 +131,8 @@ def time_phase(
     *,
     ib_efficiency: float = 1.0,
     nvlink_efficiency: float = 1.0,
+    smallest_lp: bool = False,
+    solved: dict[Any, tuple[float, float, dict[str, int], str]] | None = None,
 ) -> PhaseResult:
     """Time one phase: network by max concurrent flow, NVLink per GPU, the slower one binds.
 
@@ -147,6 +150,13 @@ def time_phase(
         ``dispatch`` or ``combine`` (a label).
     ib_efficiency, nvlink_efficiency : float
         Fractions of the network and NVLink capacities that the kernels achieve, in (0, 1].
+    smallest_lp : bool
+        Solve the network time on the smallest fabric that gives the same time
+        (:func:`network_time`); the binding links are then counted on that fabric.
+    solved : dict, optional
+        Network times already solved in this report (filled in as they are): a demand whose
+        transpose is in it, scaled, takes that time scaled alike (on a fabric whose links
+        carry the same rate both ways, a reversed flow serves the transposed demand).
 
     Returns
     -------
@@ -177,10 +187,10 @@ def time_phase(
     busiest = layout.gpus[int(nvl_times.argmax())] if nvl_s > 0 else None
     # Network: server-to-server demand over the fabric.
     demand = ep_server_demand(ib, layout.servers, layout.gpus_per_node, name=phase)
-    ib_s, tiers, method = 0.0, {}, "-"
+    ib_s, method = 0.0, "-"
+    tiers: dict[str, int] = {}
     if demand is not None:
-        rep, method = network_time(G, demand)
-        ib_s, tiers = rep.time_s, dict(rep.bottleneck_tiers)
+        ib_s, tiers, method = _network(G, demand, smallest_lp, solved)
         own = own_nic_time(layout, ib)
         if own > ib_s * (1 + 1e-9):
             ib_s, tiers = own, {"own NIC": 1}
@@ -210,6 +220,29 @@ def time_phase(
         ib_matrix=ib,
         nvlink_matrix=nvl,
     )
+
+
+def _network(
+    G: nx.Graph,
+    demand: Demand,
+    smallest_lp: bool,
+    solved: dict[Any, tuple[float, float, dict[str, int], str]] | None,
+) -> tuple[float, dict[str, int], str]:
+    """The network time of ``demand`` (s), its binding tiers and how it was found: from
+    ``solved`` when the transposed demand (scaled) is there, else by :func:`network_time`."""
+    if solved is None:
+        rep, method = network_time(G, demand, smallest_lp=smallest_lp)
+        return rep.time_s, dict(rep.bottleneck_tiers), method
+    assert demand.entries is not None
+    total = sum(demand.entries.values())
+    back = frozenset(((b, a), x / total) for (a, b), x in demand.entries.items())
+    if back in solved:
+        time_s, was, tiers, method = solved[back]
+        return time_s * total / was, dict(tiers), method + "; the transposed demand's, scaled"
+    rep, method = network_time(G, demand, smallest_lp=smallest_lp)
+    key = frozenset(((a, b), x / total) for (a, b), x in demand.entries.items())
+    solved[key] = (rep.time_s, total, dict(rep.bottleneck_tiers), method)
+    return rep.time_s, dict(rep.bottleneck_tiers), method
 
 
 def own_nic_time(layout: EPLayout, ib: np.ndarray) -> float:
@@ -256,7 +289,9 @@ HOSE_TOL = 1e-6
 """Relative tolerance of the hose-bound check of :func:`network_time`."""
 
 
-def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
+def network_time(
+    G: nx.Graph, demand: Demand, *, smallest_lp: bool = False
+) -> tuple[BandwidthResult, str]:
     """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
     The fabric is first cut down to the servers that send or receive, the leaves they are
@@ -272,6 +307,13 @@ def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
         The fabric.
     demand : Demand
         Server level: bytes between distinct servers (:mod:`topo.traffic.moe`).
+    smallest_lp : bool
+        First solve the demand's servers and their leaves alone, then with the switches on
+        shortest paths between those leaves, twin switches merged
+        (:func:`merge_twin_switches`); the first that reaches the hose bound is exact (the
+        same argument as the cut above), else the steps above follow, twin switches merged.
+        The same time from smaller LPs; the report's links are then those of the fabric
+        solved.
 
     Returns
     -------
@@ -291,16 +333,132 @@ def network_time(G: nx.Graph, demand: Demand) -> tuple[BandwidthResult, str]:
     entries = dict(demand.entries)
     busy = {t for t in demand.terminals if demand.load(t) > 0}
     keep, cable = _cut_fabric(G, busy)
+    solved = merge_twin_switches if smallest_lp else (lambda H: H)
+    twins = "; twin switches merged" if smallest_lp else ""
+    hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
+    if smallest_lp:
+        for what, inner in _inner_fabrics(G, keep):
+            if len(inner) == len(keep):
+                continue
+            try:
+                small = server_demand_time(solved(G.subgraph(inner)), entries)
+            except InfeasibleError:  # a pair not joined in it
+                continue
+            if small.time_s <= hose * (1 + HOSE_TOL):
+                n, m = len(inner), G.number_of_nodes()
+                return small, (
+                    f"{what} ({n:,} of {m:,} vertices) at the hose bound: exact{twins}"
+                )
     if len(keep) < G.number_of_nodes():
         try:
-            rep = server_demand_time(G.subgraph(keep), entries)
+            rep = server_demand_time(solved(G.subgraph(keep)), entries)
         except InfeasibleError:  # the cut removed a needed path: solve the whole fabric
             rep = None
-        hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
         if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
             n, m = len(keep), G.number_of_nodes()
-            return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact"
-    return server_demand_time(G, entries), "whole fabric"
+            return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact{twins}"
+    return server_demand_time(solved(G), entries), "whole fabric" + twins
+
+
+def _inner_fabrics(G: nx.Graph, keep: set[Hashable]) -> list[tuple[str, set[Hashable]]]:
+    """Of the cut fabric ``keep``, smallest first: its servers and their leaves (a demand
+    whose servers share leaves, one per rail or plane, needs nothing above them); and those
+    with the switches on a shortest path (in switch hops) between two of the leaves."""
+    switches = [v for v in keep if G.nodes[v]["kind"] in SWITCH_KINDS]
+    index = {v: i for i, v in enumerate(switches)}
+    leaves = sorted(
+        {
+            w
+            for v in keep
+            if G.nodes[v]["kind"] == "nic"
+            for w, e in G.adj[v].items()
+            if e["kind"] == "endpoint" and w in index
+        },
+        key=natural_key,
+    )
+    servers = {v for v in keep if G.nodes[v]["kind"] not in SWITCH_KINDS}
+    below = servers | set(leaves)
+    if len(leaves) < 2:
+        return [("servers and their leaves", below)]
+    S = G.subgraph(switches)
+    dist = np.full((len(leaves), len(switches)), np.inf)
+    for i, a in enumerate(leaves):
+        for v, d in nx.single_source_shortest_path_length(S, a).items():
+            dist[i, index[v]] = d
+    on = np.zeros(len(switches), dtype=bool)
+    for i in range(len(leaves)):
+        ab = dist[i, [index[b] for b in leaves]]  # distances from leaf i to every leaf
+        on |= np.any(
+            (dist[i][None, :] + dist == ab[:, None]) & np.isfinite(ab)[:, None], axis=0
+        )
+    return [
+        ("servers and their leaves", below),
+        ("shortest-path fabric", below | {v for v in switches if on[index[v]]}),
+    ]
+
+
+def merge_twin_switches(G: nx.Graph) -> nx.Graph:
+    """The fabric with each set of twin switches merged into one, for the demand LPs.
+
+    Switches are twins when they have the same neighbours with the same capacity to each
+    (e.g. the spines of a two-layer fat tree, MRFT or MPFT plane, each cabled alike to every
+    leaf; the cores of one group of a three-layer fat tree). ``m`` twins become their first
+    (by name), cabled to each neighbour with the sum of their capacities and cables (``m``
+    times one twin's; two groups of twins cabled to each other are merged alike, one after
+    the other, ``m n`` times one cable's capacity). The maximum
+    concurrent flow of any demand between servers is unchanged: a flow of the fabric summed
+    over the twins is a flow of the merged one, and a flow of the merged one split evenly over
+    the twins is a flow of the fabric (each twin carries ``1/m`` of the merged vertex's flow
+    on every arc, within ``1/m`` of its capacity; twins are never each other's neighbours).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (schema of :mod:`topo.fabric`), or a subgraph view of one.
+
+    Returns
+    -------
+    networkx.Graph
+        A new graph (``G``'s graph attributes); ``G`` itself is not changed. Servers (GPUs,
+        NICs, NVSwitches) and switches without a twin keep their attributes and edges.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> H = merge_twin_switches(build("ft2", switch_ports=8))     # 4 spines, alike
+    >>> sorted(v for v, k in H.nodes(data="kind") if k == "spine")
+    ['spine0']
+    >>> H.edges["leaf0", "spine0"]["links"]
+    4
+
+    References
+    ----------
+    F. Shahrokhi and D. W. Matula, J. ACM 37(2), 1990 (maximum concurrent flow); the
+    argument is the symmetrisation of ``docs/bandwidth.md`` ("Class symmetry") for a
+    permutation of the twins, which fixes every server.
+    """
+    groups: dict[frozenset[tuple[Hashable, float]], list[Hashable]] = {}
+    for v, kind in G.nodes(data="kind"):
+        if kind in SWITCH_KINDS:
+            sig = frozenset((w, float(e["capacity"])) for w, e in G.adj[v].items())
+            groups.setdefault(sig, []).append(v)
+    into: dict[Hashable, tuple[Hashable]] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            first = min(members, key=natural_key)
+            for v in members:
+                into[v] = (first,)
+    H = nx.Graph(**G.graph)
+    H.add_nodes_from((v, d) for v, d in G.nodes(data=True) if into.get(v, (v,))[0] == v)
+    for u, v, e in G.edges(data=True):
+        a, b = into.get(u, (u,))[0], into.get(v, (v,))[0]
+        if H.has_edge(a, b):  # a twin's edge: the merged one carries the sum
+            f = H.edges[a, b]
+            f["capacity"] += float(e["capacity"])
+            f["links"] += e["links"]
+        else:
+            H.add_edge(a, b, **{**e, "capacity": float(e["capacity"])})
+    return H
 
 
 def _cut_fabric(G: nx.Graph, servers: set[Hashable]) -> tuple[set[Hashable], dict[Hashable, float]]:
@@ -359,6 +517,8 @@ def moe_report(
     schemes: Sequence[str] = SCHEMES,
     seed: int | None = 0,
     routing_label: str | None = None,
+    compare_unlimited: bool = True,
+    smallest_lp: bool = False,
 ) -> MoEReport:
     """Expert-parallel dispatch and combine of one MoE layer on a fabric; TPOT and decode speed.
 
@@ -397,6 +557,19 @@ def moe_report(
     routing_label : str, optional
         How the routing is described in the report (default: uniform, zipf s=..., load vector,
         fixed).
+    compare_unlimited : bool
+        When the node limit binds, also time the unlimited routing (the report's
+        ``node_limit_saving``); False times the limited routing only, the headline being the
+        same (the routings are gated on the same scores, :func:`topo.moe.gating.route_tokens`).
+    smallest_lp : bool
+        Solve each network time on the smallest fabric that gives the same time
+        (:func:`network_time`), and take each combine's times from its dispatch's: the
+        combine moves the dispatch's copies back (the transposed matrices), and on a fabric
+        whose every link carries the same rate both ways reversing a flow serves the
+        transposed demand, so the network, own-NIC and NVLink times scale by
+        ``combine bytes / dispatch bytes``. The same times (exact, to the LP's tolerance);
+        the phases' ``ib_bottleneck_tiers`` count the smaller fabric's links, and the combine's
+        are the dispatch's.
 
     Returns
     -------
@@ -447,7 +620,7 @@ def moe_report(
         probs = expert_probabilities(
             config.n_routed_experts, zipf=zipf, load=expert_load, seed=seed
         )
-        limits = [limit, 0] if binding else [0]
+        limits = ([limit, 0] if compare_unlimited else [limit]) if binding else [0]
         k = config.num_experts_per_tok
         gated = route_tokens(n_tokens, probs, layout.expert_node, k, limits, seed=seed)
         routings = {m: g.experts for m, g in gated.items()}
@@ -462,7 +635,7 @@ def moe_report(
     c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
     use_shared = shared if config.n_shared_experts > 0 else "local"
     run = _Scenarios(G, layout, config, tokens_per_gpu, micro_batches, use_shared,
-                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency)  # fmt: skip
+                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency, smallest_lp)  # fmt: skip
     scenarios = [run.scenario(scheme, m, routings[m]) for scheme in schemes for m in limits]
     return MoEReport(
         model=config,
@@ -552,12 +725,19 @@ class _Scenarios:
     c_bytes: int
     ib_efficiency: float
     nvlink_efficiency: float
+    smallest_lp: bool = False
+    solved: dict[Any, tuple[float, float, dict[str, int], str]] = field(default_factory=dict)
 
     def scenario(self, scheme: str, node_limit: int, experts: np.ndarray) -> ScenarioResult:
         """Dispatch and combine of one routing under one delivery scheme."""
         lay, mb = self.layout, self.micro_batches
         n_tokens = experts.shape[0]
-        kw = dict(ib_efficiency=self.ib_efficiency, nvlink_efficiency=self.nvlink_efficiency)
+        kw: dict[str, Any] = dict(
+            ib_efficiency=self.ib_efficiency,
+            nvlink_efficiency=self.nvlink_efficiency,
+            smallest_lp=self.smallest_lp,
+            solved=self.solved if self.smallest_lp else None,
+        )
         src, dest = destinations(lay, experts, self.tokens_per_gpu, self.shared)
         nodes = lay.expert_node[experts]
         nodes_per_token = float(np.mean(_distinct_per_row(nodes))) if n_tokens else 0.0
