@@ -3,14 +3,15 @@
 :func:`explain_ep` predicts what DeepEP's test would print on the fabric as designed (the
 kernel models of :mod:`topo.collective`'s sibling :mod:`topo.moe.kernels`: ``deepep-normal``
 for ``test_internode.py``/``test_intranode.py``, ``deepep-ll`` for ``test_low_latency.py``),
-then again under the kernel's own causes (:func:`ep_variants`: NVSHMEM giving several GPUs
-one NIC, the kernel driving one plane of a multi-plane NIC) and each fabric cause of
+then again under the kernel's own causes (:func:`ep_variants`: NVSHMEM giving several GPUs one
+NIC, the kernel driving one plane of a multi-plane NIC) and each fabric cause of
 :func:`topo.collective.explain.fabric_variants` (a NIC down or at half rate on one server,
-every server driving half of its NICs or one, GPUDirect RDMA absent), and scores each against the measurement as ``topo explain`` scores a collective:
-the root mean square of ``log(predicted / measured bandwidth)`` over the phases the test
-printed (dispatch FP8 and BF16, combine), in the bandwidth the test prints (DeepEP's RDMA
-"bottleneck bandwidth" across servers, NVL in one). The design agrees when its score is at
-most :data:`topo.collective.explain.AGREE` (about 15%).
+every server driving half of its NICs or one, GPUDirect RDMA absent), and scores each against
+the measurement as ``topo explain`` scores a collective: the root mean square of
+``log(predicted / measured bandwidth)`` over the phases the test printed (dispatch FP8 and
+BF16, combine), in the bandwidth the test prints (DeepEP's RDMA "bottleneck bandwidth" across
+servers, NVL in one). The design agrees when its score is at most
+:data:`topo.collective.explain.AGREE` (about 15%).
 
 The test's routing is DeepSeek-V3's shape (256 experts, top-8, hidden 7168, at most
 ``num_topk_groups`` nodes per token, as DeepEP's tests draw it), with the ``[config]`` line's

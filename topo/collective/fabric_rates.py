@@ -93,6 +93,9 @@ class FabricRates:
         server to the next in order. ``tree``: unit = one byte of all-reduce buffer, spread
         over NCCL's double binary tree (each tree carries half, up and down).
         ``alltoall``: unit = one byte from every GPU to every GPU of the other servers.
+    pxn : bool
+        NCCL's PXN in use for alltoall and send/recv (``NCCL_PXN_DISABLE`` unset): a GPU's
+        bytes for another rail's NIC cross NVLink first (the model's NVLink forwarding term).
     """
 
     fabric: str
@@ -110,6 +113,7 @@ class FabricRates:
     tree: PatternRate | None
     alltoall: PatternRate | None
     extra: dict[str, Any] = field(default_factory=dict)
+    pxn: bool = True
 
 
 GPU_ARCHES = (

@@ -31,7 +31,7 @@ efficiencies and capped by what a server drives over all its NICs at once:
 - PAT (all_gather, reduce_scatter at one GPU per server): the ring's network rate x 0.75.
 - alltoall: each GPU sends S/n to every rank; the per-GPU share of the fabric's all-to-all
   flow bounds the inter-server part, NVLink the rest (with PXN, traffic for another rail's NIC
-  crosses NVLink first: (G-1)/G of the inter-server bytes).
+  crosses NVLink first: (G-1)/G of the inter-server bytes; none with ``pxn`` off).
 - sendrecv: one GPU pair per hop: the GPU's own NIC(s) across servers, NVLink inside.
 """
 
@@ -397,7 +397,7 @@ def _alltoall(S: float, R: Rates) -> list[Candidate]:
         units, bound = R.pattern(R.r.alltoall)
         t_net = chunk / units
     if G > 1:
-        fwd = (n - G) * (G - 1) / G if N > 1 else 0.0
+        fwd = (n - G) * (G - 1) / G if N > 1 and R.r.pxn else 0.0
         t_nvl = ((G - 1) + fwd) * chunk / R.nvl
         if t_nvl > t_net:
             bound = "nvlink"
