@@ -322,3 +322,15 @@ def test_ecmp_collisions_as_routed_rank_ecmp_first() -> None:
     assert not e.agrees and e.causes[0].name == "ecmp" and e.causes[0].fits
     assert e.causes[0].curve.busbw_GBps[-1] == pytest.approx(busbw, rel=0.02)
     assert "adaptive routing" in e.causes[0].check
+
+
+def test_one_channel_per_net_peer_caps_sendrecv_at_one_channels_rate() -> None:
+    # NCCL_NCHANNELS_PER_NET_PEER=1: one p2p channel per remote peer, and NCCL moves a network
+    # channel at 14 GB/s (NCCL_P2P_PER_CHANNEL_NET_BW, src/graph/paths.cc): a sendrecv between
+    # two servers of 8 H100 plateaus at 14 GB/s busbw (sendrecv's busbw factor is 1), under
+    # the NIC's 50 (the design's channels, capped at half or a quarter, still give 4 per peer)
+    rows = [(s, 50.0 + s / 14e3) for s in SIZES]  # time (µs) = fixed + size / 14 GB/s
+    e = explain_test(_h100(16), _test("sendrecv", 16, 2, rows))
+    assert not e.agrees and e.causes[0].name == "net_peer_channels:1" and e.causes[0].fits
+    assert e.causes[0].curve.time_us[-1] == pytest.approx(rows[-1][1], rel=0.01)
+    assert "NCCL_NCHANNELS_PER_NET_PEER" in e.causes[0].check

@@ -42,6 +42,10 @@ The causes and their models (docs/explain.md):
   all-to-all rate times the ratio of the evenly split routed pair rates with and without PXN
   (:func:`topo.flow.routed_flow`), and no NVLink forwarding in the model. On a fabric where
   rails or planes do not meet (rail-only, MPFT) there is no route without PXN: not scored.
+- ``net_peer_channels:1`` (sendrecv across servers): ``NCCL_NCHANNELS_PER_NET_PEER=1``,
+  one p2p channel, so one connection, per remote peer: a pair moves at most NCCL's per-channel
+  network rate (``p2p_per_channel_net_GBps``, 14 GB/s)
+  (:meth:`topo.collective.constants.NcclConstants.with_nchannels_per_net_peer`).
 - ``ecmp`` (alltoall across servers): ECMP hash collisions as routed, one flow (queue pair)
   per GPU pair (``NCCL_IB_QPS_PER_CONNECTION=1``, NCCL's default): the LP's rate times the
   routing's collision loss (expected over sampled pair rate, seed :data:`ECMP_SEED`).
@@ -136,6 +140,11 @@ CHECKS = {
         "enabled in the SM; RoCE: adaptive routing or packet spraying); "
         "NCCL_IB_QPS_PER_CONNECTION above 1 spreads a connection over more paths"
     ),
+    "net_peer_channels": (
+        "NCCL_NCHANNELS_PER_NET_PEER (unset: NCCL gives each remote peer a channel per NIC, "
+        "more for fast NICs) and NCCL_MAX_P2P_NCHANNELS in the job's environment and "
+        "/etc/nccl.conf; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV lists the variables NCCL read"
+    ),
     "algo": "NCCL_ALGO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
     "proto": "NCCL_PROTO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
 }
@@ -162,7 +171,7 @@ class Cause:
     ----------
     name : str
         ``as_built``, ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
-        ``pxn_off``, ``ecmp``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
     score : float
@@ -465,6 +474,16 @@ def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Va
                     constants=_channel_cap(cap),
                 )
             )
+    if op == "sendrecv" and r.nodes > 1:
+        out.append(
+            _Variant(
+                "net_peer_channels:1",
+                "NCCL_NCHANNELS_PER_NET_PEER=1: one p2p channel (one connection) per peer "
+                "across servers",
+                "net_peer_channels",
+                constants=lambda c: c.with_nchannels_per_net_peer(1),
+            )
+        )
     if op == "alltoall" and r.nodes > 1:
         out.append(
             _Variant(
