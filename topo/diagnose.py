@@ -28,6 +28,7 @@ about half its rate before the printed figure moves; from four servers on the NI
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,7 +232,7 @@ def _own_nics(G: nx.Graph, gpu: Any) -> list[Any]:
     ]
 
 
-def _nics_mapped(k: int) -> Any:
+def _nics_mapped(k: int) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
     """The fabric with every server's GPUs re-attached to ``k`` of its NIC groups: GPU ``i``
     given the NICs of GPU ``(i // m) * m``, ``m = G / k``, in place of its own."""
 
@@ -254,7 +255,9 @@ def _nics_mapped(k: int) -> Any:
     return change
 
 
-def _planes(k: int) -> Any:
+def _planes(k: int) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
+    """The fabric the kernel drives when it uses planes ``0 .. k-1`` of every NIC."""
+
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         return drive_planes(G, k)
 
