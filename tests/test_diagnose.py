@@ -16,12 +16,16 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.cli import app
-from topo.diagnose import explain_ep
+from topo.collective.fabric_rates import fabric_rates
+from topo.diagnose import ep_variants, explain_ep
 from topo.errors import FormatError
 from topo.fabric import save
 from topo.formats.deepep_log import is_deepep_log, read_deepep_log
 from topo.moe import default_config
-from topo.moe.kernels import _nic_and_nvlink_Bps  # noqa: PLC2701 - the rule under test
+from topo.moe.kernels import (
+    _nic_and_nvlink_Bps,  # noqa: PLC2701 - the rule under test
+    kernel_report,
+)
 from topo.moe.timing import moe_report
 
 ISSUE_60 = """\
@@ -150,3 +154,96 @@ def test_a_deepep_log_in_a_folder_without_ranks_is_skipped_with_a_warning(tmp_pa
     assert r.exit_code == 1
     assert "give --gpus and --gpus-per-node (skipped)" in r.stderr
     assert "no measured collective log in" in r.stderr
+
+
+# DeepEP's README normal-kernel rows (H800 + CX7 400G, 8 NICs per server; ../shared/REFERENCES.md)
+README_EP32 = """\
+[config] num_tokens=4096, hidden=7168, num_topk_groups=4, num_topk=8
+[tuning] Best dispatch (FP8): SMs 24, NVL chunk 28, RDMA chunk 16: {d:.2f} GB/s (RDMA), 120.00 GB/s (NVL)
+[tuning] Best combine: SMs 24, NVL chunk 2, RDMA chunk 20: {c:.2f} GB/s (RDMA), 120.00 GB/s (NVL)
+"""
+# deepseek-ai/DeepEP#155: 2 x 8 H100, 8 mlx5 NICs, shmem_put_bw 47 GB/s between the nodes
+ISSUE_155 = """\
+[tuning] Best dispatch (BF16): SMs 24, NVL chunk 20, RDMA chunk 32: 25.80 GB/s (RDMA), 84.39 GB/s (NVL)
+[tuning] Best combine: SMs 24, NVL chunk 2, RDMA chunk 28: 25.22 GB/s (RDMA), 82.51 GB/s (NVL)
+"""
+# deepseek-ai/DeepEP#493: 2 x 8 H200, CX7 400G, the healthy two-node run
+ISSUE_493 = """\
+[tuning] Best combine: SMs 24, NVL chunk 2, RDMA chunk 20: 44.37 GB/s (RDMA), 145.16 GB/s (NVL)
+[tuning] Best dispatch (BF16): SMs 24, NVL chunk 28, RDMA chunk 16: 40.89 GB/s (RDMA), 133.78 GB/s (NVL)
+[tuning] Best dispatch (FP8): SMs 24, NVL chunk 28, RDMA chunk 24: 38.19 GB/s (RDMA), 124.92 GB/s (NVL)
+"""
+
+
+def _cluster(gpus: int, *, link_gbps: float = 400.0, nvlink_GBps: float = 200.0, **kw: object):
+    return build(
+        "ft2", gpus=gpus, gpus_per_node=8, nics_per_node=8, switch_ports=64,
+        link_gbps=link_gbps, nvlink_GBps=nvlink_GBps, pcie_GBps=64.0, **kw,
+    )  # fmt: skip
+
+
+def test_two_gpus_given_one_nic_by_nvshmem_rank_first_where_the_nic_binds(tmp_path: Path) -> None:
+    # deepseek-ai/DeepEP PR #466: NVSHMEM gives two GPUs on one PCIe switch the same NIC,
+    # "halving the observed bandwidth for RDMA in test_internode.py (because 4 of 8 NIC are
+    # enabled)". Measured: the README's EP32 row (58 / 57 GB/s), halved as the PR says.
+    log = _write(tmp_path, README_EP32.format(d=58 / 2, c=57 / 2))
+    e = explain_ep(_cluster(32), read_deepep_log(log), 32, 8)
+    assert not e.agrees and e.causes[0].name == "nvshmem_nics:4" and e.causes[0].fits
+    # EP32 is where the NIC binds (the design's combine is RDMA-bound): half the NIC, half
+    # the figure; one NIC of one server at half rate sets the same slowest rank
+    combine = e.phases.index("combine bf16 RDMA")
+    assert e.causes[0].predicted.GBps[combine] == pytest.approx(e.design.GBps[combine] / 2)
+    assert e.causes[1].name == "nic_slow" and e.causes[1].score == pytest.approx(e.causes[0].score)
+    assert "cannot tell them apart): nic_slow" in e.verdict
+    assert "NVSHMEM_HCA_LIST" in e.causes[0].check
+
+
+def test_one_plane_of_a_dual_plane_nic_ranks_first(tmp_path: Path) -> None:
+    # deepseek-ai/DeepEP PR #650: DeepEP V1 drove only plane 0 of a dual-plane ConnectX-8
+    # (2 x 400G). One plane gives each GPU a 400G port, the NIC DeepEP's README rows were
+    # measured on: the README's EP32 figures on dual-plane NICs are one plane's.
+    log = _write(tmp_path, README_EP32.format(d=58, c=57))
+    dual = _cluster(32, link_gbps=800.0, planes_per_nic=2)
+    e = explain_ep(dual, read_deepep_log(log), 32, 8)
+    assert not e.agrees and e.causes[0].name == "planes_used:1" and e.causes[0].fits
+    # one plane of 2 x 400G predicts what the design of one 400G NIC per GPU predicts
+    single = explain_ep(_cluster(32), read_deepep_log(log), 32, 8)
+    assert single.agrees
+    assert e.causes[0].predicted.GBps == pytest.approx(single.design.GBps)
+    assert "PR #650" in e.causes[0].check
+
+
+def test_on_two_servers_the_normal_kernel_is_sm_bound_and_a_shared_nic_does_not_show(
+    tmp_path: Path,
+) -> None:
+    # DeepEP#493's healthy two-node H200 run agrees with the design
+    G = _cluster(16, nvlink_GBps=450.0)
+    test = read_deepep_log(_write(tmp_path, ISSUE_493))
+    e = explain_ep(G, test, 16, 8)
+    assert e.agrees and e.causes == []
+    # On two servers the test prints (token, node) pairs with the own node: about twice the
+    # bytes a NIC carries (1 + p) / p, p = 1 - 2^-8 the chance a token's 8 experts reach the
+    # other node. Two GPUs on one 400G NIC may each print 0.94 x 25 GB/s x 2 = 47 GB/s, above
+    # the SMs' forwarding bound that sets every figure here: the figure does not move.
+    rates = fabric_rates(G, 16, 8)
+    shared = next(v for v in ep_variants(G, rates) if v.name == "nvshmem_nics:4")
+    for H in (G, shared.change(G, rates)):
+        r = moe_report(H, default_config(), ep=16, tokens_per_gpu=4096, micro_batches=1)
+        k = kernel_report(r, "deepep-normal")
+        assert (k.dispatch_bottleneck, k.combine_bottleneck) == ("sm", "sm")
+    p = 1 - 0.5**8
+    assert 0.94 * 25 * (1 + p) / p > max(44.37, 40.89, 38.19)
+
+
+def test_deepep_155_is_closest_to_four_gpus_per_nic(tmp_path: Path) -> None:
+    # deepseek-ai/DeepEP#155 (2 x 8 H100, 8 NICs; shmem_put_bw 47 GB/s, so the NICs run at
+    # 400G): 25.80 / 25.22 GB/s against the design's SM-bound ~38-44. Its thread established
+    # no cause; of topo's, four GPUs per NIC comes closest: each moves 0.94 x 50 / 4 GB/s,
+    # printed x (1 + p) / p (p = 1 - 2^-8, as above) = 23.5 GB/s.
+    e = explain_ep(
+        _cluster(16, nvlink_GBps=450.0), read_deepep_log(_write(tmp_path, ISSUE_155)), 16, 8
+    )
+    assert not e.agrees and e.causes[0].name == "nvshmem_nics:2" and e.causes[0].fits
+    p = 1 - 0.5**8
+    for got in e.causes[0].predicted.GBps:
+        assert got == pytest.approx(0.94 * 50 / 4 * (1 + p) / p, rel=0.01)

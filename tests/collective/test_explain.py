@@ -18,8 +18,10 @@ from typer.testing import CliRunner
 from topo.builders import build
 from topo.cli import app
 from topo.collective.explain import AGREE, explain_test
+from topo.collective.predict import fabric_constants
 from topo.collective.training import load_training
 from topo.errors import TopoError
+from topo.flow import routed_alltoall
 from topo.formats.nccl_log import read_nccl_log
 from topo.formats.nccl_tests import NcclTest, NcclTestRow
 
@@ -277,3 +279,58 @@ def test_cli_takes_a_dump_and_scores_nothing_on_a_healthy_log(tmp_path: Path) ->
     assert r.exit_code == 0, r.stderr
     (e,) = json.loads(r.stdout)
     assert e["agrees"] and e["causes"] == []
+
+
+def _rail_fabric() -> object:
+    # MRFT of 8-port switches at 3:1 (6 servers on each rail leaf, 2 uplinks of 50 GB/s):
+    # 6 servers x 8 GPUs, one 400G NIC per GPU on its rail
+    return build(
+        "mrft", gpus=48, gpus_per_node=8, nics_per_node=8, switch_ports=8, oversubscription=3
+    )
+
+
+def test_pxn_off_on_an_oversubscribed_rail_fabric_ranks_pxn_off_first() -> None:
+    # Without PXN 7/8 of a GPU's bytes to other servers cross rails, up its rail leaf: the 6
+    # NICs of a leaf send 6 x 7/8 x X over 2 x 50 GB/s of uplinks, X = 100 / 5.25 = 19.05
+    # GB/s per GPU (with PXN every byte stays on its rail: X = 50). nccl-tests' alltoall busbw
+    # = X x NCCL's NIC efficiency x (n - 1) / (n - G) when the network binds.
+    G = _rail_fabric()
+    eff = fabric_constants(G).nic_efficiency
+    x = 2 * 50 / (6 * 7 / 8)
+    busbw = x * eff * 47 / 40
+    e = explain_test(G, _test("alltoall", 48, 6, _plateau(busbw, 48, "alltoall")))
+    assert not e.agrees and e.causes[0].name == "pxn_off" and e.causes[0].fits
+    assert e.causes[0].curve.busbw_GBps[-1] == pytest.approx(busbw, rel=0.02)
+    assert "NCCL_PXN_DISABLE" in e.causes[0].check
+    # PXN keeps every byte on its rail: ECMP has no uplink to collide on, nothing to list
+    assert "ecmp" not in {k.name for k in e.causes}
+
+
+def test_ecmp_collisions_as_routed_rank_ecmp_first() -> None:
+    # ft2 of 8-port switches, 4 servers of 8 GPUs on 4 leaves: an even split gives every GPU
+    # pair 50 / 24 GB/s (the NIC bound: 24 GPUs on other servers); ECMP's hashing of one flow
+    # per pair (seed 0, what `topo bandwidth --routing ecmp` reports) gives less. A run at the
+    # routed rate: busbw = 24 x pair rate x NCCL's NIC efficiency x (n - 1) / (n - G).
+    G = build("ft2", gpus=32, gpus_per_node=8, nics_per_node=8, switch_ports=8)
+    routed = routed_alltoall(G, "ecmp", seed=0)
+    assert routed.routing is not None
+    assert routed.routing.expected_pair_rate_Bps == pytest.approx(50e9 / 24)
+    assert routed.pair_rate_Bps < 0.9 * routed.routing.expected_pair_rate_Bps
+    eff = fabric_constants(G).nic_efficiency
+    busbw = 24 * routed.pair_rate_Bps / 1e9 * eff * 31 / 24
+    e = explain_test(G, _test("alltoall", 32, 4, _plateau(busbw, 32, "alltoall")))
+    assert not e.agrees and e.causes[0].name == "ecmp" and e.causes[0].fits
+    assert e.causes[0].curve.busbw_GBps[-1] == pytest.approx(busbw, rel=0.02)
+    assert "adaptive routing" in e.causes[0].check
+
+
+def test_one_channel_per_net_peer_caps_sendrecv_at_one_channels_rate() -> None:
+    # NCCL_NCHANNELS_PER_NET_PEER=1: one p2p channel per remote peer, and NCCL moves a network
+    # channel at 14 GB/s (NCCL_P2P_PER_CHANNEL_NET_BW, src/graph/paths.cc): a sendrecv between
+    # two servers of 8 H100 plateaus at 14 GB/s busbw (sendrecv's busbw factor is 1), under
+    # the NIC's 50 (the design's channels, capped at half or a quarter, still give 4 per peer)
+    rows = [(s, 50.0 + s / 14e3) for s in SIZES]  # time (µs) = fixed + size / 14 GB/s
+    e = explain_test(_h100(16), _test("sendrecv", 16, 2, rows))
+    assert not e.agrees and e.causes[0].name == "net_peer_channels:1" and e.causes[0].fits
+    assert e.causes[0].curve.time_us[-1] == pytest.approx(rows[-1][1], rel=0.01)
+    assert "NCCL_NCHANNELS_PER_NET_PEER" in e.causes[0].check

@@ -392,7 +392,7 @@ def test_refused_lps_fall_back_to_the_nic_hose_bound(monkeypatch, c, c_net):
     module = sys.modules["topo.collective.fabric_rates"]  # the package exports the function
     monkeypatch.setattr(module, "server_demand_time", refuse)
     monkeypatch.setattr(module, "alltoall_bandwidth", refuse)
-    monkeypatch.setattr(module, "certified_pattern", lambda *args: None)  # no routing meets it
+    monkeypatch.setattr(module, "_certified", lambda *args: None)  # no routing meets it
     G = build("ft2", switch_ports=8, gpus=8, gpus_per_node=2, nics_per_node=2)
     r = fabric_rates(G)
     for p in (r.ring, r.tree, r.alltoall):

@@ -42,7 +42,7 @@ from typing import Any
 
 import networkx as nx
 
-from topo.collective import CollectiveReport, collective_table, fabric_rates
+from topo.collective import CollectiveReport, collective_table, fabric_rates, switch_graph
 from topo.collective.explain import AGREE, MIN_SCORED_BYTES
 from topo.collective.predict import fabric_constants
 from topo.errors import TopoError
@@ -582,7 +582,8 @@ def expected_curves(
     G: nx.Graph, tests: list[KitTest] | tuple[KitTest, ...]
 ) -> dict[str, CollectiveReport]:
     """The expected curve of every nccl-tests test's ``expected`` file, the sub-cluster's
-    rates computed once per (servers, G) for all its ops.
+    rates computed once per (servers, G) for all its ops, on one switch graph of the design
+    (:func:`topo.collective.switch_graph`) for every scale.
 
     Parameters
     ----------
@@ -608,12 +609,13 @@ def expected_curves(
     with_gpus = [members for _, members in _gpu_servers(G)]
     network = [v for v, k in G.nodes(data="kind") if k not in ("gpu", "nic", "nvswitch")]
     out: dict[str, CollectiveReport] = {}
+    switches = switch_graph(G)  # every scale keeps every switch and switch link
     for (n, g), paths in wanted.items():
         # the sub-fabric the collective runs on (every switch, the first n servers whole), as
         # fabric_rates selects it: each scale's flow problems and inventories are then of its
         # own size, not the whole fabric's
         H = _sub_fabric(G, {*network, *(v for m in with_gpus[:n] for v in m)})
-        rates = fabric_rates(H, n * g, g)
+        rates = fabric_rates(H, n * g, g, switches=switches)
         for path, op in paths.items():
             out[path] = collective_table(
                 H, op, gpus=n * g, gpus_per_node=g, min_bytes=_min_bytes(op, n * g),

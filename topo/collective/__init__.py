@@ -18,7 +18,7 @@ The model and its sources: ``docs/collective.md``.
 from topo.collective.choice import TunerRestriction, ranked_candidates, tuner_restriction
 from topo.collective.compare import Comparison, Fit, compare_log, fit_alpha_beta
 from topo.collective.constants import NcclConstants, load_constants
-from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.fabric_rates import FabricRates, SwitchGraph, fabric_rates, switch_graph
 from topo.collective.model import OPS, Candidate, busbw_factor, candidates, choose
 from topo.collective.report import CollectiveReport, collective_table, plot_busbw
 
@@ -28,6 +28,7 @@ __all__ = [
     "CollectiveReport",
     "Comparison",
     "FabricRates",
+    "SwitchGraph",
     "Fit",
     "NcclConstants",
     "TunerRestriction",
@@ -37,6 +38,7 @@ __all__ = [
     "collective_table",
     "compare_log",
     "fabric_rates",
+    "switch_graph",
     "fit_alpha_beta",
     "load_constants",
     "plot_busbw",

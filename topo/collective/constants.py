@@ -98,6 +98,34 @@ class NcclConstants:
         data["model"]["max_nchannels"] = int(k)
         return NcclConstants(data, self.origin)
 
+    @property
+    def nchannels_per_net_peer(self) -> int | None:
+        """``NCCL_NCHANNELS_PER_NET_PEER`` as set by :meth:`with_nchannels_per_net_peer`
+        (None: NCCL's own, from the NICs' rate)."""
+        value = self.data["model"].get("nchannels_per_net_peer")
+        return None if value is None else int(value)
+
+    def with_nchannels_per_net_peer(self, k: int) -> NcclConstants:
+        """The same constants with ``NCCL_NCHANNELS_PER_NET_PEER=k``: every peer across
+        servers gets ``k`` p2p channels (NCCL 2.29 ``src/graph/paths.cc``
+        ``ncclTopoGetNchannels``: ``comm->config.nChannelsPerNetPeer`` when set), and the
+        per-peer count is no longer halved to fit every peer in one round
+        (``ncclTopoComputeP2pChannels``).
+
+        Raises
+        ------
+        TopoError
+            ``k`` below 1 (NCCL ignores it: ``src/init.cc``).
+        """
+        if k < 1:
+            raise TopoError(
+                f"nchannels_per_net_peer must be at least 1, got {k}",
+                param="nchannels_per_net_peer",
+            )
+        data = copy.deepcopy(self.data)
+        data["model"]["nchannels_per_net_peer"] = int(k)
+        return NcclConstants(data, self.origin)
+
     def with_arch(self, arch: str) -> NcclConstants:
         """The same constants for another GPU generation (``--arch``).
 

@@ -37,13 +37,25 @@ The causes and their models (docs/explain.md):
   NVLS-tree (only where the design's choice uses them).
 - ``algo:NAME``, ``proto:NAME``: ``NCCL_ALGO`` / ``NCCL_PROTO`` forcing one algorithm or
   protocol the design's choice does not use at every size.
+- ``pxn_off`` (alltoall across servers): ``NCCL_PXN_DISABLE=1``: every GPU sends from its own
+  NIC, so bytes for another rail's NIC cross rails in the network instead of NVLink: the LP's
+  all-to-all rate times the ratio of the evenly split routed pair rates with and without PXN
+  (:func:`topo.flow.routed_flow`), and no NVLink forwarding in the model. On a fabric where
+  rails or planes do not meet (rail-only, MPFT) there is no route without PXN: not scored.
+- ``net_peer_channels:1`` (sendrecv across servers): ``NCCL_NCHANNELS_PER_NET_PEER=1``,
+  one p2p channel, so one connection, per remote peer: a pair moves at most NCCL's per-channel
+  network rate (``p2p_per_channel_net_GBps``, 14 GB/s)
+  (:meth:`topo.collective.constants.NcclConstants.with_nchannels_per_net_peer`).
+- ``ecmp`` (alltoall across servers): ECMP hash collisions as routed, one flow (queue pair)
+  per GPU pair (``NCCL_IB_QPS_PER_CONNECTION=1``, NCCL's default): the LP's rate times the
+  routing's collision loss (expected over sampled pair rate, seed :data:`ECMP_SEED`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import networkx as nx
@@ -52,12 +64,14 @@ import numpy as np
 from topo.collective.channels import coll_channels
 from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
-from topo.collective.fabric_rates import FabricRates, fabric_rates
+from topo.collective.fabric_rates import FabricRates, fabric_rates, select_subcluster
 from topo.collective.model import OPS
 from topo.collective.predict import fabric_constants, predict_row
 from topo.errors import TopoError
 from topo.fabric import servers
+from topo.flow import routed_flow
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
+from topo.traffic import uniform_alltoall
 from topo.wording import binary_bytes
 
 MIN_SCORED_BYTES = 32 << 20
@@ -115,6 +129,22 @@ CHECKS = {
         "NCCL_MAX_NCHANNELS, NCCL_MIN_NCHANNELS, NCCL_MAX_CTAS in the job's environment and "
         "/etc/nccl.conf; NCCL_DEBUG=INFO prints 'N coll channels'"
     ),
+    "pxn_off": (
+        "NCCL_PXN_DISABLE unset (or 0) in the job's environment and /etc/nccl.conf; "
+        "NCCL_DEBUG=INFO prints 'via NET/IB/<n>/GDRDMA/Shared' (PXN) for cross-rail peers; "
+        "NCCL_P2P_PXN_LEVEL"
+    ),
+    "ecmp": (
+        "the switches' per-port counters during the run (`perfquery -x` on each port, or the "
+        "switch's telemetry): uneven uplink loads; adaptive routing on the fabric (IB: AR "
+        "enabled in the SM; RoCE: adaptive routing or packet spraying); "
+        "NCCL_IB_QPS_PER_CONNECTION above 1 spreads a connection over more paths"
+    ),
+    "net_peer_channels": (
+        "NCCL_NCHANNELS_PER_NET_PEER (unset: NCCL gives each remote peer a channel per NIC, "
+        "more for fast NICs) and NCCL_MAX_P2P_NCHANNELS in the job's environment and "
+        "/etc/nccl.conf; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV lists the variables NCCL read"
+    ),
     "algo": "NCCL_ALGO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
     "proto": "NCCL_PROTO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
 }
@@ -141,7 +171,7 @@ class Cause:
     ----------
     name : str
         ``as_built``, ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
-        ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
     score : float
@@ -241,6 +271,7 @@ class _Variant:
     graph: Callable[[nx.Graph, FabricRates], nx.Graph] | None = None
     restriction: TunerRestriction | None = None
     constants: Callable[[NcclConstants], NcclConstants] | None = None
+    rates: Callable[[nx.Graph, FabricRates], FabricRates] | None = None
 
 
 def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
@@ -294,6 +325,43 @@ def _channel_cap(k: int) -> Callable[[NcclConstants], NcclConstants]:
         return c.with_max_nchannels(k)
 
     return change
+
+
+ECMP_SEED = 0
+"""The seed of the ECMP hashing the ``ecmp`` cause routes with (one fixed draw, so that a
+measurement is explained the same way every time)."""
+
+
+def _alltoall_scaled(r: FabricRates, factor: float, note: str, **changes: Any) -> FabricRates:
+    """``r`` with its all-to-all pattern ``factor`` times slower (and ``changes`` to ``r``)."""
+    a = r.alltoall
+    if a is None or a.seconds_per_byte <= 0:
+        raise TopoError("no all-to-all rate across servers to re-route")
+    slower = replace(a, seconds_per_byte=a.seconds_per_byte * factor, method=f"{a.method}; {note}")
+    return replace(r, alltoall=slower, **changes)
+
+
+def _ecmp_routed(G: nx.Graph, r: FabricRates) -> FabricRates:
+    """The all-to-all as ECMP routes it, one flow (queue pair) per GPU pair: the LP's rate times
+    the routing's collision loss, the expected (evenly split) pair rate over the sampled one
+    (:func:`topo.flow.routed_flow`, seed :data:`ECMP_SEED`)."""
+    sub = select_subcluster(G, r.gpus, r.gpus_per_node)[0]
+    res = routed_flow(sub, uniform_alltoall(sub), "ecmp", seed=ECMP_SEED)
+    assert res.routing is not None
+    loss = res.routing.expected_pair_rate_Bps / res.pair_rate_Bps
+    return _alltoall_scaled(r, max(1.0, loss), f"ECMP collisions x{loss:.3f}")
+
+
+def _pxn_off(G: nx.Graph, r: FabricRates) -> FabricRates:
+    """``NCCL_PXN_DISABLE=1``: every GPU's bytes leave by its own NIC (none cross NVLink to
+    another rail's NIC first): the LP's all-to-all rate times the ratio of the evenly split
+    routed pair rates with and without PXN (:func:`topo.flow.routed_flow`, ``pxn``), and no
+    NVLink forwarding in the model."""
+    sub = select_subcluster(G, r.gpus, r.gpus_per_node)[0]
+    demand = uniform_alltoall(sub)
+    on = routed_flow(sub, demand, "ecmp", expected=True).pair_rate_Bps
+    off = routed_flow(sub, demand, "ecmp", pxn=False, expected=True).pair_rate_Bps
+    return _alltoall_scaled(r, on / off, f"PXN off x{on / off:.3f}", pxn=False)
 
 
 def _cabled_nics(G: nx.Graph, chosen: list[Any], skip: int = 0) -> list[Any]:
@@ -406,6 +474,34 @@ def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Va
                     constants=_channel_cap(cap),
                 )
             )
+    if op == "sendrecv" and r.nodes > 1:
+        out.append(
+            _Variant(
+                "net_peer_channels:1",
+                "NCCL_NCHANNELS_PER_NET_PEER=1: one p2p channel (one connection) per peer "
+                "across servers",
+                "net_peer_channels",
+                constants=lambda c: c.with_nchannels_per_net_peer(1),
+            )
+        )
+    if op == "alltoall" and r.nodes > 1:
+        out.append(
+            _Variant(
+                "pxn_off",
+                "PXN off (NCCL_PXN_DISABLE=1): every GPU sends from its own NIC, across rails",
+                "pxn_off",
+                rates=_pxn_off,
+            )
+        )
+        out.append(
+            _Variant(
+                "ecmp",
+                "ECMP hash collisions as routed (one queue pair per GPU pair, "
+                "NCCL_IB_QPS_PER_CONNECTION=1)",
+                "ecmp",
+                rates=_ecmp_routed,
+            )
+        )
     chosen = {k.split("/")[0] for k in design.choice}
     if op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         if chosen & {"nvls", "nvls_tree"}:
@@ -550,6 +646,7 @@ def explain_test(
             try:
                 H = v.graph(G, rates) if v.graph is not None else G
                 r = fabric_rates(H, n, g) if v.graph is not None else rates
+                r = v.rates(G, r) if v.rates is not None else r
                 cv = v.constants(c) if v.constants is not None else c
                 curve = _curve(test.op, rows, scored, r, cv, v.restriction)
             except TopoError:

@@ -93,6 +93,9 @@ class FabricRates:
         server to the next in order. ``tree``: unit = one byte of all-reduce buffer, spread
         over NCCL's double binary tree (each tree carries half, up and down).
         ``alltoall``: unit = one byte from every GPU to every GPU of the other servers.
+    pxn : bool
+        NCCL's PXN in use for alltoall and send/recv (``NCCL_PXN_DISABLE`` unset): a GPU's
+        bytes for another rail's NIC cross NVLink first (the model's NVLink forwarding term).
     """
 
     fabric: str
@@ -110,6 +113,7 @@ class FabricRates:
     tree: PatternRate | None
     alltoall: PatternRate | None
     extra: dict[str, Any] = field(default_factory=dict)
+    pxn: bool = True
 
 
 GPU_ARCHES = (
@@ -270,8 +274,16 @@ def select_subcluster(
     GB200 NVL72 rack of trays), G counts ranks per host and the NCCL node is the domain:
     :func:`topo.collective.domains.select_domain_subcluster`.
     """
+    sub, servers, n, g, _ = _select(G, gpus, gpus_per_node)
+    return sub, servers, n, g
+
+
+def _select(
+    G: nx.Graph, gpus: int | None, gpus_per_node: int | None
+) -> tuple[nx.Graph, list[Hashable], int, int, dict[Hashable, dict[str, list[Any]]] | None]:
+    """:func:`select_subcluster`, and ``G``'s inventory (None for NVLink domains)."""
     if spans_hosts(G):
-        return select_domain_subcluster(G, gpus, gpus_per_node)
+        return (*select_domain_subcluster(G, gpus, gpus_per_node), None)
     inv = _inventory(G)
     if not inv:
         raise TopoError("the fabric has no GPUs: collectives need a built fabric with servers")
@@ -322,8 +334,8 @@ def select_subcluster(
         for gv in gset:
             keep.update(w for w in G.neighbors(gv) if G.nodes[w]["kind"] == "nic")
     if len(keep) == G.number_of_nodes():
-        return G, chosen, n, g  # every device in use: no copy (a 16,384-GPU fabric costs ~1 s)
-    return G.subgraph(keep).copy(), chosen, n, g
+        return G, chosen, n, g, inv  # every device in use: no copy (16,384 GPUs cost ~1 s)
+    return G.subgraph(keep).copy(), chosen, n, g, inv
 
 
 def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
@@ -337,11 +349,17 @@ def _nic_rates(G: nx.Graph, nics: list[Any]) -> list[float]:
     return rates
 
 
-def _pattern(G: nx.Graph, demand: Demand) -> PatternRate:
+def _pattern(
+    G: nx.Graph,
+    demand: Demand,
+    nics: dict[Hashable, list[tuple[Any, Any, float]]] | None,
+    switches: SwitchGraph,
+) -> PatternRate:
     """Solve one pattern (given per byte of its unit) by max concurrent flow, posed at
     :data:`UNIT_BYTES` per unit; first by a routing that meets the servers' NIC bound
-    (:func:`certified_pattern`), else by the LP."""
-    certified = certified_pattern(G, demand)
+    (:func:`certified_pattern`, with the sub-fabric's server NICs and switch graph), else by
+    the LP."""
+    certified = _certified(G, demand, nics, switches)
     if certified is not None:
         return certified
     posed = demand.scaled(UNIT_BYTES)
@@ -356,7 +374,11 @@ def _pattern(G: nx.Graph, demand: Demand) -> PatternRate:
 
 
 def fabric_rates(
-    G: nx.Graph, gpus: int | None = None, gpus_per_node: int | None = None
+    G: nx.Graph,
+    gpus: int | None = None,
+    gpus_per_node: int | None = None,
+    *,
+    switches: SwitchGraph | None = None,
 ) -> FabricRates:
     """NVLink, NIC and network rates of the sub-cluster a collective runs on.
 
@@ -366,6 +388,10 @@ def fabric_rates(
         A fabric with GPUs (schema in :mod:`topo.fabric`).
     gpus, gpus_per_node : int, optional
         Ranks and ranks per server (see :func:`select_subcluster`).
+    switches : SwitchGraph, optional
+        :func:`switch_graph` of ``G``, or of any fabric with the same switches and switch
+        links (the sub-fabrics of one design a caller asks for in turn): built once there
+        rather than per call. Default: built here.
 
     Returns
     -------
@@ -388,10 +414,10 @@ def fabric_rates(
     >>> r.nodes, r.nic_Bps / 1e9, round(1 / r.ring.seconds_per_byte / 1e9, 6)  # 2 x 400G
     (2, 50.0, 100.0)
     """
-    sub, servers, n, g = select_subcluster(G, gpus, gpus_per_node)
-    inv = _inventory(sub)
+    sub, servers, n, g, of_G = _select(G, gpus, gpus_per_node)
+    full = of_G if of_G is not None else _inventory(G)
+    inv = full if sub is G else _inventory(sub)
     nodes = len(servers)
-    full = _inventory(G)
     nvswitch = all(inv[s]["nvswitch"] for s in servers)
     nvlink = math.inf
     gpu_nic = math.inf
@@ -415,7 +441,8 @@ def fabric_rates(
         nics_per_node = min(nics_per_node, len(cabled))
         if not cabled:
             loose.append(s)
-        server_nic = min(server_nic, sum(_nic_rates(G, full[s]["nic"])))
+        every = cabled.values() if sub is G else _nic_rates(G, full[s]["nic"])
+        server_nic = min(server_nic, sum(every))
     if g > 1 and nvlink <= 0:
         raise TopoError(
             "GPUs without NVLink: intra-node collectives over PCIe are not modelled "
@@ -426,7 +453,9 @@ def fabric_rates(
             f"{named_servers(G, loose)} in use {'has' if len(loose) == 1 else 'have'} no NIC "
             "cabled to a switch: collectives across servers need one"
         )
-    ring, tree, a2a = _patterns(sub, servers, g)
+    if nodes > 1 and switches is None:
+        switches = switch_graph(sub)
+    ring, tree, a2a = _patterns(sub, servers, g, inv, switches)
     return FabricRates(
         fabric=str(G.graph.get("name", "fabric")),
         gpus=n,
@@ -465,13 +494,20 @@ def _alltoall_pattern(sub: nx.Graph, servers: list[Hashable], g: int) -> Pattern
 
 
 def _patterns(
-    sub: nx.Graph, servers: list[Hashable], g: int
+    sub: nx.Graph,
+    servers: list[Hashable],
+    g: int,
+    inv: dict[Hashable, dict[str, list[Any]]],
+    switches: SwitchGraph | None,
 ) -> tuple[PatternRate | None, PatternRate | None, PatternRate | None]:
-    """Ring, tree and all-to-all across the servers (None on one server)."""
+    """Ring, tree and all-to-all across the servers (None on one server); the server NICs
+    (of the inventory ``inv``) and the switch graph found once for the ring and the tree."""
     if len(servers) < 2:
         return None, None, None
-    ring = _pattern(sub, ring_step(servers))
-    tree = _pattern(sub, double_binary_tree_step(servers))
+    assert switches is not None
+    nics = _server_nics(sub, inv)
+    ring = _pattern(sub, ring_step(servers), nics, switches)
+    tree = _pattern(sub, double_binary_tree_step(servers), nics, switches)
     return ring, tree, _alltoall_pattern(sub, servers, g)
 
 
@@ -524,10 +560,17 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
     >>> r.method, 1 / r.seconds_per_byte / 1e9  # each server sends 1 B per unit on 2 x 50 GB/s
     ('certified', 100.0)
     """
-    if demand.level != "server" or not demand.entries:
-        return None
-    nics = _server_nics(G)
-    if nics is None:
+    return _certified(G, demand, _server_nics(G, _inventory(G)), switch_graph(G))
+
+
+def _certified(
+    G: nx.Graph,
+    demand: Demand,
+    nics: dict[Hashable, list[tuple[Any, Any, float]]] | None,
+    switches: SwitchGraph,
+) -> PatternRate | None:
+    """:func:`certified_pattern` with ``G``'s server NICs and switch graph given."""
+    if demand.level != "server" or not demand.entries or nics is None:
         return None
     total = {s: sum(r for _, _, r in ns) for s, ns in nics.items()}
     out: dict[Hashable, float] = {}
@@ -542,7 +585,7 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
     )
     comp = {v: i for i, c in enumerate(switch_components(G)) for v in c}
     flows = _switch_flows(demand, nics, total, comp, bound)
-    if flows is None or not _routed_within(G, flows, bound):
+    if flows is None or not _routed_within(switches, flows, bound):
         return None
     return PatternRate(
         bound, demand.peak_bytes, _nic_bottleneck(G, demand, nics, total, out, into, bound),
@@ -550,11 +593,14 @@ def certified_pattern(G: nx.Graph, demand: Demand) -> PatternRate | None:
     )  # fmt: skip
 
 
-def _server_nics(G: nx.Graph) -> dict[Hashable, list[tuple[Any, Any, float]]] | None:
-    """Each server's cabled NICs as (NIC, its switch, min(cable, PCIe side) in B/s); None
-    when a NIC has more than one cable (left to the LP's own contraction)."""
+def _server_nics(
+    G: nx.Graph, inv: dict[Hashable, dict[str, list[Any]]]
+) -> dict[Hashable, list[tuple[Any, Any, float]]] | None:
+    """Each server of the inventory ``inv`` of ``G``: its cabled NICs as (NIC, its switch,
+    min(cable, PCIe side) in B/s); None when a NIC has more than one cable (left to the LP's
+    own contraction)."""
     nics: dict[Hashable, list[tuple[Any, Any, float]]] = {}
-    for s, parts in _inventory(G).items():
+    for s, parts in inv.items():
         mine = []
         for nic in parts["nic"]:
             cables = [(w, e["capacity"]) for w, e in G.adj[nic].items() if e["kind"] == "endpoint"]
@@ -619,40 +665,105 @@ def _switch_flows(
     return flows
 
 
-def _routed_within(G: nx.Graph, flows: dict[Any, dict[Any, float]], bound: float) -> bool:
-    """Route each destination's flows over shortest switch paths, split at every switch over
-    the links one hop nearer in proportion to their capacity; True when every switch link
-    direction carries at most its capacity times ``bound`` (to :data:`MET_TOL`)."""
+@dataclass
+class SwitchGraph:
+    """A fabric's switches and switch links, for routing patterns over them many times.
+
+    Attributes
+    ----------
+    adj : dict
+        Switch -> {neighbouring switch: capacity of the link(s), B/s per direction}.
+    links : int
+        Switch link directions (the sum of the adjacency lists' lengths).
+    layers : dict
+        Destination switch -> its breadth-first layers (hop distance 0, 1, ...) and each
+        switch's distance, filled as patterns are routed to it.
+    near : dict
+        (switch, destination switch) -> its links one hop nearer, with their shares of that
+        capacity, filled likewise.
+    """
+
+    adj: dict[Any, dict[Any, float]]
+    links: int
+    layers: dict[Any, tuple[list[list[Any]], dict[Any, int]]] = field(default_factory=dict)
+    near: dict[tuple[Any, Any], list[tuple[Any, float]]] = field(default_factory=dict)
+
+    def towards(self, t: Any) -> tuple[list[list[Any]], dict[Any, int]]:
+        """Breadth-first layers from switch ``t`` and each switch's hop distance to it."""
+        got = self.layers.get(t)
+        if got is None:
+            dist = {t: 0}
+            layers = [[t]]
+            while layers[-1]:
+                nxt = []
+                for v in layers[-1]:
+                    for w in self.adj[v]:
+                        if w not in dist:
+                            dist[w] = len(layers)
+                            nxt.append(w)
+                layers.append(nxt)
+            got = self.layers[t] = (layers, dist)
+        return got
+
+    def nearer(self, v: Any, t: Any, dist: dict[Any, int]) -> list[tuple[Any, float]]:
+        """Switch ``v``'s neighbours one hop nearer to ``t`` (``dist``: :meth:`towards`'s),
+        each with its share of their summed capacity."""
+        got = self.near.get((v, t))
+        if got is None:
+            d = dist[v] - 1
+            down = [(w, c) for w, c in self.adj[v].items() if dist[w] == d]
+            cap = sum(c for _, c in down)
+            got = self.near[(v, t)] = [(w, c / cap) for w, c in down]
+        return got
+
+
+def switch_graph(G: nx.Graph) -> SwitchGraph:
+    """The switches of ``G`` and the links between them (:class:`SwitchGraph`).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric (schema in :mod:`topo.fabric`).
+
+    Returns
+    -------
+    SwitchGraph
+        Capacities in B/s per direction.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> s = switch_graph(build("ft2", switch_ports=8, gpus_per_node=2, nics_per_node=2))
+    >>> len(s.adj), s.links  # 8 leaves, 4 spines, every leaf on every spine, both ways
+    (12, 64)
+    """
     kind = dict(G.nodes(data="kind"))
     adj = {
         v: {w: float(e["capacity"]) for w, e in G.adj[v].items() if kind[w] in SWITCH_KINDS}
         for v, k in kind.items()
         if k in SWITCH_KINDS
     }
-    if len(flows) * sum(len(n) for n in adj.values()) > CERTIFY_WORK:
+    return SwitchGraph(adj, sum(len(n) for n in adj.values()))
+
+
+def _routed_within(switches: SwitchGraph, flows: dict[Any, dict[Any, float]], bound: float) -> bool:
+    """Route each destination's flows over shortest switch paths, split at every switch over
+    the links one hop nearer in proportion to their capacity; True when every switch link
+    direction carries at most its capacity times ``bound`` (to :data:`MET_TOL`)."""
+    adj = switches.adj
+    if len(flows) * switches.links > CERTIFY_WORK:
         return False
     load: dict[tuple[Any, Any], float] = {}
     for t, sources in flows.items():
-        dist = {t: 0}
-        layers = [[t]]
-        while layers[-1]:
-            nxt = []
-            for v in layers[-1]:
-                for w in adj[v]:
-                    if w not in dist:
-                        dist[w] = len(layers)
-                        nxt.append(w)
-            layers.append(nxt)
+        layers, dist = switches.towards(t)
         at = dict(sources)
         for layer in reversed(layers[1:-1]):
             for v in layer:
                 f = at.pop(v, 0.0)
                 if f <= 0:
                     continue
-                near = [(w, c) for w, c in adj[v].items() if dist[w] == dist[v] - 1]
-                cap = sum(c for _, c in near)
-                for w, c in near:
-                    part = f * c / cap
+                for w, share in switches.nearer(v, t, dist):
+                    part = f * share
                     load[(v, w)] = load.get((v, w), 0.0) + part
                     at[w] = at.get(w, 0.0) + part
         if any(v != t and f > 0 for v, f in at.items()):

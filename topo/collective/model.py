@@ -31,7 +31,7 @@ efficiencies and capped by what a server drives over all its NICs at once:
 - PAT (all_gather, reduce_scatter at one GPU per server): the ring's network rate x 0.75.
 - alltoall: each GPU sends S/n to every rank; the per-GPU share of the fabric's all-to-all
   flow bounds the inter-server part, NVLink the rest (with PXN, traffic for another rail's NIC
-  crosses NVLink first: (G-1)/G of the inter-server bytes).
+  crosses NVLink first: (G-1)/G of the inter-server bytes; none with ``pxn`` off).
 - sendrecv: one GPU pair per hop: the GPU's own NIC(s) across servers, NVLink inside.
 """
 
@@ -397,7 +397,7 @@ def _alltoall(S: float, R: Rates) -> list[Candidate]:
         units, bound = R.pattern(R.r.alltoall)
         t_net = chunk / units
     if G > 1:
-        fwd = (n - G) * (G - 1) / G if N > 1 else 0.0
+        fwd = (n - G) * (G - 1) / G if N > 1 and R.r.pxn else 0.0
         t_nvl = ((G - 1) + fwd) * chunk / R.nvl
         if t_nvl > t_net:
             bound = "nvlink"
@@ -411,19 +411,22 @@ def _alltoall(S: float, R: Rates) -> list[Candidate]:
 
 def p2p_channels_per_peer(R: Rates) -> int:
     """NCCL's ``p2pnChannelsPerPeer`` (src/graph/paths.cc, 2.29): over NVLink 2 channels per
-    NVLink's worth of the path, over the network max(NICs, ceil(NIC GB/s / 14)); the least over
-    the peers, a power of two, halved across servers until every peer fits in one round."""
+    NVLink's worth of the path, over the network max(NICs, ceil(NIC GB/s / 14)) or
+    ``NCCL_NCHANNELS_PER_NET_PEER`` when set; the least over the peers, a power of two, halved
+    across servers until every peer fits in one round (not when the variable is set)."""
     c = R.c
     link = GBps_to_Bps(c.nvlink_link_GBps())
     nvl = 2 * max(1, int(R.nvl / link)) if R.G > 1 else 10**6
     per_peer = nvl
+    net_set = c.nchannels_per_net_peer
     if R.N > 1:
         nic_GBps = R.r.gpu_nic_Bps / 1e9
         nics = max(1, round(R.r.nics_per_node / max(1, R.G)))
-        per_peer = min(per_peer, max(nics, div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps"))))
+        net = max(nics, div_up(nic_GBps, c.factor("p2p_per_channel_net_GBps")))
+        per_peer = min(per_peer, net if net_set is None else net_set)
     per_peer = pow2_up(per_peer)
     total = p2p_channels(R.r, c)
-    if R.N > 1:
+    if R.N > 1 and net_set is None:
         rounds = div_up(R.n, c.factor("p2p_per_batch"))
         while per_peer * rounds > total and per_peer > 1:
             per_peer //= 2

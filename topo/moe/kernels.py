@@ -256,19 +256,18 @@ def _normal_legs(layout: EPLayout, experts: np.ndarray, T: int) -> _Legs:
     rdma_out, rdma_in, nvl_out, nvl_in = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
     fwd_out = zeros.copy()
     for d in range(nodes):
-        remote = tgt_nodes[:, d] & (src_node != d)
+        tn = tgt_nodes[:, d]
+        remote = tn & (src_node != d)
         relay = d * G + src_local  # the same-index GPU of node d
-        np.add.at(rdma_out, src[remote], 1)
-        np.add.at(rdma_in, relay[remote], 1)
+        rdma_out += np.bincount(src[remote], minlength=ep)
+        rdma_in += np.bincount(relay[remote], minlength=ep)
         # forwarding (remote) or direct (own node) over NVLink, to every target but the sender
         sender = np.where(src_node == d, src, relay)
         # every token of a target node passes its relay's forwarder (own node: the source)
-        np.add.at(fwd_out, relay[tgt_nodes[:, d]], node_hit[tgt_nodes[:, d], d, :].sum(axis=1))
-        for g in range(G):
-            r = d * G + g
-            go = node_hit[:, d, g] & (sender != r)
-            np.add.at(nvl_out, sender[go], 1)
-            nvl_in[r] += go.sum()
+        fwd_out += np.bincount(relay[tn], weights=node_hit[tn, d, :].sum(axis=1), minlength=ep)
+        go = node_hit[:, d, :] & (sender[:, None] != d * G + np.arange(G)[None, :])
+        nvl_out += np.bincount(sender, weights=go.sum(axis=1), minlength=ep)
+        nvl_in[d * G : (d + 1) * G] += go.sum(axis=0)
     if nodes == 1:
         logical = hit.sum() / ep  # (token, GPU) pairs received, self included
     else:
