@@ -17,7 +17,12 @@ TOML = "\n".join(
         for key, value in load_constants().data["expected"].items()
         if key in COST_KEYS
     ]
-    + ["nvls_channel_GBps = 1000000.0", "nvls_tree_channel_GBps = 1000000.0", ""]
+    + [
+        "nvls_channel_GBps = 1000000.0",
+        "nvls_tree_channel_GBps = 1000000.0",
+        "nvls_tree_heads = 1000000.0",
+        "",
+    ]
 )
 
 

@@ -352,11 +352,23 @@ def test_calibration_recovers_known_values_and_holds_out_each_op(two_servers, tm
 
 
 def test_calibrate_cli_writes_a_loadable_cluster_file(ten_servers, tmp_path):
+    """The real ten-server log, calibrated from constants whose [expected] costs are twice the
+    shipped ones (as another cluster's file might be): the log shows the costs, so the scale
+    is fitted, and the cluster file written loads with the given costs times it."""
     log = real_file(*LOG)
     fab = tmp_path / "h100.json"
     save(ten_servers, fab)
+    shipped = load_constants().data["expected"]
+    given = tmp_path / "given.toml"
+    given.write_text(
+        "[expected]\n"
+        + "".join(
+            f"{k} = {[2 * x for x in shipped[k]] if isinstance(shipped[k], list) else 2 * shipped[k]}\n"
+            for k in COST_KEYS
+        )
+    )
     out = tmp_path / "cluster.toml"
-    r = run(fab, "--calibrate", log, "-o", out, "--json")
+    r = run(fab, "--constants", given, "--calibrate", log, "-o", out, "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["ops"] == ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
@@ -365,9 +377,11 @@ def test_calibrate_cli_writes_a_loadable_cluster_file(ten_servers, tmp_path):
     assert set(d["fitted"]) | set(d["not_fitted"]) == {"node_network", "latency_scale"}
     for name, f in d["fitted"].items():
         assert f["rows"] == d["bands"][f["band"]] >= 3, name
+    assert "latency_scale" in d["fitted"] and d["latency_scale"] < 1
     c = load_constants(out)
     assert c.node_network_efficiency == pytest.approx(d["node_network"], abs=1e-4)
-    shipped = load_constants().data["expected"]["launch_us"]
-    assert c.data["expected"]["launch_us"] == pytest.approx(shipped * d["latency_scale"], abs=1e-4)
+    assert c.data["expected"]["launch_us"] == pytest.approx(
+        2 * shipped["launch_us"] * d["latency_scale"], abs=1e-4
+    )
     one_line_error(run(fab, "-o", out), "-o needs --calibrate")
     one_line_error(run(fab, "--calibrate", log, "--compare", log), "not both")

@@ -363,6 +363,7 @@ POSITIVE = (
     ("search",),
     ("expected", "nvls_channel_GBps"),
     ("expected", "nvls_tree_channel_GBps"),
+    ("expected", "nvls_tree_heads"),
     ("expected", "ring_slices"),
     ("expected", "chunk"),
     ("expected", "nvls_channels"),

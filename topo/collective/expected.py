@@ -34,7 +34,8 @@ v2.29.2-1):
   picking the operation up).
 - NVLS moves at most ``nvls_channel_GBps`` of the buffer per NVLS channel
   (``nvls_tree_channel_GBps`` for NVLS-tree, whose thread blocks also drive the network), with
-  NCCL's NVLS channel counts (``src/transport/nvls.cc``).
+  NCCL's NVLS channel counts (``src/transport/nvls.cc``); NVLS-tree's network legs go through
+  the domain's NVLS heads only, at most ``nvls_tree_heads`` NICs' worth.
 
 The fixed costs and NVLS rates are **fitted** (``[expected]`` of the constants file): each
 names the mechanism it stands for, and the measurements they were fitted to are listed, with
@@ -272,6 +273,27 @@ def _pipeline(
     return depth - s / r_share, t_bw, M, s
 
 
+def _nvls_tree_heads_Bps(R: Rates) -> float:
+    """algbw (B/s) NVLS-tree's network legs allow when only the NVLS heads' NICs carry them.
+
+    In NVLS-tree only a *head* rank of the NVLink domain sends the domain's reduced data up
+    the tree across domains and receives the result back (``src/device/all_reduce.h``,
+    ``RunWorkColl<..., NCCL_ALGO_NVLS_TREE, ...>``: the reduce and broadcast warps run where
+    ``nvls->headRank != -1``; ``src/graph/connect.cc`` ``connectNvls`` joins head ``h`` of
+    every domain into the trees). The heads are the NVLS graph's channels, which NCCL's search
+    sets and topo does not replay; ``nvls_tree_heads`` (fitted) is their effective number, so
+    a domain drives at most ``min(heads, NICs)`` NICs' worth of the tree: ``heads x NIC x
+    nic_efficiency / node_bytes`` (``node_bytes``: the tree pattern's bytes per byte of the
+    operation at its busiest server, 1 on two domains, 2 beyond). On servers of 8 GPUs with 8
+    NICs every NIC is a head's and this is the ceiling's own NIC bound; on a GB200 NVL72 rack
+    (72 NICs) it is what binds."""
+    r, c = R.r, R.c
+    if r.tree is None or r.nic_Bps <= 0 or r.tree.node_bytes <= 0:
+        return math.inf
+    heads = min(_ex(c, "nvls_tree_heads"), float(r.nics_per_node))
+    return heads * r.nic_Bps * c.nic_efficiency / r.tree.node_bytes
+
+
 def _ceil_log2(N: int) -> int:
     return 0 if N <= 1 else (N - 1).bit_length()
 
@@ -372,6 +394,8 @@ def expected(
         # second (fitted)
         key = "nvls_channel_GBps" if a == "nvls" else "nvls_tree_channel_GBps"
         cap = nch * _ex(c, key) * 1e9
+        if a == "nvls_tree":
+            cap = min(cap, _nvls_tree_heads_Bps(R))
         lat, t_bw, M, s = _pipeline(cand, S, R, lanes, chunk, hops, min(cand.algbw_Bps, cap))
     elif a == "pairwise":
         lat, t_bw, M, s, nch, extra = _pairwise(cand, S, R)

@@ -50,6 +50,7 @@ FITTED = (
     ("nvls_message_us_per_gpu", None),
     ("nvls_channel_GBps", None),
     ("nvls_tree_channel_GBps", None),
+    ("nvls_tree_heads", None),
     ("p2p_round_us", None),
 )
 """The fitted constants of the ``[expected]`` table: (key, protocol index or None). LL's
