@@ -82,7 +82,8 @@ def with_bandwidth(
     time_limit_s : float
         HiGHS time limit of each design's exact LP (s); past it, certified bounds.
     max_gpus : int
-        Largest design built and solved (GPUs); larger ones get a note instead.
+        Largest design built and solved (GPUs); larger ones get a note instead (Slim Fly and
+        Dragonfly, rated without a graph, have no such limit).
     prices : PriceBook or None
         Given: the bill of materials of each built design is held against the row's cost
         (``AssertionError`` if they differ: a bug).
@@ -114,9 +115,6 @@ def _solved(row: PlanRow, time_limit_s: float, max_gpus: int, prices: PriceBook 
     """One row with its design's all-to-all (or why there is none)."""
     if not row.feasible:
         return row
-    if row.gpus > max_gpus:
-        note = f"not solved: {row.gpus:,} GPUs, above the {max_gpus:,} a plan builds"
-        return replace(row, alltoall_note=note)
     family = row.design["family"]
     args = {k: v for k, v in row.design.items() if k != "family"}
     if family in DIRECT_FAMILIES:
@@ -124,6 +122,9 @@ def _solved(row: PlanRow, time_limit_s: float, max_gpus: int, prices: PriceBook 
             return _direct(row, _direct_rates(family, args, time_limit_s))
         except TopoError:
             pass  # a design the closed form does not cover: the flow solver below
+    if row.gpus > max_gpus:
+        note = f"not solved: {row.gpus:,} GPUs, above the {max_gpus:,} a plan builds"
+        return replace(row, alltoall_note=note)
     try:
         G = build(family, **args)
         if prices is not None:

@@ -411,11 +411,18 @@ def _arcs(cables: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray, np.ndar
 def _dragonfly_arcs(
     a: int, h: int, g: int, arrangement: str, c: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = a * g
-    cables = np.zeros((n, n))
+    """Both arcs of every Dragonfly router link (parallel global cables summed), no dense
+    matrix."""
+    cables: dict[tuple[int, int], int] = {}
     for i in range(g):
-        cables[i * a : (i + 1) * a, i * a : (i + 1) * a] = 1.0 - np.eye(a)
+        for r in range(a):
+            for s in range(r + 1, a):
+                cables[(i * a + r, i * a + s)] = 1
     for i, r, t, s in global_links(a, h, g, arrangement):
-        cables[i * a + r, t * a + s] += 1.0
-        cables[t * a + s, i * a + r] += 1.0
-    return _arcs(cables, c)
+        u, v = sorted((i * a + r, t * a + s))
+        cables[(u, v)] = cables.get((u, v), 0) + 1
+    uv = np.array(list(cables), dtype=np.int64).reshape(-1, 2)
+    n = np.array(list(cables.values()), dtype=float)
+    tail = np.concatenate((uv[:, 0], uv[:, 1]))
+    head = np.concatenate((uv[:, 1], uv[:, 0]))
+    return tail, head, np.concatenate((n, n)) * c
