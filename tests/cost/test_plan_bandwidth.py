@@ -160,6 +160,8 @@ def test_no_check_solves_nothing_and_refuses_a_bandwidth_rank() -> None:
         assert r.exit_code == 1 and r.stderr.startswith(f"topo: error: {says}"), r.output
     r = runner.invoke(app, ["plan", "--max-gpus", "--rank-by", "cost-per-bandwidth"])
     assert r.exit_code == 1 and "--rank-by applies to a plan for --gpus N" in r.stderr
+    r = runner.invoke(app, ["plan", "--max-gpus", "--rate-with", "ideal"])
+    assert r.exit_code == 1 and "--rate-with applies to a plan for --gpus N" in r.stderr
 
 
 def test_no_bandwidth_keeps_the_check_and_solves_nothing() -> None:

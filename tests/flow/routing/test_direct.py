@@ -204,3 +204,17 @@ def test_closed_form_refuses_servers_split_over_routers():
         slimfly_rates(5, 4)
     with pytest.raises(SpecError, match="one NIC per GPU"):
         dragonfly_rates(4, 8, 2, 9, gpus_per_node=8, nics_per_node=4)
+
+
+def test_dragonfly_of_the_16385_gpu_plan_by_hand():
+    # a = 32, p = h = 16, 33 groups: 512 global ports a group over 32 peers, 16 links a pair.
+    # A global cable carries 32^2 / 16 = 64; a router's 16 links give f = 16 * 32 / 16 = 32, so
+    # a local link 1 + 32 + 32 = 65. n = 1,056 x 16 = 16,896 GPUs, w = 16 a router.
+    r = dragonfly_rates(32, 16, 16, 33)
+    assert dragonfly_router_loads(32, 16, 33) == (65.0, 64.0)
+    assert r.gpus == 16_896
+    # NIC: C / (16,896 - 8) a pair; minimal: C / (256 x 65) = C / 16,640, above it: NIC-bound
+    assert r.busbw_Bps(r.ideal_Bps) == pytest.approx(C * 16_895 / 16_888)
+    assert r.busbw_Bps(r.minimal_Bps) == pytest.approx(C * 16_895 / 16_888)
+    # Valiant: 65 x 2 x 1,055 / 1,056 an arc, below the NIC
+    assert r.busbw_Bps(r.valiant_Bps) == pytest.approx(C * 16_895 / (256 * 65 * 2 * 1055 / 1056))
