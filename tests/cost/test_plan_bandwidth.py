@@ -68,10 +68,66 @@ def test_a_bound_is_never_ranked_as_a_value(rows: list[Any]) -> None:
         alltoall_method="bounds",
         alltoall_lower_busbw_GBps=1.0,
         alltoall_upper_busbw_GBps=1e6,
+        deployed_busbw_GBps=None,
+        deployed_cost_per_GBps_usd=None,
     )
-    ranked = rank_plan([bounded, *rows], "bandwidth")
-    assert [r.family for r in ranked] == ["ft3", "ft2", "slimfly"]
-    assert [r.family for r in rank_plan([bounded, *rows], "cost-per-bandwidth")][-1] == "slimfly"
+    for rating in ("deployed", "ideal"):
+        ranked = rank_plan([bounded, *rows], "bandwidth", rating)
+        assert [r.family for r in ranked][-1] == "slimfly" and ranked[-1].rated_by is None
+        ranked = rank_plan([bounded, *rows], "cost-per-bandwidth", rating)
+        assert [r.family for r in ranked][-1] == "slimfly"
+    assert [r.family for r in rank_plan([bounded, *rows], "bandwidth", "ideal")] == [
+        "ft3",
+        "ft2",
+        "slimfly",
+    ]
+
+
+def test_each_fat_tree_is_also_rated_under_ecmp(rows: list[Any]) -> None:
+    # hashing can only lose against the max concurrent flow, never gain
+    for r in rows:
+        assert r.deployed_routing == "ecmp" and set(r.routed_busbw_GBps) == {"ecmp"}
+        assert 0 < r.deployed_busbw_GBps <= r.alltoall_busbw_GBps * (1 + 1e-9)
+        assert r.deployed_cost_per_GBps_usd == pytest.approx(
+            r.cost_usd / (24 * r.deployed_busbw_GBps)
+        )
+        assert r.alltoall_gpus == 24
+
+
+def test_ecmp_on_one_switch_is_the_nic_rate() -> None:
+    # 8 single-GPU servers on one 8-port switch: one path per pair, so hashing has no choice;
+    # each 50 GB/s NIC binds: busbw 50 GB/s
+    (row,) = with_bandwidth(plan(8, SwitchSpec(8), ServerSpec(1, 1), families=("ft2",)))
+    assert row.routed_busbw_GBps["ecmp"] == pytest.approx(50.0)
+
+
+def test_rank_uses_the_rating_it_names(rows: list[Any]) -> None:
+    # a design best under the ideal rating but worst as deployed ranks by the rating asked
+    ft2, ft3 = (next(r for r in rows if r.family == f) for f in ("ft2", "ft3"))
+    slow = replace(ft3, family="slow", deployed_busbw_GBps=1.0, deployed_cost_per_GBps_usd=1e9)
+    ideal = rank_plan([ft2, slow], "bandwidth", "ideal")
+    deployed = rank_plan([ft2, slow], "bandwidth", "deployed")
+    assert [r.family for r in ideal] == ["slow", "ft2"]
+    assert [r.rated_by for r in ideal] == ["ideal", "ideal"]
+    assert [r.family for r in deployed] == ["ft2", "slow"]
+    assert [r.rated_by for r in deployed] == ["ecmp", "ecmp"]
+    with pytest.raises(TopoError, match="rating must be one of deployed, ideal"):
+        rank_plan(rows, "bandwidth", "best")
+
+
+def test_slimfly_rated_in_closed_form_on_its_filled_design() -> None:
+    # 100 single-GPU servers, 10-port switches: the Slim Fly of q = 5 (Hoffman-Singleton, 50
+    # routers, k' = 7) with p = 2 a router, full. By hand: the NIC binds the ideal and minimal
+    # routing (C/99 a pair against C/(2^2 x 13) on the busiest arc: 91 hops over 7 arcs), so
+    # busbw 50 GB/s; Valiant loads an arc 2 x 49/50 x 13: busbw 50 x 99 / (4 x 25.48)
+    rows = plan(100, SwitchSpec(10), ServerSpec(1, 1), families=("slimfly",))
+    (row,) = with_bandwidth(rows)
+    assert (row.design["q"], row.design["endpoints_per_router"]) == (5, 2)
+    assert row.alltoall_method == "direct" and row.alltoall_gpus == 100
+    assert row.alltoall_busbw_GBps == pytest.approx(50.0)
+    assert row.routed_busbw_GBps["minimal"] == pytest.approx(50.0)
+    assert row.routed_busbw_GBps["valiant"] == pytest.approx(50 * 99 / (4 * 13 * 2 * 49 / 50))
+    assert row.deployed_routing == "ugal" and row.deployed_busbw_GBps == pytest.approx(50.0)
 
 
 def test_cli_table_and_json() -> None:
@@ -80,7 +136,11 @@ def test_cli_table_and_json() -> None:
     table = [line for line in r.stdout.splitlines() if line.startswith("│")]
     assert "ft3" in table[0] and "50.00" in table[0]
     assert "ft2" in table[1] and f"{FT2_BUSBW:.2f}" in table[1]
-    assert "ranked by bandwidth" in r.stdout
+    assert "ranked by bandwidth under the deployed rating" in r.stdout
+    assert "rated by" in r.stdout and "ecmp" in table[0]
+    r = runner.invoke(app, [*ARGS, "--rank-by", "bandwidth", "--rate-with", "ideal"])
+    table = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert table[0].rstrip("│ ").endswith("ideal")
     d = json.loads(runner.invoke(app, [*ARGS, "--json"]).stdout)
     assert [x["family"] for x in d] == ["ft2", "ft3"]  # by cost, as before
     assert d[0]["alltoall_busbw_GBps"] == pytest.approx(FT2_BUSBW, rel=1e-6)
@@ -94,11 +154,14 @@ def test_no_check_solves_nothing_and_refuses_a_bandwidth_rank() -> None:
     for extra, says in [
         (["--no-check", "--rank-by", "bandwidth"], "--rank-by bandwidth needs each design built"),
         (["--no-check", "--bandwidth-time-limit", "5"], "--bandwidth-time-limit applies to"),
+        (["--no-check", "--rate-with", "ideal"], "--rate-with applies to"),
     ]:
         r = runner.invoke(app, [*ARGS, *extra])
         assert r.exit_code == 1 and r.stderr.startswith(f"topo: error: {says}"), r.output
     r = runner.invoke(app, ["plan", "--max-gpus", "--rank-by", "cost-per-bandwidth"])
     assert r.exit_code == 1 and "--rank-by applies to a plan for --gpus N" in r.stderr
+    r = runner.invoke(app, ["plan", "--max-gpus", "--rate-with", "ideal"])
+    assert r.exit_code == 1 and "--rate-with applies to a plan for --gpus N" in r.stderr
 
 
 def test_no_bandwidth_keeps_the_check_and_solves_nothing() -> None:

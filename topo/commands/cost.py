@@ -32,6 +32,7 @@ from topo.spec import ServerSpec, SwitchSpec
 
 if TYPE_CHECKING:  # the cost models load when a command runs
     from topo.cost import Ceiling, CompareRow, CostReport, PlanRow
+    from topo.cost.prices import PriceBook
 
 PricesOption = Annotated[
     Path | None,
@@ -196,6 +197,11 @@ class RankBy(str, Enum):
     cost_per_bandwidth = "cost-per-bandwidth"
 
 
+class RateWith(str, Enum):
+    deployed = "deployed"
+    ideal = "ideal"
+
+
 @user_errors
 def plan(
     ctx: typer.Context,
@@ -252,6 +258,15 @@ def plan(
             "first). Designs whose bandwidth is unknown follow, by cost.",
         ),
     ] = RankBy.cost,
+    rate_with: Annotated[
+        RateWith,
+        typer.Option(
+            "--rate-with",
+            help="The all-to-all rating that --rank-by and the $ per GB/s column use: deployed "
+            "(each family under the routing it runs: ECMP for fat trees, UGAL for Dragonfly "
+            "and Slim Fly) or ideal (the max concurrent flow, any paths).",
+        ),
+    ] = RateWith.deployed,
     bandwidth_time_limit: Annotated[
         float,
         typer.Option(
@@ -310,12 +325,14 @@ def plan(
     rows = plan_fn(gpus, check=check, **common)
     if rows and all(r.status == "infeasible" for r in rows):
         raise TopoError(_nothing_fits(gpus, names, common, given))
-    rows = _plan_bandwidth(rows, check and bandwidth, rank_by, bandwidth_time_limit, check)
+    rows = _plan_bandwidth(
+        rows, check and bandwidth, rank_by, rate_with, bandwidth_time_limit, check, book
+    )
     if as_json:
         print_json([_plan_dict(r, gpus) for r in rows])
         return
     _plan_table(rows, given["switch_ports"], given["link_gbps"], gpus, given["gpus_per_node"])
-    _bandwidth_notes(rows, rank_by)
+    _bandwidth_notes(rows, rank_by, rate_with)
 
 
 def _refuse_with_max_gpus(ctx: typer.Context, gpus: int | None) -> None:
@@ -331,7 +348,7 @@ def _refuse_with_max_gpus(ctx: typer.Context, gpus: int | None) -> None:
         )
     refuse_given(
         ctx,
-        ("rank_by", "bandwidth_time_limit"),
+        ("rank_by", "rate_with", "bandwidth_time_limit"),
         "a plan for --gpus N",
         "--max-gpus builds and solves no design",
     )
@@ -341,7 +358,7 @@ def _refuse_without_designs(ctx: typer.Context, rank_by: RankBy) -> None:
     """``--no-check``: refuse what needs the designs built (their all-to-all)."""
     refuse_given(
         ctx,
-        ("bandwidth_time_limit",),
+        ("bandwidth_time_limit", "rate_with"),
         "the designs built (--check)",
         "--no-check builds no design, so no all-to-all is solved",
     )
@@ -356,7 +373,7 @@ def _refuse_without_bandwidth(ctx: typer.Context, rank_by: RankBy) -> None:
     """``--no-bandwidth``: refuse what needs the all-to-all solved."""
     refuse_given(
         ctx,
-        ("bandwidth_time_limit",),
+        ("bandwidth_time_limit", "rate_with"),
         "the all-to-all solved",
         "--no-bandwidth solves no all-to-all",
     )
@@ -367,7 +384,13 @@ def _refuse_without_bandwidth(ctx: typer.Context, rank_by: RankBy) -> None:
 
 
 def _plan_bandwidth(
-    rows: list[PlanRow], solve: bool, rank_by: RankBy, time_limit_s: float, built: bool
+    rows: list[PlanRow],
+    solve: bool,
+    rank_by: RankBy,
+    rate_with: RateWith,
+    time_limit_s: float,
+    built: bool,
+    book: PriceBook,
 ) -> list[PlanRow]:
     """Each design's all-to-all when it is built and ``solve`` (:func:`topo.cost.
     plan_bandwidth.with_bandwidth`), the rows in the order ``--rank-by`` asks."""
@@ -377,11 +400,11 @@ def _plan_bandwidth(
 
     if solve:
         err.print("solving each design's all-to-all (--no-bandwidth skips it)")
-        rows = with_bandwidth(rows, time_limit_s=time_limit_s)
+        rows = with_bandwidth(rows, time_limit_s=time_limit_s, prices=book)
     else:
         note = "not solved: --no-bandwidth" if built else "not solved: --no-check builds no design"
         rows = [replace(r, alltoall_note=note) if r.feasible else r for r in rows]
-    return rank_plan(rows, rank_by.value)
+    return rank_plan(rows, rank_by.value, rate_with.value)
 
 
 def _busbw_cell(r: PlanRow) -> str:
@@ -392,25 +415,52 @@ def _busbw_cell(r: PlanRow) -> str:
     return "unknown" if r.alltoall_lower_busbw_GBps is not None else "-"
 
 
-def _bandwidth_notes(rows: list[PlanRow], rank_by: RankBy) -> None:
-    """Below the plan: what the all-to-all column is, each design whose value is not known,
-    and the order."""
+def _routed_cell(r: PlanRow) -> str:
+    """The deployed routing's busbw and its name, or "-"."""
+    if r.deployed_busbw_GBps is None:
+        return "-"
+    return f"{r.deployed_busbw_GBps:.2f} {r.deployed_routing}"
+
+
+def _per_cell(r: PlanRow) -> str:
+    """US$ per GB/s under the rating the ranking used."""
+    per = r.cost_per_GBps_usd if r.rated_by == "ideal" else r.deployed_cost_per_GBps_usd
+    return "-" if r.rated_by is None or per is None else f"{per:,.1f}"
+
+
+def _bandwidth_notes(rows: list[PlanRow], rank_by: RankBy, rate_with: RateWith) -> None:
+    """Below the plan: what the all-to-all columns are, each design whose value is not known
+    or is for the filled design, and the order."""
     out.print(
-        "  a2a busbw: the exact all-to-all busbw per GPU of the built design (flow solver, "
-        "topo bandwidth); $ per GB/s: cost over busbw x GPUs"
+        "  ideal busbw: the exact all-to-all busbw per GPU (max concurrent flow, any paths: "
+        "topo bandwidth); routed busbw: under the routing the family is deployed with (ECMP "
+        "hashing for fat trees; UGAL, the better of minimal and Valiant, for Dragonfly and "
+        "Slim Fly); $ per GB/s: cost over busbw x GPUs, of the rating in 'rated by'"
     )
     for r in rows:
-        if not r.feasible or r.alltoall_busbw_GBps is not None:
+        if not r.feasible:
+            continue
+        if r.alltoall_gpus is not None and r.alltoall_gpus != r.gpus:
+            routed = ", ".join(f"{k} {v:.2f}" for k, v in r.routed_busbw_GBps.items())
+            out.print(
+                f"  {r.family}: all-to-all of the design with every router filled "
+                f"({r.alltoall_gpus:,} GPUs; the cost is for the {r.gpus:,} asked); "
+                f"routed GB/s: {routed}"
+            )
+        if r.alltoall_busbw_GBps is not None:
             continue
         if r.alltoall_lower_busbw_GBps is not None:
             out.print(
-                f"  {r.family}: all-to-all busbw unknown: only certified bounds, "
+                f"  {r.family}: ideal all-to-all busbw unknown: only certified bounds, "
                 f"{r.alltoall_lower_busbw_GBps:.2f} to {r.alltoall_upper_busbw_GBps:.2f} GB/s"
             )
         elif r.alltoall_note:
             out.print(f"  {r.family}: all-to-all {r.alltoall_note}")
     if rank_by is not RankBy.cost:
-        out.print(f"  ranked by {rank_by.value}; designs of unknown bandwidth follow, by cost")
+        out.print(
+            f"  ranked by {rank_by.value} under the {rate_with.value} rating; designs of "
+            "unknown bandwidth follow, by cost"
+        )
 
 
 def _ceilings(ceilings: list[Ceiling], given: dict[str, Any], as_json: bool) -> None:
@@ -574,8 +624,10 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
         "switches",
         "links",
         "built",
-        "a2a busbw GB/s",
+        "ideal busbw GB/s",
+        "routed busbw GB/s",
         "$ per GB/s",
+        "rated by",
     )
     for col in cols:
         table.add_column(col, justify="left" if col == "family" else "right")
@@ -592,11 +644,19 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
                 f"{r.links:,}",
                 {True: "agrees", None: "-"}.get(r.checked, "no"),
                 _busbw_cell(r),
-                "-" if r.cost_per_GBps_usd is None else f"{r.cost_per_GBps_usd:,.1f}",
+                _routed_cell(r),
+                _per_cell(r),
+                r.rated_by or "-",
             )
         else:
             table.add_row(
-                "-", r.family, r.status, "-", "-", str(r.planes or "-"), "-", "-", "-", "-", "-"
+                "-",
+                r.family,
+                r.status,
+                "-",
+                "-",
+                str(r.planes or "-"),
+                *["-"] * 7,
             )
     out.print(table)
     if rows and rows[0].gpus != gpus:  # --gpus N rounded up to whole servers

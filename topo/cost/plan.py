@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from topo.builders import build, max_gpus
+from topo.builders import fabric_counts, max_gpus
 from topo.builders.hpn import HPN_PORTS, hpn_counts
 from topo.builders.pods import pod_counts
 from topo.builders.railonly import rail_only_counts
-from topo.cost.bom import CostReport, bill_of_materials, cables_from_counts, cost_from_counts
+from topo.cost.bom import CostReport, cables_from_counts, cost_from_counts
 from topo.cost.prices import PriceBook, load_prices
 from topo.cost.programs import (
     DEFAULT_PLAN_FAMILIES,
@@ -37,7 +37,6 @@ from topo.cost.programs import (
     solve_program,
 )
 from topo.errors import SolverError, SpecError
-from topo.fabric import summarize
 from topo.spec import FabricSpec, ServerSpec, SwitchSpec, as_int
 
 __all__ = [
@@ -60,7 +59,8 @@ RULE_FAMILIES = ("rail-only", "hpn")
 (non-blocking rails) and one HPN pod."""
 
 MAX_CHECK_GPUS = 70_000
-"""Largest plan that ``check=True`` builds to count and price (about 2 s and 1 GB)."""
+"""Largest plan whose designs ``check=True`` counts and :func:`topo.cost.plan_bandwidth.
+with_bandwidth` builds and solves (a fat tree of it: about 2 s and 1 GB)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,9 @@ class PlanRow:
         ``optimal``, ``infeasible``, ``time limit``, ``not solved`` (HiGHS stopped without a
         proven optimum before the time limit) or ``solver error: ...``.
     checked : bool or None
-        True if the design was built and its counts and cost agree with the program's; None
-        if not built (``check=False`` or larger than :data:`MAX_CHECK_GPUS`).
+        True if the builder's counts of the design (switches, switch-to-switch links; by
+        :func:`topo.builders.fabric_counts`, no graph) agree with the program's; None if not
+        checked (``check=False`` or larger than :data:`MAX_CHECK_GPUS`).
     solve_seconds : float
         Time to build and solve the program, seconds.
     bom : list of dict
@@ -108,6 +109,26 @@ class PlanRow:
     cost_per_GBps_usd : float or None
         ``cost_usd`` over the all-to-all bandwidth of all its GPUs (``gpus`` x busbw), US$ per
         GB/s; None unless the busbw is exact.
+    alltoall_gpus : int or None
+        GPUs of the fabric the all-to-all figures are for: ``gpus`` for the fat trees; for
+        Slim Fly and Dragonfly the design with every router holding its
+        ``endpoints_per_router`` (the symmetric design the closed form of
+        :mod:`topo.flow.routing.direct` solves exactly), so at least ``gpus``.
+    routed_busbw_GBps : dict of str to float
+        The all-to-all busbw per GPU (GB/s) under each routing the family is deployed with:
+        ``ecmp`` (hashed, seed 0, one flow per GPU pair, :func:`topo.flow.routing.
+        routed_alltoall`) for the fat trees, rail-only and HPN; ``minimal``, ``valiant`` and
+        ``ugal`` for Slim Fly and Dragonfly. Empty when not solved.
+    deployed_routing : str or None
+        The routing the family is rated under by default: ``ecmp``, or ``ugal`` (the better
+        of minimal and Valiant) for Slim Fly and Dragonfly.
+    deployed_busbw_GBps : float or None
+        ``routed_busbw_GBps[deployed_routing]``, GB/s.
+    deployed_cost_per_GBps_usd : float or None
+        ``cost_usd`` over ``gpus`` x ``deployed_busbw_GBps``, US$ per GB/s.
+    rated_by : str or None
+        The rating :func:`topo.cost.plan_bandwidth.rank_plan` ranked and priced this row by:
+        the deployed routing's name or ``ideal`` (the max concurrent flow); None before.
     """
 
     family: str
@@ -132,6 +153,12 @@ class PlanRow:
     alltoall_method: str | None = None
     alltoall_note: str | None = None
     cost_per_GBps_usd: float | None = None
+    alltoall_gpus: int | None = None
+    routed_busbw_GBps: dict[str, float] = field(default_factory=dict)
+    deployed_routing: str | None = None
+    deployed_busbw_GBps: float | None = None
+    deployed_cost_per_GBps_usd: float | None = None
+    rated_by: str | None = None
 
     @classmethod
     def infeasible(
@@ -367,8 +394,10 @@ def plan(
     time_limit_s : float or None
         HiGHS time limit per family, seconds.
     check : bool
-        Build each design up to :data:`MAX_CHECK_GPUS` GPUs, count and price it; a mismatch
-        is a bug and raises ``AssertionError``.
+        Count each design up to :data:`MAX_CHECK_GPUS` GPUs by the builder's closed form
+        (:func:`topo.builders.fabric_counts`) against the program's counts; a mismatch is a bug
+        and raises ``AssertionError``. It also marks the designs
+        :func:`topo.cost.plan_bandwidth.with_bandwidth` builds and solves.
 
     Returns
     -------
@@ -435,7 +464,7 @@ def _plan_family(
         raise AssertionError(f"{family}: program cost {cost} != priced counts {bom.cost_usd}")
     checked = None
     if check and n_gpus <= MAX_CHECK_GPUS:
-        checked = _check(design, sol, bom.cost_usd, prices)
+        checked = _check(design, sol)
     return PlanRow(
         family=family,
         feasible=True,
@@ -504,18 +533,17 @@ def _no_design_text(
     return _ceiling_text(family, inp, ceiling.max_gpus, n_gpus)
 
 
-def _check(design: dict[str, Any], sol: dict[str, Any], cost: float, prices: PriceBook) -> bool:
-    """Build the design, count it and price it; AssertionError if anything differs."""
+def _check(design: dict[str, Any], sol: dict[str, Any]) -> bool:
+    """The builder's closed-form counts of the design (:func:`topo.builders.fabric_counts`,
+    equal to the built graph's; tested there) against the program's; AssertionError if they
+    differ. The priced bill of materials is held against the built graph where the plan builds
+    it (:func:`topo.cost.plan_bandwidth.with_bandwidth`)."""
     kwargs = {k: v for k, v in design.items() if k != "family"}
-    G = build(design["family"], **kwargs)
-    s = summarize(G)
-    got = bill_of_materials(G, prices)
-    if (s.switches, s.links) != (sol["switches"], sol["links"]) or abs(
-        got.cost_usd - cost
-    ) > 1e-6 * cost:
+    s = fabric_counts(design["family"], **kwargs)
+    if (s.switches, s.links) != (sol["switches"], sol["links"]):
         raise AssertionError(  # pragma: no cover - a bug, never a user error
-            f"plan {design}: the program says {sol['switches']} switches, {sol['links']} links, "
-            f"{cost:.2f} $; the built fabric has {s.switches}, {s.links}, {got.cost_usd:.2f} $"
+            f"plan {design}: the program says {sol['switches']} switches, {sol['links']} links; "
+            f"the builder counts {s.switches}, {s.links}"
         )
     return True
 
@@ -565,7 +593,7 @@ def _plan_rail3(
     design = _rail3_design(spec)
     checked = None
     if check and n_gpus <= MAX_CHECK_GPUS:
-        checked = _check(design, sol, bom.cost_usd, prices)
+        checked = _check(design, sol)
     return PlanRow(
         family=family,
         feasible=True,
@@ -644,7 +672,7 @@ def _plan_rule(
     sol = {"switches": switches, "links": links}
     checked = None
     if check and n_gpus <= MAX_CHECK_GPUS:
-        checked = _check(design, sol, bom.cost_usd, prices)
+        checked = _check(design, sol)
     return PlanRow(
         family=family,
         feasible=True,
