@@ -49,6 +49,15 @@ The causes and their models (docs/explain.md):
 - ``ecmp`` (alltoall across servers): ECMP hash collisions as routed, one flow (queue pair)
   per GPU pair (``NCCL_IB_QPS_PER_CONNECTION=1``, NCCL's default): the LP's rate times the
   routing's collision loss (expected over sampled pair rate, seed :data:`ECMP_SEED`).
+- ``cross_nic`` (ring ops across servers, 2 NICs or more per server): rings crossing rails
+  (``NCCL_CROSS_NIC=1``, or 2 without NCCL's ring alternation): each server's ring byte leaves
+  on NIC ``i`` and enters the next server on NIC ``i + 1``, pinned to those NICs and re-solved
+  as a flow (:func:`topo.collective.fabric_rates.crossing_ring`; NCCL 2.30
+  ``src/graph/search.cc``, ``src/graph/connect.cc``).
+- ``qp_limit``: each channel's network connection (one QP, ``NCCL_IB_QPS_PER_CONNECTION=1``)
+  capped at the rate that explains the measurement (:data:`QP_SOURCES`: no public single-QP
+  rate under a NIC's line rate), a server at ``channels x`` that rate; offered only when no
+  other cause fits, its evidence saying the rate is inferred.
 """
 
 from __future__ import annotations
@@ -189,7 +198,8 @@ class Cause:
     ----------
     name : str
         ``as_built``, ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
-        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``cross_nic``, ``qp_limit``,
+        ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
     score : float
