@@ -415,11 +415,15 @@ def _patterns_capped(r: FabricRates, server_Bps: float, note: str) -> FabricRate
 
 
 QP_SOURCES = (
-    "one QP reaches 392 Gb/s on a 400G RoCE NIC in ib_write_bw at NCCL's 128 KiB step "
-    "(NVIDIA/nccl#2409) and drives one port of a bonded NIC (NVIDIA/nccl#1015)"
+    "one QP reaches 392 Gb/s on a 400G RoCE NIC in ib_write_bw at NCCL's 128 KiB step and "
+    "284 Gb/s at 1 MiB (0.73 of 8 QPs' 392; NVIDIA/nccl#2409), and drives one port of a "
+    "bonded NIC (NVIDIA/nccl#1015): with NCCL's 2 or more channels per NIC neither caps it"
 )
-"""What the public threads measured of one queue pair: no single-QP rate under a single-port
-NIC's line rate, so the ``qp_limit`` cause's rate is inferred from the measurement."""
+"""What the public threads measured of one queue pair. The one single-QP rate under a
+single-port NIC's line rate (284.4 Gb/s at 1 MiB messages, ``ib_write_bw -q 1``, host memory,
+400G RoCE, NVIDIA/nccl#2409) would cap a NIC only if it carried a single channel; NCCL gives
+each NIC two or more (:mod:`topo.collective.channels`), so the ``qp_limit`` cause's rate is
+inferred from the measurement."""
 
 
 def _qp_limited(
