@@ -54,10 +54,11 @@ The causes and their models (docs/explain.md):
   on NIC ``i`` and enters the next server on NIC ``i + 1``, pinned to those NICs and re-solved
   as a flow (:func:`topo.collective.fabric_rates.crossing_ring`; NCCL 2.30
   ``src/graph/search.cc``, ``src/graph/connect.cc``).
-- ``qp_limit``: each channel's network connection (one QP, ``NCCL_IB_QPS_PER_CONNECTION=1``)
-  capped at the rate that explains the measurement (:data:`QP_SOURCES`: no public single-QP
-  rate under a NIC's line rate), a server at ``channels x`` that rate; offered only when no
-  other cause fits, its evidence saying the rate is inferred.
+- ``qp_limit`` (ring ops across servers): each channel's network connection (one QP,
+  ``NCCL_IB_QPS_PER_CONNECTION=1``) capped at the rate that explains the measurement
+  (:data:`QP_SOURCES`: no public single-QP rate caps a NIC carrying NCCL's channels), a server
+  at ``channels x`` that rate; offered only when no other cause fits, its evidence saying the
+  rate is inferred.
 """
 
 from __future__ import annotations
@@ -433,7 +434,8 @@ def _qp_limited(
     each) capped at ``q``, so a server moves at most ``channels x q`` across the network
     (``channels / nics_per_node`` connections per NIC). ``q`` is inferred: the rate at which
     the largest row's measured busbw is the servers' network rate (busbw / NCCL's NIC
-    efficiency, spread over the channels). Returns the changed rates and ``q``, in words."""
+    efficiency, spread over the channels: what a ring op's busbw is). Returns the changed
+    rates and ``q``, in words."""
     server_Bps = last.busbw_GBps * 1e9 / c.nic_efficiency
     if not server_Bps > 0 or channels < 1:
         raise TopoError("no measured rate to infer a connection cap from")
@@ -759,7 +761,7 @@ def explain_test(
                     check=CHECKS[v.kind],
                 )
             )
-        if rates.nodes > 1 and test.op != "sendrecv" and not any(k.fits for k in causes):
+        if rates.nodes > 1 and test.op in RING_OPS and not any(k.fits for k in causes):
             qp = _qp_cause(test.op, rows, scored, rates, c, design)
             causes += [qp] if qp is not None else []
         causes, verdict = rank_causes(design.score, causes)
