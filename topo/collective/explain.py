@@ -163,7 +163,8 @@ CHECKS = {
     ),
     "cross_nic": (
         "NCCL_CROSS_NIC in the job's environment and /etc/nccl.conf (0 keeps rings on their "
-        "rail; 1 lets them cross; 2, the default, crosses when the same-NIC search fails); "
+        "rail; 1 lets them cross; 2, the default, crosses when the same-NIC search fails; "
+        "`topo export nccl DESIGN` gives the design's value); "
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH prints 'Pattern 4, crossNic 1' and each ring's "
         "'NET/<n> ... NET/<m>' with n != m; NCCL_GRAPH_DUMP_FILE: crossnic=\"1\""
     ),
