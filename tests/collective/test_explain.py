@@ -334,3 +334,58 @@ def test_one_channel_per_net_peer_caps_sendrecv_at_one_channels_rate() -> None:
     assert not e.agrees and e.causes[0].name == "net_peer_channels:1" and e.causes[0].fits
     assert e.causes[0].curve.time_us[-1] == pytest.approx(rows[-1][1], rel=0.01)
     assert "NCCL_NCHANNELS_PER_NET_PEER" in e.causes[0].check
+
+
+def _thin_rail_fabric(gpus: int, ports: int, oversubscription: float) -> object:
+    # MRFT of H100 servers (8 GPUs, 8 x 400G NICs, NVLink 4 at 450 GB/s, so the network binds)
+    G = build(
+        "mrft", gpus=gpus, gpus_per_node=8, nics_per_node=8, switch_ports=ports,
+        oversubscription=oversubscription, link_gbps=400.0, nvlink_GBps=450.0, pcie_GBps=64.0,
+    )  # fmt: skip
+    G.graph["gpu_model"] = "NVIDIA H100 80GB HBM3"
+    return G
+
+
+def test_rings_crossing_rails_on_a_thin_spine_rank_cross_nic_first() -> None:
+    # 8-port switches at 3:1 (6 servers per rail leaf, 2 uplinks of 50 GB/s). A ring leaving
+    # each server on NIC i and entering the next on NIC i+1 sends every byte up its rail leaf:
+    # 6 NICs x 1/8 B per unit over 100 GB/s, 133.3 GB/s per server; all_gather's busbw is the
+    # ring's rate x NCCL's NIC efficiency (nics_used:4 gives 200, the design 400 x efficiency)
+    G = _thin_rail_fabric(48, 8, 3)
+    busbw = 2 * 50 / (6 / 8) * fabric_constants(G).nic_efficiency
+    e = explain_test(G, _test("all_gather", 48, 6, _plateau(busbw, 48)))
+    assert not e.agrees and e.causes[0].name == "cross_nic" and e.causes[0].fits
+    assert e.causes[0].curve.busbw_GBps[-1] == pytest.approx(busbw, rel=0.02)
+    assert "NCCL_CROSS_NIC" in e.causes[0].check
+    # a sourced cause fits: no connection cap is inferred
+    assert "qp_limit" not in {k.name for k in e.causes}
+
+
+def test_rings_crossing_rails_on_a_non_blocking_spine_are_not_listed() -> None:
+    # 8-port switches at 1:1: crossing rails costs nothing (4 NICs x 1/8 B per leaf over 200
+    # GB/s of uplinks, under the NIC bound); a ring at half its NICs (200 GB/s per server) is
+    # fitted by half the NICs down on one server or on all (a tie: the ring is as slow as its
+    # slowest server), and cross_nic, unchanged from the design, is not listed
+    G = _thin_rail_fabric(32, 8, 1)
+    busbw = 4 * 50 * fabric_constants(G).nic_efficiency
+    e = explain_test(G, _test("all_gather", 32, 4, _plateau(busbw, 32)))
+    names = [k.name for k in e.causes]
+    assert {"nic_down", "nics_used:4"} >= set(names[:2]) and e.causes[0].fits
+    assert "cross_nic" not in names
+
+
+def test_a_plateau_no_sourced_cause_fits_is_offered_a_qp_limit_at_the_inferred_rate() -> None:
+    # 8 H100 servers on a 2:1 MRFT, all_gather at 96 GB/s busbw: under every sourced cause
+    # (crossing rails or half the NICs: 200 x efficiency; one NIC: 50; channels:4 of 16: 82).
+    # The inferred cap: 96 / 0.96 = 100 GB/s per server over NCCL's 16 ring channels (two per
+    # NIC for 8 NICs, NVIDIA/nccl#518) = 6.25 GB/s = 50 Gb/s per connection
+    G = _thin_rail_fabric(64, 12, 2)
+    eff = fabric_constants(G).nic_efficiency
+    busbw = 100 * eff
+    e = explain_test(G, _test("all_gather", 64, 8, _plateau(busbw, 64)))
+    top = e.causes[0]
+    assert top.name == "qp_limit" and top.fits
+    assert top.curve.busbw_GBps[-1] == pytest.approx(busbw, rel=0.02)
+    assert "50 Gb/s x 16 channels" in top.evidence and "inferred" in top.evidence
+    assert "NCCL_IB_QPS_PER_CONNECTION" in top.check and "ib_write_bw -q 1" in top.check
+    assert not any(k.fits for k in e.causes[1:])

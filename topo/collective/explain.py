@@ -49,6 +49,16 @@ The causes and their models (docs/explain.md):
 - ``ecmp`` (alltoall across servers): ECMP hash collisions as routed, one flow (queue pair)
   per GPU pair (``NCCL_IB_QPS_PER_CONNECTION=1``, NCCL's default): the LP's rate times the
   routing's collision loss (expected over sampled pair rate, seed :data:`ECMP_SEED`).
+- ``cross_nic`` (ring ops across servers, 2 NICs or more per server): rings crossing rails
+  (``NCCL_CROSS_NIC=1``, or 2 without NCCL's ring alternation): each server's ring byte leaves
+  on NIC ``i`` and enters the next server on NIC ``i + 1``, pinned to those NICs and re-solved
+  as a flow (:func:`topo.collective.fabric_rates.crossing_ring`; NCCL 2.30
+  ``src/graph/search.cc``, ``src/graph/connect.cc``).
+- ``qp_limit`` (ring ops across servers): each channel's network connection (one QP,
+  ``NCCL_IB_QPS_PER_CONNECTION=1``) capped at the rate that explains the measurement
+  (:data:`QP_SOURCES`: no public single-QP rate caps a NIC carrying NCCL's channels), a server
+  at ``channels x`` that rate; offered only when no other cause fits, its evidence saying the
+  rate is inferred.
 """
 
 from __future__ import annotations
@@ -64,7 +74,13 @@ import numpy as np
 from topo.collective.channels import coll_channels
 from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
-from topo.collective.fabric_rates import FabricRates, fabric_rates, select_subcluster
+from topo.collective.fabric_rates import (
+    FabricRates,
+    PatternRate,
+    crossing_ring,
+    fabric_rates,
+    select_subcluster,
+)
 from topo.collective.model import OPS
 from topo.collective.predict import fabric_constants, predict_row
 from topo.errors import TopoError
@@ -145,6 +161,19 @@ CHECKS = {
         "more for fast NICs) and NCCL_MAX_P2P_NCHANNELS in the job's environment and "
         "/etc/nccl.conf; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV lists the variables NCCL read"
     ),
+    "cross_nic": (
+        "NCCL_CROSS_NIC in the job's environment and /etc/nccl.conf (0 keeps rings on their "
+        "rail; 1 lets them cross; 2, the default, crosses when the same-NIC search fails; "
+        "`topo export nccl DESIGN` gives the design's value); "
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH prints 'Pattern 4, crossNic 1' and each ring's "
+        "'NET/<n> ... NET/<m>' with n != m; NCCL_GRAPH_DUMP_FILE: crossnic=\"1\""
+    ),
+    "qp_limit": (
+        "NCCL_IB_QPS_PER_CONNECTION (default 1) and NCCL_IB_SPLIT_DATA_ON_QPS in the job's "
+        "environment; `ib_write_bw -q 1` against `ib_write_bw -q 4` between two servers on one "
+        "NIC (a gap: one QP cannot fill the NIC or its path); rerun with "
+        "NCCL_IB_QPS_PER_CONNECTION=4"
+    ),
     "algo": "NCCL_ALGO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
     "proto": "NCCL_PROTO in the job's environment, /etc/nccl.conf and ~/.nccl.conf",
 }
@@ -171,7 +200,8 @@ class Cause:
     ----------
     name : str
         ``as_built``, ``nic_down``, ``nic_slow``, ``nics_used:K``, ``no_gdr``, ``channels:K``,
-        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
+        ``net_peer_channels:1``, ``pxn_off``, ``ecmp``, ``cross_nic``, ``qp_limit``,
+        ``nvls_off``, ``algo:NAME``, ``proto:NAME``.
     description : str
         The change, in the field's words.
     score : float
@@ -364,6 +394,62 @@ def _pxn_off(G: nx.Graph, r: FabricRates) -> FabricRates:
     return _alltoall_scaled(r, on / off, f"PXN off x{on / off:.3f}", pxn=False)
 
 
+def _crossing_rails(G: nx.Graph, r: FabricRates) -> FabricRates:
+    """Rings crossing rails: the ring pattern with each server's bytes leaving on NIC ``i``
+    and entering the next server on NIC ``i + 1`` (:func:`crossing_ring`), re-solved as a flow
+    on the fabric; the tree and all-to-all as designed."""
+    return replace(r, ring=crossing_ring(G, r.gpus, r.gpus_per_node))
+
+
+def _patterns_capped(r: FabricRates, server_Bps: float, note: str) -> FabricRates:
+    """``r`` with every pattern across servers at most as fast as its busiest server moving
+    its bytes at ``server_Bps`` (B/s; a hose cap on each server's network rate)."""
+
+    def cap(p: PatternRate | None) -> PatternRate | None:
+        if p is None:
+            return None
+        if p.seconds_per_byte <= 0:
+            raise TopoError("no network rate across servers to cap")
+        spb = max(p.seconds_per_byte, p.node_bytes / server_Bps)
+        return replace(p, seconds_per_byte=spb, method=f"{p.method}; {note}")
+
+    return replace(r, ring=cap(r.ring), tree=cap(r.tree), alltoall=cap(r.alltoall))
+
+
+QP_SOURCES = (
+    "one QP reaches 392 Gb/s on a 400G RoCE NIC in ib_write_bw at NCCL's 128 KiB step and "
+    "284 Gb/s at 1 MiB (0.73 of 8 QPs' 392; NVIDIA/nccl#2409), and drives one port of a "
+    "bonded NIC (NVIDIA/nccl#1015): with NCCL's 2 or more channels per NIC neither caps it"
+)
+"""What the public threads measured of one queue pair. The one single-QP rate under a
+single-port NIC's line rate (284.4 Gb/s at 1 MiB messages, ``ib_write_bw -q 1``, host memory,
+400G RoCE, NVIDIA/nccl#2409) would cap a NIC only if it carried a single channel; NCCL gives
+each NIC two or more (:mod:`topo.collective.channels`), so the ``qp_limit`` cause's rate is
+inferred from the measurement."""
+
+
+def _qp_limited(
+    r: FabricRates, c: NcclConstants, last: NcclTestRow, channels: int
+) -> tuple[FabricRates, str]:
+    """The ``qp_limit`` cause: each of a server's ``channels`` network connections (one QP
+    each) capped at ``q``, so a server moves at most ``channels x q`` across the network
+    (``channels / nics_per_node`` connections per NIC). ``q`` is inferred: the rate at which
+    the largest row's measured busbw is the servers' network rate (busbw / NCCL's NIC
+    efficiency, spread over the channels: what a ring op's busbw is). Returns the changed
+    rates and ``q``, in words."""
+    server_Bps = last.busbw_GBps * 1e9 / c.nic_efficiency
+    if not server_Bps > 0 or channels < 1:
+        raise TopoError("no measured rate to infer a connection cap from")
+    q_Bps = server_Bps / channels
+    per_nic = channels / max(1, r.nics_per_node)
+    note = f"one connection (QP) at {q_Bps * 8 / 1e9:.0f} Gb/s"
+    words = (
+        f"{note} x {channels} channels ({per_nic:g} per NIC: {q_Bps * per_nic / r.nic_Bps:.2f} "
+        f"of a NIC); the QP rate is inferred from this plateau, not sourced: {QP_SOURCES}"
+    )
+    return _patterns_capped(r, server_Bps, note), words
+
+
 def _cabled_nics(G: nx.Graph, chosen: list[Any], skip: int = 0) -> list[Any]:
     """The NICs cabled to a switch of each ``chosen`` server after its first ``skip``, in
     order (one pass over the fabric's servers, whatever their number)."""
@@ -460,6 +546,10 @@ def fabric_variants(r: FabricRates) -> list[FabricVariant]:
     return out
 
 
+RING_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+"""The ops NCCL runs on rings (the ``cross_nic`` cause changes the ring pattern)."""
+
+
 def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Variant]:
     out: list[_Variant] = [
         _Variant(f.name, f.description, f.kind, graph=f.change) for f in fabric_variants(r)
@@ -500,6 +590,16 @@ def _variants(r: FabricRates, design: Curve, op: str, channels: int) -> list[_Va
                 "NCCL_IB_QPS_PER_CONNECTION=1)",
                 "ecmp",
                 rates=_ecmp_routed,
+            )
+        )
+    if op in RING_OPS and r.nodes > 1 and r.nics_per_node > 1:
+        out.append(
+            _Variant(
+                "cross_nic",
+                "rings crossing rails (NCCL_CROSS_NIC=1, or 2 without NCCL's ring alternation): "
+                "each server's channel leaves on NIC i and enters the next server on NIC i+1",
+                "cross_nic",
+                rates=_crossing_rails,
             )
         )
     chosen = {k.split("/")[0] for k in design.choice}
@@ -662,6 +762,9 @@ def explain_test(
                     check=CHECKS[v.kind],
                 )
             )
+        if rates.nodes > 1 and test.op in RING_OPS and not any(k.fits for k in causes):
+            qp = _qp_cause(test.op, rows, scored, rates, c, design)
+            causes += [qp] if qp is not None else []
         causes, verdict = rank_causes(design.score, causes)
     return Explanation(
         op=test.op,
@@ -677,6 +780,34 @@ def explain_test(
         faster=faster,
         verdict=verdict,
         causes=causes,
+    )
+
+
+def _qp_cause(
+    op: str,
+    rows: list[NcclTestRow],
+    scored: list[bool],
+    rates: FabricRates,
+    c: NcclConstants,
+    design: Curve,
+) -> Cause | None:
+    """The ``qp_limit`` cause at the per-connection rate the measurement implies (offered
+    only when no other cause fits: its rate is inferred, not sourced); None when the
+    measurement gives no cap to infer."""
+    try:
+        r, words = _qp_limited(rates, c, rows[-1], coll_channels(rates, c))
+        curve = _curve(op, rows, scored, r, c, None)
+    except TopoError:
+        return None
+    return Cause(
+        name="qp_limit",
+        description="each channel's network connection capped (one QP per connection: "
+        "NCCL_IB_QPS_PER_CONNECTION=1)",
+        score=curve.score,
+        fits=curve.score <= AGREE,
+        curve=curve,
+        evidence=f"{_evidence(curve, design, rows[-1], sum(scored))}; {words}",
+        check=CHECKS["qp_limit"],
     )
 
 

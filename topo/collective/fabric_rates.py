@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -789,3 +789,97 @@ def _nic_bottleneck(
                 dirs = [(sw, nic, r, r) if towards else (nic, sw, r, r) for nic, sw, r in nics[s]]
                 return dict(sorted(Counter(b.tier for b in links(G, dirs)).items()))
     return {}
+
+
+def crossing_ring(
+    G: nx.Graph, gpus: int | None = None, gpus_per_node: int | None = None, *, shift: int = 1
+) -> PatternRate:
+    """The ring step across servers with every hop crossing rails (NIC-pinned).
+
+    NCCL's ring graph enters a server on one NIC and leaves it on another when the search
+    allows crossing (``NCCL_CROSS_NIC=1``, or 2 after a failed same-NIC search: "NET n -> GPU
+    a -> .. -> GPU x -> NET m", NCCL 2.30 ``src/graph/search.cc``), and the server's exit NIC
+    connects to the next server's entry NIC. Here each server ``s`` sends ``1/K`` of its
+    ring byte from each of its ``K`` cabled NICs, NIC ``i`` to NIC ``(i + shift) mod K`` of
+    the next server in ring order (the last to the first): every byte enters the network on
+    one rail and leaves it on another, as rings do when NCCL does not alternate them
+    (``src/graph/connect.cc`` swaps rings ``c`` and ``c^1`` on odd servers only for an even
+    channel count; the swap is undone by the NVIDIA/nccl#1494 bug, and NVIDIA/nccl#2345 shows
+    rings crossing rails). Unlike the designed ring (:func:`topo.traffic.ring_step`, where the
+    LP picks any NIC of a server), the bytes are pinned to those NIC pairs and cannot cross
+    over NVLink: on a rail-optimised fabric they climb to the spines.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with GPUs (schema in :mod:`topo.fabric`).
+    gpus, gpus_per_node : int, optional
+        Ranks and ranks per server (see :func:`select_subcluster`).
+    shift : int
+        The NIC index offset of each hop (1: NIC ``i`` to NIC ``i + 1``).
+
+    Returns
+    -------
+    PatternRate
+        Unit = one byte from every server to the next (as the designed ring), ``seconds_per_byte``
+        in s/B; ``method`` ``"certified"`` (the NIC bound met, :func:`certified_pattern`) or
+        ``"lp"`` (maximum concurrent flow over the NICs as terminals,
+        :func:`topo.flow.server_demand_time`); ``demand`` the NIC-level pattern.
+
+    Raises
+    ------
+    TopoError
+        Fewer than two servers; a server in use with fewer than two cabled NICs (no rail to
+        cross); servers that are NVLink domains of several hosts; NIC cables not one per NIC;
+        the LP too large (:class:`topo.errors.SolverError`).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("mrft", gpus=64, gpus_per_node=8, nics_per_node=8, switch_ports=12,
+    ...           oversubscription=2)
+    >>> p = crossing_ring(G, 64, 8)   # 8 NICs x 1/8 B up 4 x 50 GB/s of each rail leaf
+    >>> round(1 / p.seconds_per_byte / 1e9)
+    200
+    """
+    sub, ring, _, _, inv = _select(G, gpus, gpus_per_node)
+    if inv is None:
+        raise TopoError("rings crossing rails are not modelled on multi-host NVLink domains")
+    if len(ring) < 2:
+        raise TopoError("a ring crossing rails needs two servers or more")
+    mine = {s: {**inv[s], "nic": [v for v in inv[s]["nic"] if v in sub]} for s in ring}
+    nics = _server_nics(sub, mine)
+    if nics is None:
+        raise TopoError("a NIC with more than one cable: rails crossed are not modelled")
+    few = [s for s in ring if len(nics[s]) < 2]
+    if few:
+        raise TopoError(f"{named_servers(G, few)} in use has fewer than two cabled NICs")
+    entries: dict[tuple[Hashable, Hashable], float] = {}
+    for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+        src, dst = nics[a], nics[b]
+        for i, (nic, _, _) in enumerate(src):
+            to = dst[(i + shift) % len(dst)][0]
+            entries[(nic, to)] = entries.get((nic, to), 0.0) + 1.0 / len(src)
+    every = tuple(nic for s in ring for nic, _, _ in nics[s])
+    demand = Demand("server", every, entries, name="ring step crossing rails")
+    own = {nic: [(nic, sw, r)] for s in ring for nic, sw, r in nics[s]}
+    got = _certified(sub, demand, own, switch_graph(sub))
+    if got is not None:
+        return replace(got, node_bytes=1.0)
+    H = _nics_as_endpoints(sub, own)
+    posed = {k: x * UNIT_BYTES for k, x in entries.items()}
+    rep = server_demand_time(H, posed)
+    return PatternRate(rep.time_s / UNIT_BYTES, 1.0, dict(rep.bottleneck_tiers), "lp", demand)
+
+
+def _nics_as_endpoints(
+    sub: nx.Graph, own: dict[Hashable, list[tuple[Any, Any, float]]]
+) -> nx.Graph:
+    """The switches and switch links of ``sub`` and the NICs of ``own`` alone (no GPUs, so
+    each NIC is a terminal), each NIC's cable at min(cable, PCIe side) (B/s)."""
+    keep = [v for v, k in sub.nodes(data="kind") if k in SWITCH_KINDS]
+    H = sub.subgraph(keep).copy()
+    for nic, [(_, sw, rate)] in own.items():
+        H.add_node(nic, **sub.nodes[nic])
+        H.add_edge(nic, sw, **{**sub.edges[nic, sw], "capacity": rate})
+    return H
