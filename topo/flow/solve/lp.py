@@ -61,6 +61,17 @@ DEFAULT_MAX_VARIABLES = 2_000_000
 multicommodity LPs, many minutes of HiGHS (and several GiB inside it). Larger problems raise
 :class:`SolverError` at once instead of exhausting memory or patience."""
 
+IPM_ABOVE = 20_000
+"""Orbit-row LPs (``capacity_rows`` given: the symmetry-reduced all-to-all,
+:func:`topo.flow.reduce.symmetry.solve_symmetric`) with more flow variables than this are
+solved by HiGHS' interior point method with crossover (a basic optimal solution, exact duals);
+every other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement
+(``benchmarks/README.md``, "HiGHS: simplex or interior point", HiGHS 1.16, CPU s of one solve):
+FT3's 264,194-variable orbit LP 12.3 s by interior point, unfinished after 97.5 s by simplex;
+the per-class LPs of damaged 16,384-GPU MPFTs (145,662 and 149,831 variables) 11.1 and 15.4 s
+by simplex against 17.6 and 19.3 s; one spread 128-GPU job on that MPFT (65,809) 0.43 against
+14.9 s; a ring step on a 1,024-GPU MRFT (263,169) 0.86 s by simplex."""
+
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
 1e-7 relative: a wider spread would lose the small arcs)."""
@@ -211,7 +222,8 @@ def max_concurrent_flow(
         Replace the per-arc capacity rows by these: the flow summed over the listed arcs and all
         commodities is at most ``bound`` (same unit as ``capacity``). Used by the symmetry
         reduction, whose rows bound a whole orbit of arcs. ``arc_dual`` then holds, for each arc,
-        the dual of the row it is in.
+        the dual of the row it is in. Such LPs above :data:`IPM_ABOVE` variables are solved by
+        interior point, the others by HiGHS' choice (dual simplex).
     commodity_weight : sequence of float, optional
         A coefficient per commodity on its flow in every capacity row (default 1): commodity
         ``k`` stands for ``commodity_weight[k]`` symmetric copies of itself.
@@ -268,6 +280,7 @@ def max_concurrent_flow(
             solve_seconds=0.0,
         )
 
+    orbit_rows = capacity_rows is not None
     if capacity_rows is None:
         capacity_rows = [((a,), float(cap[a])) for a in range(n_arcs)]
     weights = [1.0] * len(commodities) if commodity_weight is None else list(commodity_weight)
@@ -283,7 +296,8 @@ def max_concurrent_flow(
         cap_scale,
     )
     build_s = time.perf_counter() - t0
-    x, row_dual, solve_s = _solve(model, n_vars, time_limit_s)
+    ipm = orbit_rows and n_vars > IPM_ABOVE
+    x, row_dual, solve_s = _solve(model, n_vars, time_limit_s, ipm)
     arc_flow, keep = _flows(model, x, n_arcs, len(commodities), cap_scale, keep_commodity_flows)
     duals = np.zeros(n_arcs)
     for (arc_ids, _), r in zip(capacity_rows, model.capacity_row, strict=True):
@@ -332,9 +346,10 @@ def _check(
 
 
 def _solve(
-    model: FlowModel, n_vars: int, time_limit_s: float | None
+    model: FlowModel, n_vars: int, time_limit_s: float | None, ipm: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Run HiGHS on ``model``; return the column values, the row duals and its wall time (s).
+    """Run HiGHS on ``model`` (by interior point and crossover if ``ipm``, else HiGHS' own
+    choice, :data:`IPM_ABOVE`); return the column values, the row duals and its wall time (s).
     Non-optimal is an error."""
     import highspy  # (here: loading HiGHS takes 0.05 s, and most commands solve no LP)
 
@@ -344,9 +359,7 @@ def _solve(
         h.setOptionValue("output_flag", False)
         if time_limit_s is not None:
             h.setOptionValue("time_limit", float(time_limit_s))
-        # Interior point scales far better than simplex on these LPs; crossover (HiGHS'
-        # default) still returns a basic optimal solution with exact duals.
-        if n_vars > 20_000:
+        if ipm:  # (crossover, HiGHS' default, still gives a basic solution, exact duals)
             h.setOptionValue("solver", "ipm")
         h.passModel(model.lp)
         h.run()
