@@ -65,12 +65,10 @@ IPM_ABOVE = 20_000
 """Orbit-row LPs (``capacity_rows`` given: the symmetry-reduced all-to-all,
 :func:`topo.flow.reduce.symmetry.solve_symmetric`) with more flow variables than this are
 solved by HiGHS' interior point method with crossover (a basic optimal solution, exact duals);
-every other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement
-(``benchmarks/README.md``, "HiGHS: simplex or interior point", HiGHS 1.16, CPU s of one solve):
-FT3's 264,194-variable orbit LP 12.3 s by interior point, unfinished after 97.5 s by simplex;
-the per-class LPs of damaged 16,384-GPU MPFTs (145,662 and 149,831 variables) 11.1 and 15.4 s
-by simplex against 17.6 and 19.3 s; one spread 128-GPU job on that MPFT (65,809) 0.43 against
-14.9 s; a ring step on a 1,024-GPU MRFT (263,169) 0.86 s by simplex."""
+every other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement on the LPs
+the benchmarks build (``benchmarks/README.md``, "HiGHS: simplex or interior point"): interior
+point alone finished FT3's orbit LP in time; simplex was 1.2 to 40 times faster on the
+per-class, per-job and ring-step LPs, with the same optimum."""
 
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
