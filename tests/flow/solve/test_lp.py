@@ -109,9 +109,10 @@ def _ring_lp(rows: bool):
 
 
 @pytest.mark.parametrize("rows", [False, True])
-def test_interior_point_only_for_orbit_rows_over_the_threshold(monkeypatch, rows):
-    # Orbit-row LPs above IPM_ABOVE go to interior point, every other LP to HiGHS' choice;
-    # both reach the hand-worked optimum.
+@pytest.mark.parametrize("ipm", [False, True])
+def test_interior_point_only_when_asked_and_over_the_threshold(monkeypatch, rows, ipm):
+    # LPs asked for by interior point above IPM_ABOVE go to it, every other LP to HiGHS'
+    # choice; both reach the hand-worked optimum, with or without orbit rows.
     chosen = []
     real = lp_mod._solve
 
@@ -122,10 +123,10 @@ def test_interior_point_only_for_orbit_rows_over_the_threshold(monkeypatch, rows
     monkeypatch.setattr(lp_mod, "_solve", spy)
     monkeypatch.setattr(lp_mod, "IPM_ABOVE", 10)  # (the ring LP has 32 flow variables)
     arcs, cap, com, capacity_rows = _ring_lp(rows)
-    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows)
+    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows, interior_point=ipm)
     assert sol.theta == pytest.approx(0.5, rel=1e-9)
-    assert chosen == [rows]
+    assert chosen == [ipm]
     monkeypatch.setattr(lp_mod, "IPM_ABOVE", 32)
-    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows)
+    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows, interior_point=ipm)
     assert sol.theta == pytest.approx(0.5, rel=1e-9)
-    assert chosen == [rows, False]
+    assert chosen == [ipm, False]

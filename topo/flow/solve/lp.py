@@ -62,13 +62,14 @@ multicommodity LPs, many minutes of HiGHS (and several GiB inside it). Larger pr
 :class:`SolverError` at once instead of exhausting memory or patience."""
 
 IPM_ABOVE = 20_000
-"""Orbit-row LPs (``capacity_rows`` given: the symmetry-reduced all-to-all,
-:func:`topo.flow.reduce.symmetry.solve_symmetric`) with more flow variables than this are
-solved by HiGHS' interior point method with crossover (a basic optimal solution, exact duals);
-every other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement on the LPs
-the benchmarks build (``benchmarks/README.md``, "HiGHS: simplex or interior point"): interior
-point alone finished FT3's orbit LP in time; simplex was 1.2 to 40 times faster on the
-per-class, per-job and ring-step LPs, with the same optimum."""
+"""LPs asked for by interior point (``interior_point=True``: the symmetry-reduced all-to-all,
+:func:`topo.flow.reduce.symmetry.solve_symmetric`, and the general LP,
+:func:`topo.flow.exact.general.general_lp`) with more flow variables than this are solved by
+HiGHS' interior point method with crossover (a basic optimal solution, exact duals); every
+other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement on the LPs the
+benchmarks and tests build (``benchmarks/README.md``, "HiGHS: simplex or interior point"):
+interior point alone finished FT3's orbit LP in time; simplex was 1.2 to 40 times faster on
+the per-class, per-job and ring-step LPs, with the same optimum."""
 
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
@@ -202,6 +203,7 @@ def max_concurrent_flow(
     keep_commodity_flows: bool = False,
     time_limit_s: float | None = None,
     max_variables: int = DEFAULT_MAX_VARIABLES,
+    interior_point: bool = False,
 ) -> MCFSolution:
     """Solve the maximum concurrent flow LP with HiGHS.
 
@@ -220,8 +222,7 @@ def max_concurrent_flow(
         Replace the per-arc capacity rows by these: the flow summed over the listed arcs and all
         commodities is at most ``bound`` (same unit as ``capacity``). Used by the symmetry
         reduction, whose rows bound a whole orbit of arcs. ``arc_dual`` then holds, for each arc,
-        the dual of the row it is in. Such LPs above :data:`IPM_ABOVE` variables are solved by
-        interior point, the others by HiGHS' choice (dual simplex).
+        the dual of the row it is in.
     commodity_weight : sequence of float, optional
         A coefficient per commodity on its flow in every capacity row (default 1): commodity
         ``k`` stands for ``commodity_weight[k]`` symmetric copies of itself.
@@ -231,6 +232,9 @@ def max_concurrent_flow(
         HiGHS time limit in seconds.
     max_variables : int
         Refuse to build an LP with more flow variables than this.
+    interior_point : bool
+        Solve by interior point when over :data:`IPM_ABOVE` variables (else HiGHS' choice,
+        dual simplex): for the LPs measured faster that way.
 
     Returns
     -------
@@ -278,7 +282,6 @@ def max_concurrent_flow(
             solve_seconds=0.0,
         )
 
-    orbit_rows = capacity_rows is not None
     if capacity_rows is None:
         capacity_rows = [((a,), float(cap[a])) for a in range(n_arcs)]
     weights = [1.0] * len(commodities) if commodity_weight is None else list(commodity_weight)
@@ -294,7 +297,7 @@ def max_concurrent_flow(
         cap_scale,
     )
     build_s = time.perf_counter() - t0
-    ipm = orbit_rows and n_vars > IPM_ABOVE
+    ipm = interior_point and n_vars > IPM_ABOVE
     x, row_dual, solve_s = _solve(model, n_vars, time_limit_s, ipm)
     arc_flow, keep = _flows(model, x, n_arcs, len(commodities), cap_scale, keep_commodity_flows)
     duals = np.zeros(n_arcs)
