@@ -63,7 +63,7 @@ def found(out: str) -> str:
         where = "in process" if r.get("in_process") else "on the workers"
         exact = f"{r['exact_trials']}/{r['trials']}"
         return f"median {r['median_GBps']:.2f} GB/s, exact {exact}, {where}"
-    return f"{d['method']}, busbw {d['alltoall_busbw_GBps']:.6f} GB/s"
+    return f"{d.get('method', d.get('routing'))}, busbw {d['alltoall_busbw_GBps']:.6f} GB/s"
 
 
 def main() -> None:
