@@ -91,6 +91,23 @@ def open_engine(
     return engine
 
 
+def check_local_engine(workers: int | None, memory_limit: str) -> None:
+    """Refuse ``--workers`` and ``--memory-limit`` a local Dask cluster could not start with,
+    before any work (the cluster itself may start later, :func:`open_engine`).
+
+    Raises
+    ------
+    TopoError
+        As :func:`topo.engine.cluster.check_workers` and
+        :func:`topo.engine.cluster.parse_memory_limit`.
+    """
+    from topo.engine.cluster import DEFAULT_MEMORY_LIMIT, check_workers, parse_memory_limit
+
+    check_workers(workers, "local")
+    if memory_limit != DEFAULT_MEMORY_LIMIT:  # (the default fits the machine: Engine's rule)
+        parse_memory_limit(memory_limit, "local")
+
+
 def check_engine_options(
     ctx: typer.Context, scheduler: str | None, cluster: Cluster | None, serial: bool = False
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +24,7 @@ from topo.cli_common import (
     about,
     check_pxn,
     check_routing_options,
+    err,
     out,
     print_json,
     progress_bar,
@@ -34,6 +36,7 @@ from topo.commands.engine_options import (
     SchedulerOpt,
     WorkersOpt,
     check_engine_options,
+    check_local_engine,
     open_engine,
 )
 from topo.wording import count
@@ -104,11 +107,31 @@ def resilience(
     )
     if workers is None and scheduler is None and cluster is None:
         reports = _run(fabrics, options)
-    else:
+    elif scheduler is not None or cluster is not None:
         with open_engine(workers, scheduler, cluster, memory_limit) as engine:
             from topo.engine import trial_map
 
             reports = _run(fabrics, options, trial_map(engine))
+    else:  # --workers: local workers, started for a study large enough to gain from them
+        check_local_engine(workers, memory_limit)
+        with contextlib.ExitStack() as stack:
+            engines: list[Any] = []
+
+            def on_engine(G: Any, tasks: list[dict[str, Any]], progress: Any) -> Any:
+                if not engines:
+                    engines.append(
+                        stack.enter_context(open_engine(workers, scheduler, cluster, memory_limit))
+                    )
+                from topo.engine import trial_map
+
+                return trial_map(engines[0])(G, tasks, progress)
+
+            from topo.flow.failures.resilience import SMALL_STUDY_S
+
+            reports = _run(fabrics, options, on_engine, SMALL_STUDY_S)
+        for r in reports:
+            if r.in_process:
+                err.print(f"engine: {r.fabric}: {r.in_process}")
     if as_json:
         print_json([r.to_dict() for r in reports])
         return
@@ -116,7 +139,10 @@ def resilience(
 
 
 def _run(
-    fabrics: list[Path], options: dict[str, Any], trial_map: TrialMap | None = None
+    fabrics: list[Path],
+    options: dict[str, Any],
+    trial_map: TrialMap | None = None,
+    in_process_below_s: float | None = None,
 ) -> list[ResilienceReport]:
     """One report per fabric, a progress bar per fabric on stderr."""
     from topo.flow.failures import TRIAL_MAX_VARIABLES, TRIAL_TIME_LIMIT_S
@@ -142,6 +168,7 @@ def _run(
                     },
                     progress=advance,
                     trial_map=trial_map,
+                    in_process_below_s=in_process_below_s,
                 )
             reports.append(report)
     return reports

@@ -10,7 +10,14 @@ import pytest
 
 from topo.builders import build
 from topo.flow import alltoall_bandwidth
-from topo.flow.exact.certify import certified_alltoall, cut_bound, plane_split, split_routing
+from topo.flow.exact import certify, plane_routing
+from topo.flow.exact.certify import (
+    PlaneSplit,
+    certified_alltoall,
+    cut_bound,
+    plane_split,
+    split_routing,
+)
 from topo.flow.failures.damage import fail
 from topo.flow.reduce.server_check import server_theta, star_theta
 from topo.flow.reduce.servers import SolveContext, contract_servers
@@ -231,4 +238,70 @@ def test_note_of_a_one_plane_fabric_says_there_is_no_split():
     assert r.nic_utilization == 1.0
     mp = certified(build("mpft", switch_ports=8))
     assert mp is not None
-    assert any("split over its planes by proportional fitting" in x for x in mp.reductions)
+    assert any("split over the 8 planes in the proportions" in x for x in mp.reductions)
+    H, _ = fail(build("mpft", switch_ports=8), named=["node0/nic1--p1/leaf0"])
+    damaged = certified(H)
+    assert damaged is not None
+    assert any("split over its planes by proportional fitting" in x for x in damaged.reductions)
+
+
+def test_planes_alike_split_each_pair_in_capacity_proportion():
+    # Two classes whose capacity is 1:3 over the two planes (rows proportional): plane p
+    # carries D * frac[p], frac = (1/4, 3/4), so each class sends and receives a quarter of
+    # its demand in plane 0; the fitted split meets the same marginals.
+    D = np.array([[2.0, 8.0], [8.0, 6.0]])
+    cap = np.array([[1.0, 3.0], [2.0, 6.0]])
+    s = PlaneSplit.of(D, cap)
+    assert s is not None and s.x is None
+    assert np.array_equal(s.plane(0), D / 4) and np.array_equal(s.plane(1), D * 0.75)
+    assert np.allclose(s.sent, [[2.5, 7.5], [3.5, 10.5]], rtol=1e-15)
+    fitted = plane_split(D, cap)
+    assert fitted is not None
+    assert np.allclose(fitted.sum(axis=1), s.sent, rtol=1e-12)
+    assert np.allclose(fitted.sum(axis=0), s.received, rtol=1e-12)
+    # Rows not proportional: the fitted split.
+    other = PlaneSplit.of(D, np.array([[1.0, 3.0], [2.0, 5.0]]))
+    assert other is not None and other.x is not None
+
+
+def test_intact_planes_routed_unfitted_as_before_and_as_the_lp():
+    # An intact MPFT of 4 planes, 128 GPUs in 32 servers of 4: every NIC full, lambda =
+    # 4 x 50 GB/s / (4 x 124). The split without fitting gives the fitted path's loads and
+    # the general LP's rate.
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    hs, _ = contract_servers(G)
+    alike = split_routing(G, hs)
+    assert alike is not None and not alike.fitted
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            certify.PlaneSplit,
+            "of",
+            staticmethod(lambda D, cap: certify.PlaneSplit(*_fitted(D, cap))),
+        )
+        fit = split_routing(G, hs)
+    assert fit is not None and fit.fitted
+    assert alike.rate_Bps == pytest.approx(fit.rate_Bps, rel=1e-12)
+    assert np.allclose(alike.arc_load, fit.arc_load, rtol=1e-12, atol=0)
+    assert np.allclose(alike.host_util, fit.host_util, rtol=1e-12, atol=0)
+    r = certified(G)
+    assert r is not None and r.pair_rate_Bps == pytest.approx(NIC / 124, rel=1e-9)
+    assert r.pair_rate_Bps == pytest.approx(
+        alltoall_bandwidth(G, method="general").pair_rate_Bps, rel=1e-7
+    )
+    assert any("alike for every class" in x for x in r.reductions)
+
+
+def _fitted(D, cap):
+    x = plane_split(D, cap)
+    return x.sum(axis=1), x.sum(axis=0), x
+
+
+def test_many_planes_are_limited_by_one_plane_s_leaves(monkeypatch):
+    # 4 planes of 8 leaves: 32 leaves in all (32^2 = 1,024 cells), 8 in a plane (64 cells;
+    # 8^2 x 4 spines = 256 for the two-hop routing). Under a limit of 300 cells the routing
+    # is built plane by plane and certified.
+    monkeypatch.setattr(certify, "MAX_CELLS", 300)
+    monkeypatch.setattr(plane_routing, "MAX_CELLS", 300)
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    r = certified(G)
+    assert r is not None and r.pair_rate_Bps == pytest.approx(NIC / 124, rel=1e-9)

@@ -8,7 +8,13 @@ import pytest
 from topo.builders import build
 from topo.errors import TopoError
 from topo.flow import alltoall_bandwidth
-from topo.flow.failures.damage import cables, disconnected_terminals, fail, without_servers
+from topo.flow.failures.damage import (
+    cables,
+    copy_fabric,
+    disconnected_terminals,
+    fail,
+    without_servers,
+)
 
 NIC = 50.0  # GB/s per 400G NIC
 
@@ -193,3 +199,29 @@ def _on_the_command_line(exc: TopoError) -> str:
     from topo.commands.bandwidth import bandwidth
 
     return error_line(exc, bandwidth)
+
+
+def _as_lists(G):
+    return (
+        dict(G.graph),
+        [(n, list(d.items())) for n, d in G._node.items()],
+        [(u, [(v, list(d.items())) for v, d in nbrs.items()]) for u, nbrs in G._adj.items()],
+    )
+
+
+def test_copy_fabric_is_networkx_copy_in_every_order() -> None:
+    # Against networkx's own copy: the same vertices, neighbours and attributes in the same
+    # order, on a built fabric and on one whose adjacency order failures reshuffled (an edge
+    # removed and a bundle reduced); one dict per edge, shared by its two directions, and
+    # changing the copy leaves the fabric as it was.
+    G = build("mrft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    H, _ = fail(G, links=5, seed=3)
+    H.add_edge("p0/leaf0", "node3/nic1", capacity=1.0, links=1)  # (a new neighbour order)
+    for F in (G, H):
+        C = copy_fabric(F)
+        assert _as_lists(C) == _as_lists(F.copy())
+        u, v = next(iter(C.edges()))
+        assert C._adj[u][v] is C._adj[v][u] and C._adj[u][v] is not F._adj[u][v]
+        C.edges[u, v]["capacity"] = -1.0
+        C.nodes[u]["kind"] = "changed"
+        assert F.edges[u, v]["capacity"] > 0 and F.nodes[u]["kind"] != "changed"

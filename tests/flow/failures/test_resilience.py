@@ -373,3 +373,48 @@ def test_cli_every_trial_unroutable_has_no_statistic(tmp_path):
     assert cells[2:7] == ["-"] * 5  # min .. max
     assert cells[7] == "3/3"  # the exact column agrees with --json's exact_trials
     assert "0.00" not in row and "every trial unroutable" in text
+
+
+def _study(**kw):
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4, gpus=64)
+    return G, resilience(G, trials=4, links=2, seed=5, **kw).to_dict()
+
+
+def _without_time(d):
+    return {k: v for k, v in d.items() if k not in ("seconds", "in_process")}
+
+
+def test_a_small_study_given_workers_runs_in_process_and_says_so():
+    # Under in_process_below_s of work the trial map is never called; above it, it gets
+    # every trial but the first; without the option, every trial. Each way the same numbers.
+    calls = []
+
+    def elsewhere(G, tasks, progress=None):
+        calls.append([t["seed"] for t in tasks])
+        return serial_trials(G, tasks, progress)
+
+    _, serial = _study()
+    _, small = _study(trial_map=elsewhere, in_process_below_s=1e9)
+    assert calls == [] and serial["in_process"] is None
+    assert small["in_process"].startswith("4 trials of about ")
+    assert "ran in this process: under 1e+09 s of work" in small["in_process"]
+    _, large = _study(trial_map=elsewhere, in_process_below_s=0.0)
+    assert calls == [large["trial_seeds"][1:]] and large["in_process"] is None
+    _, sent = _study(trial_map=elsewhere)
+    assert calls[-1] == sent["trial_seeds"] and sent["in_process"] is None
+    for d in (small, large, sent):
+        assert _without_time(d) == _without_time(serial)
+
+
+def test_cli_workers_on_a_small_study_start_no_dask(tmp_path):
+    path = tmp_path / "a.json"
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["build", "ft2", "--switch-ports", "8", "-o", str(path)]).exit_code == 0
+    )
+    r = runner.invoke(
+        app, ["resilience", str(path), "--trials", "3", "--fail-links", "1", "--workers", "2"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "engine: Dask" not in r.stderr
+    assert "3 trials of about" in r.stderr and "ran in this process" in r.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topo.errors import SolverError
+from topo.flow.solve import lp as lp_mod
 from topo.flow.solve.lp import Commodity, max_concurrent_flow
 
 from .._validate import validate_flows
@@ -94,3 +95,38 @@ def test_bad_arguments():
         max_concurrent_flow([("s", "t")], [0.0], [Commodity("s", {"t": 1.0})])
     with pytest.raises(ValueError, match="to itself"):
         max_concurrent_flow([("s", "t")], [1.0], [Commodity("s", {"s": 1.0})])
+
+
+def _ring_lp(rows: bool):
+    # The bidirectional ring of 4 vertices, unit arcs, uniform all-to-all: theta = 1/2 (as
+    # test_ring_all_to_all_hand_worked); with ``rows`` every arc is its own capacity row.
+    nodes = range(4)
+    arcs = [(i, (i + d) % 4) for i in nodes for d in (1, 3)]
+    cap = [1.0] * len(arcs)
+    com = [Commodity(i, {j: 1.0 for j in nodes if j != i}) for i in nodes]
+    capacity_rows = [((a,), 1.0) for a in range(len(arcs))] if rows else None
+    return arcs, cap, com, capacity_rows
+
+
+@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("ipm", [False, True])
+def test_interior_point_only_when_asked_and_over_the_threshold(monkeypatch, rows, ipm):
+    # LPs asked for by interior point above IPM_ABOVE go to it, every other LP to HiGHS'
+    # choice; both reach the hand-worked optimum, with or without orbit rows.
+    chosen = []
+    real = lp_mod._solve
+
+    def spy(model, n_vars, time_limit_s, ipm=False):
+        chosen.append(ipm)
+        return real(model, n_vars, time_limit_s, ipm)
+
+    monkeypatch.setattr(lp_mod, "_solve", spy)
+    monkeypatch.setattr(lp_mod, "IPM_ABOVE", 10)  # (the ring LP has 32 flow variables)
+    arcs, cap, com, capacity_rows = _ring_lp(rows)
+    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows, interior_point=ipm)
+    assert sol.theta == pytest.approx(0.5, rel=1e-9)
+    assert chosen == [ipm]
+    monkeypatch.setattr(lp_mod, "IPM_ABOVE", 32)
+    sol = max_concurrent_flow(arcs, cap, com, capacity_rows=capacity_rows, interior_point=ipm)
+    assert sol.theta == pytest.approx(0.5, rel=1e-9)
+    assert chosen == [ipm, False]

@@ -174,8 +174,15 @@ def reduced_report(
     G, hosts, terminal = ctx.G, ctx.servers, ctx.terminal
     n_terms = sum(h.weight for h in hosts)
     red = reduce(G, hosts)
+    # Every estimate is at least the arcs (_estimate): over CERTIFY_ABOVE of them, the routing
+    # is tried before the symmetry search, which only the LP needs.
+    certify = len(red.arcs) > CERTIFY_ABOVE
+    if certify:
+        done = certified_alltoall(ctx, want_loads)
+        if done is not None:
+            return done
     gens = symmetry(G, red)
-    if _estimate(red, gens) > CERTIFY_ABOVE:
+    if not certify and _estimate(red, gens) > CERTIFY_ABOVE:
         done = certified_alltoall(ctx, want_loads)
         if done is not None:
             return done
@@ -290,7 +297,9 @@ def reduction_notes(ctx: SolveContext, red: Reduced) -> tuple[str, ...]:
 
 
 def _estimate(red: Reduced, gens: list[Perm] | None) -> int:
-    """Flow variables of the reduced LP (symmetrised: about one commodity per class orbit)."""
+    """Flow variables of the reduced LP (symmetrised: about one commodity per class orbit);
+    never fewer than its arcs (``K (A - U) + U >= A`` for ``K >= 1`` commodities, ``A`` arcs,
+    ``U`` of them sources' up arcs; orbits x arcs likewise)."""
     if gens is None:
         return red.lp_variables()
     return len(class_orbits(red, gens)) * len(red.arcs)

@@ -10,7 +10,10 @@ server that lost the most), break most of the symmetry the reduced LP rests on
   split over the planes (switch components) both reach, in proportions found by iterative
   proportional fitting (Deming and Stephan, Ann. Math. Stat. 11(4), 1940) so that every
   class sends into and receives from each plane in proportion to its capacity there: each of
-  a server's NIC cables then carries the same fraction of its capacity.
+  a server's NIC cables then carries the same fraction of its capacity. When every class has
+  the same fractions of its capacity in the planes (an intact multi-plane fabric), each
+  pair's demand is split in those fractions, which meets the targets exactly without fitting
+  or a classes x classes x planes array (:class:`PlaneSplit`).
 - **Inside a plane, by leaves.** A class's share of a plane splits over its cables there in
   proportion to their capacity; the leaf-to-leaf traffic that results is split over the
   spines common to both leaves in proportion to the smaller of the two cables' capacity
@@ -79,6 +82,10 @@ class SplitRouting:
         Load per unit pair rate of each of them (in ``arcs`` order).
     switch_util : float
         The largest load over capacity among them, per unit pair rate (1/(B/s)).
+    fitted : bool
+        Whether the plane split was fitted (:func:`plane_split`); False when every class has
+        the same fraction of its capacity in each plane and the split is that fraction
+        (:class:`PlaneSplit`), or there is one plane.
     """
 
     rate_Bps: float
@@ -88,6 +95,7 @@ class SplitRouting:
     arcs: SwitchArcs
     arc_load: np.ndarray
     switch_util: float = math.inf
+    fitted: bool = True
 
     @property
     def switch_load(self) -> dict[tuple[str, str], float]:
@@ -121,12 +129,11 @@ def split_routing(G: nx.Graph, hs: list[ContractedServer]) -> SplitRouting | Non
     if found is None:
         return None
     leaves, plane_of, depth = found
-    if len(leaves) ** 2 > MAX_CELLS:
-        return None  # (known before the classes are formed)
+    leaf_plane = np.array([plane_of[s] for s in leaves], dtype=int)
+    if len(leaves) and int(np.bincount(leaf_plane).max()) ** 2 > MAX_CELLS:
+        return None  # (a plane's leaf-to-leaf table; known before the classes are formed)
     classes = twin_classes(hs, Scope(switches=set(plane_of)))
     planes = len(depth)
-    if len(classes) ** 2 * planes > MAX_CELLS:
-        return None
     li = {s: i for i, s in enumerate(leaves)}
     # each class's cables: (class, leaf, capacity of the class's servers there, B/s)
     share = [
@@ -137,16 +144,15 @@ def split_routing(G: nx.Graph, hs: list[ContractedServer]) -> SplitRouting | Non
     if not share:
         return None
     cls_of, leaf_of, share_cap = (np.array(col) for col in zip(*share, strict=True))
-    leaf_plane = np.array([plane_of[s] for s in leaves], dtype=int)
     cap = np.zeros((len(classes), planes))  # each class's cable capacity per plane (B/s)
     np.add.at(cap, (cls_of, leaf_plane[leaf_of]), share_cap)
-    x = plane_split(_pair_demand(classes), cap)
-    if x is None:
+    split = PlaneSplit.of(_pair_demand(classes), cap)
+    if split is None:
         return None
     host_util = np.zeros((len(classes), planes, 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        host_util[:, :, 0] = np.where(cap > 0, x.sum(axis=1) / cap, 0.0)
-        host_util[:, :, 1] = np.where(cap > 0, x.sum(axis=0) / cap, 0.0)
+        host_util[:, :, 0] = np.where(cap > 0, split.sent / cap, 0.0)
+        host_util[:, :, 1] = np.where(cap > 0, split.received / cap, 0.0)
     loads = Loads(arcs)
     leaf_ids = arcs.ids(leaves)
     local = np.zeros(len(leaves), dtype=int)  # each leaf's position among its plane's
@@ -155,7 +161,7 @@ def split_routing(G: nx.Graph, hs: list[ContractedServer]) -> SplitRouting | Non
         local[in_p] = np.arange(len(in_p))
         e = np.flatnonzero(leaf_plane[leaf_of] == p)
         rows, cols = cls_of[e], local[leaf_of[e]]
-        traffic = _leaf_traffic(x[:, :, p], rows, cols, share_cap[e] / cap[rows, p], len(in_p))
+        traffic = _leaf_traffic(split.plane(p), rows, cols, share_cap[e] / cap[rows, p], len(in_p))
         route = route_two_tier if depth[p] == 2 else route_three_tier
         if not route(arcs, leaf_ids[in_p], traffic, loads):
             return None
@@ -172,7 +178,68 @@ def split_routing(G: nx.Graph, hs: list[ContractedServer]) -> SplitRouting | Non
         arcs=arcs,
         arc_load=arc_load,
         switch_util=switch_util,
+        fitted=split.x is not None and planes > 1,
     )
+
+
+@dataclass(frozen=True)
+class PlaneSplit:
+    """How the class-to-class demand is split over the planes (:func:`plane_split`).
+
+    Either ``x`` (shape ``(K, K, P)``, the fitted split) or, when every class has the same
+    fraction of its cable capacity in each plane, ``D`` (shape ``(K, K)``) and those
+    fractions ``frac`` (shape ``(P,)``): plane ``p`` then carries ``D * frac[p]``, which
+    meets both fitted marginals exactly (each class sends and receives ``frac[p]`` of its
+    demand in plane ``p``, the target of the fitting), without the ``K x K x P`` array
+    (2,048 classes on 16 planes: 537 MB).
+
+    Attributes
+    ----------
+    sent, received : numpy.ndarray, shape (K, P)
+        What each class sends into and receives from each plane (terminal pairs).
+    x : numpy.ndarray or None
+        The fitted split, or None when ``frac`` applies.
+    D : numpy.ndarray or None
+        The class-to-class demand when ``frac`` applies.
+    frac : numpy.ndarray or None
+        Every class's fraction of its cable capacity in each plane.
+    """
+
+    sent: np.ndarray
+    received: np.ndarray
+    x: np.ndarray | None = None
+    D: np.ndarray | None = None
+    frac: np.ndarray | None = None
+
+    @staticmethod
+    def of(D: np.ndarray, cap: np.ndarray) -> PlaneSplit | None:
+        """The split of ``D`` (shape ``(K, K)``, terminal pairs) over the planes of ``cap``
+        (shape ``(K, P)``, B/s); None as :func:`plane_split`, or when the fitted array
+        would exceed :data:`~topo.flow.exact.plane_routing.MAX_CELLS`."""
+        total = cap.sum(axis=1, keepdims=True)
+        if cap.shape[1] > 1 and len(cap) and np.all(total > 0):
+            frac = cap / total
+            if np.all(frac == frac[0]):  # (bit for bit: the planes' capacities are alike)
+                f = frac[0]
+                return PlaneSplit(
+                    sent=D.sum(axis=1)[:, None] * f,
+                    received=D.sum(axis=0)[:, None] * f,
+                    D=D,
+                    frac=f,
+                )
+        if len(cap) ** 2 * cap.shape[1] > MAX_CELLS:
+            return None
+        x = plane_split(D, cap)
+        if x is None:
+            return None
+        return PlaneSplit(sent=x.sum(axis=1), received=x.sum(axis=0), x=x)
+
+    def plane(self, p: int) -> np.ndarray:
+        """The class-to-class demand routed in plane ``p`` (shape ``(K, K)``)."""
+        if self.x is not None:
+            return self.x[:, :, p]
+        assert self.D is not None and self.frac is not None
+        return self.D * self.frac[p]
 
 
 def _pair_demand(classes: list[list[ContractedServer]]) -> np.ndarray:
@@ -396,11 +463,15 @@ def certified_alltoall(ctx: SolveContext, want_loads: bool = False) -> Bandwidth
     # rounding of 1 / its worst load, an ulp or so) is rounding; the bound is then the value.
     lam = min(r.rate_Bps, ub)
     planes = r.host_util.shape[1]
-    split = (
-        "each class pair split over its planes by proportional fitting"
-        if planes > 1
-        else "one plane (no split over planes)"
-    )
+    if planes == 1:
+        split = "one plane (no split over planes)"
+    elif r.fitted:
+        split = "each class pair split over its planes by proportional fitting"
+    else:
+        split = (
+            f"each class pair split over the {planes} planes in the proportions of every "
+            "class's capacity in them (alike for every class)"
+        )
     note = (
         f"exact by a routing that meets a cut: {split}, leaf-to-leaf traffic spread over the "
         f"switches above both leaves, reaches the cut around {cut} "

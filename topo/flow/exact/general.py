@@ -92,5 +92,6 @@ def general_lp(
         keep_commodity_flows=keep_flows,
         time_limit_s=time_limit_s,
         max_variables=max_variables,
+        interior_point=True,  # (lp.IPM_ABOVE)
     )
     return terms, arcs, np.array(cap), sol

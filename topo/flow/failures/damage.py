@@ -34,6 +34,7 @@ __all__ = [
     "LINK_SEPARATOR",
     "FailureSet",
     "cables",
+    "copy_fabric",
     "disconnected_terminals",
     "fail",
     "island_sizes",
@@ -41,11 +42,43 @@ __all__ = [
 ]
 
 
+def copy_fabric(G: nx.Graph) -> nx.Graph:
+    """A copy of ``G``, equal to ``G.copy()`` in every attribute and in the order of its
+    vertices, of each vertex's neighbours and of every attribute dict, built on the raw
+    dicts (networkx's ``copy`` adds every edge twice through ``add_edges_from``).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The fabric (not modified).
+
+    Returns
+    -------
+    networkx.Graph
+        The graph, vertex and edge attribute dicts are shallow copies (an
+        edge's one dict shared by both of its directions, as networkx keeps it).
+    """
+    if type(G) is not nx.Graph:  # (directed or multi: networkx's own copy)
+        return G.copy()
+    H = nx.Graph()
+    H.graph.update(G.graph)
+    H._node.update((n, d.copy()) for n, d in G._node.items())
+    adj = H._adj
+    adj.update((n, {}) for n in G._adj)
+    for u, nbrs in G._adj.items():
+        au = adj[u]
+        for v, d in nbrs.items():
+            if v not in au:  # (else set when (v, u) came, in the place networkx puts it)
+                au[v] = adj[v][u] = d.copy()
+    return H
+
+
 def cables(G: nx.Graph) -> list[tuple[str, str]]:
     """Every switch-attached edge, in a fixed order (sorted by name), one entry per edge."""
     out = []
+    kind = G._node
     for u, v in G.edges():
-        if G.nodes[u]["kind"] in SWITCH_KINDS or G.nodes[v]["kind"] in SWITCH_KINDS:
+        if kind[u]["kind"] in SWITCH_KINDS or kind[v]["kind"] in SWITCH_KINDS:
             out.append((u, v) if str(u) <= str(v) else (v, u))
     out.sort(key=lambda e: (str(e[0]), str(e[1])))
     return out
@@ -101,7 +134,7 @@ def fail(
             param="links" if links < 0 else "switches",
             names=("links", "switches"),
         )
-    H = G.copy()
+    H = copy_fabric(G)
     failed_links: list[tuple[Any, Any]] = []  # (vertex names: str, or an imported int id)
     failed_switches: list[Any] = []
     lost = 0.0
@@ -245,7 +278,7 @@ def without_servers(G: nx.Graph, servers: Iterable[Hashable]) -> nx.Graph:
         for v, d in G.nodes(data=True)
         if d["kind"] not in SWITCH_KINDS and (d.get("node") in drop if has_gpus else v in drop)
     ]
-    H = G.copy()
+    H = copy_fabric(G)
     H.remove_nodes_from(gone)
     return H
 

@@ -51,6 +51,14 @@ failure sets fall (two standard deviations of a binomial fraction, sqrt(0.05 x 0
 and each trial is one LP solve of up to :data:`TRIAL_TIME_LIMIT_S` (10,000 trials of a
 16,384-GPU MPFT already run for days)."""
 
+SMALL_STUDY_S = 10.0
+"""``topo resilience --workers N`` runs a study's first trial in this process and, when the
+others would take less than this (s; the first trial's time times their number), the others
+too, saying so (``in_process``; :func:`resilience` ``in_process_below_s``): starting local
+Dask workers and shipping the
+fabric costs seconds on a 2-core machine, so two workers ran 24 trials on a 2,048-GPU MPFT
+(13.7 s in process) in 15.3 s (``benchmarks/README.md``)."""
+
 TRIAL_MAX_VARIABLES = 200_000
 """Default LP limit per resilience trial: exact LPs of this size take seconds to tens of
 seconds; larger ones (many failures scattered over a 16,384-GPU MPFT break most symmetry)
@@ -391,6 +399,9 @@ class ResilienceReport:
     lost that one: a host forwards nothing between parts), whose busbw is 0, known exactly.
     Both count among ``exact_trials``.
 
+    ``in_process`` says why a study given Dask workers ran in this process (too small to
+    gain from them, :data:`SMALL_STUDY_S`); None when it ran where it was sent.
+
     ``seed`` is the run's seed; ``trial_seeds[i]`` is trial ``i``'s own
     (:func:`topo.flow.seeds.trial_seeds`): :func:`damaged_bandwidth` with it and the same
     failure counts reproduces that trial.
@@ -423,6 +434,7 @@ class ResilienceReport:
     statistics_trials: int = 0
     trial_seeds: list[int] = field(default_factory=list)
     trials_apart: int = 0
+    in_process: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as is (JSON-ready; rates in GB/s; unknown values are None)."""
@@ -580,6 +592,7 @@ def resilience(
     time_limit_s: float | None = TRIAL_TIME_LIMIT_S,
     progress: Callable[[int], None] | None = None,
     trial_map: TrialMap | None = None,
+    in_process_below_s: float | None = None,
 ) -> ResilienceReport:
     """Run ``trials`` random failure sets (trial ``i`` seeded ``trial_seeds(seed, trials)[i]``,
     :func:`topo.flow.seeds.trial_seeds`) and summarise.
@@ -604,6 +617,12 @@ def resilience(
         Runs the trials: ``trial_map(G, tasks, progress)`` returns, in the order of ``tasks``,
         :func:`resilience_trial` ``(G, **task)`` of each (default: :func:`serial_trials`, in
         this process; :func:`topo.engine.trial_map` runs them on Dask workers).
+    in_process_below_s : float, optional
+        With ``trial_map``: run the first trial in this process, and the others too when they
+        would take under this many seconds (the first trial's time times their number;
+        ``topo resilience --workers`` passes :data:`SMALL_STUDY_S`), saying so in
+        ``in_process``; ``trial_map`` is then never called. None: every trial goes to
+        ``trial_map``.
 
     Returns
     -------
@@ -640,7 +659,7 @@ def resilience(
         )
         for i in range(trials)
     ]
-    results = (trial_map or _summarised_trials)(G, tasks, progress)
+    results, in_process = _run_trials(G, tasks, progress, trial_map, in_process_below_s)
     intact_value, intact_range = intact_busbw(intact)
     ceiling = intact_range[1] if routing == "optimal" else math.inf
     for i, r in enumerate(results):
@@ -678,7 +697,44 @@ def resilience(
         statistics_trials=trials - tally.unroutable,
         trials_apart=tally.apart,
         trial_seeds=seeds,
+        in_process=in_process,
     )
+
+
+def _run_trials(
+    G: nx.Graph,
+    tasks: list[dict[str, Any]],
+    progress: Callable[[int], None] | None,
+    trial_map: TrialMap | None,
+    below_s: float | None,
+) -> tuple[Iterable[DamagedBandwidth | None], str | None]:
+    """The trials' results in task order, and why they ran in this process although a
+    ``trial_map`` was given (None otherwise): with ``below_s``, the first trial runs here,
+    and the others too when they would take under ``below_s`` seconds."""
+    if trial_map is None:
+        return _summarised_trials(G, tasks, progress), None
+    if below_s is None:
+        return trial_map(G, tasks, progress), None
+    t0 = time.perf_counter()
+    first = trial_summary(resilience_trial(G, **tasks[0]))
+    took = time.perf_counter() - t0
+    if progress is not None:
+        progress(1)
+    rest = tasks[1:]
+
+    def after_first(done: int) -> None:
+        if progress is not None:
+            progress(done + 1)
+
+    if not rest:
+        return [first], None
+    if took * len(rest) < below_s:
+        why = (
+            f"{len(tasks)} trials of about {took:.2g} s each ran in this process: under "
+            f"{below_s:g} s of work, less than starting Dask workers costs"
+        )
+        return [first, *_summarised_trials(G, rest, after_first)], why
+    return [first, *trial_map(G, rest, after_first)], None
 
 
 __all__ = [
@@ -696,4 +752,5 @@ __all__ = [
     "check_trials",
     "trial_summary",
     "MAX_TRIALS",
+    "SMALL_STUDY_S",
 ]

@@ -275,6 +275,7 @@ def solve_symmetric(
         keep_commodity_flows=len(reps) > 1,
         max_variables=max_variables,
         time_limit_s=time_limit_s,
+        interior_point=True,  # (lp.IPM_ABOVE)
     )
     weighted = np.zeros(len(red.arcs))
     if sol.commodity_flow is None:  # one commodity: arc_flow is its flow

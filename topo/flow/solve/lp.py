@@ -61,6 +61,16 @@ DEFAULT_MAX_VARIABLES = 2_000_000
 multicommodity LPs, many minutes of HiGHS (and several GiB inside it). Larger problems raise
 :class:`SolverError` at once instead of exhausting memory or patience."""
 
+IPM_ABOVE = 20_000
+"""LPs asked for by interior point (``interior_point=True``: the symmetry-reduced all-to-all,
+:func:`topo.flow.reduce.symmetry.solve_symmetric`, and the general LP,
+:func:`topo.flow.exact.general.general_lp`) with more flow variables than this are solved by
+HiGHS' interior point method with crossover (a basic optimal solution, exact duals); every
+other LP by HiGHS' own choice for LPs (dual simplex). Chosen by measurement on the LPs the
+benchmarks and tests build (``benchmarks/README.md``, "HiGHS: simplex or interior point"):
+interior point alone finished FT3's orbit LP in time; simplex was 1.2 to 40 times faster on
+the per-class, per-job and ring-step LPs, with the same optimum."""
+
 MAX_CAPACITY_SPREAD = 1e9
 """Largest ratio of the largest to the smallest arc capacity in one LP (HiGHS works to about
 1e-7 relative: a wider spread would lose the small arcs)."""
@@ -193,6 +203,7 @@ def max_concurrent_flow(
     keep_commodity_flows: bool = False,
     time_limit_s: float | None = None,
     max_variables: int = DEFAULT_MAX_VARIABLES,
+    interior_point: bool = False,
 ) -> MCFSolution:
     """Solve the maximum concurrent flow LP with HiGHS.
 
@@ -221,6 +232,9 @@ def max_concurrent_flow(
         HiGHS time limit in seconds.
     max_variables : int
         Refuse to build an LP with more flow variables than this.
+    interior_point : bool
+        Solve by interior point when over :data:`IPM_ABOVE` variables (else HiGHS' choice,
+        dual simplex): for the LPs measured faster that way.
 
     Returns
     -------
@@ -283,7 +297,8 @@ def max_concurrent_flow(
         cap_scale,
     )
     build_s = time.perf_counter() - t0
-    x, row_dual, solve_s = _solve(model, n_vars, time_limit_s)
+    ipm = interior_point and n_vars > IPM_ABOVE
+    x, row_dual, solve_s = _solve(model, n_vars, time_limit_s, ipm)
     arc_flow, keep = _flows(model, x, n_arcs, len(commodities), cap_scale, keep_commodity_flows)
     duals = np.zeros(n_arcs)
     for (arc_ids, _), r in zip(capacity_rows, model.capacity_row, strict=True):
@@ -332,9 +347,10 @@ def _check(
 
 
 def _solve(
-    model: FlowModel, n_vars: int, time_limit_s: float | None
+    model: FlowModel, n_vars: int, time_limit_s: float | None, ipm: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Run HiGHS on ``model``; return the column values, the row duals and its wall time (s).
+    """Run HiGHS on ``model`` (by interior point and crossover if ``ipm``, else HiGHS' own
+    choice, :data:`IPM_ABOVE`); return the column values, the row duals and its wall time (s).
     Non-optimal is an error."""
     import highspy  # (here: loading HiGHS takes 0.05 s, and most commands solve no LP)
 
@@ -344,9 +360,7 @@ def _solve(
         h.setOptionValue("output_flag", False)
         if time_limit_s is not None:
             h.setOptionValue("time_limit", float(time_limit_s))
-        # Interior point scales far better than simplex on these LPs; crossover (HiGHS'
-        # default) still returns a basic optimal solution with exact duals.
-        if n_vars > 20_000:
+        if ipm:  # (crossover, HiGHS' default, still gives a basic solution, exact duals)
             h.setOptionValue("solver", "ipm")
         h.passModel(model.lp)
         h.run()
