@@ -126,7 +126,7 @@ def resilience(
 
                 return trial_map(engines[0])(G, tasks, progress)
 
-            from topo.flow.failures.resilience import SMALL_STUDY_S
+            from topo.flow.failures import SMALL_STUDY_S
 
             reports = _run(fabrics, options, on_engine, SMALL_STUDY_S)
         for r in reports:

@@ -34,12 +34,12 @@ from typing import Any
 
 from topo.builders import build
 from topo.cost.bom import bill_of_materials
+from topo.cost.direct_rates import dragonfly_rates, slimfly_rates
 from topo.cost.plan import MAX_CHECK_GPUS, PlanRow
 from topo.cost.prices import PriceBook
 from topo.errors import TopoError
 from topo.flow import alltoall_bandwidth
-from topo.flow.routing import routed_alltoall
-from topo.flow.routing.direct import DirectRates, dragonfly_rates, slimfly_rates
+from topo.flow.routing import DirectRates, routed_alltoall
 from topo.units import Bps_to_GBps
 
 __all__ = [

@@ -12,13 +12,9 @@ from scipy.optimize import linprog
 
 from topo.builders.dragonfly import global_links
 from topo.builders.slimfly import mms_graph
+from topo.cost.direct_rates import dragonfly_rates, dragonfly_router_loads, slimfly_rates
 from topo.errors import SpecError
-from topo.flow.routing.direct import (
-    dragonfly_rates,
-    dragonfly_router_loads,
-    minimal_arc_loads,
-    slimfly_rates,
-)
+from topo.flow.routing import minimal_arc_loads
 
 C = 50e9  # B/s: a 400 Gb/s cable
 

@@ -62,11 +62,23 @@ nccl-tests ``doc/PERFORMANCE.md`` (busbw of alltoall).
 """
 
 from topo.flow.result import LoadedLink, RoutingDetail, TierLoad
+from topo.flow.routing.direct import (
+    DirectRates,
+    check_direct_servers,
+    direct_rates,
+    minimal_arc_loads,
+    router_arcs,
+)
 from topo.flow.routing.lft import routed_lft
 from topo.flow.routing.report import TOP_LINKS
 from topo.flow.routing.routed import MAX_FLOWS_PER_PAIR, ROUTINGS, routed_alltoall, routed_flow
 
 __all__ = [
+    "DirectRates",
+    "check_direct_servers",
+    "direct_rates",
+    "minimal_arc_loads",
+    "router_arcs",
     "MAX_FLOWS_PER_PAIR",
     "ROUTINGS",
     "TOP_LINKS",
