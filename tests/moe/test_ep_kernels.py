@@ -244,7 +244,10 @@ def test_heldout_nccl_ep_ll_ep8_dispatch():
     assert abs(k.dispatch_GBps / 224.3 - 1) <= 0.20
 
 
-@pytest.mark.xfail(strict=True, reason="issue 35: NCCL EP's EP8 combine is 1.32x (docs/moe.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 35: NCCL EP's EP8 combine is 1.32x; its combine code is DeepEP's (docs/moe.md)",
+)
 def test_heldout_nccl_ep_ll_ep8_combine():
     k = kernel_report(_report(8, 128, 450, "bf16"), "nccl-ep-ll")
     assert abs(k.combine_GBps / 185.2 - 1) <= 0.20
