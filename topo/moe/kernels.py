@@ -15,8 +15,13 @@ dispatch and combine of one routing, and their bandwidths in each library's own 
   peer) of one channel. On one node only NVLink is used (``intranode.cu``, no forwarder).
 - ``deepep-ll`` (``internode_ll.cu`` since DeepEP PR #173): one message per (token, expert) to
   the expert's GPU, over NVLink (warp stores) inside the node, over RDMA (IBGDA puts through the
-  GPU's own NIC) across; dispatch messages carry a 16 B header. The NVLink copies and the RDMA
-  leg add up (``t_rdma + t_nvl``), as DeepEP's H20 rows of PR #173 show.
+  GPU's own NIC) across; dispatch messages carry a 16 B header. Combine takes as long as its
+  slower leg (``max(t_rdma, t_nvl)``): ``combine`` gives each warp group one (destination rank,
+  local expert) pair, so the groups writing to the node's GPUs (TMA stores) and those posting
+  puts to other nodes run side by side (``internode_ll.cu`` at dd758ca, the send phase of
+  ``combine``). Dispatch's legs add up (``t_rdma + t_nvl``), chosen on DeepEP's H20 rows of
+  PR #173 (the training file); its code issues both from one token step (warp ``i`` sends the
+  token's ``i``-th copy), which alone would let them overlap, and the rows reject that.
 - ``deepep-v2`` (``ElasticBuffer``, hybrid mode): the path of ``deepep-normal`` (RDMA to the
   same-index GPU of each target node, NVLink from there), on the SM count V2's code computes
   (:mod:`topo.moe.deepep_v2`), its per-SM HBM rates bounding the kernel when given fewer.
@@ -182,7 +187,7 @@ class KernelResult:
         ``nvlink`` (one node, normal kernels) or ``rdma``.
     dispatch_bottleneck, combine_bottleneck : str
         The leg that sets each phase: ``rdma``, ``nvlink``, or ``sm`` (the SMs the kernel is
-        given); for the low-latency kernels, whose legs add up, the larger of the two.
+        given); for the low-latency kernels, the larger of the two legs.
     release : str
         The library release whose code the model reads (:data:`RELEASES`).
     bandwidth_name : str
@@ -558,13 +563,23 @@ def _kernel_phase(
     nvl: float,
     sms: int | None,
 ) -> tuple[float, str]:
-    """Time of one phase (s) and the leg that sets it, by the kernel's composition rule."""
+    """Time of one phase (s) and the leg that sets it, by the kernel's composition rule.
+
+    Low-latency kernels (DeepEP ``csrc/kernels/legacy/internode_ll.cu`` at dd758ca; NCCL EP
+    ``contrib/nccl_ep/device/low_latency.cu``, adapted from it): combine ``max(t_rdma,
+    t_nvl)``, its warp groups each serving one (destination rank, local expert) pair
+    (``responsible_expert_idx``), NVLink destinations by TMA stores, remote ones by IBGDA / GIN
+    puts, concurrently; dispatch ``t_rdma + t_nvl`` (topo/data/training.toml,
+    ``deepep-pr173-h20``)."""
     if kernel in ("deepep-ll", "nccl-ep-ll"):
         share = LL_NVLINK_COMBINE_SHARE if phase == "combine" else LL_NVLINK_DISPATCH_SHARE
         nvl_ll = nvl / LL_NVLINK_DISPATCH_SHARE * share
         t_rdma = max(legs.rdma_out.max(), legs.rdma_in.max()) * nbytes / rdma if rdma else 0.0
         t_nvl = max(legs.nvl_out.max(), legs.nvl_in.max()) * nbytes / nvl_ll if nvl_ll else 0.0
-        return float(t_rdma + t_nvl), ("rdma" if t_rdma >= t_nvl else "nvlink")
+        bound = "rdma" if t_rdma >= t_nvl else "nvlink"
+        if phase == "combine":
+            return float(max(t_rdma, t_nvl)), bound
+        return float(t_rdma + t_nvl), bound
     if kernel == "deepep-normal":
         ch = (sms or DEEPEP_SMS) // 2
         fwd = ch * (FORWARD_COMBINE_Bps if phase == "combine" else FORWARD_DISPATCH_Bps)
