@@ -6,8 +6,9 @@ into the server (PCIe).
 On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
 is a host of its own, of weight 1 (an *endpoint*). A server without GPUs on a fabric with GPUs
 (a storage host of an import with ``compute_host_regex``) is left out unless a caller keeps it
-as a terminal of its demand: then it is a vertex of weight 0 whose NICs count their cables. Why the contraction is a relaxation, and
-when it is exact, is in :mod:`topo.flow.door` and ``docs/bandwidth.md``.
+as a terminal of its demand: then it is a vertex of weight 0 whose NICs count their cables.
+Why the contraction is a relaxation, and when it is exact, is in :mod:`topo.flow.door` and
+``docs/bandwidth.md``.
 """
 
 from __future__ import annotations
