@@ -88,6 +88,8 @@ def test_storage_read_from_a_host_without_gpus_is_its_nic_bound(imported: Path) 
     assert job["shared_aggregate_GBps"] == pytest.approx(50.0, rel=1e-6)
     assert job["slowdown"] == pytest.approx(1.0, rel=1e-6)
     assert job["bottleneck"] == "storage NICs" and job["bottleneck_servers"] == ["stor01"]
+    table = run("place", imported, "--jobs", jobs)
+    assert table.exit_code == 0 and "storage NICs of 1 server" in table.stdout, table.output
 
 
 def test_a_checkpoint_write_to_it_is_the_read_reversed(imported: Path) -> None:
