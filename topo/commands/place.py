@@ -161,9 +161,11 @@ def _neck(j: dict) -> str:
     parts = []
     n = len(j["bottleneck_servers"])
     if n:
-        parts.append(f"{j['bottleneck'].replace(' and switch links', '')} of {n:,} servers")
+        what = j["bottleneck"].replace(" and switch links", "")
+        parts.append(f"{what} of {n:,} server{'' if n == 1 else 's'}")
     if j["bottleneck_switch_links"]:
-        parts.append(f"{j['bottleneck_switch_links']:,} switch links")
+        k = j["bottleneck_switch_links"]
+        parts.append(f"{k:,} switch link{'' if k == 1 else 's'}")
     return " and ".join(parts) or j["bottleneck"]
 
 

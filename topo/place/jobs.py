@@ -20,7 +20,11 @@ A :class:`Job` names its servers, or asks for ``count`` servers placed by a poli
   servers after churn.
 
 Jobs are placed in the order given; a job's servers are no longer free for the jobs after it,
-and the storage servers any job names are never free for compute.
+and the storage servers any job names are never free for compute. A storage server is any
+server of the fabric: one with GPUs, or a host without GPUs (the hosts that ``topo import
+--compute-host-regex`` does not match keep their NICs and get no GPUs); a host without GPUs is
+never a job's compute server. Its NICs' cables are its capacity (it has no PCIe or NVLink
+side: :func:`topo.flow.reduce.contract_servers`).
 
 Each job's traffic is a :class:`topo.traffic.Demand` over servers (bytes within a server cross
 NVLink, not the fabric), normalised so that its concurrent-flow rate ``theta`` (B/s per byte of
@@ -107,7 +111,8 @@ class Job:
         How ``count`` servers are chosen among the free ones (module notes).
     storage : tuple of server ids
         The storage servers a ``storage_read`` job reads from, or a ``checkpoint_write`` job
-        writes to (not the job's own servers).
+        writes to (not the job's own servers): servers with GPUs, or hosts without GPUs (an
+        import's non-compute hosts).
     stages : int, optional
         A ``pipeline`` job's stages (>= 2; they divide its servers).
     weight : float
@@ -251,8 +256,9 @@ def place_jobs(
     ------
     TopoError
         A fabric without GPUs; repeated job names; a job naming a server the fabric lacks, one
-        with no NIC cabled to a switch, a storage server, or one already taken by an earlier
-        job; more servers asked for than are free; a storage server not of the fabric.
+        with no NIC cabled to a switch, a storage server, a host without GPUs, or one already
+        taken by an earlier job; more servers asked for than are free (servers with GPUs, not
+        storage, not taken); a storage server not of the fabric.
 
     Examples
     --------
@@ -280,14 +286,16 @@ def place_jobs(
             if s not in all_servers:
                 raise TopoError(
                     f"job {j.name!r}: storage server {s!r} is not a server of the fabric"
+                    + _gpuless_hint(gpus)
                 )
-    free = [s for s in all_servers if s in block and s not in storage]
+    # hosts without GPUs (an import's storage hosts) serve only as storage, never for compute
+    free = [s for s in all_servers if s in block and s not in storage and gpus[s] > 0]
     placed = []
     aligned: tuple[list[list[Hashable]], tuple[int, ...]] | None = None
     for j in jobs:
         if j.servers is not None:
             for s in j.servers:
-                _check_free(j.name, s, all_servers, block, storage, free)
+                _check_free(j.name, s, all_servers, block, storage, free, gpus)
             chosen = list(j.servers)
         else:
             assert j.count is not None
@@ -314,16 +322,32 @@ def _check_free(
     block: dict[Hashable, int],
     storage: set[Hashable],
     free: list[Hashable],
+    gpus: dict[Hashable, int],
 ) -> None:
-    """A server a job names must be the fabric's, cabled, not storage, not yet taken."""
+    """A server a job names must be the fabric's, cabled, with GPUs, not storage, not yet
+    taken."""
     if s not in all_servers:
         raise TopoError(f"job {name!r}: server {s!r} is not a server of the fabric")
     if s not in block:
         raise TopoError(f"job {name!r}: server {s!r} has no NIC cabled to a switch")
     if s in storage:
         raise TopoError(f"job {name!r}: server {s!r} is a storage server")
+    if gpus[s] == 0:
+        raise TopoError(
+            f"job {name!r}: server {s!r} has no GPUs (a storage host); name it in a job's "
+            "storage instead"
+        )
     if s not in free:
         raise TopoError(f"job {name!r}: server {s!r} is already taken by an earlier job")
+
+
+def _gpuless_hint(gpus: dict[Hashable, int], limit: int = 3) -> str:
+    """`` (its hosts without GPUs: 'a', 'b' and 3 more)``, or nothing when it has none."""
+    none = [s for s, n in gpus.items() if n == 0]
+    if not none:
+        return ""
+    more = f" and {len(none) - limit:,} more" if len(none) > limit else ""
+    return f" (its hosts without GPUs: {', '.join(map(repr, none[:limit]))}{more})"
 
 
 def _choose(

@@ -264,7 +264,8 @@ def place(
     placed = place_jobs(G, jobs, seed=seed)
     gpus = server_gpus(G)
     demands = [job_demand(G, p, gpus) for p in placed]
-    nic = {h.id: sum(h.attach.values()) for h in contract_servers(G)[0]}
+    storage = {s for p in placed for s in p.job.storage}  # may be hosts without GPUs
+    nic = {h.id: sum(h.attach.values()) for h in contract_servers(G, keep=storage)[0]}
     bound = [nic_bound(d, nic) for d in demands]
     weights = [p.job.weight for p in placed]
     rates, loads = max_min_rates(G, demands, max_variables, bound, weights)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests._ibdump import ib_dump
 from topo.builders import build
 from topo.errors import InfeasibleError, TopoError
 from topo.flow import concurrent_flow, shared_flow
+from topo.flow.solve.lp import Commodity, max_concurrent_flow
+from topo.formats import import_ibnetdiscover
 from topo.traffic import Demand, permutation
 
 NIC_Bps = 50e9  # one 400G cable: 400e9 / 8 B/s per direction
@@ -124,3 +127,101 @@ def test_servers_a_demand_tells_apart_are_not_twins(ft2):
     # theta = 5 GB/s (6 and 7 pooled as one vertex would give 4 theta + 40 <= 100, 15 GB/s)
     r = shared_flow(ft2, [read((6, 7), (0, 1, 2, 3)), one_pair(6, 4)], [None, 40e9])
     assert r.theta == pytest.approx(5e9, rel=1e-6)
+
+
+# -- storage hosts without GPUs (an import's non-compute hosts) ---------------------------------
+
+# Two GPU leaves and a storage leaf under two spines, imported with 2 GPUs per compute host:
+# leaf1: gpu01, gpu02 (2 NDR CAs each, 50 GB/s); up: spine1, spine2 (NDR)
+# leaf2: gpu03 (2 NDR CAs), stor01 (1 NDR CA); up: spine1 (NDR), spine2 (HDR, 25 GB/s)
+# leaf3: stor02 (2 HDR CAs, 25 GB/s each); up: spine1 (NDR)
+STORAGE_FABRIC = [
+    ("leaf1", 1, "gpu01 HCA-1", 1, "4xNDR"),
+    ("leaf1", 2, "gpu01 HCA-2", 1, "4xNDR"),
+    ("leaf1", 3, "gpu02 HCA-1", 1, "4xNDR"),
+    ("leaf1", 4, "gpu02 HCA-2", 1, "4xNDR"),
+    ("leaf1", 5, "spine1", 1, "4xNDR"),
+    ("leaf1", 6, "spine2", 1, "4xNDR"),
+    ("leaf2", 1, "gpu03 HCA-1", 1, "4xNDR"),
+    ("leaf2", 2, "gpu03 HCA-2", 1, "4xNDR"),
+    ("leaf2", 3, "stor01 HCA-1", 1, "4xNDR"),
+    ("leaf2", 5, "spine1", 2, "4xNDR"),
+    ("leaf2", 6, "spine2", 2, "4xHDR"),
+    ("leaf3", 1, "stor02 HCA-1", 1, "4xHDR"),
+    ("leaf3", 2, "stor02 HCA-2", 1, "4xHDR"),
+    ("leaf3", 5, "spine1", 3, "4xNDR"),
+]
+
+
+@pytest.fixture(scope="module")
+def with_storage(tmp_path_factory):
+    path = tmp_path_factory.mktemp("storage") / "storage.topo"
+    sizes = dict.fromkeys(("leaf1", "leaf2", "leaf3", "spine1", "spine2"), 8)
+    path.write_text(ib_dump(sizes, STORAGE_FABRIC))
+    return import_ibnetdiscover(path, gpus_per_host=2, compute_host_regex="^gpu")
+
+
+def general_storage_lp(G, reads, writes):
+    """The LP as defined on the whole graph, no contraction: each storage host a source and
+    sink vertex joined to its NICs (arcs of its cables' capacity), each GPU a terminal, one
+    commodity per source, no commodity leaving a server (NIC to switch) other than its own.
+    ``reads``: storage -> {GPU: bytes}; ``writes``: GPU -> {storage: bytes}."""
+    arcs, cap = [], []
+    for u, v, e in G.edges(data=True):
+        arcs += [(u, v), (v, u)]
+        cap += [float(e["capacity"])] * 2
+    storage = {s for s in reads} | {s for d in writes.values() for s in d}
+    for s in sorted(storage):
+        for nic in (v for v, d in G.nodes(data=True) if d.get("node") == s):
+            c = sum(float(e["capacity"]) for e in G.adj[nic].values())
+            arcs += [(("host", s), nic), (nic, ("host", s))]
+            cap += [c, c]
+    kind = dict(G.nodes(data="kind"))
+
+    def server(v):
+        return v[1] if isinstance(v, tuple) else G.nodes[v].get("node")
+
+    def allowed(source_server):
+        return [
+            a
+            for a, (u, v) in enumerate(arcs)
+            if not (kind.get(u) == "nic" and kind.get(v) == "switch")
+            or server(u) == source_server
+        ]
+
+    coms, use = [], []
+    for s, d in reads.items():
+        coms.append(Commodity(("host", s), dict(d)))
+        use.append(allowed(s))
+    for g, d in writes.items():
+        coms.append(Commodity(g, {("host", s): x for s, x in d.items()}))
+        use.append(allowed(G.nodes[g]["node"]))
+    return max_concurrent_flow(arcs, cap, coms, commodity_arcs=use).theta
+
+
+def test_storage_hosts_without_gpus_are_terminals_of_their_cables(with_storage):
+    # read: each of the 6 GPUs of gpu01..gpu03 reads 1 B, half from each storage host;
+    # write: each GPU of gpu03 writes 1 B to stor02; both scaled by theta.
+    G = with_storage
+    readers = ("gpu01", "gpu02", "gpu03")
+    read_d = read(("stor01", "stor02"), readers)  # 1 B per server: scale to its 2 GPUs
+    read_d = Demand("server", read_d.terminals, {k: 2 * x for k, x in read_d.entries.items()})
+    write_d = Demand("server", ("gpu03", "stor02"), {("gpu03", "stor02"): 2.0})
+    r = shared_flow(G, [read_d, write_d], [None, None])
+    gpus = [f"{h}/gpu{i}" for h in readers for i in range(2)]
+    reads = {s: dict.fromkeys(gpus, 0.5) for s in ("stor01", "stor02")}
+    writes = {"gpu03/gpu0": {"stor02": 1.0}, "gpu03/gpu1": {"stor02": 1.0}}
+    assert r.theta == pytest.approx(general_storage_lp(G, reads, writes), rel=1e-6)
+    # by hand: stor02 sends 6 x 0.5 = 3 B per unit theta through its two 25 GB/s HDR cables
+    # (50 GB/s; its leaf's one NDR uplink is 50 GB/s too): theta = 50 / 3 GB/s. stor01 also
+    # sends 3 theta = 50 GB/s through its one NDR cable; nothing else is full.
+    assert r.theta == pytest.approx(50e9 / 3, rel=1e-6)
+    load = r.link_load[0]
+    assert load[("stor02/HCA-1/p1", "leaf3")] == pytest.approx(25e9, rel=1e-6)
+    assert load[("stor02/HCA-2/p1", "leaf3")] == pytest.approx(25e9, rel=1e-6)
+
+
+def test_storage_hosts_no_demand_names_change_nothing(with_storage):
+    # gpu01 -> gpu02 on one leaf, 2 NICs each: 100 GB/s, stor01 and stor02 idle
+    d = Demand("server", ("gpu01", "gpu02"), {("gpu01", "gpu02"): 1.0})
+    assert shared_flow(with_storage, [d], [None]).theta == pytest.approx(100e9, rel=1e-6)

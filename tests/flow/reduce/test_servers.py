@@ -6,9 +6,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from tests._ibdump import ib_dump
 from topo.builders import build
 from topo.errors import InfeasibleError
 from topo.flow.reduce.servers import check_terminals, contract_servers, inner_signature
+from topo.formats import import_ibnetdiscover
 
 
 def test_a_server_becomes_one_host_per_node() -> None:
@@ -53,3 +55,29 @@ def test_check_terminals_refuses_rate_zero() -> None:
     lone = nx.Graph(G.subgraph(["node0/gpu0", "node0/nvswitch"]))
     with pytest.raises(InfeasibleError, match="no NIC cabled"):
         check_terminals(lone, *contract_servers(lone))
+
+
+def test_a_host_without_gpus_is_kept_only_when_named(tmp_path) -> None:
+    # One leaf: gpu01 (one 4xNDR CA, 50 GB/s, behind PCIe 64 GB/s) and stor01, a host the
+    # compute regex leaves without GPUs (two 4xHDR CAs, 25 GB/s each).
+    path = tmp_path / "one-leaf.topo"
+    path.write_text(
+        ib_dump(
+            {"leaf1": 8},
+            [
+                ("leaf1", 1, "gpu01 HCA-1", 1, "4xNDR"),
+                ("leaf1", 2, "stor01 HCA-1", 1, "4xHDR"),
+                ("leaf1", 3, "stor01 HCA-2", 1, "4xHDR"),
+            ],
+        )
+    )
+    G = import_ibnetdiscover(path, gpus_per_host=1, compute_host_regex="^gpu")
+    assert [h.id for h in contract_servers(G)[0]] == ["gpu01"]
+    hs, terminal = contract_servers(G, keep={"stor01", "nowhere"})
+    assert terminal == "gpu" and [h.id for h in hs] == ["gpu01", "stor01"]
+    gpu, stor = hs
+    assert gpu.weight == 1 and gpu.attach == {"leaf1": pytest.approx(50e9)}
+    # no PCIe side: its two cables in full
+    assert stor.weight == 0 and stor.attach == {"leaf1": pytest.approx(2 * 25e9)}
+    assert sorted(stor.nics["leaf1"]) == ["stor01/HCA-1/p1", "stor01/HCA-2/p1"]
+    assert stor.inner_sig == () and not stor.host_bound

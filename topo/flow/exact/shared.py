@@ -19,7 +19,9 @@ filling (Bertsekas and Gallager, *Data Networks*, 2nd ed., 1992, section 6.5.2):
 unfrozen demands together, holding the frozen ones at their rates.
 
 The network is the one :func:`topo.flow.exact.matrix.matrix_flow` solves: servers contracted
-(:mod:`topo.flow.reduce.servers`; NVLink not a constraint, servers never forward), isomorphic
+(:mod:`topo.flow.reduce.servers`; NVLink not a constraint, servers never forward; a server
+without GPUs that a demand names, a storage host, is a terminal whose NICs count their
+cables, and servers without GPUs that no demand names are left out), isomorphic
 planes folded exactly (every demand carried ``1/P`` per plane). Servers that are *twins* (the
 same attachments, and in every demand the same bytes to and from each server) are one vertex
 of their summed capacity, one commodity per demand: a class flow split evenly among its
@@ -139,8 +141,6 @@ def shared_flow(
     for r in rates:
         if r is not None and not (0.0 <= r < float("inf")):
             raise TopoError(f"a fixed rate must be finite and >= 0, got {r}")
-    hs, _ = contract_servers(G)
-    by_id = {h.id: h for h in hs}
     pairs = [_server_pairs(G, d) for d in demands]
     for k, p in enumerate(pairs):
         if not p:
@@ -148,12 +148,15 @@ def shared_flow(
                 f"demand {k} ({demands[k].name or 'unnamed'}) has no bytes between "
                 "distinct servers: nothing of it crosses the fabric"
             )
+    named = {s for p in pairs for ab in p for s in ab}
+    hs, _ = contract_servers(G, keep=named)  # storage hosts (no GPUs) a demand names stay
+    by_id = {h.id: h for h in hs}
     for p in pairs:
         for ab in p:
             for s in ab:
                 if s not in by_id:
                     raise TopoError(f"demand names {s!r}, which is not a server of the fabric")
-    used = sorted({s for p in pairs for ab in p for s in ab}, key=natural_key)
+    used = sorted(named, key=natural_key)
     loose = [s for s in used if not by_id[s].attach]
     if loose:
         raise InfeasibleError(f"server {loose[0]!r} has no NIC cabled to a switch")

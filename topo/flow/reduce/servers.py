@@ -4,14 +4,17 @@ A server (its GPUs, NVSwitch and NICs) becomes one :class:`ContractedServer` joi
 switches its NICs reach, each NIC counting as the tighter of its cable and its links
 into the server (PCIe).
 On a fabric without GPUs (an imported dump without a host model) every NIC cabled to a switch
-is a host of its own, of weight 1 (an *endpoint*). Why the contraction is a relaxation, and
-when it is exact, is in :mod:`topo.flow.door` and ``docs/bandwidth.md``.
+is a host of its own, of weight 1 (an *endpoint*). A server without GPUs on a fabric with GPUs
+(a storage host of an import with ``compute_host_regex``) is left out unless a caller keeps it
+as a terminal of its demand: then it is a vertex of weight 0 whose NICs count their cables.
+Why the contraction is a relaxation, and when it is exact, is in :mod:`topo.flow.door` and
+``docs/bandwidth.md``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,7 +46,8 @@ class ContractedServer:
     id : hashable
         The server's ``node`` id, or the endpoint's vertex name on a fabric without GPUs.
     weight : int
-        Terminals it holds: its GPUs, or 1 for an endpoint.
+        Terminals it holds: its GPUs, 1 for an endpoint, 0 for a server without GPUs kept as
+        a demand's terminal (a storage host; ``contract_servers(keep=...)``).
     attach : dict of str to float
         Switch -> capacity (B/s per direction) of this host's cables to it, each NIC counted
         as the tighter of its cable and its PCIe side.
@@ -104,7 +108,9 @@ class SolveContext:
         return replace(self, notes=(*self.notes, *notes)) if notes else self
 
 
-def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
+def contract_servers(
+    G: nx.Graph, keep: Collection[Hashable] = ()
+) -> tuple[list[ContractedServer], str]:
     """Contract every server to one vertex (when the fabric has GPUs), or take the endpoints as
     they are.
 
@@ -112,13 +118,28 @@ def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
     ----------
     G : networkx.Graph
         A fabric (:mod:`topo.fabric`).
+    keep : collection of hashable
+        Server ids kept even when they have no GPUs: the terminals of a demand that reads from
+        or writes to storage hosts (hosts with NICs and no GPUs, as ``topo import
+        --compute-host-regex`` leaves the hosts it does not match). Such a server has weight
+        0, no inside (``inner_sig`` empty) and each of its NICs counts its cable in full: it
+        has no PCIe or GPU side to bound it. Ids that are not servers, or servers with GPUs,
+        change nothing. Ignored on a fabric without GPUs (every NIC is a terminal there).
 
     Returns
     -------
     (list of ContractedServer, str)
         The hosts (servers in natural order of their id; endpoints in the graph's order) and
-        the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out; a server
-        with no NIC cabled to a switch is kept with an empty ``attach``.
+        the terminal: ``"gpu"`` or ``"endpoint"``. Servers without a GPU are left out unless
+        in ``keep``; a server with no NIC cabled to a switch is kept with an empty ``attach``.
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> G = build("ft2", switch_ports=4, gpus_per_node=1, nics_per_node=1)
+    >>> hs, terminal = contract_servers(G)
+    >>> len(hs), terminal, hs[0].weight, hs[0].attach
+    (8, 'gpu', 1, {'leaf0': 50000000000.0})
     """
     if terminal_kind(G) == "gpu":
         nodes = G._node  # the raw attribute dicts: this visits every vertex
@@ -129,8 +150,9 @@ def contract_servers(G: nx.Graph) -> tuple[list[ContractedServer], str]:
             if v not in is_switch
         }
         adj = G._adj  # the raw adjacency dicts: this visits every edge of every server
+        kept = set(keep)
         out = [_server_host(adj, is_switch, label, sid, m) for sid, m in servers(G).items()]
-        return [h for h in out if h.weight > 0], "gpu"
+        return [h for h in out if h.weight > 0 or h.id in kept], "gpu"
     kind = dict(G.nodes(data="kind"))
     found = []
     for v, k in kind.items():
@@ -161,6 +183,7 @@ def _server_host(
     bound: set[str] = set()
     own = {v: label[v] for v in members}
     edges = []
+    gpuless = all(lab[0] != "gpu" for lab in own.values())
     for v in members:
         inner = 0.0
         cables = []
@@ -177,11 +200,12 @@ def _server_host(
             else:
                 inner += c
         # What a NIC passes is bounded by its cable and by its links into the server
-        # (PCIe): the tighter of the two keeps the contraction a tight relaxation.
+        # (PCIe): the tighter of the two keeps the contraction a tight relaxation. A server
+        # without GPUs (a storage host) is its NICs: its traffic starts and ends there.
         for s, cable in cables:
-            attach[s] = attach.get(s, 0.0) + min(cable, inner)
+            attach[s] = attach.get(s, 0.0) + (cable if gpuless else min(cable, inner))
             nics[s].append(v)
-            if inner < cable:
+            if inner < cable and not gpuless:
                 bound.add(v)
     edges.sort()
     return ContractedServer(
