@@ -75,6 +75,9 @@ def test_cost_of_a_two_plane_fabric_prices_the_split_switches_as_their_box():
         "endpoint cable 200G": (1024, 600),
     }
     assert r.cost_usd == 24 * 44_500 + 1024 * 840 + 1024 * 600
+    # 1,024 endpoints are NIC ports: two a GPU, so the cost per GPU is twice the per endpoint
+    assert r.endpoints == 1024 and r.extra["gpus"] == 512
+    assert r.extra["cost_per_gpu_usd"] == r.cost_usd / 512 == 2 * r.cost_per_endpoint_usd
     # The same switches and switch-to-switch links as the one-plane ft2 of 512 GPUs (16 leaves
     # of 32 down, 8 spines, 512 links of 400G): splitting the ports changes neither bill.
     one = {x.item: x.total_usd for x in bill_of_materials(build("ft2", gpus=512)).lines}

@@ -138,9 +138,10 @@ def test_pipeline_pairs_server_j_of_each_stage_both_ways(ft2, ft2_g2):
         ({"traffic": "ring", "servers": (0, 0)}, "its servers repeat"),
         ({"traffic": "storage_read", "count": 2}, "storage_read needs storage servers"),
         ({"traffic": "checkpoint_write", "count": 2}, "checkpoint_write needs storage servers"),
+        ({"traffic": "storage_read", "count": 2, "storage": (8, 8)}, "storage servers repeat"),
         ({"traffic": "ring", "count": 2, "storage": (5,)}, "for storage_read and checkpoint_write"),
-        ({"traffic": "pipeline", "count": 4}, "a pipeline needs stages >= 2, got None"),
-        ({"traffic": "pipeline", "count": 4, "stages": 1}, "a pipeline needs stages >= 2, got 1"),
+        ({"traffic": "pipeline", "count": 4}, "a pipeline needs stages >= 2 \\(none given\\)"),
+        ({"traffic": "pipeline", "count": 4, "stages": 1}, r"needs stages >= 2 \(got 1\)"),
         ({"traffic": "pipeline", "count": 4, "stages": 3}, "3 stages must divide its 4 servers"),
         (
             {"traffic": "pipeline", "servers": (0, 1, 2), "stages": 2},

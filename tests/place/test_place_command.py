@@ -122,7 +122,14 @@ def test_example_file_places_two_ep_jobs(fabrics):
             '[[jobs]]\nname = "a"\ntraffic = "ring"\n',
             ["jobs.toml", "jobs[1]: job 'a': give exactly one of servers and count"],
         ),
-        ('[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 99\n', ["asks for 99 servers; only 8"]),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "ring"\ncount = 99\n',
+            ["jobs.toml", "asks for 99 servers; only 8"],
+        ),
+        (
+            '[[jobs]]\nname = "a"\ntraffic = "storage_read"\ncount = 2\nstorage = [7, 7]\n',
+            ["jobs.toml", "job 'a': its storage servers repeat"],
+        ),
         (
             '[[jobs]]\nname = "a"\ntraffic = "pipeline"\ncount = 4\nstages = 1\n',
             ["jobs.toml", "jobs[1].stages must be a whole number >= 2, got 1"],

@@ -427,7 +427,8 @@ def expected(
     elif t_bw >= launch + fill:
         binds, detail = "bandwidth", bound
     elif fill >= launch:
-        binds, detail = "messages", f"{binary_bytes(s)} messages through {_depth_word(a)}"
+        size = binary_bytes(s) if s >= 1 else "under 1 B (more lanes than bytes)"
+        binds, detail = "messages", f"{size} messages through {_depth_word(a)}"
     else:
         binds, detail = "latency", "the operation's launch"
     return Expected(

@@ -322,8 +322,10 @@ def plan(
         _refuse_without_designs(ctx, rank_by)
     elif not bandwidth:
         _refuse_without_bandwidth(ctx, rank_by)
-    rows = plan_fn(gpus, check=check, **common)
-    if rows and all(r.status == "infeasible" for r in rows):
+    # beyond any family's ceiling by orders of magnitude: the integer programs are not asked
+    # (their solver's numbers overflow near 1e20)
+    rows = [] if gpus > PLAN_GPUS_ASKED_MAX else plan_fn(gpus, check=check, **common)
+    if all(r.status == "infeasible" for r in rows):
         raise TopoError(_nothing_fits(gpus, names, common, given))
     rows = _plan_bandwidth(
         rows, check and bandwidth, rank_by, rate_with, bandwidth_time_limit, check, book
@@ -333,6 +335,10 @@ def plan(
         return
     _plan_table(rows, given["switch_ports"], given["link_gbps"], gpus, given["gpus_per_node"])
     _bandwidth_notes(rows, rank_by, rate_with)
+
+
+PLAN_GPUS_ASKED_MAX = 10**12
+"""``--gpus`` above this is refused as out of every family's reach without solving a program."""
 
 
 def _refuse_with_max_gpus(ctx: typer.Context, gpus: int | None) -> None:
@@ -544,9 +550,16 @@ def _bom_table(r: CostReport) -> None:
         "total", "", "", f"{r.cost_usd:,.0f}", "-" if r.watts is None else f"{r.watts:,.0f}"
     )
     out.print(table)
+    per_gpu = r.extra.get("cost_per_gpu_usd")
+    gpus = (
+        f", {per_gpu:,.0f} $ per GPU ({r.extra['gpus']:,} GPUs)"
+        if per_gpu is not None and r.extra.get("gpus") != r.endpoints
+        else ""
+    )
     out.print(
-        f"{r.endpoints:,} endpoints, {r.switches:,} switches, {r.links:,} switch-to-switch links: "
-        f"{r.cost_per_endpoint_usd:,.0f} $ per endpoint (price book {r.prices})"
+        f"{r.endpoints:,} endpoints (NIC ports), {r.switches:,} switches, {r.links:,} "
+        f"switch-to-switch links: {r.cost_per_endpoint_usd:,.0f} $ per endpoint{gpus} "
+        f"(price book {r.prices})"
     )
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from topo import fabric as fabric_mod
 from topo.cli_common import out, print_json, user_errors
+from topo.errors import FormatError, TopoError
 from topo.place.jobs import STORAGE_TRAFFIC
 
 if TYPE_CHECKING:  # the solver loads when the command runs
@@ -61,8 +62,15 @@ def place(
 
     job_list = read_jobs(jobs)
     G = fabric_mod.load(fabric)
-    report = run(G, job_list, seed=seed)
-    advice = slurm_advice(G, job_list, seed=seed) if slurm else None
+    try:
+        report = run(G, job_list, seed=seed)
+        advice = slurm_advice(G, job_list, seed=seed) if slurm else None
+    except FormatError:
+        raise
+    except TopoError as e:
+        if str(e).startswith("job"):  # a job of the file that this fabric cannot hold
+            raise FormatError(jobs, str(e)) from None
+        raise
     if as_json:
         d = report.to_dict()
         if advice is not None:

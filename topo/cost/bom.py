@@ -130,7 +130,10 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
         One line per switch model (radix, speed) and per cable class and speed; totals in US
         dollars. Switch speed is the fastest cable at the switch (the edges' capacity per
         cable, as the solvers read them; the graph's ``link_gbps`` only for a switch without
-        cables); cable speed is the edge's capacity per cable.
+        cables); cable speed is the edge's capacity per cable. An endpoint is a NIC port
+        cabled to the fabric; where the fabric has GPUs, ``extra`` holds ``gpus`` and
+        ``cost_per_gpu_usd`` (JSON keys of ``topo cost``), which differ from the endpoints'
+        with multi-plane NICs or several NICs a GPU.
 
     Raises
     ------
@@ -176,7 +179,7 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
     for u, v, d in G.edges(data=True):
         if d["kind"] in ("fabric", "endpoint"):
             cables[(cable_class(G, u, v, prices), _gbps(d["capacity"], d["links"]))] += d["links"]
-    return cost_from_counts(
+    bom = cost_from_counts(
         family=s.family,
         name=str(G.graph.get("name", s.family)),
         endpoints=s.endpoints,
@@ -184,6 +187,11 @@ def bill_of_materials(G: nx.Graph, prices: PriceBook | None = None) -> CostRepor
         cables=dict(cables),
         prices=prices,
     )
+    if s.gpus:
+        # an endpoint is a NIC port cabled to the fabric; with multi-plane NICs (or several
+        # NICs a GPU) there are more of them than GPUs, so the cost per GPU is given beside it
+        bom.extra.update(gpus=s.gpus, cost_per_gpu_usd=bom.cost_usd / s.gpus)
+    return bom
 
 
 def cables_from_counts(

@@ -149,6 +149,8 @@ class Job:
         if self.traffic in STORAGE_TRAFFIC:
             if not self.storage:
                 raise TopoError(f"job {self.name!r}: {self.traffic} needs storage servers")
+            if len(set(self.storage)) != len(self.storage):
+                raise TopoError(f"job {self.name!r}: its storage servers repeat")
         elif self.storage:
             raise TopoError(
                 f"job {self.name!r}: storage servers are for storage_read and checkpoint_write "
@@ -167,7 +169,8 @@ class Job:
                 raise TopoError(f"job {self.name!r}: stages are for pipeline jobs only")
             return
         if self.stages is None or self.stages < 2:
-            raise TopoError(f"job {self.name!r}: a pipeline needs stages >= 2, got {self.stages!r}")
+            got = "none given" if self.stages is None else f"got {self.stages!r}"
+            raise TopoError(f"job {self.name!r}: a pipeline needs stages >= 2 ({got})")
         n = self.count if self.count is not None else len(self.servers or ())
         if n % self.stages:
             raise TopoError(
