@@ -24,7 +24,9 @@ def test_crossing_ring_on_a_3_to_1_rail_fabric_is_bound_by_the_rail_leaf_uplinks
     G = _mrft(48, 8, 3)
     p = crossing_ring(G, 48, 8)
     assert 1 / p.seconds_per_byte == pytest.approx(2 * 50e9 / (6 / 8))
-    assert p.bottleneck == {"leaf->spine": 2}
+    # the same bytes come down as go up: the uplinks bind in both directions, and which one
+    # the LP's dual names is the solver's choice
+    assert p.bottleneck in ({"leaf->spine": 2}, {"spine->leaf": 2})
     assert 1 / fabric_rates(G, 48, 8).ring.seconds_per_byte == pytest.approx(400e9)
 
 
