@@ -13,12 +13,11 @@ and what it wrote (tests, scales, expected curves). Run from the project root::
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_limits import measure, print_cases, print_machine
+from bench_limits import build_mpft, measure, print_cases, print_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPO = [sys.executable, str(ROOT / "cli.py")]
@@ -42,12 +41,7 @@ def found(out: str) -> str:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        subprocess.run(
-            [*TOPO, "build", "mpft", "--switch-ports", "64", "-o", "mpft.json"],
-            cwd=cwd,
-            check=True,
-            capture_output=True,
-        )
+        build_mpft(cwd)
         print_machine()
         print_cases(CASES, cwd, run, found, width=20, digits=2)
 

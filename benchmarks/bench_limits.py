@@ -101,6 +101,18 @@ def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
     return measure(["topo", *args, "--json"], cwd, env)
 
 
+def build_mpft(cwd: Path) -> None:
+    """Write the README's 16,384-GPU MPFT (64-port 400G switches) to ``cwd/mpft.json`` with
+    this checkout's ``cli.py``."""
+    subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "cli.py"), "build", "mpft",
+         "--switch-ports", "64", "-o", "mpft.json"],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+
+
 def print_machine() -> None:
     """The machine's load and speed, before the cases."""
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from topo import fabric as fabric_mod
 from topo.cli_common import out, print_json, user_errors
-from topo.errors import FormatError, TopoError
-from topo.place.jobs import STORAGE_TRAFFIC
+from topo.errors import FormatError
+from topo.place.jobs import STORAGE_TRAFFIC, JobError
 
 if TYPE_CHECKING:  # the solver loads when the command runs
     from topo.place import PlaceReport, SlurmAdvice
@@ -65,12 +65,8 @@ def place(
     try:
         report = run(G, job_list, seed=seed)
         advice = slurm_advice(G, job_list, seed=seed) if slurm else None
-    except FormatError:
-        raise
-    except TopoError as e:
-        if str(e).startswith("job"):  # a job of the file that this fabric cannot hold
-            raise FormatError(jobs, str(e)) from None
-        raise
+    except JobError as e:  # a job of the file that this fabric cannot hold
+        raise FormatError(jobs, str(e)) from None
     if as_json:
         d = report.to_dict()
         if advice is not None:

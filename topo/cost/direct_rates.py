@@ -129,7 +129,12 @@ def dragonfly_router_loads(
     >>> dragonfly_router_loads(4, 2, 9)   # one link per group pair: f = 2 * 4, 16 a link
     (17.0, 16.0)
     """
-    links = global_links(a, h, g, arrangement)
+    return _router_loads(a, g, global_links(a, h, g, arrangement))
+
+
+def _router_loads(a: int, g: int, links: list[tuple[int, int, int, int]]) -> tuple[float, float]:
+    """:func:`dragonfly_router_loads` of the global links ``links`` (group, router, group,
+    router)."""
     m: dict[tuple[int, int], int] = {}
     for i, _, t, _ in links:
         key = (min(i, t), max(i, t))
@@ -196,7 +201,8 @@ def dragonfly_rates(
     if g < 2:
         raise SpecError(f"dragonfly_rates needs at least 2 groups, got {g}", param="groups")
     check_direct_servers(p, gpus_per_node, nics_per_node)
-    local, glob = dragonfly_router_loads(a, h, g, arrangement)
+    links = global_links(a, h, g, arrangement)
+    local, glob = _router_loads(a, g, links)
     w = p * gpus_per_node // nics_per_node
     return direct_rates(
         "dragonfly",
@@ -209,13 +215,13 @@ def dragonfly_rates(
         link_gbps,
         pcie_GBps,
         nvlink_GBps,
-        _dragonfly_arcs(a, h, g, arrangement, gbps_to_Bps(link_gbps)),
+        _dragonfly_arcs(a, g, links, gbps_to_Bps(link_gbps)),
         time_limit_s,
     )
 
 
 def _dragonfly_arcs(
-    a: int, h: int, g: int, arrangement: str, c: float
+    a: int, g: int, links: list[tuple[int, int, int, int]], c: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Both arcs of every Dragonfly router link (parallel global cables summed), no dense
     matrix."""
@@ -224,7 +230,7 @@ def _dragonfly_arcs(
         for r in range(a):
             for s in range(r + 1, a):
                 cables[(i * a + r, i * a + s)] = 1
-    for i, r, t, s in global_links(a, h, g, arrangement):
+    for i, r, t, s in links:
         u, v = sorted((i * a + r, t * a + s))
         cables[(u, v)] = cables.get((u, v), 0) + 1
     uv = np.array(list(cables), dtype=np.int64).reshape(-1, 2)

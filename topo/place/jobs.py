@@ -93,6 +93,12 @@ POLICIES = ("packed", "fragmented", "slurm-tree", "slurm-block")
 """The placement policies of a job given by ``count``."""
 
 
+class JobError(TopoError):
+    """A job a jobs file describes that is malformed or that the fabric cannot hold (a server it
+    lacks, too few free servers, a pipeline's stages, a weight out of range). The message names
+    the job; ``topo place`` prefixes it with the jobs file."""
+
+
 @dataclass(frozen=True)
 class Job:
     """A job: a name, its traffic, and its servers or how many servers to place.
@@ -131,33 +137,33 @@ class Job:
 
     def __post_init__(self) -> None:
         if self.traffic not in TRAFFIC:
-            raise TopoError(
+            raise JobError(
                 f"job {self.name!r}: traffic must be one of {', '.join(TRAFFIC)}, "
                 f"got {self.traffic!r}"
             )
         if self.policy not in POLICIES:
-            raise TopoError(
+            raise JobError(
                 f"job {self.name!r}: policy must be one of {', '.join(POLICIES)}, "
                 f"got {self.policy!r}"
             )
         if (self.servers is None) == (self.count is None):
-            raise TopoError(f"job {self.name!r}: give exactly one of servers and count")
+            raise JobError(f"job {self.name!r}: give exactly one of servers and count")
         if self.count is not None and self.count < 1:
-            raise TopoError(f"job {self.name!r}: count must be >= 1, got {self.count}")
+            raise JobError(f"job {self.name!r}: count must be >= 1, got {self.count}")
         if self.servers is not None and len(set(self.servers)) != len(self.servers):
-            raise TopoError(f"job {self.name!r}: its servers repeat")
+            raise JobError(f"job {self.name!r}: its servers repeat")
         if self.traffic in STORAGE_TRAFFIC:
             if not self.storage:
-                raise TopoError(f"job {self.name!r}: {self.traffic} needs storage servers")
+                raise JobError(f"job {self.name!r}: {self.traffic} needs storage servers")
             if len(set(self.storage)) != len(self.storage):
-                raise TopoError(f"job {self.name!r}: its storage servers repeat")
+                raise JobError(f"job {self.name!r}: its storage servers repeat")
         elif self.storage:
-            raise TopoError(
+            raise JobError(
                 f"job {self.name!r}: storage servers are for storage_read and checkpoint_write "
                 "jobs only"
             )
         if not (1 / MAX_WEIGHT <= self.weight <= MAX_WEIGHT):
-            raise TopoError(
+            raise JobError(
                 f"job {self.name!r}: weight must lie in [{1 / MAX_WEIGHT:g}, {MAX_WEIGHT:g}], "
                 f"got {self.weight!r}"
             )
@@ -166,14 +172,14 @@ class Job:
     def _check_stages(self) -> None:
         if self.traffic != "pipeline":
             if self.stages is not None:
-                raise TopoError(f"job {self.name!r}: stages are for pipeline jobs only")
+                raise JobError(f"job {self.name!r}: stages are for pipeline jobs only")
             return
         if self.stages is None or self.stages < 2:
             got = "none given" if self.stages is None else f"got {self.stages!r}"
-            raise TopoError(f"job {self.name!r}: a pipeline needs stages >= 2 ({got})")
+            raise JobError(f"job {self.name!r}: a pipeline needs stages >= 2 ({got})")
         n = self.count if self.count is not None else len(self.servers or ())
         if n % self.stages:
-            raise TopoError(
+            raise JobError(
                 f"job {self.name!r}: {self.stages} stages must divide its {n} servers "
                 "(each stage takes whole servers)"
             )
@@ -271,14 +277,14 @@ def place_jobs(
     [(0, 1, 2)]
     """
     if terminal_kind(G) != "gpu":
-        raise TopoError(
+        raise JobError(
             "jobs are placed on a fabric with GPUs: they take whole servers (an imported dump "
             "has GPUs when its hosts are given their GPU count)"
         )
     names = [j.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise TopoError(f"job names must be unique; {dup[0]!r} repeats")
+        raise JobError(f"job names must be unique; {dup[0]!r} repeats")
     rng = np.random.default_rng(seed)
     all_servers = servers(G)
     gpus = server_gpus(G)
@@ -287,7 +293,7 @@ def place_jobs(
     for j in jobs:
         for s in j.storage:
             if s not in all_servers:
-                raise TopoError(
+                raise JobError(
                     f"job {j.name!r}: storage server {s!r} is not a server of the fabric"
                     + _gpuless_hint(gpus)
                 )
@@ -303,7 +309,7 @@ def place_jobs(
         else:
             assert j.count is not None
             if j.count > len(free):
-                raise TopoError(
+                raise JobError(
                     f"job {j.name!r} asks for {j.count} servers; only {len(free)} are free"
                 )
             if j.policy == "slurm-block":
@@ -330,18 +336,18 @@ def _check_free(
     """A server a job names must be the fabric's, cabled, with GPUs, not storage, not yet
     taken."""
     if s not in all_servers:
-        raise TopoError(f"job {name!r}: server {s!r} is not a server of the fabric")
+        raise JobError(f"job {name!r}: server {s!r} is not a server of the fabric")
     if s not in block:
-        raise TopoError(f"job {name!r}: server {s!r} has no NIC cabled to a switch")
+        raise JobError(f"job {name!r}: server {s!r} has no NIC cabled to a switch")
     if s in storage:
-        raise TopoError(f"job {name!r}: server {s!r} is a storage server")
+        raise JobError(f"job {name!r}: server {s!r} is a storage server")
     if gpus[s] == 0:
-        raise TopoError(
+        raise JobError(
             f"job {name!r}: server {s!r} has no GPUs (a storage host); name it in a job's "
             "storage instead"
         )
     if s not in free:
-        raise TopoError(f"job {name!r}: server {s!r} is already taken by an earlier job")
+        raise JobError(f"job {name!r}: server {s!r} is already taken by an earlier job")
 
 
 def _gpuless_hint(gpus: dict[Hashable, int], limit: int = 3) -> str:
@@ -479,7 +485,7 @@ def job_demand(
     j, ss = placed.job, placed.servers
     g = gpus if gpus is not None else server_gpus(G)
     if j.traffic in ("alltoall", "ring", "pipeline") and len(ss) < 2:
-        raise TopoError(
+        raise JobError(
             f"job {j.name!r}: {j.traffic} on one server puts no traffic on the fabric; "
             "give it at least two servers"
         )
