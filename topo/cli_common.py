@@ -287,6 +287,27 @@ def driven(G: nx.Graph, planes_used: int | None) -> nx.Graph:
     return drive_planes(G, planes_used)
 
 
+GdrOpt = Annotated[
+    bool,
+    typer.Option(
+        "--gdr/--no-gdr",
+        help="GPUDirect RDMA (on by default). --no-gdr: NCCL stages network data through host "
+        "memory (NCCL_NET_GDR_LEVEL=LOC, nvidia-peermem missing, or the NIC farther from the GPU "
+        "than the level allows), halving each GPU-NIC PCIe link for network traffic.",
+    ),
+]
+
+
+def with_gdr(G: nx.Graph, gdr: bool) -> nx.Graph:
+    """``G`` as NCCL uses it with (``gdr``) or without GPUDirect RDMA
+    (:func:`topo.builders.gdr.without_gdr`)."""
+    if gdr:
+        return G
+    from topo.builders.gdr import without_gdr
+
+    return without_gdr(G)
+
+
 PxnOpt = Annotated[
     bool,
     typer.Option(

@@ -64,6 +64,19 @@ def test_fitted_constants_are_the_shipped_ones():
         assert math.isfinite(v) and v >= 0, key
 
 
+def test_a_cluster_without_gdr_is_built_with_half_its_pcie(tmp_path):
+    """``gdr = false`` in a cluster's spec builds its servers as NCCL uses them without
+    GPUDirect RDMA: each GPU's PCIe link to its NIC at half its 64 GB/s."""
+    data = tomllib.loads(read_text(default_training_path()))
+    off = {c["id"] for c in data["cluster"] if c["spec"].get("gdr") is False}
+    assert off, "the training file describes no cluster without GPUDirect RDMA"
+    for cl in load_training(shared=tmp_path):
+        pcie = {
+            e["capacity"] for *_, e in cl.fabric(2, 1).edges(data=True) if e["kind"] == "pcie"
+        }
+        assert pcie == ({32e9} if cl.id in off else {cl.spec["pcie_GBps"] * 1e9}), cl.id
+
+
 @pytest.mark.slow
 def test_a_refit_reproduces_the_shipped_constants():
     """Refitting on the training file (shared logs included) gives the shipped values within

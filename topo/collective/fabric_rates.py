@@ -782,11 +782,19 @@ def _nic_bottleneck(
     bound: float,
 ) -> dict[str, int]:
     """Binding link directions per tier: the NIC cables of the first server, in the demand's
-    terminal order, whose send (else receive) bound is ``bound``."""
+    terminal order, whose send (else receive) bound is ``bound``; for a NIC whose PCIe side is
+    below its cable (GPUDirect RDMA off, :func:`topo.builders.gdr.without_gdr`), its GPUs'
+    PCIe links instead."""
     for s in demand.terminals:
         for flow, towards in ((out, False), (into, True)):
             if flow.get(s, 0.0) / total[s] >= bound * (1 - MET_TOL):
-                dirs = [(sw, nic, r, r) if towards else (nic, sw, r, r) for nic, sw, r in nics[s]]
+                dirs = []
+                for nic, sw, r in nics[s]:
+                    if r < G._adj[nic][sw]["capacity"]:
+                        gpus = [g for g, e in G._adj[nic].items() if e["kind"] == "pcie"]
+                        dirs += [(nic, g, r, r) if towards else (g, nic, r, r) for g in gpus]
+                    else:
+                        dirs.append((sw, nic, r, r) if towards else (nic, sw, r, r))
                 return dict(sorted(Counter(b.tier for b in links(G, dirs)).items()))
     return {}
 

@@ -97,17 +97,21 @@ class Cluster:
 
     def fabric(self, ranks: int, ranks_per_host: int) -> nx.Graph:
         """A non-blocking two-layer fat tree of as many such servers (or NVLink domains) as
-        ``ranks`` at ``ranks_per_host`` fill (spec fields as in :func:`topo.builders.build`)."""
+        ``ranks`` at ``ranks_per_host`` fill (spec fields as in :func:`topo.builders.build`,
+        and ``gdr = false`` for servers without GPUDirect RDMA,
+        :func:`topo.builders.gdr.without_gdr`)."""
         from topo.builders import build
+        from topo.builders.gdr import without_gdr
 
         opts = dict(self.spec)
+        gdr = bool(opts.pop("gdr", True))
         family = str(opts.pop("family", "ft2"))
         gpn = int(opts["gpus_per_node"])
         hosts_per_server = gpn // int(opts.get("gpus_per_host") or gpn)
         hosts = max(1, div_up(ranks, ranks_per_host))
         G = build(family, gpus=gpn * max(1, div_up(hosts, hosts_per_server)), **opts)
         G.graph["gpu_model"] = self.gpu_model
-        return G
+        return G if gdr else without_gdr(G)
 
 
 def load_training(path: str | Path | None = None, shared: Path | None = None) -> list[Cluster]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from topo.cli_common import (
+    GdrOpt,
     PlanesUsedOpt,
     about,
     check_outputs,
@@ -27,6 +28,7 @@ from topo.cli_common import (
     print_json,
     refuse_given,
     user_errors,
+    with_gdr,
 )
 from topo.commands.collective_tables import (
     EXPECTED_CAPTION,
@@ -230,6 +232,7 @@ def collective(
         ),
     ] = None,
     planes_used: PlanesUsedOpt = None,
+    gdr: GdrOpt = True,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the rows as JSON objects.")
     ] = False,
@@ -258,7 +261,7 @@ def collective(
     if node is not None and arch is None:
         arch = _node_arch(node)
     if calibrate is not None:
-        _calibrate(fabric, calibrate, output, c, arch, as_json)
+        _calibrate(fabric, calibrate, output, c, arch, as_json, gdr)
         return
     if fabric is None and compare is None:
         raise TopoError(
@@ -267,11 +270,14 @@ def collective(
         )
     if compare is not None:
         tests, left_out = log_tests(compare, op, gpus, gpus_per_node)
-        G = driven(
-            fabric_mod.load(fabric)
-            if fabric is not None
-            else _default_cluster(tests, gpus, gpus_per_node),
-            planes_used,
+        G = with_gdr(
+            driven(
+                fabric_mod.load(fabric)
+                if fabric is not None
+                else _default_cluster(tests, gpus, gpus_per_node),
+                planes_used,
+            ),
+            gdr,
         )
         c = _arch_constants(c, arch, G)
         _warn_devices(compare, tests, G, c.arch, arch)
@@ -305,7 +311,7 @@ def collective(
                     )
     else:
         assert fabric is not None
-        G = driven(fabric_mod.load(fabric), planes_used)
+        G = with_gdr(driven(fabric_mod.load(fabric), planes_used), gdr)
         the_op = (op or Op.all_reduce).value
         c = _arch_constants(c, arch, G)
         with about(fabric):
@@ -411,15 +417,19 @@ def _calibrate(
     c: Any,
     arch: Arch | None,
     as_json: bool,
+    gdr: bool = True,
 ) -> None:
     """``--calibrate LOG [-o cluster.toml]``: fit each constant on the rows that show it,
-    report the guard and the held-out error; write the fitted values (an error if none)."""
+    report the guard and the held-out error; write the fitted values (an error if none);
+    the fabric without GPUDirect RDMA unless ``gdr``."""
     from topo import fabric as fabric_mod
     from topo.collective.calibrate import calibrate, cluster_toml
     from topo.files import write_atomic
 
     tests, left_out = log_tests(log, None, None, None)
-    G = fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests)
+    G = with_gdr(
+        fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests), gdr
+    )
     c = _arch_constants(c, arch, G)
     _warn_devices(log, tests, G, c.arch, arch)
     with about(fabric), sizes_from_log(log, tests, None, None):
