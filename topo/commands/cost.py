@@ -685,4 +685,6 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
             f"{b['quantity']:,} x {b['item']} @ {b['unit_usd']:,.0f} $" for b in r.bom
         )
         out.print(f"  {r.family}: {_design_text(r.design)}; binding: {r.binding}")
+        if r.degenerate:
+            out.print(f"  {r.family}: degenerate: {r.degenerate}")
         out.print(f"    {parts}")
