@@ -453,6 +453,8 @@ def _bandwidth_notes(rows: list[PlanRow], rank_by: RankBy, rate_with: RateWith) 
                 f"({r.alltoall_gpus:,} GPUs; the cost is for the {r.gpus:,} asked); "
                 f"routed GB/s: {routed}"
             )
+        if r.routed_note:
+            out.print(f"  {r.family}: routed busbw -: {r.routed_note}")
         if r.alltoall_busbw_GBps is not None:
             continue
         if r.alltoall_lower_busbw_GBps is not None:

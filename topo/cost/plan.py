@@ -139,6 +139,9 @@ class PlanRow:
         :data:`THREE_TIER_FAMILIES` whose GPUs fit one pod (``(k/2)^2`` endpoints a plane at
         ``R = 1``; Al-Fares et al., SIGCOMM 2008) has no core layer, so it is a two-layer
         design or one switch. None otherwise.
+    routed_note : str or None
+        Why ``routed_busbw_GBps`` is empty although the design was built or rated: the
+        deployed routing's model refused it (its one-line reason). None otherwise.
     """
 
     family: str
@@ -170,6 +173,7 @@ class PlanRow:
     deployed_cost_per_GBps_usd: float | None = None
     rated_by: str | None = None
     degenerate: str | None = None
+    routed_note: str | None = None
 
     @classmethod
     def infeasible(
