@@ -319,7 +319,7 @@ def test_cli_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
     assert r.output.strip().splitlines() == [
         f"topo: error: {path}:5: [collective] size_bytes must be from 1 to "
         "1,099,511,627,776 (1 TiB: nccl-tests caps -e at half a GPU's memory, and no GPU has "
-        "over 288 GB), got -5"
+        "2 TiB), got -5"
     ]
 
 

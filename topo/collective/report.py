@@ -63,11 +63,12 @@ MAX_SWEEP_BYTES = 1 << 40
 
 nccl-tests allocates a send and a receive buffer of the largest size on every GPU and lowers
 ``-e`` to (GPU memory - reserve - 1 GiB) / 2, or / 3 when it checks results (nccl-tests 2.19.6,
-``src/common.cu``: "Reducing maxBytes to ... due to memory limitation"). The GPUs with the most
-memory hold 288 GB (NVIDIA B300, AMD MI355X), so no nccl-tests run reaches 144 GB; 1 TiB leaves
-room for GPUs to come and refuses sizes no GPU can hold (an exabyte sweep is a typo)."""
+``src/common.cu``: "Reducing maxBytes to ... due to memory limitation"), so a size past 1 TiB
+needs a GPU of 2 TiB. Shipping GPUs hold at most 288 GB (NVIDIA B300, AMD MI355X: runs up to
+144 GB) and the largest announced 1 TB (NVIDIA Rubin Ultra, HBM4e): 1 TiB leaves room for them
+and refuses the sizes no GPU can run (an exabyte sweep is a typo)."""
 
-MAX_SWEEP_WHY = "1 TiB: nccl-tests caps -e at half a GPU's memory, and no GPU has over 288 GB"
+MAX_SWEEP_WHY = "1 TiB: nccl-tests caps -e at half a GPU's memory, and no GPU has 2 TiB"
 """The reason :data:`MAX_SWEEP_BYTES` is the limit, as error messages give it."""
 
 
