@@ -5,6 +5,7 @@ Run as a subprocess, as a user runs it (``python cli.py`` is the same entry as `
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,28 @@ def test_the_console_runs_openblas_on_one_thread_unless_told(monkeypatch, given,
     monkeypatch.setattr(topo.cli, "main", lambda: found.append(os.environ["OPENBLAS_NUM_THREADS"]))
     topo.console.main()
     assert found == [seen]
+
+
+def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
+    # Off a terminal rich assumed a page of 80 columns (160 later): the predicted table, 215
+    # columns wide with its binds column, was folded onto a second line per row, and a wider
+    # table cut numbers to "…". A user piping it into a file and grepping a size lost both.
+    from topo.builders import build
+    from topo.fabric import save
+
+    fabric = tmp_path / "f.json"
+    save(build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4), fabric)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    args = [sys.executable, str(ROOT / "cli.py"), "collective", str(fabric), "--max-bytes", "1T"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout
+    rows = json.loads(
+        subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120).stdout
+    )["rows"]
+    lines = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ln.split()[:1] != []}
+    # nccl-tests' sweep -b 8 -e 1T -f 2: 2^3 .. 2^40 bytes, count = size / 4 (float)
+    for k, row in zip(range(3, 41), rows, strict=True):
+        line = lines[str(2**k)]
+        assert line.split()[:2] == [str(2**k), str(2**k // 4)]
+        assert line.rstrip().endswith(f"{row['binds']}: {row['binds_detail']}"), line

@@ -32,10 +32,15 @@ from topo import files
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.interrupts import terminate_on_interrupt
 
-# Piped or redirected output gets a wide page (rich would assume 80 columns and cut cells);
-# a terminal keeps its own width, and COLUMNS still wins when set.
-_PIPE_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-out = Console(highlight=False, soft_wrap=True, width=_PIPE_WIDTH)
+PIPE_WIDTH = 1_000_000
+"""Columns of stdout when it is piped or redirected and COLUMNS is not set: wider than any
+table, so a table prints at its natural width, no cell cut to ``…`` or folded onto a second
+line (rich assumes 80 columns off a terminal). Tables never expand to the page, and text
+lines are not wrapped (``soft_wrap``), so nothing pads to this width; a terminal keeps its
+own width, and COLUMNS wins when set."""
+
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])

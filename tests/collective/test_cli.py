@@ -161,10 +161,8 @@ def test_failed_log_is_one_line(h100):
 def test_bad_input(small, tmp_path):
     user_error(run(small, "--fit"), "--fit needs --compare")
     user_error(run(small, "--max-bytes", "8X"), "--max-bytes must be a byte count", "'8X'")
-    # past a 64-bit count: refused at once (it used to sweep for minutes, then overflow)
-    user_error(run(small, "--max-bytes", "9" * 401), "--max-bytes must be at most", "8 EiB")
-    user_error(run(small, "--max-bytes", "8388608T"), "--max-bytes must be at most")
-    user_error(run(small, "--min-bytes", "9223372036854775808"), "--min-bytes must be at most")
+    # a thousand digits: refused before converting them
+    user_error(run(small, "--max-bytes", "9" * 401), "--max-bytes must be at most", "1 TiB")
     # ASCII digits only (int() would read Arabic-Indic ones); the suffixes are named
     user_error(run(small, "--max-bytes", "١٠٠"), "--max-bytes must be a byte count")
     user_error(run(small, "--max-bytes", "8P"), "suffixes K, M, G, T: powers of 1024", "'8P'")
@@ -218,6 +216,44 @@ def test_byte_counts_as_nccl_tests_reads_them_and_their_ib_forms():
         8 << 30,
         1024,
     ]
+
+
+TIB = 1024**4  # 1,099,511,627,776 B
+
+
+def test_sizes_above_1_tib_are_refused_naming_the_option_and_the_limit(small):
+    # nccl-tests caps -e at half a GPU's memory; 1 TiB is past any GPU. 4 EB (4e18 B) and
+    # 2 TiB were swept without a word.
+    limit = f"must be at most {TIB:,} bytes (1 TiB: nccl-tests caps -e at half a GPU's memory"
+    for opt, text in [
+        ("--max-bytes", "4000000000000000000"),
+        ("--max-bytes", "2T"),
+        ("--max-bytes", str(TIB + 1)),
+        ("--min-bytes", "1025G"),
+    ]:
+        line = user_error(run(small, opt, text), f"{opt} {limit}", f"got {text!r}")
+        assert line.endswith(f"and no GPU has 2 TiB), got {text!r}")
+    # the limit itself is a size nccl-tests could be asked for: accepted
+    d = json.loads(ok(small, "--min-bytes", "1T", "--max-bytes", "1T", "--json").stdout)
+    assert d["rows"][0]["size_bytes"] == TIB
+
+
+def test_zero_and_negative_sizes_are_refused(small):
+    user_error(run(small, "--min-bytes", "0"), "--min-bytes must be >= 1 byte, got '0'")
+    user_error(run(small, "--max-bytes", "0K"), "--max-bytes must be >= 1 byte, got '0K'")
+    user_error(run(small, "--min-bytes", "-8"), "--min-bytes must be a byte count", "'-8'")
+
+
+def test_the_library_refuses_a_sweep_above_1_tib(small):
+    from topo.collective import collective_table
+    from topo.errors import TopoError
+    from topo.fabric import load
+
+    G = load(small)
+    with pytest.raises(TopoError, match=rf"^max_bytes must be at most {TIB:,} bytes \(1 TiB"):
+        collective_table(G, "all_reduce", min_bytes=8, max_bytes=TIB * 2)
+    with pytest.raises(TopoError, match=r"^min_bytes must be at most .* got 2,199,023,255,552$"):
+        collective_table(G, "all_reduce", min_bytes=TIB * 2, max_bytes=TIB * 4)
 
 
 def test_a_4301_digit_constant_is_refused_at_its_line(small, tmp_path):

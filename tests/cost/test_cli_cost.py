@@ -104,3 +104,18 @@ def test_a_family_named_twice_is_designed_once():
     r = run("plan", "--max-gpus", "--families", "ft2,mpft,ft2", "--json")
     assert r.exit_code == 0, r.output
     assert [x["family"] for x in json.loads(r.stdout)] == ["ft2", "mpft"]
+
+
+def test_plan_for_one_gpu_says_which_three_tier_designs_are_degenerate():
+    # --gpus 1 is one server of 8: ft3's cheapest design is one 64-port switch, listed as a
+    # 1-tier "ft3" without a word; the line under it now says why, JSON has "degenerate".
+    args = ("plan", "--gpus", 1, "--families", "ft2,ft3,mrft3", "--no-bandwidth")
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    lines = [ln.strip() for ln in r.stdout.splitlines()]
+    (ft3,) = [ln for ln in lines if ln.startswith("ft3: degenerate: ")]
+    assert "no core layer at 8 GPUs: one switch (1 tier)" in ft3
+    assert not any(ln.startswith(("ft2: degenerate", "mrft3: degenerate")) for ln in lines)
+    rows = {x["family"]: x for x in json.loads(run(*args, "--json").stdout)}
+    assert rows["ft3"]["degenerate"] == ft3.removeprefix("ft3: degenerate: ")
+    assert rows["ft2"]["degenerate"] is None and rows["mrft3"]["degenerate"] is None

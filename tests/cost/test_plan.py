@@ -302,3 +302,44 @@ def test_not_solved_before_the_time_limit_is_not_a_time_limit(monkeypatch):
     assert row.binding == (
         "HiGHS stopped without a proven optimum (status Not Solved), before any time limit"
     )
+
+
+# -- a three-tier family below one pod has no core layer: the row says so -------------------
+
+
+def test_three_tier_families_below_one_pod_say_they_are_degenerate():
+    # 64-port switches: one pod is k/2 = 32 leaves of 32 down ports, 32 * 32 = 1,024
+    # endpoints (a plane of mpft3); past it a core layer joins the pods.
+    fams = ("ft2", "ft3", "mpft3", "mrft3")
+    rows = {r.family: r for r in plan(1, families=fams, check=False)}  # 1 GPU: one server
+    ft3 = rows["ft3"]
+    # 8 endpoints fit one 64-port switch: ft3's cheapest design is ft2's
+    assert (ft3.tiers, ft3.switches, ft3.links) == (1, 1, 0) == (
+        rows["ft2"].tiers,
+        rows["ft2"].switches,
+        rows["ft2"].links,
+    )
+    assert ft3.degenerate.startswith("no core layer at 8 GPUs: one switch (1 tier)")
+    assert "past a pod's 1,024 endpoints" in ft3.degenerate
+    # mpft3: a plane of one server is 1 leaf and 1 spine, no core: 8 x 2 switches, 2 tiers
+    mpft3 = rows["mpft3"]
+    assert (mpft3.tiers, mpft3.switches) == (2, 16)
+    assert "one pod of leaves and spines (2 tiers)" in mpft3.degenerate
+    assert "1,024 endpoints a plane" in mpft3.degenerate
+    # mrft3: 8 rails of one pod each share a core layer, three tiers from one server on
+    assert rows["mrft3"].tiers == 3 and rows["mrft3"].degenerate is None
+    assert rows["ft2"].degenerate is None
+
+
+@pytest.mark.parametrize(
+    ("family", "one_pod", "two_pods"),
+    [
+        ("ft3", 1024, 1032),  # 1,024 endpoints; 129 servers of 8 need a second pod
+        ("mpft3", 8192, 8200),  # 8 planes of 1,024 endpoints; 1,025 a plane need two
+    ],
+)
+def test_the_core_layer_starts_past_one_pod(family, one_pod, two_pods):
+    (row,) = plan(one_pod, families=(family,), check=False)
+    assert row.tiers == 2 and row.degenerate is not None
+    (row,) = plan(two_pods, families=(family,), check=False)
+    assert row.tiers == 3 and row.degenerate is None

@@ -180,3 +180,42 @@ def test_no_bandwidth_keeps_the_check_and_solves_nothing() -> None:
     ]:
         r = runner.invoke(app, [*ARGS, "--no-bandwidth", *extra])
         assert r.exit_code == 1 and r.stderr.startswith(f"topo: error: {says}"), r.output
+
+
+# -- the routed column is filled for HPN, or says why it is empty -----------------------------
+
+
+def test_hpn_is_rated_under_ecmp_and_an_unrated_design_says_why() -> None:
+    # 1,024 GPUs of 8 on 64-port switches. HPN's ToR takes its segment's 64 hosts' 200G NIC
+    # ports two to a 400G port plus 30 uplinks: 94 cables worth 62 ports. ECMP refused it
+    # (one cable a port: 94 > 64) and the routed column was "-" without a word. Both ideal
+    # and routed reach the NIC cut: each GPU's 50 GB/s NIC to the 1,016 GPUs of the other
+    # servers, busbw 50 x 1,023 / 1,016; at that rate a ToR's uplinks carry 64 x 25 x 64/127
+    # = 806 of their 1,500 GB/s (the hosts of the other segment: 64 of the 127 others).
+    designs = plan(1024, families=("hpn", "slimfly"), check=True)
+    rows = {r.family: r for r in with_bandwidth(designs)}
+    nic_cut = 50 * 1023 / 1016
+    hpn = rows["hpn"]
+    assert hpn.alltoall_busbw_GBps == pytest.approx(nic_cut, rel=1e-9)
+    assert hpn.routed_busbw_GBps["ecmp"] == pytest.approx(nic_cut, rel=1e-9)
+    assert hpn.deployed_routing == "ecmp" and hpn.routed_note is None
+    # Slim Fly: 7 endpoints a router is not whole 8-NIC servers, which the closed form of
+    # minimal, Valiant and UGAL needs: no routed rating, and the row says why.
+    sf = rows["slimfly"]
+    assert sf.routed_busbw_GBps == {} and sf.deployed_busbw_GBps is None
+    p = sf.design["endpoints_per_router"]
+    assert p % 8 != 0
+    assert sf.routed_note.startswith("minimal, Valiant and UGAL not rated: ")
+    assert f"endpoints_per_router {p} is not a multiple of 8 NICs per server" in sf.routed_note
+
+
+def test_cli_prints_why_a_routed_cell_is_empty() -> None:
+    args = ["plan", "--gpus", "1024", "--families", "hpn,slimfly"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    hpn = next(ln for ln in r.stdout.splitlines() if "│ hpn " in ln)
+    assert f"{50 * 1023 / 1016:.2f} ecmp" in hpn
+    (note,) = [ln for ln in r.stdout.splitlines() if "routed busbw -:" in ln]
+    assert note.startswith("  slimfly: routed busbw -: minimal, Valiant and UGAL not rated: ")
+    d = {x["family"]: x for x in json.loads(runner.invoke(app, [*args, "--json"]).stdout)}
+    assert d["hpn"]["routed_note"] is None and d["slimfly"]["routed_note"] in note

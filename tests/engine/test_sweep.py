@@ -288,8 +288,8 @@ def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
         ),
         (
             "[grid]\nfamily = 'ft2'\n[collective]\nsize_bytes = -5\n",
-            r"/s\.toml:4: \[collective\] size_bytes must be from 1 to 1,125,899,906,842,624 "
-            r"\(1 PiB\), got -5$",
+            r"/s\.toml:4: \[collective\] size_bytes must be from 1 to 1,099,511,627,776 "
+            r"\(1 TiB: .*\), got -5$",
         ),
         # numpy's SeedSequence refuses a negative seed: it was refused after the cluster
         # had started, naming no file
@@ -318,7 +318,8 @@ def test_cli_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
     assert r.exit_code == 1 and not out.exists(), r.output
     assert r.output.strip().splitlines() == [
         f"topo: error: {path}:5: [collective] size_bytes must be from 1 to "
-        "1,125,899,906,842,624 (1 PiB), got -5"
+        "1,099,511,627,776 (1 TiB: nccl-tests caps -e at half a GPU's memory, and no GPU has "
+        "2 TiB), got -5"
     ]
 
 

@@ -58,6 +58,19 @@ TYPE_BYTES = {
 }
 """nccl-tests' data types and their sizes (B)."""
 
+MAX_SWEEP_BYTES = 1 << 40
+"""Largest size of a sweep (B), nccl-tests' ``-b`` and ``-e``: 1 TiB (1,099,511,627,776 B).
+
+nccl-tests allocates a send and a receive buffer of the largest size on every GPU and lowers
+``-e`` to (GPU memory - reserve - 1 GiB) / 2, or / 3 when it checks results (nccl-tests 2.19.6,
+``src/common.cu``: "Reducing maxBytes to ... due to memory limitation"), so a size past 1 TiB
+needs a GPU of 2 TiB. Shipping GPUs hold at most 288 GB (NVIDIA B300, AMD MI355X: runs up to
+144 GB) and the largest announced 1 TB (NVIDIA Rubin Ultra, HBM4e): 1 TiB leaves room for them
+and refuses the sizes no GPU can run (an exabyte sweep is a typo)."""
+
+MAX_SWEEP_WHY = "1 TiB: nccl-tests caps -e at half a GPU's memory, and no GPU has 2 TiB"
+"""The reason :data:`MAX_SWEEP_BYTES` is the limit, as error messages give it."""
+
 
 @dataclass(frozen=True)
 class CollectiveReport:
@@ -120,7 +133,8 @@ def collective_table(
     gpus, gpus_per_node : int, optional
         Ranks N and ranks per server G: the first N/G servers (default: every GPU).
     min_bytes, max_bytes : int
-        Sweep limits (B), as nccl-tests' ``-b`` / ``-e``.
+        Sweep limits (B), as nccl-tests' ``-b`` / ``-e``: from 1 to :data:`MAX_SWEEP_BYTES`
+        (1 TiB).
     step_factor : int
         Multiply the size by this each step (``-f``), >= 2.
     dtype : str
@@ -146,9 +160,9 @@ def collective_table(
     Raises
     ------
     TopoError
-        Unknown op or type; min > max; sizes < 1; step factor < 2; no size that holds one
-        element (an empty table); an ``algo`` or ``proto`` NCCL would refuse, or one that
-        leaves no candidate for the op; see also
+        Unknown op or type; min > max; sizes < 1 or above :data:`MAX_SWEEP_BYTES`; step
+        factor < 2; no size that holds one element (an empty table); an ``algo`` or ``proto``
+        NCCL would refuse, or one that leaves no candidate for the op; see also
         :func:`topo.collective.fabric_rates.fabric_rates`.
 
     Examples
@@ -168,6 +182,15 @@ def collective_table(
             f"min_bytes and max_bytes must be >= 1, got {min_bytes}, {max_bytes}",
             param="min_bytes" if min_bytes < 1 else "max_bytes",
             names=("min_bytes", "max_bytes"),
+        )
+    if max(min_bytes, max_bytes) > MAX_SWEEP_BYTES:
+        name, value = (
+            ("min_bytes", min_bytes) if min_bytes > MAX_SWEEP_BYTES else ("max_bytes", max_bytes)
+        )
+        raise TopoError(
+            f"{name} must be at most {MAX_SWEEP_BYTES:,} bytes ({MAX_SWEEP_WHY}), got {value:,}",
+            param=name,
+            names=(name,),
         )
     if min_bytes > max_bytes:
         raise TopoError(
@@ -284,6 +307,8 @@ __all__ = [
     "AGREES",
     "FAR_BELOW",
     "GIB",
+    "MAX_SWEEP_BYTES",
+    "MAX_SWEEP_WHY",
     "MIB",
     "SIZE_BANDS",
     "TYPE_BYTES",

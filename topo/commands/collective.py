@@ -55,11 +55,6 @@ if TYPE_CHECKING:
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
-MAX_SIZE_BYTES = (1 << 63) - 1
-"""Largest byte count accepted (8 EiB, a signed 64-bit count): a larger one cannot be a
-message size, and its sweep would take thousands of steps before overflowing a float."""
-
-
 class Arch(str, Enum):
     ampere = "ampere"
     hopper = "hopper"
@@ -74,8 +69,11 @@ def parse_size(text: str, option: str) -> int:
     Raises
     ------
     TopoError
-        Not such a count, below 1, or above :data:`MAX_SIZE_BYTES`.
+        Not such a count, below 1, or above
+        :data:`topo.collective.report.MAX_SWEEP_BYTES` (1 TiB, the reason in the message).
     """
+    from topo.collective.report import MAX_SWEEP_BYTES, MAX_SWEEP_WHY
+
     m = re.fullmatch(r"\s*([0-9]+)\s*([KMGTkmgt]?)(?:(?<=[KMGTkmgt])i)?[Bb]?\s*", text)
     if not m:
         raise TopoError(
@@ -83,15 +81,17 @@ def parse_size(text: str, option: str) -> int:
             f"of 1024), got {text!r}"
         )
     digits = m.group(1).lstrip("0") or "0"
-    if len(digits) > len(str(MAX_SIZE_BYTES)):  # (before converting a thousand digits)
-        value = MAX_SIZE_BYTES + 1
+    if len(digits) > len(str(MAX_SWEEP_BYTES)):  # (before converting a thousand digits)
+        value = MAX_SWEEP_BYTES + 1
     else:
         value = int(digits) * _SUFFIX[m.group(2).upper()]
     if value < 1:
         raise TopoError(f"{option} must be >= 1 byte, got {text!r}")
-    if value > MAX_SIZE_BYTES:
+    if value > MAX_SWEEP_BYTES:
         shown = text.strip() if len(text.strip()) <= 24 else text.strip()[:20] + "..."
-        raise TopoError(f"{option} must be at most {MAX_SIZE_BYTES:,} bytes (8 EiB), got {shown!r}")
+        raise TopoError(
+            f"{option} must be at most {MAX_SWEEP_BYTES:,} bytes ({MAX_SWEEP_WHY}), got {shown!r}"
+        )
     return value
 
 
@@ -133,7 +133,7 @@ def collective(
         str, typer.Option("--min-bytes", help="Smallest size (nccl-tests -b), e.g. 8, 32M.")
     ] = "8",
     max_bytes: Annotated[
-        str, typer.Option("--max-bytes", help="Largest size (nccl-tests -e), e.g. 8G.")
+        str, typer.Option("--max-bytes", help="Largest size (nccl-tests -e), e.g. 8G; at most 1T.")
     ] = "8G",
     step_factor: Annotated[
         int, typer.Option("--step-factor", help="Size multiplier per step (nccl-tests -f).")
@@ -514,7 +514,6 @@ def _node_arch(node: str) -> Arch:
 __all__ = [
     "DEFAULT_CLUSTER",
     "EXPECTED_CAPTION",
-    "MAX_SIZE_BYTES",
     "Arch",
     "Op",
     "collective",

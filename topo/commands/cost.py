@@ -453,6 +453,8 @@ def _bandwidth_notes(rows: list[PlanRow], rank_by: RankBy, rate_with: RateWith) 
                 f"({r.alltoall_gpus:,} GPUs; the cost is for the {r.gpus:,} asked); "
                 f"routed GB/s: {routed}"
             )
+        if r.routed_note:
+            out.print(f"  {r.family}: routed busbw -: {r.routed_note}")
         if r.alltoall_busbw_GBps is not None:
             continue
         if r.alltoall_lower_busbw_GBps is not None:
@@ -685,4 +687,6 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
             f"{b['quantity']:,} x {b['item']} @ {b['unit_usd']:,.0f} $" for b in r.bom
         )
         out.print(f"  {r.family}: {_design_text(r.design)}; binding: {r.binding}")
+        if r.degenerate:
+            out.print(f"  {r.family}: degenerate: {r.degenerate}")
         out.print(f"    {parts}")

@@ -44,6 +44,7 @@ __all__ = [
     "MAX_CHECK_GPUS",
     "PLAN_FAMILIES",
     "RAIL3_FAMILIES",
+    "THREE_TIER_FAMILIES",
     "Ceiling",
     "PlanRow",
     "max_gpus_plan",
@@ -57,6 +58,10 @@ RAIL3_FAMILIES = ("mpft3", "mrft3")
 RULE_FAMILIES = ("rail-only", "hpn")
 """Designs of :func:`plan` whose counts their builder's rule fixes (no program): rail-only
 (non-blocking rails) and one HPN pod."""
+
+THREE_TIER_FAMILIES = ("ft3", "mpft3", "mrft3")
+"""Families defined by a third switch tier (a core layer above pods of leaves and spines): a
+design of theirs without one is degenerate (:attr:`PlanRow.degenerate`)."""
 
 MAX_CHECK_GPUS = 70_000
 """Largest plan whose designs ``check=True`` counts and :func:`topo.cost.plan_bandwidth.
@@ -129,6 +134,14 @@ class PlanRow:
     rated_by : str or None
         The rating :func:`topo.cost.plan_bandwidth.rank_plan` ranked and priced this row by:
         the deployed routing's name or ``ideal`` (the max concurrent flow); None before.
+    degenerate : str or None
+        Why the design is not what the family's name says, when it is not: a family of
+        :data:`THREE_TIER_FAMILIES` whose GPUs fit one pod (``(k/2)^2`` endpoints a plane at
+        ``R = 1``; Al-Fares et al., SIGCOMM 2008) has no core layer, so it is a two-layer
+        design or one switch. None otherwise.
+    routed_note : str or None
+        Why ``routed_busbw_GBps`` is empty although the design was built or rated: the
+        deployed routing's model refused it (its one-line reason). None otherwise.
     """
 
     family: str
@@ -159,6 +172,8 @@ class PlanRow:
     deployed_busbw_GBps: float | None = None
     deployed_cost_per_GBps_usd: float | None = None
     rated_by: str | None = None
+    degenerate: str | None = None
+    routed_note: str | None = None
 
     @classmethod
     def infeasible(
@@ -465,6 +480,7 @@ def _plan_family(
     checked = None
     if check and n_gpus <= MAX_CHECK_GPUS:
         checked = _check(design, sol)
+    half = inp.k // 2
     return PlanRow(
         family=family,
         feasible=True,
@@ -482,6 +498,21 @@ def _plan_family(
         checked=checked,
         solve_seconds=secs,
         bom=[asdict(x) for x in bom.lines],
+        degenerate=_degenerate(family, sol["tiers"], n_gpus, inp, half * half),
+    )
+
+
+def _degenerate(family: str, tiers: int, n_gpus: int, inp: PlanInputs, pod: int) -> str | None:
+    """Why a design of a three-tier family has no core layer (:attr:`PlanRow.degenerate`), or
+    None. ``pod``: the endpoints one pod of ``k/2`` leaves holds (per plane or rail)."""
+    if family not in THREE_TIER_FAMILIES or tiers >= 3:
+        return None
+    shape = "one switch (1 tier)" if tiers == 1 else "one pod of leaves and spines (2 tiers)"
+    per = " a plane" if family == "mpft3" else ""
+    return (
+        f"no core layer at {n_gpus:,} GPUs: {shape}, a two-layer family's design; a "
+        f"three-layer fabric of {inp.k}-port switches has one only past a pod's {pod:,} "
+        f"endpoints{per} (k/2 leaves of {pod // (inp.k // 2):,} down ports)"
     )
 
 
@@ -587,6 +618,7 @@ def _plan_rail3(
     nodes = n_gpus // inp.gpus_per_node
     groups = 1 if family == "mpft3" else inp.nics_per_node
     leaves, spines, cores, links = (planes * x for x in pod_counts(nodes, groups, spec))
+    tiers = 3 if cores else 2  # one pod (a plane's or the only rail's) has no core layer
     endpoints = nodes * inp.nics_per_node
     sol = {"switches": leaves + spines + cores, "links": links, "local_links": 0}
     bom = _priced(family, inp, n_gpus, endpoints, sol, prices)
@@ -599,7 +631,7 @@ def _plan_rail3(
         feasible=True,
         cost_usd=bom.cost_usd,
         cost_per_endpoint_usd=bom.cost_per_endpoint_usd,
-        tiers=3,
+        tiers=tiers,
         planes=planes,
         switches=sol["switches"],
         links=links,
@@ -611,6 +643,7 @@ def _plan_rail3(
         checked=checked,
         solve_seconds=time.perf_counter() - t0,
         bom=[asdict(x) for x in bom.lines],
+        degenerate=_degenerate(family, tiers, n_gpus, inp, spec.down_ports * (inp.k // 2)),
     )
 
 

@@ -95,7 +95,9 @@ def with_bandwidth(
         ``alltoall_busbw_GBps`` (GB/s per GPU) and ``cost_per_GBps_usd`` (US$ per GB/s); when
         only bounded, ``alltoall_lower_busbw_GBps`` and ``alltoall_upper_busbw_GBps``; the
         deployed rating (``routed_busbw_GBps``, ``deployed_routing``, ``deployed_busbw_GBps``,
-        ``deployed_cost_per_GBps_usd``); when not solved, ``alltoall_note`` saying why.
+        ``deployed_cost_per_GBps_usd``); when not solved, ``alltoall_note`` saying why;
+        when the design was solved but its deployed routing's model refused it,
+        ``routed_note`` saying why.
         Infeasible rows as they are.
 
     Examples
@@ -117,11 +119,12 @@ def _solved(row: PlanRow, time_limit_s: float, max_gpus: int, prices: PriceBook 
         return row
     family = row.design["family"]
     args = {k: v for k, v in row.design.items() if k != "family"}
+    routed_note = None
     if family in DIRECT_FAMILIES:
         try:
             return _direct(row, _direct_rates(family, args, time_limit_s))
-        except TopoError:
-            pass  # a design the closed form does not cover: the flow solver below
+        except TopoError as exc:  # a design the closed form does not cover: the flow solver
+            routed_note = f"minimal, Valiant and UGAL not rated: {exc}"
     if row.gpus > max_gpus:
         note = f"not solved: {row.gpus:,} GPUs, above the {max_gpus:,} a plan builds"
         return replace(row, alltoall_note=note)
@@ -136,9 +139,11 @@ def _solved(row: PlanRow, time_limit_s: float, max_gpus: int, prices: PriceBook 
     if family not in DIRECT_FAMILIES:
         try:
             routed["ecmp"] = Bps_to_GBps(routed_alltoall(G, "ecmp").alltoall_busbw_Bps)
-        except TopoError:
-            pass
-    row = replace(row, alltoall_gpus=row.gpus, **_deployed(row, routed, "ecmp"))
+        except TopoError as exc:
+            routed_note = f"ECMP not rated: {exc}"
+    row = replace(
+        row, alltoall_gpus=row.gpus, routed_note=routed_note, **_deployed(row, routed, "ecmp")
+    )
     if r.exact:
         busbw = Bps_to_GBps(r.alltoall_busbw_Bps)
         return replace(

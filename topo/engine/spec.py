@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from topo.collective.model import OPS
+from topo.collective.report import MAX_SWEEP_BYTES, MAX_SWEEP_WHY
 from topo.engine.seeds import task_seeds
 from topo.errors import FormatError
 from topo.files import read_text
@@ -66,9 +67,9 @@ MOE_KEYS: dict[str, type] = {
     "seed": int,
 }
 COLLECTIVE_KEYS: dict[str, type] = {"op": str, "size_bytes": int}
-MAX_SIZE_BYTES = 1 << 50
-"""Largest ``[collective] size_bytes``: 1 PiB, thousands of times any GPU's memory (an
-nccl-tests size is one buffer on each GPU)."""
+MAX_SIZE_BYTES = MAX_SWEEP_BYTES
+"""Largest ``[collective] size_bytes``: 1 TiB, the limit of ``topo collective``'s sizes
+(:data:`topo.collective.report.MAX_SWEEP_BYTES`, which says why)."""
 
 _AT_LEAST: dict[str, float] = {
     "switch_ports": 1,
@@ -216,7 +217,7 @@ def _check_collective(path: Path, collective: dict[str, Any]) -> None:
     if size is not None and not 1 <= size <= MAX_SIZE_BYTES:
         raise FormatError(
             path,
-            f"[collective] size_bytes must be from 1 to {MAX_SIZE_BYTES:,} (1 PiB), "
+            f"[collective] size_bytes must be from 1 to {MAX_SIZE_BYTES:,} ({MAX_SWEEP_WHY}), "
             f"got {shown(size)}",
             line=_line(path, "size_bytes"),
         )

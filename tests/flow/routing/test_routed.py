@@ -302,3 +302,35 @@ def test_a_switch_with_more_cables_than_ports_is_refused(routing):
     G["leaf0"][spine]["links"] = 1_000
     with pytest.raises(TopoError, match=r"'leaf0' has 1,007 cables but 8 ports"):
         routed_alltoall(G, routing, seed=0 if routing == "ecmp" else None)
+
+
+def _leaf0_nic_edge(G):
+    return next((n, d) for n, d in G["leaf0"].items() if G.nodes[n]["kind"] == "nic")
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "dmodk"])
+def test_slower_cables_take_a_share_of_a_port(routing):
+    # leaf0 of an 8-port FT2: 4 NIC cables and 4 spine cables of 50 GB/s on 8 ports. One NIC
+    # edge of 2 full-rate cables (100 GB/s) is 9 cables of 8 ports: refused. The same edge as
+    # 4 cables of 25 GB/s (200G, half a 400G port each) is 11 cables worth 4/2 + 3 + 4 = 9
+    # ports of 50 GB/s: refused, naming both counts.
+    seed = 0 if routing == "ecmp" else None
+    G = build("ft2", switch_ports=8)
+    nic, d = _leaf0_nic_edge(G)
+    d["links"], d["capacity"] = 2, 100e9
+    with pytest.raises(TopoError, match=r"'leaf0' has 9 cables but 8 ports"):
+        routed_alltoall(G, routing, seed=seed)
+    d["links"] = 4
+    worth = r"'leaf0' has 11 cables worth 9 ports of its fastest but 8 ports"
+    with pytest.raises(TopoError, match=worth):
+        routed_alltoall(G, routing, seed=seed)
+
+
+def test_a_port_takes_at_most_eight_cables():
+    # 61 cables of 50/61 GB/s on one NIC edge are worth one port (leaf0: 8 ports' worth), but
+    # 3 + 61 + 4 = 68 cables exceed 8 per port (an 800G port split 8 x 100G at most): refused.
+    G = build("ft2", switch_ports=8)
+    _, d = _leaf0_nic_edge(G)
+    d["links"] = 61
+    with pytest.raises(TopoError, match=r"'leaf0' has 68 cables but 8 ports"):
+        routed_alltoall(G, "ecmp", seed=0)

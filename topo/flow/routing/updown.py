@@ -219,20 +219,43 @@ def _switch_cables(arcs: Arcs) -> np.ndarray:
     return cables
 
 
+MAX_BREAKOUT = 8
+"""Most cables one switch port takes (a breakout: an 800G OSFP port split 8 x 100G, the widest
+split of IEEE 802.3df's 8-lane ports), as :func:`_check_ports` counts them."""
+
+
 def _check_ports(arcs: Arcs) -> None:
-    """Refuse a switch with more cables (edge ``links``) than its ``ports``: every cable is a
-    port of its own here (each ECMP choice, each D-mod-k entry), so such a file would route
+    """Refuse a switch with more cables (edge ``links``) than its ``ports`` hold: every cable is
+    a port of its own here (each ECMP choice, each D-mod-k entry), so such a file would route
     cables no switch has, and with the schema's up to 10^6 links per edge allocate tables of
-    that many ports per switch."""
+    that many ports per switch.
+
+    A cable slower than the switch's fastest takes that share of a port (a breakout: HPN's
+    ToR takes its hosts' 200G NIC ports two to a 400G port, Qian et al., SIGCOMM 2024), so a
+    switch holds cables worth at most ``ports`` of its fastest, and at most
+    :data:`MAX_BREAKOUT` cables a port."""
     # (two arcs per edge, one from each end: each end counts the edge's cables once)
-    cables = np.bincount(arcs.u, weights=arcs.cables, minlength=len(arcs.nodes))
+    n = len(arcs.nodes)
+    cables = np.bincount(arcs.u, weights=arcs.cables, minlength=n)
+    rate = arcs.cap / arcs.cables  # B/s of one cable
+    fastest = np.zeros(n)
+    np.maximum.at(fastest, arcs.u, rate)
+    share = np.divide(rate, fastest[arcs.u], out=np.ones_like(rate), where=fastest[arcs.u] > 0)
+    worth = np.bincount(arcs.u, weights=arcs.cables * share, minlength=n)
     switch = np.nonzero(arcs.kind == SWITCH)[0]
-    over = switch[cables[switch] > arcs.ports[switch]]
+    ports = arcs.ports[switch]
+    over = switch[(worth[switch] > ports + 1e-9) | (cables[switch] > MAX_BREAKOUT * ports)]
     if over.size:
         i = int(over[0])
+        worth_i = round(float(worth[i]), 2)
+        what = (
+            f"{int(cables[i]):,} cables"
+            if worth_i == cables[i] or cables[i] > MAX_BREAKOUT * arcs.ports[i]
+            else f"{int(cables[i]):,} cables worth {worth_i:,g} ports of its fastest"
+        )
         raise TopoError(
-            f"switch {arcs.nodes[i]!r} has {int(cables[i]):,} cables but {int(arcs.ports[i]):,} "
-            f"ports ({over.size:,} switch(es) so): as-routed models route every cable as a port "
+            f"switch {arcs.nodes[i]!r} has {what} but {int(arcs.ports[i]):,} ports "
+            f"({over.size:,} switch(es) so): as-routed models route every cable as a port "
             "of its own; fix the edges' 'links' or the switches' 'ports'"
         )
 
