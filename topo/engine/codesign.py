@@ -29,6 +29,7 @@ from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
 from topo.moe import MoEConfig, ep_layout, moe_report
+from topo.moe.cache import MoECache
 from topo.moe.kernels import kernel_report
 from topo.spec import FabricSpec
 
@@ -42,6 +43,12 @@ HEADLINE_SCHEMES = ("deepep",)
 
 NODE_LIMITS = (0, 1, 2, 4)
 """Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
+
+POINT_CACHE = MoECache()
+"""What the points timed in this process share (:mod:`topo.moe.cache`): each (fabric, EP)
+lays its ranks out once, each (EP, M) gates its tokens once for every fabric, and each
+(fabric, servers) cuts and merges its LP fabrics once. One per process: a Dask worker keeps
+its own across the tasks it runs."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,8 @@ def time_design(
     """``(tpot_ms, tokens_per_s)`` of one (fabric, EP, M) on a worker, as ``topo moe --json``
     prints them (the fabrics scattered once): the report's, or with ``moe["kernel"]`` the EP
     kernel's (:func:`topo.moe.kernels.kernel_report` on ``moe["kernel_sms"]`` SMs), as
-    ``topo moe --kernel`` prints them under ``kernel``."""
+    ``topo moe --kernel`` prints them under ``kernel``. What points share is kept in
+    :data:`POINT_CACHE` (the same numbers as without)."""
     G = fabrics[task.fabric]
     options = {k: v for k, v in moe.items() if k not in ("kernel", "kernel_sms")}
     # the headline only: DeepEP-style delivery at the task's limit (the naive scheme and the
@@ -191,6 +199,7 @@ def time_design(
         schemes=HEADLINE_SCHEMES,
         compare_unlimited=False,
         smallest_lp=True,
+        cache=POINT_CACHE,
         **options,
     )
     if moe.get("kernel"):
