@@ -17,6 +17,7 @@ arguments that rebuild the fabric and recompute its TPOT; ``topo cost`` of that 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -43,6 +44,14 @@ HEADLINE_SCHEMES = ("deepep",)
 
 NODE_LIMITS = (0, 1, 2, 4)
 """Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
+
+IN_PROCESS_S = 10.0
+"""CPU seconds of points that ``topo codesign`` times in its own process before it starts Dask
+workers for the rest (:func:`run_codesign` ``in_process_s``; not with ``--scheduler`` or
+``--cluster``). Starting two local workers costs seconds on a 2-core machine, and each worker
+lays out, gates and cuts again what this process has cached: the R1 search of 126 points on
+2,048 GPUs (about 5 CPU s in this process) took longer on two workers than in this process
+alone (``benchmarks/README.md``, issue 40)."""
 
 POINT_CACHE = MoECache()
 """What the points timed in this process share (:mod:`topo.moe.cache`): each (fabric, EP)
@@ -350,6 +359,7 @@ def codesign(
     runners_up: int = 4,
     model_arg: str | None = None,
     progress: Callable[[int], None] | None = None,
+    in_process_s: float | None = None,
 ) -> CodesignResult:
     """The cheapest design for ``gpus`` GPUs whose decode TPOT is at most ``tpot_ms``.
 
@@ -361,8 +371,9 @@ def codesign(
         GPUs of the cluster (whole servers).
     tpot_ms : float
         The decode target: time per output token, ms (> 0).
-    engine : Engine or SerialEngine
-        Where the (fabric, EP, M) points are timed.
+    engine : Engine, SerialEngine or callable
+        Where the (fabric, EP, M) points are timed, or a callable that starts that engine
+        (called only if points are left for it, see ``in_process_s``).
     families : sequence of str
         Fabric families to search.
     grid : dict, optional
@@ -386,6 +397,11 @@ def codesign(
         The ``--model`` path to put in :attr:`Design.moe_args`.
     progress : callable, optional
         Called with the number of points timed so far.
+    in_process_s : float, optional
+        Time points in this process, in plan order, until they have taken this many CPU
+        seconds; only the rest go to ``engine`` (``topo codesign`` passes
+        :data:`IN_PROCESS_S`). None: every point goes to ``engine``. Where a point runs
+        changes none of the numbers.
 
     Returns
     -------
@@ -410,19 +426,21 @@ def codesign(
         runners_up=runners_up,
         model_arg=model_arg,
         progress=progress,
+        in_process_s=in_process_s,
     )
 
 
 def run_codesign(
     plan: CodesignPlan,
     config: MoEConfig,
-    engine: Engine | SerialEngine,
+    engine: Engine | SerialEngine | Callable[[], Engine | SerialEngine],
     *,
     moe: dict[str, Any] | None = None,
     prices: PriceBook | None = None,
     runners_up: int = 4,
     model_arg: str | None = None,
     progress: Callable[[int], None] | None = None,
+    in_process_s: float | None = None,
 ) -> CodesignResult:
     """Time the points of a checked search on ``engine`` and choose (:func:`codesign`).
 
@@ -430,7 +448,7 @@ def run_codesign(
     ----------
     plan : CodesignPlan
         From :func:`plan_codesign` with the same ``config``.
-    config, engine, moe, prices, runners_up, model_arg, progress
+    config, engine, moe, prices, runners_up, model_arg, progress, in_process_s
         As :func:`codesign`.
 
     Returns
@@ -453,14 +471,33 @@ def run_codesign(
         **(moe or {}),
     }
     tasks, graphs = plan.tasks, plan.graphs
-    shared = [engine.scatter(G) for G in graphs]
     timed: dict[_Task, tuple[float, float]] = {}
     errors = []
-    for o in engine.map(time_design, tasks, shared, config, moe, progress=progress):
-        if o.ok:
-            timed[tasks[o.index]] = o.value
-        else:
-            errors.append(o.error)
+    here = 0
+    if in_process_s is not None:
+        t0 = time.process_time()
+        for o in SerialEngine().map(time_design, tasks, graphs, config, moe, progress=progress):
+            here += 1
+            if o.ok:
+                timed[tasks[o.index]] = o.value
+            else:
+                errors.append(o.error)
+            if time.process_time() - t0 >= in_process_s:
+                break
+    rest = tasks[here:]
+    if rest:
+        on = engine() if callable(engine) else engine
+        shared = [on.scatter(G) for G in graphs]
+
+        def advance(done: int) -> None:
+            if progress is not None:
+                progress(here + done)
+
+        for o in on.map(time_design, rest, shared, config, moe, progress=advance):
+            if o.ok:
+                timed[rest[o.index]] = o.value
+            else:
+                errors.append(o.error)
     if not timed:
         raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
     designs = _designs(plan.fabrics, graphs, timed, prices, moe, model_arg)
