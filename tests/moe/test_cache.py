@@ -117,6 +117,18 @@ def test_reports_through_one_cache_are_those_without():
         assert sorted(len(k[1]) for k in keys if k[0] == "cut") == [4, 8]
 
 
+def test_a_fabrics_entries_go_with_it_after_reports():
+    # nothing kept for a fabric holds the fabric itself (a subgraph view would): once the
+    # graph is gone only its routing is left
+    cache = MoECache()
+    G = build("mpft", switch_ports=16, gpus=64)
+    report(G, cache, ep=64, node_limit=4)
+    assert len(cache.keys(G)) >= 3 and len(cache.keys()) == 1
+    del G
+    gc.collect()
+    assert len(cache) == 1
+
+
 def test_a_cached_report_is_the_fabrics_own():
     # the same servers, layout and routing on a fabric of half the link rate: its network
     # time is its own (every cable at half the rate: twice the time), not the first fabric's

@@ -15,11 +15,14 @@ keyed by the graph object itself, held weakly (they go when the graph does): a f
 be changed while a cache holding it is in use. Entries that depend on values only (routings)
 are keyed by those values and bounded in number (least recently used dropped first). Cached
 arrays are made read-only, so a caller that would change a shared one fails at once instead of
-changing another point's input. One thread uses a cache at a time.
+changing another point's input. Threads may share a cache (a Dask worker of several
+threads): its lookups are locked, and a value two threads miss at once is computed by both,
+alike.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -67,6 +70,7 @@ class MoECache:
         )
         self._values: OrderedDict[Hashable, Any] = OrderedDict()
         self._max_values = value_entries
+        self._lock = threading.Lock()
         self.hits = 0
         """Lookups answered from the cache (both kinds)."""
         self.misses = 0
@@ -88,13 +92,15 @@ class MoECache:
         -------
         The value.
         """
-        entries = self._fabrics.setdefault(G, {})
-        if key in entries:
-            self.hits += 1
-            return entries[key]  # type: ignore[no-any-return]
-        self.misses += 1
+        with self._lock:
+            entries = self._fabrics.setdefault(G, {})
+            if key in entries:
+                self.hits += 1
+                return entries[key]  # type: ignore[no-any-return]
+            self.misses += 1
         value = make()
-        entries[key] = value
+        with self._lock:
+            self._fabrics.setdefault(G, {})[key] = value
         return value
 
     def by_value(self, key: Hashable, make: Callable[[], T]) -> T:
@@ -111,28 +117,34 @@ class MoECache:
         -------
         The value.
         """
-        if key in self._values:
-            self.hits += 1
-            self._values.move_to_end(key)
-            return self._values[key]  # type: ignore[no-any-return]
-        self.misses += 1
+        with self._lock:
+            if key in self._values:
+                self.hits += 1
+                self._values.move_to_end(key)
+                return self._values[key]  # type: ignore[no-any-return]
+            self.misses += 1
         value = make()
-        self._values[key] = value
-        if len(self._values) > self._max_values:
-            self._values.popitem(last=False)
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self._max_values:
+                self._values.popitem(last=False)
         return value
 
     def keys(self, G: nx.Graph | None = None) -> list[Hashable]:
         """The keys kept for fabric ``G``, or (None) the value-keyed ones, oldest first."""
-        if G is None:
-            return list(self._values)
-        return list(self._fabrics.get(G, {}))
+        with self._lock:
+            if G is None:
+                return list(self._values)
+            return list(self._fabrics.get(G, {}))
 
     def __len__(self) -> int:
         """Entries kept: per-fabric ones of the fabrics still alive, and value-keyed ones."""
-        return sum(len(e) for e in self._fabrics.values()) + len(self._values)
+        with self._lock:
+            return sum(len(e) for e in self._fabrics.values()) + len(self._values)
 
     def clear(self) -> None:
         """Drop every entry (the counters stay)."""
-        self._fabrics.clear()
-        self._values.clear()
+        with self._lock:
+            self._fabrics.clear()
+            self._values.clear()
