@@ -5,6 +5,8 @@ the whole command (issue 40: at most 30 s), and where a serial run spends its ti
     python benchmarks/bench_codesign.py --serial   # + each fabric's points timed in process
     python benchmarks/bench_codesign.py --serial --against ../main --repeat 3
                                                    # interleaved with another checkout's code
+    python benchmarks/bench_codesign.py --dask     # + this checkout with --cluster local
+                                                   # (every point on 2 Dask workers)
 
 Each run of the whole command prints its wall time, its CPU time (user + system, with the
 Dask workers it started and waited for), its peak memory (the command's own max RSS) and the
@@ -30,12 +32,12 @@ MODEL = ROOT / ".." / "shared" / "data" / "real" / "moe_configs" / "deepseek-r1_
 ARGS = ["--model", str(MODEL), "--gpus", "2048", "--tpot-ms", "30", "--json"]
 
 
-def whole_command(root: Path) -> bytes:
+def whole_command(root: Path, *extra: str) -> bytes:
     """Run ``topo codesign`` from checkout ``root``, print one line, return its stdout."""
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, str(root / "cli.py"), "codesign", *ARGS],
+        [sys.executable, str(root / "cli.py"), "codesign", *ARGS, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=root,
@@ -46,7 +48,8 @@ def whole_command(root: Path) -> bytes:
         raise SystemExit(f"topo codesign failed (status {status}) in {root}")
     wall = time.perf_counter() - t0
     cpu = usage.ru_utime + usage.ru_stime
-    print(f"{root.name:>14}  whole command  wall {wall:6.1f} s  CPU {cpu:6.1f} s  "
+    what = " ".join(["whole command", *extra])
+    print(f"{root.name:>14}  {what}  wall {wall:6.1f} s  CPU {cpu:6.1f} s  "
           f"{usage.ru_maxrss / 1024:4.0f} MB peak  load {load:.2f} at the start")  # fmt: skip
     return out
 
@@ -86,6 +89,7 @@ def main() -> None:
     ap.add_argument("--serial", action="store_true", help="also each fabric's points serially")
     ap.add_argument("--against", type=Path, help="another checkout, timed in turn with this one")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (default 1)")
+    ap.add_argument("--dask", action="store_true", help="also with --cluster local")
     ap.add_argument("--points-only", type=Path, help=argparse.SUPPRESS)  # (one checkout's points)
     args = ap.parse_args()
     if not MODEL.is_file():
@@ -96,8 +100,10 @@ def main() -> None:
     roots = [ROOT] + ([args.against.resolve()] if args.against else [])
     for _ in range(args.repeat):
         outs = [whole_command(root) for root in roots]
-        if len(outs) == 2:
-            print(f"{'':>16}--json the same byte for byte: {outs[0] == outs[1]}")
+        if args.dask:
+            outs.append(whole_command(ROOT, "--cluster", "local"))
+        if len(outs) > 1:
+            print(f"{'':>16}--json the same byte for byte: {len(set(outs)) == 1}")
         if args.serial:
             for root in roots:  # each in a fresh process: no cache, no import, carried over
                 subprocess.run(

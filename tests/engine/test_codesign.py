@@ -112,6 +112,53 @@ def test_points_run_here_within_the_budget_and_the_rest_on_the_engine(
     assert started == [1] and seen == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.parametrize(("budget", "here"), [(4.0, 6), (2.0, 2)])
+def test_points_left_that_would_take_less_than_the_budget_stay_here(
+    monkeypatch: pytest.MonkeyPatch, budget: float, here: int
+) -> None:
+    # a CPU clock that reads 0 before the points and k after the k-th: each point "takes"
+    # 1 s. Budget 4 s: after 4 points 4 s are spent, and the 2 left would take 2 s (the mean
+    # 1 s each), under 4: all 6 stay here. Budget 2 s: after 2 points the 4 left would take
+    # 4 s, not under 2: they go to the engine.
+    import topo.engine.codesign as codesign_mod
+
+    config = default_config()
+    plan = plan_codesign(
+        config, 32, 100.0, families=["ft2", "mpft"],
+        grid={"switch_ports": [8], "oversubscription": [1.0]}, eps=[16, 32], node_limits=[0, 2],
+    )  # fmt: skip
+    alone = run_codesign(plan, config, SerialEngine())
+    ticks = iter(range(100))
+    monkeypatch.setattr(codesign_mod.time, "process_time", lambda: float(next(ticks)))
+    sent: list[int] = []
+
+    class Counting(SerialEngine):
+        def map(self, fn, tasks, *shared, progress=None):  # type: ignore[no-untyped-def]
+            sent.append(len(tasks))
+            return super().map(fn, tasks, *shared, progress=progress)
+
+    assert run_codesign(plan, config, Counting, in_process_s=budget) == alone
+    assert sent == ([6 - here] if here < 6 else [])
+
+
+def test_a_fabric_without_a_price_is_refused_before_any_point_is_timed() -> None:
+    # the default price book lists 400G switches only: an 800G fabric has no price; before,
+    # the search timed every point, then failed
+    config = default_config()
+    plan = plan_codesign(
+        config, 32, 100.0, families=["mpft"], grid={"switch_ports": [8], "link_gbps": [800.0]},
+        eps=[32], node_limits=[0],
+    )  # fmt: skip
+    seen: list[int] = []
+
+    def start() -> Engine:
+        raise AssertionError("an engine was started")
+
+    with pytest.raises(TopoError, match="has no switch of 800 Gb/s ports"):
+        run_codesign(plan, config, start, in_process_s=1e9, progress=seen.append)
+    assert seen == []
+
+
 def test_a_small_search_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     # without --scheduler or --cluster, the 6 points (well under IN_PROCESS_S) run here
     _no_engine(monkeypatch)

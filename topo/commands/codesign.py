@@ -191,8 +191,8 @@ def codesign(
     n, cpu_s = len(plan.tasks), time.process_time() - cpu_s
     if local and not started:
         err.print(
-            f"engine: the {n} points ran in this process ({cpu_s:.1f} CPU s, under "
-            f"{IN_PROCESS_S:g}: less than starting Dask workers costs)"
+            f"engine: the {n} points ran in this process ({cpu_s:.1f} CPU s: too little work "
+            "to gain from starting Dask workers)"
         )
     elif local and started[0]:
         err.print(f"engine: {started[0]} of the {n} points ran in this process first")

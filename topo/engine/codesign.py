@@ -25,7 +25,7 @@ from typing import Any
 import networkx as nx
 
 from topo.builders import build
-from topo.cost import PriceBook, bill_of_materials
+from topo.cost import CostReport, PriceBook, bill_of_materials
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
@@ -46,12 +46,12 @@ NODE_LIMITS = (0, 1, 2, 4)
 """Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
 
 IN_PROCESS_S = 10.0
-"""CPU seconds of points that ``topo codesign`` times in its own process before it starts Dask
-workers for the rest (:func:`run_codesign` ``in_process_s``; not with ``--scheduler`` or
-``--cluster``). Starting two local workers costs seconds on a 2-core machine, and each worker
-lays out, gates and cuts again what this process has cached: the R1 search of 126 points on
-2,048 GPUs (about 5 CPU s in this process) took longer on two workers than in this process
-alone (``benchmarks/README.md``, issue 40)."""
+"""CPU seconds of points that ``topo codesign`` times in its own process before it may start
+Dask workers, and the least work it hands them (:func:`run_codesign` ``in_process_s``; not
+with ``--scheduler`` or ``--cluster``). Starting two local workers costs seconds on a 2-core
+machine, and each worker lays out, gates and cuts again what this process has cached: the R1
+search of 126 points on 2,048 GPUs (about 4 CPU s in this process) took three times as long
+on two workers (``benchmarks/README.md``, issue 40)."""
 
 POINT_CACHE = MoECache()
 """What the points timed in this process share (:mod:`topo.moe.cache`): each (fabric, EP)
@@ -399,7 +399,8 @@ def codesign(
         Called with the number of points timed so far.
     in_process_s : float, optional
         Time points in this process, in plan order, until they have taken this many CPU
-        seconds; only the rest go to ``engine`` (``topo codesign`` passes
+        seconds and the points left would take as long again (their number times the mean
+        CPU time of a point so far); only those go to ``engine`` (``topo codesign`` passes
         :data:`IN_PROCESS_S`). None: every point goes to ``engine``. Where a point runs
         changes none of the numbers.
 
@@ -458,7 +459,8 @@ def run_codesign(
     Raises
     ------
     TopoError
-        No point could be timed (the first error named).
+        A fabric the price book cannot price (before any point is timed:
+        :func:`topo.cost.bill_of_materials`); no point could be timed (the first error named).
     InfeasibleError
         No design meets the target.
     """
@@ -471,6 +473,8 @@ def run_codesign(
         **(moe or {}),
     }
     tasks, graphs = plan.tasks, plan.graphs
+    # priced first: a fabric the price book cannot price is refused before any point is timed
+    costs = [bill_of_materials(G, prices) for G in graphs]
     timed: dict[_Task, tuple[float, float]] = {}
     errors = []
     here = 0
@@ -482,7 +486,8 @@ def run_codesign(
                 timed[tasks[o.index]] = o.value
             else:
                 errors.append(o.error)
-            if time.process_time() - t0 >= in_process_s:
+            spent = time.process_time() - t0
+            if spent >= in_process_s and spent / here * (len(tasks) - here) >= in_process_s:
                 break
     rest = tasks[here:]
     if rest:
@@ -500,7 +505,7 @@ def run_codesign(
                 errors.append(o.error)
     if not timed:
         raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
-    designs = _designs(plan.fabrics, graphs, timed, prices, moe, model_arg)
+    designs = _designs(plan.fabrics, graphs, timed, costs, moe, model_arg)
     return _choose(
         designs,
         plan.gpus,
@@ -529,11 +534,10 @@ def _designs(
     fabrics: list[tuple[str, dict[str, Any]]],
     graphs: list[nx.Graph],
     timed: dict[_Task, tuple[float, float]],
-    prices: PriceBook | None,
+    costs: list[CostReport],
     moe: dict[str, Any],
     model_arg: str | None,
 ) -> list[Design]:
-    costs = [bill_of_materials(G, prices) for G in graphs]
     counts = [summarize(G) for G in graphs]
     extra = (["--model", model_arg] if model_arg else []) + [
         "--tokens-per-gpu",
