@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from topo.builders import build
+from topo.errors import TopoError
 from topo.moe import default_config, moe_report
 from topo.moe.cache import MoECache
 from topo.moe.timing import network_time
@@ -75,7 +76,7 @@ def test_by_value_drops_the_least_recently_used():
     cache.by_value("a", c.make("a 3"))
     cache.by_value("b", c.make("b again"))
     assert c.calls == ["a", "b", "c", "b again"]
-    with pytest.raises(ValueError, match="value_entries must be >= 1"):
+    with pytest.raises(TopoError, match="value_entries must be >= 1, got 0"):
         MoECache(value_entries=0)
 
 

@@ -3,9 +3,11 @@ decode meets a time-per-output-token target, searched on the engine.
 
 The DeepSeek-V3 report's theme is choosing the fabric, the EP layout and the node limit
 together. The search enumerates candidate fabrics for ``gpus`` GPUs (families x radix x link
-rate x oversubscription), builds each on the client, prices it (:func:`topo.cost.
-bill_of_materials`) and scatters it to the workers once; each (fabric, EP size, node limit)
-is then one task: :func:`topo.moe.moe_report`'s TPOT. The design is the cheapest fabric with
+rate x oversubscription), builds each on the client and prices it (:func:`topo.cost.
+bill_of_materials`); each (fabric, EP size, node limit) is then one task:
+:func:`topo.moe.moe_report`'s TPOT, timed in this process or, past ``in_process_s``, on the
+engine (the fabrics scattered to its workers once). Points share layouts, routings and LP
+fabrics through :data:`POINT_CACHE`. The design is the cheapest fabric with
 any (EP, M) meeting the target, with its fastest such (EP, M); the runners-up are the other
 fabrics' best designs, by cost.
 
@@ -48,10 +50,9 @@ NODE_LIMITS = (0, 1, 2, 4)
 IN_PROCESS_S = 10.0
 """CPU seconds of points that ``topo codesign`` times in its own process before it may start
 Dask workers, and the least work it hands them (:func:`run_codesign` ``in_process_s``; not
-with ``--scheduler`` or ``--cluster``). Starting two local workers costs seconds on a 2-core
-machine, and each worker lays out, gates and cuts again what this process has cached: the R1
-search of 126 points on 2,048 GPUs (about 4 CPU s in this process) took three times as long
-on two workers (``benchmarks/README.md``, issue 40)."""
+with ``--scheduler`` or ``--cluster``). Starting local workers costs seconds of a small
+machine's cores, and each worker imports topo and lays out, gates and cuts again what this
+process has cached (:data:`POINT_CACHE`); measurements in ``benchmarks/README.md``."""
 
 POINT_CACHE = MoECache()
 """What the points timed in this process share (:mod:`topo.moe.cache`): each (fabric, EP)

@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
+from topo.errors import TopoError
+
 __all__ = ["VALUE_ENTRIES", "MoECache"]
 
 T = TypeVar("T")
@@ -49,22 +51,31 @@ class MoECache:
     value_entries : int
         Most value-keyed entries (routings) kept, >= 1; the least recently used goes first.
 
+    Raises
+    ------
+    TopoError
+        ``value_entries`` below 1.
+
     Examples
     --------
     >>> from topo.builders import build
     >>> cache = MoECache()
-    >>> G = build("ft2", switch_ports=8)
+    >>> G = build("ft2", switch_ports=8)          # 8 leaves, 4 spines
     >>> calls = []
-    >>> def make():
+    >>> def switches():
     ...     calls.append(1)
-    ...     return G.number_of_nodes()
-    >>> cache.per_fabric(G, ("nodes",), make), cache.per_fabric(G, ("nodes",), make), len(calls)
-    (64, 64, 1)
+    ...     return sum(k in ("leaf", "spine") for _, k in G.nodes(data="kind"))
+    >>> cache.per_fabric(G, "switches", switches), cache.per_fabric(G, "switches", switches)
+    (12, 12)
+    >>> len(calls)                                   # computed once
+    1
     """
 
     def __init__(self, value_entries: int = VALUE_ENTRIES) -> None:
         if value_entries < 1:
-            raise ValueError(f"value_entries must be >= 1, got {value_entries}")
+            raise TopoError(
+                f"value_entries must be >= 1, got {value_entries}", param="value_entries"
+            )
         self._fabrics: weakref.WeakKeyDictionary[nx.Graph, dict[Hashable, Any]] = (
             weakref.WeakKeyDictionary()
         )
@@ -96,7 +107,7 @@ class MoECache:
             entries = self._fabrics.setdefault(G, {})
             if key in entries:
                 self.hits += 1
-                return entries[key]  # type: ignore[no-any-return]
+                return entries[key]
             self.misses += 1
         value = make()
         with self._lock:
@@ -121,7 +132,7 @@ class MoECache:
             if key in self._values:
                 self.hits += 1
                 self._values.move_to_end(key)
-                return self._values[key]  # type: ignore[no-any-return]
+                return self._values[key]
             self.misses += 1
         value = make()
         with self._lock:
