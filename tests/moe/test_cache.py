@@ -4,6 +4,7 @@ differs computed anew, and reports through it the same as without it."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ class Counter:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def make(self, value: str):  # noqa: ANN201
+    def make(self, value: str) -> Callable[[], str]:
         def f() -> str:
             self.calls.append(value)
             return value
