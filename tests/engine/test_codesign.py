@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from topo.cli import app
 from topo.engine import Engine, SerialEngine
-from topo.engine.codesign import build_args, codesign, ep_sizes
+from topo.engine.codesign import build_args, codesign, ep_sizes, plan_codesign, run_codesign
 from topo.errors import InfeasibleError, TopoError
 from topo.moe import default_config, load_config
 
@@ -49,6 +49,7 @@ def test_the_design_reproduces_with_build_cost_and_moe(
         local_engine.address,
     )
     result = json.loads(r.stdout)
+    assert "in this process" not in r.stderr  # a running scheduler gets every point
     d = result["design"]
     assert d["family"] == "mpft" and (d["switches"], d["links"]) == (8, 0)
     # 2 fabrics; EP 16 (2 servers: M=2 cannot bind, skipped) and EP 32 with M = 0, 2
@@ -83,6 +84,87 @@ def test_serial_and_two_workers_agree(local_engine: Engine) -> None:
     # a target at the design's own TPOT keeps it (at most), and fewer designs meet it
     tight = codesign(config, 32, a.design.tpot_ms, SerialEngine(), **kw)
     assert tight.design.tpot_ms <= a.design.tpot_ms and tight.feasible <= a.feasible
+
+
+def test_points_run_here_within_the_budget_and_the_rest_on_the_engine(
+    local_engine: Engine,
+) -> None:
+    # the 6 points of SEARCH's space (test_plan_lays_out_the_points_codesign_times)
+    config = default_config()
+    plan = plan_codesign(
+        config, 32, 100.0, families=["ft2", "mpft"],
+        grid={"switch_ports": [8], "oversubscription": [1.0]}, eps=[16, 32], node_limits=[0, 2],
+    )  # fmt: skip
+    alone = run_codesign(plan, config, SerialEngine())
+    started: list[int] = []
+
+    def start() -> Engine:
+        started.append(1)
+        return local_engine
+
+    # a budget no point reaches: all 6 here, no engine started
+    seen: list[int] = []
+    assert run_codesign(plan, config, start, in_process_s=1e9, progress=seen.append) == alone
+    assert started == [] and seen == [1, 2, 3, 4, 5, 6]
+    # no budget: the first point here (the budget is read after each point), 5 on the workers
+    seen = []
+    assert run_codesign(plan, config, start, in_process_s=0.0, progress=seen.append) == alone
+    assert started == [1] and seen == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize(("budget", "here"), [(4.0, 6), (2.0, 2)])
+def test_points_left_that_would_take_less_than_the_budget_stay_here(
+    monkeypatch: pytest.MonkeyPatch, budget: float, here: int
+) -> None:
+    # a CPU clock that reads 0 before the points and k after the k-th: each point "takes"
+    # 1 s. Budget 4 s: after 4 points 4 s are spent, and the 2 left would take 2 s (the mean
+    # 1 s each), under 4: all 6 stay here. Budget 2 s: after 2 points the 4 left would take
+    # 4 s, not under 2: they go to the engine.
+    import topo.engine.codesign as codesign_mod
+
+    config = default_config()
+    plan = plan_codesign(
+        config, 32, 100.0, families=["ft2", "mpft"],
+        grid={"switch_ports": [8], "oversubscription": [1.0]}, eps=[16, 32], node_limits=[0, 2],
+    )  # fmt: skip
+    alone = run_codesign(plan, config, SerialEngine())
+    ticks = iter(range(100))
+    monkeypatch.setattr(codesign_mod.time, "process_time", lambda: float(next(ticks)))
+    sent: list[int] = []
+
+    class Counting(SerialEngine):
+        def map(self, fn, tasks, *shared, progress=None):  # type: ignore[no-untyped-def]
+            sent.append(len(tasks))
+            return super().map(fn, tasks, *shared, progress=progress)
+
+    assert run_codesign(plan, config, Counting, in_process_s=budget) == alone
+    assert sent == ([6 - here] if here < 6 else [])
+
+
+def test_a_fabric_without_a_price_is_refused_before_any_point_is_timed() -> None:
+    # the default price book lists 400G switches only: an 800G fabric has no price; before,
+    # the search timed every point, then failed
+    config = default_config()
+    plan = plan_codesign(
+        config, 32, 100.0, families=["mpft"], grid={"switch_ports": [8], "link_gbps": [800.0]},
+        eps=[32], node_limits=[0],
+    )  # fmt: skip
+    seen: list[int] = []
+
+    def start() -> Engine:
+        raise AssertionError("an engine was started")
+
+    with pytest.raises(TopoError, match="has no switch of 800 Gb/s ports"):
+        run_codesign(plan, config, start, in_process_s=1e9, progress=seen.append)
+    assert seen == []
+
+
+def test_a_small_search_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without --scheduler or --cluster, the 6 points (well under IN_PROCESS_S) run here
+    _no_engine(monkeypatch)
+    r = cli("codesign", *SEARCH, "--tpot-ms", 100, "--json")
+    assert json.loads(r.stdout)["evaluated"] == 6
+    assert r.stderr.startswith("engine: the 6 points ran in this process (")
 
 
 def test_no_design_meets_an_impossible_target() -> None:

@@ -3,6 +3,8 @@ target, searched on the engine (docs/sweep.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -124,7 +126,7 @@ def codesign(
     slurm_walltime: SlurmWalltimeOpt = "01:00:00",
 ) -> None:
     """The cheapest design (fabric, EP size, node limit) whose MoE decode meets --tpot-ms."""
-    from topo.engine.codesign import plan_codesign, run_codesign
+    from topo.engine.codesign import IN_PROCESS_S, plan_codesign, run_codesign
     from topo.moe import default_config, load_config
 
     check_engine_options(ctx, scheduler, cluster)
@@ -154,12 +156,26 @@ def codesign(
         node_limits=_numbers(node_limit, "--node-limit", int),
     )
     engine_args = (workers, scheduler, cluster, memory_limit, slurm_queue, slurm_account)
-    with open_engine(*engine_args, slurm_walltime) as engine, progress_bar() as bar:
-        task = bar.add_task("designs", total=None)
+    # local workers start only for the points left after IN_PROCESS_S of them ran here; a
+    # running scheduler or a Slurm cluster gets every point
+    local = scheduler is None and cluster is None
+    done, started = [0], []
+    cpu_s = time.process_time()
+    with contextlib.ExitStack() as stack, progress_bar() as bar:
+        task = bar.add_task("designs", total=len(plan.tasks))
+
+        def advance(n: int) -> None:
+            done[0] = n
+            bar.update(task, completed=n)
+
+        def start_engine() -> Any:
+            started.append(done[0])
+            return stack.enter_context(open_engine(*engine_args, slurm_walltime))
+
         result = run_codesign(
             plan,
             config,
-            engine,
+            start_engine,
             moe=dict(
                 tokens_per_gpu=tokens_per_gpu,
                 micro_batches=micro_batches,
@@ -169,8 +185,17 @@ def codesign(
             ),
             runners_up=runners_up,
             model_arg=str(model) if model is not None else None,
-            progress=lambda done: bar.update(task, completed=done),
+            progress=advance,
+            in_process_s=IN_PROCESS_S if local else None,
         )
+    n, cpu_s = len(plan.tasks), time.process_time() - cpu_s
+    if local and not started:
+        err.print(
+            f"engine: the {n} points ran in this process ({cpu_s:.1f} CPU s: too little work "
+            "to gain from starting Dask workers)"
+        )
+    elif local and started[0]:
+        err.print(f"engine: {started[0]} of the {n} points ran in this process first")
     if as_json:
         print_json(result.to_dict())
     else:

@@ -3,9 +3,11 @@ decode meets a time-per-output-token target, searched on the engine.
 
 The DeepSeek-V3 report's theme is choosing the fabric, the EP layout and the node limit
 together. The search enumerates candidate fabrics for ``gpus`` GPUs (families x radix x link
-rate x oversubscription), builds each on the client, prices it (:func:`topo.cost.
-bill_of_materials`) and scatters it to the workers once; each (fabric, EP size, node limit)
-is then one task: :func:`topo.moe.moe_report`'s TPOT. The design is the cheapest fabric with
+rate x oversubscription), builds each on the client and prices it (:func:`topo.cost.
+bill_of_materials`); each (fabric, EP size, node limit) is then one task:
+:func:`topo.moe.moe_report`'s TPOT, timed in this process or, past ``in_process_s``, on the
+engine (the fabrics scattered to its workers once). Points share layouts, routings and LP
+fabrics through :data:`POINT_CACHE`. The design is the cheapest fabric with
 any (EP, M) meeting the target, with its fastest such (EP, M); the runners-up are the other
 fabrics' best designs, by cost.
 
@@ -17,6 +19,7 @@ arguments that rebuild the fabric and recompute its TPOT; ``topo cost`` of that 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -24,11 +27,12 @@ from typing import Any
 import networkx as nx
 
 from topo.builders import build
-from topo.cost import PriceBook, bill_of_materials
+from topo.cost import CostReport, PriceBook, bill_of_materials
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
 from topo.moe import MoEConfig, ep_layout, moe_report
+from topo.moe.cache import MoECache
 from topo.moe.kernels import kernel_report
 from topo.spec import FabricSpec
 
@@ -42,6 +46,19 @@ HEADLINE_SCHEMES = ("deepep",)
 
 NODE_LIMITS = (0, 1, 2, 4)
 """Node limits M searched by default (0 = unlimited; DeepSeek-V3 uses 4)."""
+
+IN_PROCESS_S = 10.0
+"""CPU seconds of points that ``topo codesign`` times in its own process before it may start
+Dask workers, and the least work it hands them (:func:`run_codesign` ``in_process_s``; not
+with ``--scheduler`` or ``--cluster``). Starting local workers costs seconds of a small
+machine's cores, and each worker imports topo and lays out, gates and cuts again what this
+process has cached (:data:`POINT_CACHE`); measurements in ``benchmarks/README.md``."""
+
+POINT_CACHE = MoECache()
+"""What the points timed in this process share (:mod:`topo.moe.cache`): each (fabric, EP)
+lays its ranks out once, each (EP, M) gates its tokens once for every fabric, and each
+(fabric, servers) cuts and merges its LP fabrics once. One per process: a Dask worker keeps
+its own across the tasks it runs."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +194,8 @@ def time_design(
     """``(tpot_ms, tokens_per_s)`` of one (fabric, EP, M) on a worker, as ``topo moe --json``
     prints them (the fabrics scattered once): the report's, or with ``moe["kernel"]`` the EP
     kernel's (:func:`topo.moe.kernels.kernel_report` on ``moe["kernel_sms"]`` SMs), as
-    ``topo moe --kernel`` prints them under ``kernel``."""
+    ``topo moe --kernel`` prints them under ``kernel``. What points share is kept in
+    :data:`POINT_CACHE` (the same numbers as without)."""
     G = fabrics[task.fabric]
     options = {k: v for k, v in moe.items() if k not in ("kernel", "kernel_sms")}
     # the headline only: DeepEP-style delivery at the task's limit (the naive scheme and the
@@ -191,6 +209,7 @@ def time_design(
         schemes=HEADLINE_SCHEMES,
         compare_unlimited=False,
         smallest_lp=True,
+        cache=POINT_CACHE,
         **options,
     )
     if moe.get("kernel"):
@@ -341,6 +360,7 @@ def codesign(
     runners_up: int = 4,
     model_arg: str | None = None,
     progress: Callable[[int], None] | None = None,
+    in_process_s: float | None = None,
 ) -> CodesignResult:
     """The cheapest design for ``gpus`` GPUs whose decode TPOT is at most ``tpot_ms``.
 
@@ -352,8 +372,9 @@ def codesign(
         GPUs of the cluster (whole servers).
     tpot_ms : float
         The decode target: time per output token, ms (> 0).
-    engine : Engine or SerialEngine
-        Where the (fabric, EP, M) points are timed.
+    engine : Engine, SerialEngine or callable
+        Where the (fabric, EP, M) points are timed, or a callable that starts that engine
+        (called only if points are left for it, see ``in_process_s``).
     families : sequence of str
         Fabric families to search.
     grid : dict, optional
@@ -377,6 +398,12 @@ def codesign(
         The ``--model`` path to put in :attr:`Design.moe_args`.
     progress : callable, optional
         Called with the number of points timed so far.
+    in_process_s : float, optional
+        Time points in this process, in plan order, until they have taken this many CPU
+        seconds and the points left would take as long again (their number times the mean
+        CPU time of a point so far); only those go to ``engine`` (``topo codesign`` passes
+        :data:`IN_PROCESS_S`). None: every point goes to ``engine``. Where a point runs
+        changes none of the numbers.
 
     Returns
     -------
@@ -401,19 +428,21 @@ def codesign(
         runners_up=runners_up,
         model_arg=model_arg,
         progress=progress,
+        in_process_s=in_process_s,
     )
 
 
 def run_codesign(
     plan: CodesignPlan,
     config: MoEConfig,
-    engine: Engine | SerialEngine,
+    engine: Engine | SerialEngine | Callable[[], Engine | SerialEngine],
     *,
     moe: dict[str, Any] | None = None,
     prices: PriceBook | None = None,
     runners_up: int = 4,
     model_arg: str | None = None,
     progress: Callable[[int], None] | None = None,
+    in_process_s: float | None = None,
 ) -> CodesignResult:
     """Time the points of a checked search on ``engine`` and choose (:func:`codesign`).
 
@@ -421,7 +450,7 @@ def run_codesign(
     ----------
     plan : CodesignPlan
         From :func:`plan_codesign` with the same ``config``.
-    config, engine, moe, prices, runners_up, model_arg, progress
+    config, engine, moe, prices, runners_up, model_arg, progress, in_process_s
         As :func:`codesign`.
 
     Returns
@@ -431,7 +460,8 @@ def run_codesign(
     Raises
     ------
     TopoError
-        No point could be timed (the first error named).
+        A fabric the price book cannot price (before any point is timed:
+        :func:`topo.cost.bill_of_materials`); no point could be timed (the first error named).
     InfeasibleError
         No design meets the target.
     """
@@ -444,17 +474,39 @@ def run_codesign(
         **(moe or {}),
     }
     tasks, graphs = plan.tasks, plan.graphs
-    shared = [engine.scatter(G) for G in graphs]
+    # priced first: a fabric the price book cannot price is refused before any point is timed
+    costs = [bill_of_materials(G, prices) for G in graphs]
     timed: dict[_Task, tuple[float, float]] = {}
     errors = []
-    for o in engine.map(time_design, tasks, shared, config, moe, progress=progress):
-        if o.ok:
-            timed[tasks[o.index]] = o.value
-        else:
-            errors.append(o.error)
+    here = 0
+    if in_process_s is not None:
+        t0 = time.process_time()
+        for o in SerialEngine().map(time_design, tasks, graphs, config, moe, progress=progress):
+            here += 1
+            if o.ok:
+                timed[tasks[o.index]] = o.value
+            else:
+                errors.append(o.error)
+            spent = time.process_time() - t0
+            if spent >= in_process_s and spent / here * (len(tasks) - here) >= in_process_s:
+                break
+    rest = tasks[here:]
+    if rest:
+        on = engine() if callable(engine) else engine
+        shared = [on.scatter(G) for G in graphs]
+
+        def advance(done: int) -> None:
+            if progress is not None:
+                progress(here + done)
+
+        for o in on.map(time_design, rest, shared, config, moe, progress=advance):
+            if o.ok:
+                timed[rest[o.index]] = o.value
+            else:
+                errors.append(o.error)
     if not timed:
         raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
-    designs = _designs(plan.fabrics, graphs, timed, prices, moe, model_arg)
+    designs = _designs(plan.fabrics, graphs, timed, costs, moe, model_arg)
     return _choose(
         designs,
         plan.gpus,
@@ -483,11 +535,10 @@ def _designs(
     fabrics: list[tuple[str, dict[str, Any]]],
     graphs: list[nx.Graph],
     timed: dict[_Task, tuple[float, float]],
-    prices: PriceBook | None,
+    costs: list[CostReport],
     moe: dict[str, Any],
     model_arg: str | None,
 ) -> list[Design]:
-    costs = [bill_of_materials(G, prices) for G in graphs]
     counts = [summarize(G) for G in graphs]
     extra = (["--model", model_arg] if model_arg else []) + [
         "--tokens-per-gpu",

@@ -8,11 +8,14 @@ and the decode speed it bounds.
 - :mod:`topo.moe.timing`: phase times on the fabric (the phase's server-level demand from
   :mod:`topo.traffic.moe`, flow solver + NVLink), layer, TPOT.
 - :mod:`topo.moe.paper`: the DeepSeek-V3 hardware report's worked example.
+- :mod:`topo.moe.cache`: what many reports on the same fabrics share (layouts, routings, LP
+  fabrics), kept once under what each depends on.
 - :mod:`topo.plot.moe` draws the HTML heat map and phase-time bars.
 
 The model and its assumptions are in ``docs/moe.md``.
 """
 
+from topo.moe.cache import MoECache
 from topo.moe.config import MoEConfig, config_from_dict, default_config, load_config
 from topo.moe.gating import (
     GateResult,
@@ -45,6 +48,7 @@ __all__ = [
     "CopyMatrices",
     "EPLayout",
     "GateResult",
+    "MoECache",
     "MoEConfig",
     "MoEReport",
     "PaperExample",

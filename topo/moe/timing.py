@@ -34,9 +34,9 @@ problem", J. ACM 37(2), 1990.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -45,8 +45,9 @@ from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow import BandwidthResult, server_demand_time
 from topo.flow.solve import check_moe_matrices
+from topo.moe.cache import MoECache
 from topo.moe.config import MoEConfig
-from topo.moe.gating import expert_probabilities, route_tokens
+from topo.moe.gating import CHUNK_TOKENS, GateResult, expert_probabilities, route_tokens
 from topo.moe.results import MoEReport, PhaseResult, ScenarioResult
 from topo.moe.traffic import (
     SCHEMES,
@@ -68,6 +69,8 @@ __all__ = [
     "moe_report",
     "time_phase",
 ]
+
+T = TypeVar("T")
 
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
 """Bytes per element of the activation formats."""
@@ -133,6 +136,7 @@ def time_phase(
     nvlink_efficiency: float = 1.0,
     smallest_lp: bool = False,
     solved: dict[Any, tuple[float, float, dict[str, int], str]] | None = None,
+    cache: MoECache | None = None,
 ) -> PhaseResult:
     """Time one phase: network by max concurrent flow, NVLink per GPU, the slower one binds.
 
@@ -157,6 +161,9 @@ def time_phase(
         Network times already solved in this report (filled in as they are): a demand whose
         transpose is in it, scaled, takes that time scaled alike (on a fabric whose links
         carry the same rate both ways, a reversed flow serves the transposed demand).
+    cache : MoECache, optional
+        Where the cut and merged fabrics of the network LPs are kept for other phases and
+        reports on the same fabric (:func:`network_time`).
 
     Returns
     -------
@@ -190,7 +197,7 @@ def time_phase(
     ib_s, method = 0.0, "-"
     tiers: dict[str, int] = {}
     if demand is not None:
-        ib_s, tiers, method = _network(G, demand, smallest_lp, solved)
+        ib_s, tiers, method = _network(G, demand, smallest_lp, solved, cache)
         own = own_nic_time(layout, ib)
         if own > ib_s * (1 + 1e-9):
             ib_s, tiers = own, {"own NIC": 1}
@@ -227,11 +234,12 @@ def _network(
     demand: Demand,
     smallest_lp: bool,
     solved: dict[Any, tuple[float, float, dict[str, int], str]] | None,
+    cache: MoECache | None = None,
 ) -> tuple[float, dict[str, int], str]:
     """The network time of ``demand`` (s), its binding tiers and how it was found: from
     ``solved`` when the transposed demand (scaled) is there, else by :func:`network_time`."""
     if solved is None:
-        rep, method = network_time(G, demand, smallest_lp=smallest_lp)
+        rep, method = network_time(G, demand, smallest_lp=smallest_lp, cache=cache)
         return rep.time_s, dict(rep.bottleneck_tiers), method
     assert demand.entries is not None
     total = sum(demand.entries.values())
@@ -239,7 +247,7 @@ def _network(
     if back in solved:
         time_s, was, tiers, method = solved[back]
         return time_s * total / was, dict(tiers), method + "; the transposed demand's, scaled"
-    rep, method = network_time(G, demand, smallest_lp=smallest_lp)
+    rep, method = network_time(G, demand, smallest_lp=smallest_lp, cache=cache)
     key = frozenset(((a, b), x / total) for (a, b), x in demand.entries.items())
     solved[key] = (rep.time_s, total, dict(rep.bottleneck_tiers), method)
     return rep.time_s, dict(rep.bottleneck_tiers), method
@@ -290,7 +298,7 @@ HOSE_TOL = 1e-6
 
 
 def network_time(
-    G: nx.Graph, demand: Demand, *, smallest_lp: bool = False
+    G: nx.Graph, demand: Demand, *, smallest_lp: bool = False, cache: MoECache | None = None
 ) -> tuple[BandwidthResult, str]:
     """Time a server-to-server demand on the fabric, solving a smaller fabric when exact.
 
@@ -314,6 +322,10 @@ def network_time(
         same argument as the cut above), else the steps above follow, twin switches merged.
         The same time from smaller LPs; the report's links are then those of the fabric
         solved.
+    cache : MoECache, optional
+        Keeps, per fabric and set of sending or receiving servers, the cut fabric, its inner
+        fabrics and (``smallest_lp``) each fabric solved with its twins merged: they depend on
+        those alone, not on the bytes. The same results.
 
     Returns
     -------
@@ -331,17 +343,26 @@ def network_time(
     """
     assert demand.entries is not None, "a uniform demand is solved by topo.flow.door"
     entries = dict(demand.entries)
-    busy = {t for t in demand.terminals if demand.load(t) > 0}
-    keep, cable = _cut_fabric(G, busy)
-    solved = merge_twin_switches if smallest_lp else (lambda H: H)
+    busy = frozenset(t for t in demand.terminals if demand.load(t) > 0)
+    keep, cable = _fabric_piece(cache, G, ("cut", busy), lambda: _cut_fabric(G, set(busy)))
+
+    def solved(vertices: set[Hashable] | None) -> nx.Graph:
+        """The fabric on ``vertices`` (None: all of it), its twins merged with smallest_lp."""
+        if not smallest_lp:
+            return G if vertices is None else G.subgraph(vertices)
+        H = G if vertices is None else G.subgraph(vertices)
+        key = ("merged", None if vertices is None else frozenset(vertices))
+        return _fabric_piece(cache, G, key, lambda: merge_twin_switches(H))
+
     twins = "; twin switches merged" if smallest_lp else ""
     hose = demand.hose_time({s: c for s, c in cable.items() if c > 0})
     if smallest_lp:
-        for what, inner in _inner_fabrics(G, keep):
+        inners = _fabric_piece(cache, G, ("inner", busy), lambda: _inner_fabrics(G, keep))
+        for what, inner in inners:
             if len(inner) == len(keep):
                 continue
             try:
-                small = server_demand_time(solved(G.subgraph(inner)), entries)
+                small = server_demand_time(solved(inner), entries)
             except InfeasibleError:  # a pair not joined in it
                 continue
             if small.time_s <= hose * (1 + HOSE_TOL):
@@ -351,13 +372,18 @@ def network_time(
                 )
     if len(keep) < G.number_of_nodes():
         try:
-            rep = server_demand_time(solved(G.subgraph(keep)), entries)
+            rep = server_demand_time(solved(keep), entries)
         except InfeasibleError:  # the cut removed a needed path: solve the whole fabric
             rep = None
         if rep is not None and rep.time_s <= hose * (1 + HOSE_TOL):
             n, m = len(keep), G.number_of_nodes()
             return rep, f"reduced fabric ({n:,} of {m:,} vertices) at the hose bound: exact{twins}"
-    return server_demand_time(solved(G), entries), "whole fabric" + twins
+    return server_demand_time(solved(None), entries), "whole fabric" + twins
+
+
+def _fabric_piece(cache: MoECache | None, G: nx.Graph, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, kept in ``cache`` per fabric and ``key`` when there is one."""
+    return make() if cache is None else cache.per_fabric(G, key, make)
 
 
 def _inner_fabrics(G: nx.Graph, keep: set[Hashable]) -> list[tuple[str, set[Hashable]]]:
@@ -519,6 +545,7 @@ def moe_report(
     routing_label: str | None = None,
     compare_unlimited: bool = True,
     smallest_lp: bool = False,
+    cache: MoECache | None = None,
 ) -> MoEReport:
     """Expert-parallel dispatch and combine of one MoE layer on a fabric; TPOT and decode speed.
 
@@ -570,6 +597,12 @@ def moe_report(
         ``combine bytes / dispatch bytes``. The same times (exact, to the LP's tolerance);
         the phases' ``ib_bottleneck_tiers`` count the smaller fabric's links, and the combine's
         are the dispatch's.
+    cache : MoECache, optional
+        Keeps what other reports share (:mod:`topo.moe.cache`): the EP layout per fabric and
+        EP size, the routing per token count, probabilities, expert groups, limits and seed
+        (an int seed; none is kept for another), and the network LPs' fabrics
+        (:func:`network_time`). The same report as without; its layout and routings are then
+        read-only and shared.
 
     Returns
     -------
@@ -602,7 +635,8 @@ def moe_report(
     DeepEP README.
     """
     _check_sizes(tokens_per_gpu, micro_batches, ib_efficiency, nvlink_efficiency, shared, schemes)
-    layout = ep_layout(G, config.n_routed_experts, ep)
+    E = config.n_routed_experts
+    layout = _fabric_piece(cache, G, ("ep_layout", E, ep), lambda: _frozen(ep_layout(G, E, ep)))
     check_moe_matrices(layout.ep)
     n_tokens = layout.ep * tokens_per_gpu
     if n_tokens > MAX_TOKENS:
@@ -622,7 +656,7 @@ def moe_report(
         )
         limits = ([limit, 0] if compare_unlimited else [limit]) if binding else [0]
         k = config.num_experts_per_tok
-        gated = route_tokens(n_tokens, probs, layout.expert_node, k, limits, seed=seed)
+        gated = _route(cache, n_tokens, probs, layout.expert_node, k, limits, seed)
         routings = {m: g.experts for m, g in gated.items()}
         label = routing_label or (
             f"zipf s={zipf:g}"
@@ -635,7 +669,8 @@ def moe_report(
     c_bytes = copy_bytes(config.hidden_size, combine_dtype, fp8_scales=fp8_scales)
     use_shared = shared if config.n_shared_experts > 0 else "local"
     run = _Scenarios(G, layout, config, tokens_per_gpu, micro_batches, use_shared,
-                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency, smallest_lp)  # fmt: skip
+                     d_bytes, c_bytes, ib_efficiency, nvlink_efficiency, smallest_lp,
+                     cache)  # fmt: skip
     scenarios = [run.scenario(scheme, m, routings[m]) for scheme in schemes for m in limits]
     return MoEReport(
         model=config,
@@ -659,6 +694,40 @@ def moe_report(
         layout=layout,
         routings=routings,
     )
+
+
+def _frozen(layout: EPLayout) -> EPLayout:
+    """``layout`` with its arrays read-only (it is shared through a cache)."""
+    for a in (layout.expert_rank, layout.nvlink_Bps, layout.pcie_Bps):
+        a.setflags(write=False)
+    return layout
+
+
+def _route(
+    cache: MoECache | None,
+    n_tokens: int,
+    probs: np.ndarray,
+    groups: np.ndarray,
+    k: int,
+    limits: list[int],
+    seed: int | None,
+) -> dict[int, GateResult]:
+    """:func:`topo.moe.gating.route_tokens`, kept in ``cache`` under every input it reads
+    when the seed is an int (None draws afresh each time)."""
+    if cache is None or isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        return route_tokens(n_tokens, probs, groups, k, limits, seed=seed)
+    p, g = np.ascontiguousarray(probs), np.ascontiguousarray(groups)
+    key = ("route_tokens", n_tokens, p.dtype.str, p.tobytes(), g.dtype.str, g.tobytes(), k,
+           tuple(limits), int(seed), CHUNK_TOKENS)  # fmt: skip
+
+    def make() -> dict[int, GateResult]:
+        gated = route_tokens(n_tokens, probs, groups, k, limits, seed=seed)
+        for r in gated.values():
+            r.experts.setflags(write=False)
+            r.weights.setflags(write=False)
+        return gated
+
+    return cache.by_value(key, make)
 
 
 def _check_sizes(
@@ -726,6 +795,7 @@ class _Scenarios:
     ib_efficiency: float
     nvlink_efficiency: float
     smallest_lp: bool = False
+    cache: MoECache | None = None
     solved: dict[Any, tuple[float, float, dict[str, int], str]] = field(default_factory=dict)
 
     def scenario(self, scheme: str, node_limit: int, experts: np.ndarray) -> ScenarioResult:
@@ -737,6 +807,7 @@ class _Scenarios:
             nvlink_efficiency=self.nvlink_efficiency,
             smallest_lp=self.smallest_lp,
             solved=self.solved if self.smallest_lp else None,
+            cache=self.cache,
         )
         src, dest = destinations(lay, experts, self.tokens_per_gpu, self.shared)
         nodes = lay.expert_node[experts]
