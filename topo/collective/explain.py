@@ -71,6 +71,7 @@ from typing import Any, Protocol, TypeVar
 import networkx as nx
 import numpy as np
 
+from topo.builders.gdr import GDR_OFF_PCIE_FACTOR
 from topo.collective.channels import coll_channels
 from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
@@ -540,7 +541,7 @@ def fabric_variants(r: FabricRates) -> list[FabricVariant]:
                 "no_gdr",
                 "GPUDirect RDMA absent: network data staged through host memory on every server",
                 "no_gdr",
-                _scaled("pcie", 0.5, one_nic=False),
+                _scaled("pcie", GDR_OFF_PCIE_FACTOR, one_nic=False),
             )
         )
     return out
