@@ -37,6 +37,9 @@ BUILD_KEYS = {
     "cables",
     "planes",
     "max_gpus",
+    "alltoall_busbw_GBps",
+    "alltoall_server_GBps",
+    "alltoall_method",
 }
 BANDWIDTH_KEYS = {
     "gpus",

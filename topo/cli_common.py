@@ -580,6 +580,9 @@ SUMMARY_LABELS = {
     "links": "links (switch-to-switch cables)",
     "endpoint_links": "endpoint links (NIC-to-switch cables)",
     "cables": "cables (all; what --fail-links draws from)",
+    "alltoall_busbw_GBps": "all-to-all busbw (GB/s per GPU)",
+    "alltoall_server_GBps": "a server's NICs (GB/s each way)",
+    "alltoall_method": "all-to-all",
 }
 """Row labels of :func:`summary_table` that are not the key with spaces for underscores:
 InfiniBand's channel adapter is a CA, plural CAs; and the cable counts, whose bare names do not
@@ -605,6 +608,8 @@ def summary_table(summary: dict[str, Any], title: str) -> None:
             )
         elif isinstance(value, int) and not isinstance(value, bool):
             value = f"{value:,}"
+        elif isinstance(value, float):
+            value = f"{value:,.3f}"
         table.add_row(SUMMARY_LABELS.get(key, key.replace("_", " ")), str(value))
     out.print(table)
 

@@ -192,7 +192,7 @@ def build(
         except SpecError as exc:
             raise spec_file_error(exc, spec, given) from None
     if isinstance(made, FabricSummary):
-        counts = made.to_dict()
+        counts = {**made.to_dict(), **_alltoall(fabric_spec, made.gpus)}
         if as_json:
             print_json(counts)
         else:
@@ -203,4 +203,14 @@ def build(
         # the GPU model the server was built from: topo collective takes NCCL's per-arch
         # tables from it (a GB200 rack read as Hopper gave 641 instead of 1,013 GB/s)
         G.graph["gpu_model"] = str(catalog.get("node", node).get("model"))
-    emit_fabric(G, fabric_mod.summarize(G).to_dict(), output, as_json)
+    summary = fabric_mod.summarize(G)
+    emit_fabric(G, {**summary.to_dict(), **_alltoall(fabric_spec, summary.gpus)}, output, as_json)
+
+
+def _alltoall(spec: Any, gpus: int) -> dict[str, Any]:
+    """The design's all-to-all in closed form where it is a non-blocking fat tree
+    (:func:`topo.cost.clos_rates.clos_alltoall`: ``alltoall_busbw_GBps`` or None, the server's
+    NIC side ``alltoall_server_GBps`` and ``alltoall_method``)."""
+    from topo.cost.clos_rates import clos_alltoall
+
+    return clos_alltoall(spec, gpus).to_dict()
