@@ -263,7 +263,7 @@ def test_the_pareto_chart_has_one_front_per_gpu_count() -> None:
         (
             "[grid]\nfamily = 'ft2'\nfail_link_rate = [0.0, 1.5]\n",
             r"/s\.toml:3: \[grid\] fail_link_rate must be from 0 to 1 \(the fraction of "
-            r"switch-to-switch cables\), got 1\.5$",
+            r"the cables that fail\), got 1\.5$",
         ),
         (
             "[grid]\nfamily = 'ft2'\nfail_link_rate = nan\n",
@@ -379,3 +379,19 @@ def test_a_400_digit_number_is_refused_at_its_line(tmp_path: Path, table: str, k
         f"topo: error: {path}:2: a number of 400 digits: numbers in input files have at most "
         "100 digits"
     ]
+
+
+def test_fail_link_rate_counts_every_cable_the_draw_takes_from():
+    """ft2 of 8-port switches, 32 GPUs in servers of 8 with 8 NICs: 8 leaves of 4 NICs and 4
+    up links, 4 spines: 32 NIC cables + 32 switch links = 64 cables; 10% of them is 6.4 -> 6.
+    The random draw takes its cables from all 64 (NIC cables too), so the count does."""
+    from topo.builders import build
+    from topo.engine.evaluate import failed_links
+    from topo.flow.failures import damaged_bandwidth
+
+    G = build("ft2", switch_ports=8, gpus=32)
+    assert failed_links(G, {"fail_link_rate": 0.1}) == 6
+    assert failed_links(G, {"fail_link_rate": 1.0}) == 64
+    assert failed_links(G, {"fail_link_rate": 0.1, "fail_links": 3}) == 3
+    d = damaged_bandwidth(G, links=failed_links(G, {"fail_link_rate": 0.1}), seed=1).to_dict()
+    assert len(d["failed_links"]) == 6

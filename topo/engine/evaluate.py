@@ -153,8 +153,10 @@ def _cost(G: nx.Graph, ctx: Context, point: dict[str, Any]) -> dict[str, Any]:
 
 
 def failed_links(G: nx.Graph, point: dict[str, Any]) -> int:
-    """Cables the point fails: ``fail_links``, or ``fail_link_rate`` of the switch-to-switch
-    cables rounded to the nearest whole cable (half up), or 0.
+    """Cables the point fails: ``fail_links``, or ``fail_link_rate`` of all the fabric's cables
+    (NIC cables and switch-to-switch links, the set the random draw takes them from:
+    :func:`topo.flow.failures.damaged_bandwidth`) rounded to the nearest whole cable (half
+    up), or 0.
 
     Parameters
     ----------
@@ -172,7 +174,7 @@ def failed_links(G: nx.Graph, point: dict[str, Any]) -> int:
     rate = float(point.get("fail_link_rate", 0.0))
     if not 0.0 <= rate <= 1.0:
         raise TopoError(f"fail_link_rate must be in [0, 1], got {rate}", param="fail_link_rate")
-    return int(rate * summarize(G).links + 0.5)
+    return int(rate * summarize(G).cables + 0.5)
 
 
 def _alltoall(G: nx.Graph, ctx: Context, point: dict[str, Any]) -> dict[str, Any]:

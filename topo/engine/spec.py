@@ -54,7 +54,8 @@ GRID_KEYS: dict[str, type] = {
 }
 """The axes a grid may have, in column order, with their types. ``planes`` is NICs per server
 (``--nics-per-node``: an MPFT's planes, an MRFT's rails); ``fail_link_rate`` fails that
-fraction of the switch-to-switch cables (rounded), ``fail_links`` a count."""
+fraction of the cables (NIC cables and switch-to-switch links, rounded), ``fail_links`` a
+count."""
 
 EVALUATE = ("cost", "alltoall", "collective", "moe")
 """What a point can compute besides its counts (always): the bill of materials, the exact
@@ -199,7 +200,7 @@ def _check_grid(path: Path, grid: dict[str, tuple[Any, ...]]) -> None:
             if key in _AT_LEAST and v < _AT_LEAST[key]:
                 raise bad(key, v, f"must be at least {_AT_LEAST[key]:g}")
             if key == "fail_link_rate" and not (math.isfinite(v) and 0 <= v <= 1):
-                raise bad(key, v, "must be from 0 to 1 (the fraction of switch-to-switch cables)")
+                raise bad(key, v, "must be from 0 to 1 (the fraction of the cables that fail)")
             if key in ("link_gbps", "oversubscription") and not (math.isfinite(v) and v > 0):
                 raise bad(key, v, "must be a positive finite number")
 
