@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 
 from topo.cli import app
 from topo.engine import Engine, SerialEngine
-from topo.engine.codesign import build_args, codesign, ep_sizes, plan_codesign, run_codesign
+from topo.engine.codesign import (
+    build_args,
+    candidate_fabrics,
+    codesign,
+    ep_sizes,
+    plan_codesign,
+    run_codesign,
+)
 from topo.errors import InfeasibleError, TopoError
 from topo.moe import default_config, load_config
 
@@ -276,3 +283,18 @@ def test_a_kernel_times_the_designs_as_topo_moe_kernel_does(tmp_path: Path) -> N
 def test_a_kernel_option_the_model_cannot_take_is_refused(extra: list[str], message: str) -> None:
     r = runner.invoke(app, ["codesign", *SEARCH, "--tpot-ms", "10", *extra])
     assert r.exit_code == 1 and message in r.stderr, r.output
+
+
+def test_a_family_too_small_for_the_gpus_is_refused_not_fatal() -> None:
+    # a two-layer fat tree of 64-port switches holds 64 x 32 = 2,048 endpoints (k^2/2), 3:1
+    # at the leaf 64 x 48 = 3,072; the MPFT's planes hold 8 x 2,048 = 16,384
+    grid = {"switch_ports": [64], "oversubscription": [1.0, 3.0]}
+    ok, refused = candidate_fabrics(4096, ["ft2", "mpft"], grid)
+    assert [f for f, _ in ok] == ["mpft", "mpft"]
+    assert len(refused) == 2 and all(r.startswith("ft2 ") for r in refused)
+    assert "holds at most 2048 endpoints" in refused[0]
+    assert "holds at most 3072 endpoints" in refused[1]
+    with pytest.raises(
+        TopoError, match=r"no family of ft2, mpft builds 100,000 GPUs: ft2 .*; mpft "
+    ):
+        plan_codesign(default_config(), 100_000, 30.0, families=["ft2", "mpft"], grid=grid)

@@ -26,7 +26,7 @@ from typing import Any
 
 import networkx as nx
 
-from topo.builders import build
+from topo.builders import build, fabric_counts
 from topo.cost import CostReport, PriceBook, bill_of_materials
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import InfeasibleError, SpecError, TopoError
@@ -237,7 +237,9 @@ def candidate_fabrics(
     -------
     (list of (family, options), list of str)
         The fabrics the families accept (options include ``gpus``), and one line per refused
-        combination. Oversubscription other than 1 is tried only where a family takes it.
+        combination (a family's option it refuses, or more GPUs than it holds: counted in
+        closed form, :func:`topo.builders.fabric_counts`). Oversubscription other than 1 is
+        tried only where a family takes it.
     """
     ok, refused = [], []
     keys = list(grid)
@@ -245,7 +247,7 @@ def candidate_fabrics(
         for values in itertools.product(*grid.values()):
             options = dict(zip(keys, values, strict=True), gpus=gpus)
             try:
-                FabricSpec.from_options(family, **options)
+                fabric_counts(FabricSpec.from_options(family, **options))  # holds the GPUs?
             except SpecError as exc:
                 refused.append(f"{' '.join(build_args(family, options))}: {exc}")
                 continue
@@ -322,7 +324,11 @@ def plan_codesign(
     )
     fabrics, refused = candidate_fabrics(gpus, families, grid)
     if not fabrics:
-        raise TopoError(f"no family of {', '.join(families)} builds {gpus} GPUs: {refused[0]}")
+        first = {line.split(" ", 1)[0]: line for line in reversed(refused)}  # each family's first
+        raise TopoError(
+            f"no family of {', '.join(families)} builds {gpus:,} GPUs: "
+            + "; ".join(first[f] for f in families if f in first)
+        )
     graphs = [build(FabricSpec.from_options(f, **o)) for f, o in fabrics]
     g = int(dict(fabrics[0][1]).get("gpus_per_node") or 8)
     sizes = list(eps) if eps else ep_sizes(config, gpus, g)
