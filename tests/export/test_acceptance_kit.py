@@ -204,6 +204,22 @@ def test_a_folder_that_holds_files_is_refused_in_one_line(h100, tmp_path):
     assert not (folder / "mine.txt").exists() and (folder / "manifest.json").is_file()
 
 
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("target", ["empty", "missing"])
+def test_a_symbolic_link_is_never_replaced_by_the_kit(h100, tmp_path, force, target):
+    _, design, _, _ = h100
+    real = tmp_path / "real"
+    if target == "empty":
+        real.mkdir()
+    link = tmp_path / "kitlink"
+    link.symlink_to(real)
+    result = run("acceptance", design, "-o", link, *(["--force"] if force else []))
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "symbolic link" in result.output
+    assert link.is_symlink() and link.readlink() == real
+    assert not real.exists() or list(real.iterdir()) == []
+
+
 def test_a_kit_is_written_whole_or_not_at_all(h100, tmp_path, monkeypatch):
     G, design, kit, _ = h100
     import topo.acceptance.kit as kit_mod

@@ -148,6 +148,11 @@ def _write(
             raise TopoError(f"--twin {twin}: name a .csv or .json file")
         check_outputs({"--twin": twin}, [design])
     if output is not None:
+        if output.is_symlink():
+            raise TopoError(
+                f"-o {output}: a symbolic link; give the kit's folder itself (a link is never "
+                "replaced)"
+            )
         if output.exists() and not output.is_dir():
             raise TopoError(f"-o {output}: exists and is not a folder")
         if output.is_dir() and any(output.iterdir()) and not force:
