@@ -65,3 +65,29 @@ def test_cli_collective_no_gdr(tmp_path):
     assert r_off["expected"]["bandwidth_us"] == pytest.approx(2**29 / (32e9 * 0.96) * 1e6)
     assert r_on["expected"]["bandwidth_us"] == pytest.approx(2**29 / (50e9 * 0.96) * 1e6)
     assert r_off["bound"] == "net gpu->nic" and r_on["bound"] == "net nic->leaf"
+
+
+def test_cli_collective_says_gdr_is_off(tmp_path):
+    path = tmp_path / "f.json"
+    save(_one_gpu_servers(), path)
+    args = ["collective", str(path), "--op", "all_gather", "--gpus", "2"]
+    args += ["--min-bytes", "1M", "--max-bytes", "1M"]
+    runner = CliRunner()
+    table = runner.invoke(app, [*args, "--no-gdr"])
+    assert table.exit_code == 0, table.output
+    assert "GPUDirect RDMA off (--no-gdr)" in table.stdout
+    assert "GPUDirect RDMA off" not in runner.invoke(app, args).stdout
+    assert orjson.loads(runner.invoke(app, [*args, "--json"]).stdout)["gdr"] is True
+    assert orjson.loads(runner.invoke(app, [*args, "--json", "--no-gdr"]).stdout)["gdr"] is False
+
+
+def test_cli_collective_no_gdr_on_one_server_warns_and_changes_nothing(tmp_path):
+    path = tmp_path / "f.json"
+    save(build("ft2", switch_ports=8, gpus=16), path)  # two servers of 8 GPUs
+    args = ["collective", str(path), "--gpus", "8", "--min-bytes", "1G", "--max-bytes", "1G"]
+    args += ["--json"]
+    runner = CliRunner()
+    on, off = runner.invoke(app, args), runner.invoke(app, [*args, "--no-gdr"])
+    assert off.exit_code == 0 and "--no-gdr changes nothing here" in off.stderr
+    r_on, r_off = orjson.loads(on.stdout)["rows"][0], orjson.loads(off.stdout)["rows"][0]
+    assert r_on["time_us"] == r_off["time_us"]

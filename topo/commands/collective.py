@@ -25,6 +25,7 @@ from topo.cli_common import (
     err,
     gpus_per_node_option,
     node_option,
+    out,
     print_json,
     refuse_given,
     user_errors,
@@ -301,8 +302,9 @@ def collective(
         _warn_assumed_arch(fabric, G, arch, c)
         write_html_first(html, lambda: plot_busbw(comparisons=comparisons))
         if as_json:
-            print_json([cmp.to_dict() for cmp in comparisons])
+            print_json([{**cmp.to_dict(), "gdr": gdr} for cmp in comparisons])
         else:
+            _say_gdr(gdr)
             for cmp in comparisons:
                 compare_table(cmp, compare)
                 if why:
@@ -331,14 +333,34 @@ def collective(
         _warn_send_recv([the_op], algo, proto)
         _warn_assumed_arch(fabric, G, arch, c)
         write_html_first(html, lambda: plot_busbw(report=report))
+        _warn_gdr_unused(gdr, report.nodes)
         if as_json:
-            print_json(report.to_dict())
+            print_json({**report.to_dict(), "gdr": gdr})
         else:
             report_table(report)
+            _say_gdr(gdr)
             if why:
                 why_table(report.op, report.rows, restriction_title(report.algo, report.proto))
     if html is not None:
         err.print(f"wrote {html}")
+
+
+def _say_gdr(gdr: bool) -> None:
+    """Under a table computed with ``--no-gdr``, the line that says so."""
+    if not gdr:
+        out.print(
+            "GPUDirect RDMA off (--no-gdr): network data staged through host memory, each "
+            "GPU-NIC PCIe link at half its rate for it (docs/collective.md)"
+        )
+
+
+def _warn_gdr_unused(gdr: bool, nodes: int) -> None:
+    """``--no-gdr`` on one server: nothing crosses a NIC, so nothing changes; say so."""
+    if not gdr and nodes <= 1:
+        err.print(
+            "topo: warning: --no-gdr changes nothing here: the ranks are on one server, and "
+            "GPUDirect RDMA only carries network traffic"
+        )
 
 
 _SIZES = ("min_bytes", "max_bytes", "step_factor", "datatype")
