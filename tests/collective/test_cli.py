@@ -67,6 +67,12 @@ def test_op_choices_are_the_library_ops():
     assert [o.value for o in Op] == list(OPS)
 
 
+def test_op_is_not_case_sensitive(small):
+    upper = json.loads(ok(small, "--op", "ALL_GATHER", "--max-bytes", "1M", "--json").stdout)
+    lower = json.loads(ok(small, "--op", "all_gather", "--max-bytes", "1M", "--json").stdout)
+    assert upper["op"] == "all_gather" and upper["rows"] == lower["rows"]
+
+
 def test_json_rows(small):
     r = ok(
         small, "--op", "all_gather", "--gpus", 8, "--min-bytes", 8, "--max-bytes", "1M", "--json"

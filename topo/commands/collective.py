@@ -115,6 +115,7 @@ def collective(
         typer.Option(
             "--op",
             help="The collective (default all_reduce; with --compare: every test of the log).",
+            case_sensitive=False,
         ),
     ] = None,
     gpus: Annotated[

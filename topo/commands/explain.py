@@ -67,6 +67,7 @@ def explain(
             "--op",
             help="Explain only this collective's test (and name the op of an old log that "
             "does not).",
+            case_sensitive=False,
         ),
     ] = None,
     gpus: Annotated[
