@@ -186,3 +186,14 @@ def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
         line = lines[str(2**k)]
         assert line.split()[:2] == [str(2**k), str(2**k // 4)]
         assert line.rstrip().endswith(f"{row['binds']}: {row['binds_detail']}"), line
+
+
+def test_piped_help_prints_whole_option_names() -> None:
+    # Off a terminal rich assumed 80 columns for --help too: option names such as
+    # --max-oversubscription and help text (NCCL_NET_GDR_LEVEL=LOC) were cut to "…".
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    for verb in ("collective", "plan", "moe"):
+        args = [sys.executable, str(ROOT / "cli.py"), verb, "--help"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "…" not in r.stdout, verb

@@ -38,6 +38,16 @@ from topo.commands import (
 
 __all__ = ["app", "main"]
 
+HELP_PIPE_WIDTH = 160
+"""Columns of ``--help`` when stdout is piped or redirected and neither ``TERMINAL_WIDTH`` nor
+``COLUMNS`` is set: rich would assume 80 and cut option names and help text to ``…``; a
+terminal keeps its own width."""
+
+if not sys.stdout.isatty() and not ({"TERMINAL_WIDTH", "COLUMNS"} & set(os.environ)):
+    import typer.rich_utils
+
+    typer.rich_utils.MAX_WIDTH = HELP_PIPE_WIDTH
+
 app = typer.Typer(
     name="topo",
     help="Design and analyse the networks of large GPU clusters.",
