@@ -197,3 +197,16 @@ def test_piped_help_prints_whole_option_names() -> None:
         r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode == 0, r.stderr
         assert "…" not in r.stdout, verb
+
+
+def test_start_up_loads_no_solver_or_pattern_library() -> None:
+    # scipy.optimize, scipy.sparse, HiGHS and regex are loaded where an LP, a shortest path or
+    # a user's pattern needs them: at start-up they cost every command 0.4-0.7 s of CPU.
+    heavy = ["highspy", "regex", "scipy.optimize", "scipy.sparse"]
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import topo.cli; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

@@ -133,7 +133,7 @@ def vertex_label(G: nx.Graph, v: Any) -> str:
     """How reports name a vertex's place: its tier for a switch (``leaf``, ``spine``, ...),
     its kind otherwise (``gpu``, ``nic``, ``nvswitch``). A link direction's tier is
     ``f"{vertex_label(G, u)}->{vertex_label(G, v)}"``, e.g. ``nic->leaf``."""
-    d = G.nodes[v]
+    d = G._node[v]  # (the raw attribute dict: G.nodes[v] goes through a view, 3x slower)
     return tier_name(int(d["tier"])) if d["kind"] in SWITCH_KINDS else str(d["kind"])
 
 

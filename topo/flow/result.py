@@ -640,7 +640,9 @@ def links(
     the order given: :func:`link` of each, with each vertex's label looked up once."""
     label: dict[Hashable, str] = {}
     tier: dict[tuple[str, str], str] = {}
-    out = []
+    out: list[BottleneckLink] = []
+    append, adj = out.append, G._adj
+    new = tuple.__new__  # (what BottleneckLink(...) does, without its Python-level __new__)
     for u, v, cap, load in directions:
         a = label.get(u)
         if a is None:
@@ -651,8 +653,8 @@ def links(
         t = tier.get((a, b))
         if t is None:
             t = tier[(a, b)] = f"{a}->{b}"
-        cables = int(G._adj[u][v]["links"])
-        out.append(BottleneckLink(str(u), str(v), t, float(cap), float(load), cables))
+        cables = int(adj[u][v]["links"])
+        append(new(BottleneckLink, (str(u), str(v), t, float(cap), float(load), cables)))
     return out
 
 

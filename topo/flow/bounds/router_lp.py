@@ -10,10 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
-from scipy.sparse import csc_matrix, csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from topo.flow.reduce.servers import ContractedServer
 from topo.flow.solve.lp import quiet_stdout
@@ -168,6 +165,7 @@ def _solve_split(
 ) -> np.ndarray | None:
     """Solve ``min mu`` over the split (module notes of :mod:`topo.flow.bounds.direct`); the split
     per global arc, or None if HiGHS does not reach an optimum (within ``time_limit_s``)."""
+    import highspy  # (here: loading HiGHS takes 0.1 s, and most commands solve no LP)
     tail, head, e = net.tail, net.head, net.mass
     n_g, n_l = len(glob), len(loc)
     scale = float(E.max() ** 2)
@@ -237,6 +235,8 @@ def solve_lp(
     """``min cost @ x`` over ``x >= 0`` with ``row_lower <= A x <= row_upper``, ``A`` given as
     ``(rows, cols, values)`` entries (repeats summed); the column values and the row duals, or
     None when HiGHS does not reach an optimum (within ``time_limit_s`` seconds, if given)."""
+    import highspy
+    from scipy.sparse import csc_matrix  # (here: scipy.sparse takes 0.2 s to load)
     rows, cols, vals = entries
     n_row = len(row_lower)
     a = csc_matrix(
@@ -300,6 +300,7 @@ def folded_lp(
         capacity row's dual per unit of flow on one arc, any common scale); None if HiGHS
         does not solve it (within ``time_limit_s``).
     """
+    import highspy
     terminal = net.mass > 0
     n_term = int(terminal.sum())
     cmax = float(net.cap.max())
@@ -363,6 +364,8 @@ def router_distances(
     Where several arcs join the same two routers (a link and a server's NVLink, or two
     servers' NVLinks) the shortest counts: scipy's sparse matrices would add their lengths.
     """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
     tail, head, w = [net.tail], [net.head], [np.maximum(lengths, 0.0)]
     for rs, x in transit or []:
         a, b = np.meshgrid(rs, rs)

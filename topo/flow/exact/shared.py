@@ -37,8 +37,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
 
 from topo.errors import InfeasibleError, LPTooLarge, SolverError, TopoError
 from topo.fabric import natural_key, require_fabric
@@ -301,6 +299,10 @@ def _solve(
         else:
             b_eq += (net * (float(rate) / scale)).tolist()
         col0 += len(use)
+    # imported here: scipy.optimize costs every command about 0.5 s to load
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
     A_eq = coo_matrix(
         (np.concatenate(vals_eq), (np.concatenate(rows_eq), np.concatenate(cols_eq))),
         shape=(len(b_eq), n_vars + 1),
