@@ -119,3 +119,5 @@ def test_plan_for_one_gpu_says_which_three_tier_designs_are_degenerate():
     rows = {x["family"]: x for x in json.loads(run(*args, "--json").stdout)}
     assert rows["ft3"]["degenerate"] == ft3.removeprefix("ft3: degenerate: ")
     assert rows["ft2"]["degenerate"] is None and rows["mrft3"]["degenerate"] is None
+    assert "note: --gpus 1 rounded up to 8 GPUs: 1 whole server of 8 GPUs" in lines
+    assert any("8 GPUs are one server of 8" in ln and "no scale-out network" in ln for ln in lines)

@@ -675,9 +675,15 @@ def _plan_table(rows: list[PlanRow], k: int, gbps: float, gpus: int, gpus_per_no
             )
     out.print(table)
     if rows and rows[0].gpus != gpus:  # --gpus N rounded up to whole servers
+        n = rows[0].gpus // gpus_per_node
         out.print(
             f"  note: --gpus {gpus:,} rounded up to {rows[0].gpus:,} GPUs: "
-            f"{rows[0].gpus // gpus_per_node:,} whole servers of {gpus_per_node} GPUs"
+            f"{n:,} whole server{'s' if n != 1 else ''} of {gpus_per_node} GPUs"
+        )
+    if rows and rows[0].gpus <= gpus_per_node:
+        out.print(
+            f"  note: {rows[0].gpus:,} GPUs are one server of {gpus_per_node}: its GPUs talk over "
+            "NVLink, and no scale-out network is needed; the rows price one for a single server"
         )
     for r in rows:
         if not r.feasible:
