@@ -7,9 +7,10 @@ contracting every server and comparing every plane again for each trial costs fa
 the few cables change. :class:`TrialFabric` keeps what the intact fabric gives once, and
 :meth:`TrialFabric.damage` derives each damaged fabric's from it:
 
-- **the damaged graph** shares the intact one's vertex and edge attribute dicts and the
-  adjacency rows of every vertex but the failed cables' ends, which get their own (the same
-  order as a copy: :func:`topo.flow.failures.damage.copy_fabric`);
+- **the damaged graph** shares a copy of the intact one's vertex and edge attribute dicts
+  and the adjacency rows of every vertex but the failed cables' ends, which get their own
+  (in the order of the copy :func:`topo.flow.failures.damage.fail` damages,
+  :func:`~topo.flow.failures.damage.copy_fabric`);
 - **the failures** are drawn exactly as :func:`topo.flow.failures.damage.fail` draws them
   (:func:`~topo.flow.failures.damage.fail_cables`, the same stream, cable list and order);
 - **connectivity**: the damaged fabric has the intact one's parts when the two ends of every
@@ -42,7 +43,7 @@ import networkx as nx
 import numpy as np
 
 from topo.fabric import switch_components, terminal_kind
-from topo.flow.failures.damage import FailureSet, cable_counts, cables, fail_cables
+from topo.flow.failures.damage import FailureSet, cable_counts, cables, copy_fabric, fail_cables
 from topo.flow.reduce.known import Known
 from topo.flow.reduce.network import Scope
 from topo.flow.reduce.planes import plane_isomorphism, scope
@@ -111,32 +112,39 @@ class TrialFabric:
         return TrialFabric, (self.G,)
 
     @cached_property
+    def _base(self) -> nx.Graph:
+        """The copy every damaged fabric starts from (:func:`fail` damages a copy, whose
+        vertices list their neighbours in the copy's order, not always ``G``'s)."""
+        return copy_fabric(self.G)
+
+    @cached_property
     def _cables(self) -> tuple[list[tuple[str, str]], np.ndarray]:
-        edges = cables(self.G)
-        return edges, cable_counts(self.G, edges)
+        edges = cables(self._base)
+        return edges, cable_counts(self._base, edges)
 
     @cached_property
     def _fast(self) -> bool:
         """Does the fast path apply to this fabric at all: GPUs, and connected?"""
-        G = self.G
+        G = self._base
         return terminal_kind(G) == "gpu" and G.number_of_nodes() > 0 and nx.is_connected(G)
 
     @cached_property
     def _index(self) -> ServerIndex:
-        return ServerIndex.of(self.G)
+        return ServerIndex.of(self._base)
 
     @cached_property
     def _hosts(self) -> tuple[list[ContractedServer], dict[Hashable, int]]:
-        hs, _ = contract_servers(self.G)
+        hs, _ = contract_servers(self._base)
         return hs, {h.id: i for i, h in enumerate(hs)}
 
     @cached_property
     def _planes(self) -> tuple[list[list[str]], dict[str, int], list[dict[str, str]] | None]:
         """The switch components, each switch's, and the planes' isomorphism when they are
         all alike (else None)."""
-        comps = switch_components(self.G)
+        G = self._base
+        comps = switch_components(G)
         plane_of = {s: i for i, c in enumerate(comps) for s in c}
-        maps = plane_isomorphism(self.G, comps, self._hosts[0]) if len(comps) > 1 else None
+        maps = plane_isomorphism(G, comps, self._hosts[0]) if len(comps) > 1 else None
         return comps, plane_of, maps
 
     def damage(self, task: dict[str, Any]) -> Damaged | None:
@@ -167,7 +175,7 @@ class TrialFabric:
         edges, count = self._cables
         if not 0 < links <= int(count.sum()):
             return None
-        G = self.G
+        G = self._base
         H = nx.Graph()
         H.graph.update(G.graph)
         H._node.update(G._node)
@@ -244,7 +252,7 @@ class TrialFabric:
                     key = (which[0], which[1])
                     if key not in self._pairs:
                         self._pairs[key] = plane_isomorphism(
-                            self.G, [comps[i] for i in which], hs0, partial=True
+                            self._base, [comps[i] for i in which], hs0, partial=True
                         )
                     return self._pairs[key]
             elif len(hit) < len(which):
