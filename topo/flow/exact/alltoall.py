@@ -22,8 +22,16 @@ from topo.flow.exact.certify import certified_alltoall
 from topo.flow.exact.cuts import with_met_cuts
 from topo.flow.exact.general import general_lp
 from topo.flow.exact.report import build_report, lp_stats, sort_links
-from topo.flow.reduce.network import DUAL_TOL, Reduced, Scope, bottleneck_links, link_loads
-from topo.flow.reduce.planes import reduce
+from topo.flow.reduce.network import (
+    DUAL_TOL,
+    Reduced,
+    Scope,
+    arc_count,
+    bottleneck_links,
+    link_loads,
+)
+from topo.flow.reduce.planes import reduce, twin_classes_checked
+from topo.flow.reduce.planes import scope as find_scope
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
@@ -179,14 +187,17 @@ def reduced_report(
     """
     G, hosts, terminal = ctx.G, ctx.servers, ctx.terminal
     n_terms = sum(h.weight for h in hosts)
-    red = reduce(G, hosts, None if scope is None else scope())
+    sc = find_scope(G, hosts) if scope is None else scope()
+    classes = twin_classes_checked(hosts, sc)
     # Every estimate is at least the arcs (_estimate): over CERTIFY_ABOVE of them, the routing
-    # is tried before the symmetry search, which only the LP needs.
-    certify = len(red.arcs) > CERTIFY_ABOVE
+    # is tried before the reduced network is written and searched for symmetry, which only
+    # the LP needs.
+    certify = arc_count(G, sc, classes) > CERTIFY_ABOVE
     if certify:
         done = certified_alltoall(ctx, want_loads)
         if done is not None:
             return done
+    red = reduce(G, hosts, sc, classes)
     gens = symmetry(G, red)
     if not certify and _estimate(red, gens) > CERTIFY_ABOVE:
         done = certified_alltoall(ctx, want_loads)

@@ -24,7 +24,10 @@ the few cables change. :class:`TrialFabric` keeps what the intact fabric gives o
   of one another, two undamaged planes compare as they did intact (their links and
   attachments are unchanged), and a damaged plane is no copy of an undamaged one: it has
   fewer or weaker switch links or less attached capacity, and a plane isomorphism preserves
-  both totals. Only damaged planes are compared on the damaged fabric.
+  both totals. Two damaged planes are copies only if their changes from the intact plane
+  are equal: each switch link capacity lost and gained, and each server's attachment
+  capacities lost and gained there (as multisets), all of which an isomorphism keeps. Only
+  damaged planes with equal changes are compared on the damaged fabric.
 
 Whenever a trial falls outside this (switch or named failures, a failed cable whose ends
 fell apart, routing other than optimal, a fabric without GPUs), :meth:`TrialFabric.damage`
@@ -34,6 +37,7 @@ bit for bit: every list handed on is the one the flow code would build, in the s
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -210,7 +214,17 @@ class TrialFabric:
         )
         hs0, pos = self._hosts
         hs = list(hs0)
-        damaged = {plane_of[u] for u, v in touched if u in is_switch and v in is_switch}
+        # Each damaged plane's change: its switch links' capacities (-1 per one gone, +1 per
+        # one come, as a multiset) and each server's attachment capacities there, likewise.
+        links_change: dict[int, Counter[float]] = defaultdict(Counter)
+        for u, v in touched:
+            if u in is_switch and v in is_switch:
+                change = links_change[plane_of[u]]
+                change[float(G._adj[u][v]["capacity"])] -= 1
+                if v in adj[u]:
+                    change[float(adj[u][v]["capacity"])] += 1
+        hosts_change: dict[int, set[tuple[Hashable, tuple[tuple[float, int], ...]]]]
+        hosts_change = defaultdict(set)
         changed = {index.server_of[x] for e in touched for x in e if x not in is_switch}
         for sid in changed:
             i = pos.get(sid)
@@ -218,14 +232,26 @@ class TrialFabric:
                 continue
             (h,) = index.contract(H, [sid])
             hs[i] = h
-            before_attach, now = hs0[i].attach, h.attach
-            damaged.update(
-                plane_of[s]
-                for s in before_attach.keys() | now.keys()
-                if before_attach.get(s) != now.get(s)
-            )
+            was, now = hs0[i].attach, h.attach
+            per_plane: dict[int, Counter[float]] = defaultdict(Counter)
+            for s in was.keys() | now.keys():
+                if was.get(s) != now.get(s):
+                    change = per_plane[plane_of[s]]
+                    if s in was:
+                        change[was[s]] -= 1
+                    if s in now:
+                        change[now[s]] += 1
+            for p, change in per_plane.items():
+                hosts_change[p].add((sid, tuple(sorted((c, k) for c, k in change.items() if k))))
         if split:
             return Damaged(H, failures, Known(hs, "gpu", connected=True))
+        damaged = {
+            p: (
+                tuple(sorted((c, k) for c, k in links_change.get(p, Counter()).items() if k)),
+                frozenset(hosts_change.get(p, ())),
+            )
+            for p in links_change.keys() | hosts_change.keys()
+        }
 
         def find_scope() -> Scope:
             alike = None if maps is None else self._alike(H, hs, damaged)
@@ -235,11 +261,12 @@ class TrialFabric:
         return Damaged(H, failures, known)
 
     def _alike(
-        self, H: nx.Graph, hs: list[ContractedServer], damaged: set[int]
+        self, H: nx.Graph, hs: list[ContractedServer], damaged: dict[int, Hashable]
     ) -> Any:  # (an Alike of topo.flow.reduce.planes)
         """:func:`topo.flow.reduce.planes.plane_isomorphism` on the damaged fabric's planes,
-        from what is known (module notes); only damaged planes are compared on ``H``. Valid
-        when the intact planes are all alike."""
+        from what is known (module notes); ``damaged``: each damaged plane's change. Only
+        damaged planes with equal changes are compared on ``H``. Valid when the intact planes
+        are all alike."""
         comps, _, maps = self._planes
         hs0, _ = self._hosts
 
@@ -257,6 +284,8 @@ class TrialFabric:
                     return self._pairs[key]
             elif len(hit) < len(which):
                 return None  # (a damaged plane is no copy of an undamaged one)
+            elif len({damaged[i] for i in which}) > 1:
+                return None  # (an isomorphism keeps both multisets: equal changes)
             return plane_isomorphism(H, [comps[i] for i in which], hs, partial=partial)
 
         return alike

@@ -185,6 +185,15 @@ def network(
     return arcs, np.array(cap), origin
 
 
+def arc_count(G: nx.Graph, sc: Scope, classes: list[list[ContractedServer]]) -> int:
+    """``len(arcs)`` of :func:`network` ``(G, sc, classes)``, counted without writing them:
+    two per switch link in the scope, two per class and switch of the scope it reaches."""
+    links = sum(1 for _ in _switch_edges(G, sc.switches))
+    switches = sc.switches
+    reach = sum(1 for cls in classes for s in cls[0].attach if s in switches)
+    return 2 * (links + reach)
+
+
 def _switch_edges(
     G: nx.Graph, switches: set[str]
 ) -> Iterator[tuple[Hashable, Hashable, dict[str, Any]]]:

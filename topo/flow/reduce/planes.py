@@ -209,7 +209,12 @@ def plane_classes(
     return copies, rep_of
 
 
-def reduce(G: nx.Graph, hosts: list[ContractedServer], sc: Scope | None = None) -> Reduced:
+def reduce(
+    G: nx.Graph,
+    hosts: list[ContractedServer],
+    sc: Scope | None = None,
+    classes: list[list[ContractedServer]] | None = None,
+) -> Reduced:
     """The reduced network of the uniform all-to-all among the hosts' terminals.
 
     Parameters
@@ -220,6 +225,8 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer], sc: Scope | None = None) 
         Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
     sc : Scope, optional
         :func:`scope` ``(G, hosts)``, where the caller has it.
+    classes : list of list of ContractedServer, optional
+        :func:`twin_classes_checked` ``(hosts, sc)``, where the caller has them (with ``sc``).
 
     Returns
     -------
@@ -229,8 +236,8 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer], sc: Scope | None = None) 
     """
     if sc is None:
         sc = scope(G, hosts)
-    classes = twin_classes(hosts, sc)
-    check_demand_table(len(classes), len(hosts))
+    if classes is None:
+        classes = twin_classes_checked(hosts, sc)
     arcs, cap, origin = network(G, sc, classes)
     commodities = []
     for ci, ci_cls in enumerate(classes):
@@ -245,3 +252,17 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer], sc: Scope | None = None) 
     return Reduced(
         classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=commodities, sc=sc
     )
+
+
+def twin_classes_checked(hosts: list[ContractedServer], sc: Scope) -> list[list[ContractedServer]]:
+    """:func:`topo.flow.reduce.network.twin_classes` of the hosts in scope ``sc``, refused
+    when the reduced LP's demand table would not fit in memory.
+
+    Raises
+    ------
+    LPTooLarge
+        :func:`topo.flow.solve.memory.check_demand_table`.
+    """
+    classes = twin_classes(hosts, sc)
+    check_demand_table(len(classes), len(hosts))
+    return classes
