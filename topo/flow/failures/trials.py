@@ -151,6 +151,11 @@ class TrialFabric:
         maps = plane_isomorphism(G, comps, self._hosts[0]) if len(comps) > 1 else None
         return comps, plane_of, maps
 
+    def read(self) -> None:
+        """Read the intact fabric now (else on the first trial that needs it)."""
+        if self._fast:
+            self._cables, self._index.server_of, self._hosts, self._planes  # noqa: B018
+
     def damage(self, task: dict[str, Any]) -> Damaged | None:
         """The damaged fabric of one trial, or None when the trial is to run from scratch.
 
