@@ -213,8 +213,11 @@ def twin_classes(hosts: list[ContractedServer], sc: Scope) -> list[list[Contract
     their first switch."""
     groups: dict[tuple[int, InnerSignature, tuple[tuple[str, float], ...]], list[ContractedServer]]
     groups = defaultdict(list)
+    switches = sc.switches
     for h in hosts:
-        att = tuple(sorted(h.scoped(sc.switches)))
+        att = h.sorted_attach
+        if not h.attach.keys() <= switches:
+            att = tuple(a for a in att if a[0] in switches)
         groups[(h.weight, h.inner_sig, att)].append(h)
     return [groups[k] for k in sorted(groups, key=lambda k: natural_key(k[2][0][0]))]
 

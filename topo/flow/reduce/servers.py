@@ -74,6 +74,29 @@ class ContractedServer:
         """The host's attachments ``(switch, B/s)`` to the switches in ``scope``."""
         return ((s, c) for s, c in self.attach.items() if s in scope)
 
+    @cached_property
+    def sorted_attach(self) -> tuple[tuple[str, float], ...]:
+        """Its attachments ``(switch, B/s)``, sorted (kept: each reduction groups by them)."""
+        return tuple(sorted(self.attach.items()))
+
+    @cached_property
+    def cabled_Bps(self) -> float:
+        """Its attachments' capacity (B/s per direction): ``sum(attach.values())``, summed in
+        their order (kept: many cuts of many trials read it)."""
+        return sum(self.attach.values())
+
+    def cabled_outside_Bps(self, switch: str) -> float:
+        """Its attachments' capacity to switches other than ``switch`` (B/s per direction),
+        summed in their order (kept per switch)."""
+        seen = self._outside
+        if switch not in seen:
+            seen[switch] = sum(c for s, c in self.attach.items() if s != switch)
+        return seen[switch]
+
+    @cached_property
+    def _outside(self) -> dict[str, float]:
+        return {}
+
 
 @dataclass(frozen=True)
 class SolveContext:
