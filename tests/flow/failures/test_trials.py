@@ -38,7 +38,8 @@ FABRICS = {
 @cache
 def _fabric(name: str) -> nx.Graph:
     kw = dict(FABRICS[name])
-    return build(kw.pop("family"), **kw)
+    family = str(kw.pop("family"))
+    return build(family, **kw)
 
 
 @cache

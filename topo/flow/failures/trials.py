@@ -38,7 +38,7 @@ bit for bit: every list handed on is the one the flow code would build, in the s
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -50,7 +50,7 @@ from topo.fabric import switch_components, terminal_kind
 from topo.flow.failures.damage import FailureSet, cable_counts, cables, copy_fabric, fail_cables
 from topo.flow.reduce.known import Known
 from topo.flow.reduce.network import Scope
-from topo.flow.reduce.planes import plane_isomorphism, scope
+from topo.flow.reduce.planes import Alike, plane_isomorphism, scope
 from topo.flow.reduce.servers import ContractedServer, ServerIndex, contract_servers
 from topo.flow.seeds import FAILURES, stream
 
@@ -266,8 +266,8 @@ class TrialFabric:
         return Damaged(H, failures, known)
 
     def _alike(
-        self, H: nx.Graph, hs: list[ContractedServer], damaged: dict[int, Hashable]
-    ) -> Any:  # (an Alike of topo.flow.reduce.planes)
+        self, H: nx.Graph, hs: list[ContractedServer], damaged: Mapping[int, Hashable]
+    ) -> Alike:
         """:func:`topo.flow.reduce.planes.plane_isomorphism` on the damaged fabric's planes,
         from what is known (module notes); ``damaged``: each damaged plane's change. Only
         damaged planes with equal changes are compared on ``H``. Valid when the intact planes
