@@ -159,7 +159,8 @@ def exact_alltoall(
 def certify_first(G: nx.Graph, hosts: list[ContractedServer]) -> bool:
     """Is the fabric large enough that the certified routing is tried before the reduced
     network is built (:data:`CERTIFY_FIRST`)?"""
-    return len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST
+    switches = sum(1 for d in G._node.values() if d["kind"] in SWITCH_KINDS)  # (raw dicts)
+    return len(hosts) * switches > CERTIFY_FIRST
 
 
 def reduced_report(

@@ -188,8 +188,10 @@ def network(
 def arc_count(G: nx.Graph, sc: Scope, classes: list[list[ContractedServer]]) -> int:
     """``len(arcs)`` of :func:`network` ``(G, sc, classes)``, counted without writing them:
     two per switch link in the scope, two per class and switch of the scope it reaches."""
-    links = sum(1 for _ in _switch_edges(G, sc.switches))
-    switches = sc.switches
+    switches, adj = sc.switches, G._adj  # (the raw adjacency dicts)
+    ends = sum(len(adj[u].keys() & switches) for u in switches)  # (each link from both ends,
+    loops = sum(1 for u in switches if u in adj[u])  # a switch's link to itself once)
+    links = (ends - loops) // 2 + loops
     reach = sum(1 for cls in classes for s in cls[0].attach if s in switches)
     return 2 * (links + reach)
 
