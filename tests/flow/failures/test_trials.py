@@ -32,6 +32,9 @@ FABRICS = {
     "ft2 one nic": dict(family="ft2", switch_ports=8, gpus_per_node=1, nics_per_node=1),
     "mrft": dict(family="mrft", switch_ports=8, gpus_per_node=4, nics_per_node=4),
     "ft3": dict(family="ft3", switch_ports=4),
+    # 2 planes of 4-port two-tier trees (4 leaves, 2 spines, 8 servers of 2 GPUs): two
+    # failures at the same place of both planes leave them copies of each other
+    "mpft two planes": dict(family="mpft", switch_ports=4, gpus_per_node=2, nics_per_node=2),
 }
 
 
@@ -179,3 +182,28 @@ def test_joined_agrees_with_networkx_has_path(n, p, seed, keep):
     within = {v for v in G if (v * 7919 + seed) % 100 < keep * 100} | {0, n - 1}
     assert joined(G._adj, 0, n - 1) == nx.has_path(G, 0, n - 1)
     assert joined(G._adj, 0, n - 1, within) == nx.has_path(G.subgraph(within), 0, n - 1)
+
+
+def test_the_same_damage_in_every_plane_keeps_the_plane_decomposition():
+    # Two cables at the same place of both planes (found among seeds 0..299): every plane
+    # damaged alike, so the planes are still copies (one solved for both), as from scratch.
+    G = _fabric("mpft two planes")
+    tf = TrialFabric(G)
+    alike = 0
+    for seed in range(300):
+        d = tf.damage(dict(links=2, seed=seed))
+        if d is None or d.known.scope is None:
+            continue
+        sc = d.known.scope()
+        H, _ = fail(G, links=2, seed=seed)
+        assert sc == scope(H, contract_servers(H)[0])
+        if sc.planes == 2:
+            alike += 1
+            # one cable in each plane (p0/..., p1/...), the same one without its prefix
+            (u, v), (x, y) = d.failures.links
+            assert {u[:3], x[:3]} == {"p0/", "p1/"} and (u[3:], v[3:]) == (x[3:], y[3:])
+            task = dict(links=2, seed=seed)
+            assert _comparable(summarised_trial(tf, task)) == _comparable(
+                trial_summary(resilience_trial(G, **task))
+            )
+    assert alike
