@@ -18,7 +18,8 @@ the few cables change. :class:`TrialFabric` keeps what the intact fabric gives o
   without it), found by a search from both ends that stops where they meet; likewise the
   switch components (planes), searching among switches only;
 - **the contracted servers** are the intact ones, with those whose cables failed contracted
-  again (:meth:`topo.flow.reduce.servers.ServerIndex.contract`);
+  again (:meth:`topo.flow.reduce.servers.ServerIndex.contract`, as
+  :func:`~topo.flow.reduce.servers.contract_servers` contracts each);
 - **the planes**: the failures touch few of them. A plane is *damaged* when one of its switch
   links failed or a server's attachment to it changed. When the intact planes are all copies
   of one another, two undamaged planes compare as they did intact (their links and
@@ -51,7 +52,7 @@ from topo.flow.failures.damage import FailureSet, cable_counts, cables, copy_fab
 from topo.flow.reduce.known import Known
 from topo.flow.reduce.network import Scope
 from topo.flow.reduce.planes import Alike, plane_isomorphism, scope
-from topo.flow.reduce.servers import ContractedServer, ServerIndex, contract_servers
+from topo.flow.reduce.servers import ContractedServer, ServerIndex
 from topo.flow.seeds import FAILURES, stream
 
 __all__ = ["Damaged", "TrialFabric", "joined"]
@@ -106,6 +107,16 @@ class TrialFabric:
     ----------
     G : networkx.Graph
         The intact fabric (not modified; not to be modified while this is in use).
+
+    Examples
+    --------
+    >>> from topo.builders import build
+    >>> tf = TrialFabric(build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4))
+    >>> d = tf.damage({"links": 2, "seed": 1})   # as fail(G, links=2, seed=1) draws them
+    >>> d.failures.links
+    (('node0/nic3', 'p3/leaf0'), ('p1/leaf4', 'p1/spine2'))
+    >>> d.known.connected, len(d.known.servers)  # 32 servers of 4 GPUs, none cut off
+    (True, 32)
     """
 
     def __init__(self, G: nx.Graph) -> None:
@@ -138,7 +149,9 @@ class TrialFabric:
 
     @cached_property
     def _hosts(self) -> tuple[list[ContractedServer], dict[Hashable, int]]:
-        hs, _ = contract_servers(self._base)
+        """:func:`contract_servers` of the copy (it has GPUs), and each server's position."""
+        index = self._index
+        hs = [h for h in index.contract(self._base, index.members) if h.weight > 0]
         return hs, {h.id: i for i, h in enumerate(hs)}
 
     @cached_property
