@@ -1,5 +1,6 @@
 """``topo resilience`` on the engine: the trials of :func:`topo.flow.failures.resilience.resilience`
-run on Dask workers, the fabric shipped to each worker once.
+run on Dask workers, the fabric shipped to each worker once
+(:class:`~topo.flow.failures.trials.TrialFabric`: each worker reads it once for all its trials).
 
 The trials and their seeds are the library's (:func:`topo.flow.seeds.trial_seeds`); the
 engine only decides where each runs, so any number of workers gives the serial run's numbers.
@@ -14,18 +15,18 @@ import networkx as nx
 
 from topo.engine.cluster import Engine, SerialEngine
 from topo.errors import TopoError
-from topo.flow.failures import DamagedBandwidth, TrialMap, resilience_trial, trial_summary
+from topo.flow.failures import DamagedBandwidth, TrialFabric, TrialMap, summarised_trial
 
 
-def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
-    """One resilience trial on a worker: :func:`topo.flow.failures.resilience.resilience_trial`,
-    summarised (:func:`~topo.flow.failures.resilience.trial_summary`: the damaged graph and the
-    per-link detail stay on the worker; the report and failures travel back).
+def run_trial(fabric: TrialFabric, task: dict[str, Any]) -> DamagedBandwidth | None:
+    """One resilience trial on a worker: :func:`topo.flow.failures.resilience.summarised_trial`
+    (the damaged graph and the per-link detail stay on the worker; the report and failures
+    travel back).
 
     Parameters
     ----------
-    G : networkx.Graph
-        The intact fabric (scattered once).
+    fabric : TrialFabric
+        The intact fabric (scattered once; each worker reads it once for all its trials).
     task : dict
         Keyword arguments of :func:`~topo.flow.failures.resilience.damaged_bandwidth`.
 
@@ -34,7 +35,7 @@ def run_trial(G: nx.Graph, task: dict[str, Any]) -> DamagedBandwidth | None:
     DamagedBandwidth or None
         None when the trial cannot complete (fewer than two GPUs connected).
     """
-    return trial_summary(resilience_trial(G, **task))
+    return summarised_trial(fabric, task)
 
 
 def trial_map(engine: Engine | SerialEngine) -> TrialMap:
@@ -60,7 +61,7 @@ def trial_map(engine: Engine | SerialEngine) -> TrialMap:
     def run(
         G: nx.Graph, tasks: list[dict[str, Any]], progress: Callable[[int], None] | None = None
     ) -> list[DamagedBandwidth | None]:
-        shared = engine.scatter(G)
+        shared = engine.scatter(TrialFabric(G))
         results: list[DamagedBandwidth | None] = [None] * len(tasks)
         failed = []
         for outcome in engine.map(run_trial, tasks, shared, progress=progress):

@@ -58,6 +58,7 @@ from topo.fabric import natural_key, require_fabric, terminal_kind
 from topo.flow.bounds.certified import bounds_report
 from topo.flow.exact.alltoall import GivenUp, exact_alltoall
 from topo.flow.exact.matrix import matrix_flow
+from topo.flow.reduce.known import Known
 from topo.flow.reduce.servers import (
     SolveContext,
     attached,
@@ -173,6 +174,7 @@ def uniform_flow(
     max_variables: int,
     link_loads: bool,
     time_limit_s: float | None,
+    known: Known | None = None,
 ) -> BandwidthResult:
     """The uniform all-to-all: exact, or certified bounds when the exact LP is out of reach.
 
@@ -186,6 +188,10 @@ def uniform_flow(
         without listing its terminals (sorting 65,536 GPU names takes 0.2 s).
     method, max_variables, link_loads, time_limit_s
         As :func:`concurrent_flow` (``time_limit_s`` in seconds).
+    known : Known, optional
+        What the caller knows of ``G`` (:class:`topo.flow.reduce.known.Known`: its contracted
+        servers, connectivity, planes), taken instead of finding it again; the result is
+        the same.
 
     Returns
     -------
@@ -199,8 +205,11 @@ def uniform_flow(
         As :func:`concurrent_flow`; also a demand not over all of the fabric's terminals.
     """
     t0 = time.perf_counter()
-    with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)
-        hs, terminal = contract_servers(G)
+    if known is not None:
+        hs, terminal = known.servers, known.terminal
+    else:
+        with gc_paused():  # (8,192 servers on a 65,536-GPU FT3: objects that stay, no cycles)
+            hs, terminal = contract_servers(G)
     check_terminals(G, hs, terminal, connectivity=False)  # (connected: checked by need, below)
     n = sum(h.weight for h in hs)
     if demand is not None and (
@@ -218,7 +227,14 @@ def uniform_flow(
         max_variables=max_variables,
         want_loads=link_loads,
         time_limit_s=time_limit_s,
-        check=lambda: check_connected(G, hs, terminal),
+        check=lambda: check_connected(
+            G,
+            hs,
+            terminal,
+            connected=known is not None and known.connected,
+            comps=None if known is None else known.switch_components,
+        ),
+        scope=None if known is None else known.scope,
     )
     if isinstance(r, GivenUp):  # (method auto, more than one server)
         r = bounds_report(

@@ -8,9 +8,11 @@ from collections import defaultdict
 import pytest
 
 from topo.builders import build
-from topo.fabric import SWITCH_KINDS
+from topo.fabric import SWITCH_KINDS, switch_components
 from topo.flow import alltoall_bandwidth
 from topo.flow.failures.damage import fail
+from topo.flow.reduce.network import Scope, arc_count, network, twin_classes
+from topo.flow.reduce.servers import contract_servers
 
 CASES = [
     ("ft2", dict(switch_ports=8, gpus_per_node=2, nics_per_node=2)),
@@ -72,3 +74,19 @@ def test_non_blocking_ft2_loads_every_nic_cable_equally():
     assert len(nic_loads) == 32
     assert nic_loads == pytest.approx([50e9] * 32, rel=1e-6)
     assert "link_load" not in r.to_dict()
+
+
+def test_arc_count_is_the_number_of_arcs_network_writes() -> None:
+    # MPFT of 8-port switches, 4 planes. Plane 0 alone: 8 leaves x 4 spines = 32 links, and
+    # 32 servers (4 GPUs, one NIC per plane) 4 to a leaf: 8 twin classes, each reaching one
+    # switch of the plane: 2 x (32 + 8) = 80 arcs.
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    hs, _ = contract_servers(G)
+    comps = switch_components(G)
+    for switches in ({s for c in comps for s in c}, set(comps[0])):
+        sc = Scope(switches=switches)
+        classes = twin_classes(hs, sc)
+        arcs, _, _ = network(G, sc, classes)
+        assert arc_count(G, sc, classes) == len(arcs)
+    sc = Scope(switches=set(comps[0]))
+    assert len(hs) == 32 and arc_count(G, sc, twin_classes(hs, sc)) == 80

@@ -9,7 +9,12 @@ import pytest
 from tests._ibdump import ib_dump
 from topo.builders import build
 from topo.errors import InfeasibleError
-from topo.flow.reduce.servers import check_terminals, contract_servers, inner_signature
+from topo.flow.reduce.servers import (
+    ServerIndex,
+    check_terminals,
+    contract_servers,
+    inner_signature,
+)
 from topo.formats import import_ibnetdiscover
 
 
@@ -81,3 +86,29 @@ def test_a_host_without_gpus_is_kept_only_when_named(tmp_path) -> None:
     assert stor.weight == 0 and stor.attach == {"leaf1": pytest.approx(2 * 25e9)}
     assert sorted(stor.nics["leaf1"]) == ["stor01/HCA-1/p1", "stor01/HCA-2/p1"]
     assert stor.inner_sig == () and not stor.host_bound
+
+
+def test_a_servers_cabled_capacity_in_all_and_outside_one_switch() -> None:
+    # MPFT of 8-port switches, 4 GPUs and 4 NICs per server: NIC i on a leaf of plane i,
+    # 400 Gb/s = 50e9 B/s per cable: 4 x 50e9 in all, 3 x 50e9 outside any one leaf.
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    h = contract_servers(G)[0][0]
+    assert h.cabled_Bps == 4 * 50e9
+    leaves = sorted(h.attach)
+    assert len(leaves) == 4 and h.cabled_outside_Bps(leaves[2]) == 3 * 50e9
+    assert h.cabled_outside_Bps("a switch it is not cabled to") == 4 * 50e9
+    assert h.sorted_attach == tuple((s, 50e9) for s in leaves)
+
+
+def test_a_server_index_contracts_a_server_as_contract_servers_does() -> None:
+    # After a cable of server 3 fails, contracting it alone on the damaged copy gives the
+    # server contract_servers finds there: one leaf fewer, its NIC gone from nics.
+    G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
+    index = ServerIndex.of(G)
+    H = G.copy()
+    leaf = next(s for s in H.adj["node3/nic1"] if H.nodes[s]["kind"] == "leaf")
+    H.remove_edge("node3/nic1", leaf)
+    (h,) = index.contract(H, [3])
+    assert h == contract_servers(H)[0][3]
+    assert leaf not in h.attach and len(h.attach) == 3 and h.cabled_Bps == 3 * 50e9
+    assert index.server_of["node3/nic1"] == 3

@@ -22,8 +22,16 @@ from topo.flow.exact.certify import certified_alltoall
 from topo.flow.exact.cuts import with_met_cuts
 from topo.flow.exact.general import general_lp
 from topo.flow.exact.report import build_report, lp_stats, sort_links
-from topo.flow.reduce.network import DUAL_TOL, Reduced, bottleneck_links, link_loads
-from topo.flow.reduce.planes import reduce
+from topo.flow.reduce.network import (
+    DUAL_TOL,
+    Reduced,
+    Scope,
+    arc_count,
+    bottleneck_links,
+    link_loads,
+)
+from topo.flow.reduce.planes import reduce, twin_classes_checked
+from topo.flow.reduce.planes import scope as find_scope
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext
 from topo.flow.reduce.symmetry import Perm, class_orbits, solve_symmetric, symmetry
@@ -81,6 +89,7 @@ def exact_alltoall(
     want_loads: bool,
     time_limit_s: float | None,
     check: Callable[[], None] | None = None,
+    scope: Callable[[], Scope] | None = None,
 ) -> BandwidthResult | GivenUp:
     """The exact all-to-all: the reduced LP (``method="auto"``, more than one server) or the
     general LP.
@@ -102,6 +111,9 @@ def exact_alltoall(
         Run before any LP is built (raising what it raises): a check the certified routing
         makes needless, as :func:`topo.flow.reduce.servers.check_connected` (a routing at a
         positive rate joins every pair of terminals).
+    scope : callable, optional
+        Returns the reduced network's scope (:func:`topo.flow.reduce.planes.scope` of the
+        fabric and its servers), where the caller can tell it without comparing the planes.
 
     Returns
     -------
@@ -130,7 +142,7 @@ def exact_alltoall(
                     return done
             if check is not None:
                 check()
-            return reduced_report(ctx, max_variables, want_loads, time_limit_s)
+            return reduced_report(ctx, max_variables, want_loads, time_limit_s, scope)
         except (LPTooLarge, LPTimeLimit) as exc:
             return GivenUp(exc)
     if check is not None:
@@ -147,7 +159,8 @@ def exact_alltoall(
 def certify_first(G: nx.Graph, hosts: list[ContractedServer]) -> bool:
     """Is the fabric large enough that the certified routing is tried before the reduced
     network is built (:data:`CERTIFY_FIRST`)?"""
-    return len(hosts) * sum(1 for _, k in G.nodes(data="kind") if k in SWITCH_KINDS) > CERTIFY_FIRST
+    switches = sum(1 for d in G._node.values() if d["kind"] in SWITCH_KINDS)  # (raw dicts)
+    return len(hosts) * switches > CERTIFY_FIRST
 
 
 def reduced_report(
@@ -155,8 +168,10 @@ def reduced_report(
     max_variables: int,
     want_loads: bool,
     time_limit_s: float | None = None,
+    scope: Callable[[], Scope] | None = None,
 ) -> BandwidthResult | GivenUp:
     """The all-to-all by the reduced LP, checked; the general LP if the server check fails.
+    ``scope``: as :func:`exact_alltoall`.
 
     Returns
     -------
@@ -173,14 +188,17 @@ def reduced_report(
     """
     G, hosts, terminal = ctx.G, ctx.servers, ctx.terminal
     n_terms = sum(h.weight for h in hosts)
-    red = reduce(G, hosts)
+    sc = find_scope(G, hosts) if scope is None else scope()
+    classes = twin_classes_checked(hosts, sc)
     # Every estimate is at least the arcs (_estimate): over CERTIFY_ABOVE of them, the routing
-    # is tried before the symmetry search, which only the LP needs.
-    certify = len(red.arcs) > CERTIFY_ABOVE
+    # is tried before the reduced network is written and searched for symmetry, which only
+    # the LP needs.
+    certify = arc_count(G, sc, classes) > CERTIFY_ABOVE
     if certify:
         done = certified_alltoall(ctx, want_loads)
         if done is not None:
             return done
+    red = reduce(G, hosts, sc, classes)
     gens = symmetry(G, red)
     if not certify and _estimate(red, gens) > CERTIFY_ABOVE:
         done = certified_alltoall(ctx, want_loads)

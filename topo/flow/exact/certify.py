@@ -418,10 +418,11 @@ def _links(
         a.tail[e].tolist(), a.head[e].tolist(), a.cap[e].tolist(), load[e].tolist(), strict=True
     ):
         out.append((names[u], names[v], c, x))
+    util = (r.host_util * rate).tolist()  # (as floats: [class][plane] = [up, down])
     for ci, cls in enumerate(r.classes):
         for h in cls:
             for s, nics in h.nics.items():
-                up, down = (r.host_util[ci, r.plane_of[s]] * rate).tolist()  # (as floats)
+                up, down = util[ci][r.plane_of[s]]
                 if saturated_only and max(up, down) < 1 - SATURATED:
                     continue
                 for nic in nics:

@@ -77,7 +77,7 @@ def cuts(
     for h in hs:
         dem = h.weight * (n - h.weight)
         if dem:
-            yield sum(h.attach.values()) / dem, [], [h]
+            yield h.cabled_Bps / dem, [], [h]
     by_switch: dict[str, list[ContractedServer]] = {}
     for h in hs:
         for s in h.attach:
@@ -87,6 +87,16 @@ def cuts(
     blocks: list[tuple[list[str], float]] = [([s], float(out_of[a.index[s]])) for s in by_switch]
     blocks += _blocks_below_top(a)
     for block, cap in blocks:
+        if len(block) == 1:  # (a switch alone: each host's other cables, kept on the host)
+            (s,) = block
+            alone = by_switch.get(s, [])
+            W = sum(h.weight for h in alone)
+            if W == 0 or W == n:
+                continue
+            for h in alone:
+                cap += h.cabled_outside_Bps(s)
+            yield cap / (W * (n - W)), block, list(alone)
+            continue
         inside = set(block)
         members = {id(h): h for s in block for h in by_switch.get(s, [])}
         W = sum(h.weight for h in members.values())

@@ -3,7 +3,9 @@
 :func:`fail` (:mod:`~topo.flow.failures.damage`) removes cables and switches, at random (seeded)
 or by name; :func:`damaged_bandwidth` (:mod:`~topo.flow.failures.resilience`) sets aside the
 servers the damage cuts off and measures the all-to-all among the others, optimally (through
-:mod:`topo.flow.door`) or as routed; :func:`resilience` repeats it over random failure sets.
+:mod:`topo.flow.door`) or as routed; :func:`resilience` repeats it over random failure sets,
+each trial's damaged fabric derived from the intact one, read once
+(:class:`~topo.flow.failures.trials.TrialFabric`).
 """
 
 from topo.flow.failures.damage import (
@@ -33,8 +35,10 @@ from topo.flow.failures.resilience import (
     resilience_trial,
     serial_trials,
     statistics,
+    summarised_trial,
     trial_summary,
 )
+from topo.flow.failures.trials import TrialFabric
 
 __all__ = [
     "LINK_SEPARATOR",
@@ -48,6 +52,7 @@ __all__ = [
     "DamagedBandwidth",
     "FailureSet",
     "ResilienceReport",
+    "TrialFabric",
     "TrialMap",
     "cables",
     "check_trials",
@@ -60,6 +65,7 @@ __all__ = [
     "resilience_trial",
     "serial_trials",
     "statistics",
+    "summarised_trial",
     "trial_summary",
     "without_servers",
 ]

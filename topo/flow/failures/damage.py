@@ -19,7 +19,7 @@ others, with the disconnected ones reported, never silently dropped.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import networkx as nx
@@ -33,10 +33,12 @@ from topo.flow.seeds import FAILURES, stream
 __all__ = [
     "LINK_SEPARATOR",
     "FailureSet",
+    "cable_counts",
     "cables",
     "copy_fabric",
     "disconnected_terminals",
     "fail",
+    "fail_cables",
     "island_sizes",
     "without_servers",
 ]
@@ -178,29 +180,79 @@ def fail(
             failed_switches.append(pool[i])
     if links:
         edges = cables(H)
-        count = np.array([int(H.edges[e].get("links", 1)) for e in edges], dtype=np.int64)
+        count = cable_counts(H, edges)
         total = int(count.sum())
         if links > total:
             left = " left after the other failures" if failed_links or failed_switches else ""
             raise TopoError(f"links {links}: {_which(G)} has {total:,} cables{left}", param="links")
-        # Cable c belongs to the edge whose cumulative count first exceeds c.
-        picks = rng.choice(total, size=links, replace=False)
-        owner = np.searchsorted(np.cumsum(count), picks, side="right")
-        for ei, hits in zip(*np.unique(owner, return_counts=True), strict=True):
-            u, v = edges[ei]
-            d = H.edges[u, v]
-            n = int(d.get("links", 1))
-            per = float(d["capacity"]) / n
-            lost += per * int(hits)
-            failed_links += [(u, v)] * int(hits)
-            if hits >= n:
-                H.remove_edge(u, v)
-            else:
-                d["capacity"] = per * (n - int(hits))
-                d["links"] = n - int(hits)
+        lost = fail_cables(H, edges, count, rng, links, failed_links, lost)
     return H, FailureSet(
         links=tuple(failed_links), switches=tuple(failed_switches), capacity_lost_Bps=lost
     )
+
+
+def cable_counts(G: nx.Graph, edges: list[tuple[str, str]]) -> np.ndarray:
+    """The cables of each edge of ``edges`` (its ``links``, 1 when unset), int64, shape
+    ``(len(edges),)``."""
+    return np.array([int(G.edges[e].get("links", 1)) for e in edges], dtype=np.int64)
+
+
+def fail_cables(
+    H: nx.Graph,
+    edges: list[tuple[str, str]],
+    count: np.ndarray,
+    rng: np.random.Generator,
+    links: int,
+    failed: list[tuple[Any, Any]],
+    lost: float = 0.0,
+    before: Callable[[Any, Any], None] | None = None,
+) -> float:
+    """Fail ``links`` cables of ``H`` drawn uniformly without replacement (the draw of
+    :func:`fail`), in place.
+
+    Parameters
+    ----------
+    H : networkx.Graph
+        The fabric being damaged (modified: an edge that loses every cable goes, one that
+        loses some keeps the others' share of its capacity).
+    edges : list of (str, str)
+        Its cables' edges, :func:`cables` ``(H)``.
+    count : numpy.ndarray
+        Cables per edge, :func:`cable_counts` ``(H, edges)``; their sum is at least ``links``.
+    rng : numpy.random.Generator
+        The failures' stream.
+    links : int
+        Cables to fail.
+    failed : list of (str, str)
+        Extended with one ``(u, v)`` per failed cable, in the order of ``edges``.
+    lost : float
+        Capacity already removed by other failures (B/s), added to in order.
+    before : callable, optional
+        Called with ``(u, v)`` before the edge is changed or removed.
+
+    Returns
+    -------
+    float
+        ``lost`` plus the capacity removed (B/s, one direction).
+    """
+    # Cable c belongs to the edge whose cumulative count first exceeds c.
+    picks = rng.choice(int(count.sum()), size=links, replace=False)
+    owner = np.searchsorted(np.cumsum(count), picks, side="right")
+    for ei, hits in zip(*np.unique(owner, return_counts=True), strict=True):
+        u, v = edges[ei]
+        if before is not None:
+            before(u, v)
+        d = H.edges[u, v]
+        n = int(d.get("links", 1))
+        per = float(d["capacity"]) / n
+        lost += per * int(hits)
+        failed += [(u, v)] * int(hits)
+        if hits >= n:
+            H.remove_edge(u, v)
+        else:
+            d["capacity"] = per * (n - int(hits))
+            d["links"] = n - int(hits)
+    return lost
 
 
 def disconnected_terminals(G: nx.Graph) -> tuple[list[Hashable], list[Hashable]]:

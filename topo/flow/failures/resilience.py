@@ -31,6 +31,7 @@ from topo.flow.failures.damage import (
     island_sizes,
     without_servers,
 )
+from topo.flow.failures.trials import TrialFabric
 from topo.flow.result import BandwidthResult
 from topo.flow.routing import routed_alltoall
 from topo.flow.seeds import trial_seeds
@@ -284,6 +285,45 @@ def resilience_trial(G: nx.Graph, **task: Any) -> DamagedBandwidth | None:
         return None
 
 
+def summarised_trial(fabric: TrialFabric, task: dict[str, Any]) -> DamagedBandwidth | None:
+    """One trial of :func:`resilience`, summarised: :func:`trial_summary` of
+    :func:`resilience_trial` ``(fabric.G, **task)``, its damaged fabric derived from the intact
+    one where it can be (:meth:`topo.flow.failures.trials.TrialFabric.damage`; the same
+    result, bit for bit).
+
+    Parameters
+    ----------
+    fabric : TrialFabric
+        The intact fabric, read once for all the trials.
+    task : dict
+        Keyword arguments of :func:`damaged_bandwidth` (``links``, ``seed``, ...).
+
+    Returns
+    -------
+    DamagedBandwidth or None
+        None when the trial cannot complete (:class:`~topo.errors.InfeasibleError`).
+    """
+    d = fabric.damage(task)
+    if d is None:
+        return trial_summary(resilience_trial(fabric.G, **task))
+    try:
+        report = uniform_flow(
+            d.graph,
+            None,
+            task.get("method", "auto"),
+            task.get("max_variables", DEFAULT_MAX_VARIABLES),
+            task.get("link_loads", False),
+            task.get("time_limit_s"),
+            d.known,
+        )
+    except InfeasibleError:
+        return None
+    report = replace(report, failures=d.failures)
+    return trial_summary(
+        DamagedBandwidth(report=report, failures=d.failures, routing="optimal", graph=d.graph)
+    )
+
+
 def check_trials(trials: int) -> None:
     """Refuse a trial count outside ``1 .. MAX_TRIALS`` before any fabric is read or solved.
 
@@ -318,12 +358,14 @@ def trial_summary(r: DamagedBandwidth | None) -> DamagedBandwidth | None:
 
 
 def _summarised_trials(
-    G: nx.Graph, tasks: list[dict[str, Any]], progress: Callable[[int], None] | None = None
+    fabric: TrialFabric,
+    tasks: list[dict[str, Any]],
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[DamagedBandwidth | None]:
     """The default trial map of :func:`resilience`: :func:`serial_trials`, one trial at a time,
-    each summarised (:func:`trial_summary`) before the next starts."""
+    each summarised (:func:`summarised_trial`) before the next starts."""
     for i, task in enumerate(tasks):
-        yield trial_summary(resilience_trial(G, **task))
+        yield summarised_trial(fabric, task)
         if progress is not None:
             progress(i + 1)
 
@@ -711,12 +753,14 @@ def _run_trials(
     """The trials' results in task order, and why they ran in this process although a
     ``trial_map`` was given (None otherwise): with ``below_s``, the first trial runs here,
     and the others too when they would take under ``below_s`` seconds."""
+    fabric = TrialFabric(G)
     if trial_map is None:
-        return _summarised_trials(G, tasks, progress), None
+        return _summarised_trials(fabric, tasks, progress), None
     if below_s is None:
         return trial_map(G, tasks, progress), None
+    fabric.read()  # (once for every trial here: not counted as the first trial's time)
     t0 = time.perf_counter()
-    first = trial_summary(resilience_trial(G, **tasks[0]))
+    first = summarised_trial(fabric, tasks[0])
     took = time.perf_counter() - t0
     if progress is not None:
         progress(1)
@@ -733,7 +777,7 @@ def _run_trials(
             f"{len(tasks)} trials of about {took:.2g} s each ran in this process: under "
             f"{below_s:g} s of work, less than starting Dask workers costs"
         )
-        return [first, *_summarised_trials(G, rest, after_first)], why
+        return [first, *_summarised_trials(fabric, rest, after_first)], why
     return [first, *trial_map(G, rest, after_first)], None
 
 
@@ -748,6 +792,7 @@ __all__ = [
     "resilience",
     "resilience_trial",
     "serial_trials",
+    "summarised_trial",
     "statistics",
     "check_trials",
     "trial_summary",

@@ -185,6 +185,17 @@ def network(
     return arcs, np.array(cap), origin
 
 
+def arc_count(G: nx.Graph, sc: Scope, classes: list[list[ContractedServer]]) -> int:
+    """``len(arcs)`` of :func:`network` ``(G, sc, classes)``, counted without writing them:
+    two per switch link in the scope, two per class and switch of the scope it reaches."""
+    switches, adj = sc.switches, G._adj  # (the raw adjacency dicts)
+    ends = sum(len(adj[u].keys() & switches) for u in switches)  # (each link from both ends,
+    loops = sum(1 for u in switches if u in adj[u])  # a switch's link to itself once)
+    links = (ends - loops) // 2 + loops
+    reach = sum(1 for cls in classes for s in cls[0].attach if s in switches)
+    return 2 * (links + reach)
+
+
 def _switch_edges(
     G: nx.Graph, switches: set[str]
 ) -> Iterator[tuple[Hashable, Hashable, dict[str, Any]]]:
@@ -204,8 +215,11 @@ def twin_classes(hosts: list[ContractedServer], sc: Scope) -> list[list[Contract
     their first switch."""
     groups: dict[tuple[int, InnerSignature, tuple[tuple[str, float], ...]], list[ContractedServer]]
     groups = defaultdict(list)
+    switches = sc.switches
     for h in hosts:
-        att = tuple(sorted(h.scoped(sc.switches)))
+        att = h.sorted_attach
+        if not h.attach.keys() <= switches:
+            att = tuple(a for a in att if a[0] in switches)
         groups[(h.weight, h.inner_sig, att)].append(h)
     return [groups[k] for k in sorted(groups, key=lambda k: natural_key(k[2][0][0]))]
 

@@ -14,7 +14,7 @@ the twin classes and their arcs (:mod:`topo.flow.reduce.network`).
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import networkx as nx
 
@@ -27,7 +27,18 @@ from topo.flow.solve.memory import check_demand_table
 _PLANE_PREFIX = re.compile(r"^p\d+/")
 
 
-def scope(G: nx.Graph, hosts: list[ContractedServer]) -> Scope:
+Alike = Callable[[list[int], bool], "list[dict[str, str]] | None"]
+"""``alike(which, partial)``: :func:`plane_isomorphism` of the planes ``comps[i]`` for ``i`` in
+``which`` (``partial`` as there), or what a caller knows it to be."""
+
+
+def scope(
+    G: nx.Graph,
+    hosts: list[ContractedServer],
+    *,
+    comps: list[list[str]] | None = None,
+    alike: Alike | None = None,
+) -> Scope:
     """Plane decomposition (all planes alike) or plane merging (groups alike), else all.
 
     Parameters
@@ -36,20 +47,38 @@ def scope(G: nx.Graph, hosts: list[ContractedServer]) -> Scope:
         A fabric.
     hosts : list of ContractedServer
         Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
+    comps : list of list of str, optional
+        :func:`topo.fabric.switch_components` ``(G)``, where the caller knows them.
+    alike : callable, optional
+        Stands in for :func:`plane_isomorphism` on ``comps`` (:data:`Alike`): a caller that
+        knows which planes are copies (those a few failures left as they were) says so
+        without comparing them again.
 
     Returns
     -------
     Scope
     """
-    comps = switch_components(G)
-    maps = plane_isomorphism(G, comps, hosts)
+    if comps is None:
+        comps = switch_components(G)
+    if alike is None:
+        alike = _isomorphism(G, comps, hosts)
+    maps = alike(list(range(len(comps))), False) if len(comps) > 1 else None
     if maps is not None:
         return Scope(switches=set(comps[0]), planes=len(comps), plane_maps=maps)
-    merged = plane_classes(G, comps, hosts) if len(comps) > 1 else None
+    merged = plane_classes(G, comps, hosts, alike=alike) if len(comps) > 1 else None
     if merged is not None:
         copies, rep_of = merged
         return Scope(switches=set(copies), copies=copies, rep_of=rep_of)
     return Scope(switches={v for c in comps for v in c})
+
+
+def _isomorphism(G: nx.Graph, comps: list[list[str]], hosts: list[ContractedServer]) -> Alike:
+    """:func:`plane_isomorphism` as an :data:`Alike`."""
+
+    def alike(which: list[int], partial: bool) -> list[dict[str, str]] | None:
+        return plane_isomorphism(G, [comps[i] for i in which], hosts, partial=partial)
+
+    return alike
 
 
 def plane_isomorphism(
@@ -129,7 +158,11 @@ def _switch_arcs(G: nx.Graph, comp: list[str]) -> dict[tuple[str, str], float]:
 
 
 def plane_classes(
-    G: nx.Graph, comps: list[list[str]], hosts: list[ContractedServer]
+    G: nx.Graph,
+    comps: list[list[str]],
+    hosts: list[ContractedServer],
+    *,
+    alike: Alike | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, str]] | None:
     """Group planes that are copies of one another (e.g. the undamaged planes of a damaged
     MPFT); None unless some group has two or more planes.
@@ -142,6 +175,8 @@ def plane_classes(
         Its planes (:func:`topo.fabric.switch_components`).
     hosts : list of ContractedServer
         Its hosts.
+    alike : callable, optional
+        Stands in for :func:`plane_isomorphism` (:data:`Alike`, as in :func:`scope`).
 
     Returns
     -------
@@ -150,10 +185,12 @@ def plane_classes(
         first, aligned across switches; ``rep_of``: switch -> representative. Each pair of
         planes is verified by :func:`plane_isomorphism`, hosts included.
     """
+    if alike is None:
+        alike = _isomorphism(G, comps, hosts)
     groups: list[tuple[int, list[dict[str, str]]]] = []
     for i, comp in enumerate(comps):
         for base, maps in groups:
-            m = plane_isomorphism(G, [comps[base], comp], hosts, partial=True)
+            m = alike([base, i], True)
             if m is not None:
                 maps.append(m[1])
                 break
@@ -172,7 +209,12 @@ def plane_classes(
     return copies, rep_of
 
 
-def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
+def reduce(
+    G: nx.Graph,
+    hosts: list[ContractedServer],
+    sc: Scope | None = None,
+    classes: list[list[ContractedServer]] | None = None,
+) -> Reduced:
     """The reduced network of the uniform all-to-all among the hosts' terminals.
 
     Parameters
@@ -181,6 +223,10 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
         The fabric.
     hosts : list of ContractedServer
         Its hosts (:func:`topo.flow.reduce.servers.contract_servers`).
+    sc : Scope, optional
+        :func:`scope` ``(G, hosts)``, where the caller has it.
+    classes : list of list of ContractedServer, optional
+        :func:`twin_classes_checked` ``(hosts, sc)``, where the caller has them (with ``sc``).
 
     Returns
     -------
@@ -188,9 +234,10 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
         One commodity per class, demand 1 per ordered pair of terminals (divided by the planes
         folded into one).
     """
-    sc = scope(G, hosts)
-    classes = twin_classes(hosts, sc)
-    check_demand_table(len(classes), len(hosts))
+    if sc is None:
+        sc = scope(G, hosts)
+    if classes is None:
+        classes = twin_classes_checked(hosts, sc)
     arcs, cap, origin = network(G, sc, classes)
     commodities = []
     for ci, ci_cls in enumerate(classes):
@@ -205,3 +252,17 @@ def reduce(G: nx.Graph, hosts: list[ContractedServer]) -> Reduced:
     return Reduced(
         classes=classes, arcs=arcs, capacity=cap, origin=origin, commodities=commodities, sc=sc
     )
+
+
+def twin_classes_checked(hosts: list[ContractedServer], sc: Scope) -> list[list[ContractedServer]]:
+    """:func:`topo.flow.reduce.network.twin_classes` of the hosts in scope ``sc``, refused
+    when the reduced LP's demand table would not fit in memory.
+
+    Raises
+    ------
+    LPTooLarge
+        :func:`topo.flow.solve.memory.check_demand_table`.
+    """
+    classes = twin_classes(hosts, sc)
+    check_demand_table(len(classes), len(hosts))
+    return classes

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import networkx as nx
@@ -72,6 +73,29 @@ class ContractedServer:
     def scoped(self, scope: set[str]) -> Iterable[tuple[str, float]]:
         """The host's attachments ``(switch, B/s)`` to the switches in ``scope``."""
         return ((s, c) for s, c in self.attach.items() if s in scope)
+
+    @cached_property
+    def sorted_attach(self) -> tuple[tuple[str, float], ...]:
+        """Its attachments ``(switch, B/s)``, sorted (kept: each reduction groups by them)."""
+        return tuple(sorted(self.attach.items()))
+
+    @cached_property
+    def cabled_Bps(self) -> float:
+        """Its attachments' capacity (B/s per direction): ``sum(attach.values())``, summed in
+        their order (kept: many cuts of many trials read it)."""
+        return sum(self.attach.values())
+
+    def cabled_outside_Bps(self, switch: str) -> float:
+        """Its attachments' capacity to switches other than ``switch`` (B/s per direction),
+        summed in their order (kept per switch)."""
+        seen = self._outside
+        if switch not in seen:
+            seen[switch] = sum(c for s, c in self.attach.items() if s != switch)
+        return seen[switch]
+
+    @cached_property
+    def _outside(self) -> dict[str, float]:
+        return {}
 
 
 @dataclass(frozen=True)
@@ -142,16 +166,9 @@ def contract_servers(
     (8, 'gpu', 1, {'leaf0': 50000000000.0})
     """
     if terminal_kind(G) == "gpu":
-        nodes = G._node  # the raw attribute dicts: this visits every vertex
-        is_switch = {v for v, d in nodes.items() if d["kind"] in SWITCH_KINDS}
-        label = {
-            v: (str(d["kind"]), int(d.get("index", -1)))
-            for v, d in nodes.items()
-            if v not in is_switch
-        }
-        adj = G._adj  # the raw adjacency dicts: this visits every edge of every server
+        index = ServerIndex.of(G)
         kept = set(keep)
-        out = [_server_host(adj, is_switch, label, sid, m) for sid, m in servers(G).items()]
+        out = index.contract(G, index.members)
         return [h for h in out if h.weight > 0 or h.id in kept], "gpu"
     kind = dict(G.nodes(data="kind"))
     found = []
@@ -167,6 +184,75 @@ def contract_servers(
         if attach:
             found.append(ContractedServer(id=v, weight=1, attach=attach, nics=nics, members=[v]))
     return found, "endpoint"
+
+
+@dataclass(frozen=True)
+class ServerIndex:
+    """What server contraction reads of every vertex of a fabric with GPUs, read once: a
+    fabric whose cables change (failures) keeps it, and its changed servers are contracted
+    again alone (:meth:`contract`).
+
+    Attributes
+    ----------
+    is_switch : set
+        The switches.
+    label : dict
+        Every other vertex -> ``(kind, index)`` (index -1 where it has none).
+    members : dict
+        Server id -> its vertices, servers in natural order (:func:`topo.fabric.servers`).
+    """
+
+    is_switch: set[Hashable]
+    label: dict[Hashable, tuple[str, int]]
+    members: dict[Hashable, list[str]]
+
+    @cached_property
+    def server_of(self) -> dict[Hashable, Hashable]:
+        """Every non-switch vertex -> its server id."""
+        return {v: sid for sid, m in self.members.items() for v in m}
+
+    @staticmethod
+    def of(G: nx.Graph) -> ServerIndex:
+        """The index of fabric ``G`` (one pass over its vertices).
+
+        Parameters
+        ----------
+        G : networkx.Graph
+            A fabric with GPUs.
+
+        Returns
+        -------
+        ServerIndex
+        """
+        nodes = G._node  # the raw attribute dicts: this visits every vertex
+        is_switch = {v for v, d in nodes.items() if d["kind"] in SWITCH_KINDS}
+        label = {
+            v: (str(d["kind"]), int(d.get("index", -1)))
+            for v, d in nodes.items()
+            if v not in is_switch
+        }
+        return ServerIndex(is_switch, label, servers(G))
+
+    def contract(self, G: nx.Graph, ids: Iterable[Hashable]) -> list[ContractedServer]:
+        """The servers ``ids`` of ``G`` contracted, in the order given, each as
+        :func:`contract_servers` contracts it (GPU-less ones included).
+
+        Parameters
+        ----------
+        G : networkx.Graph
+            The indexed fabric, or one with the same vertices and attributes whose cables
+            differ (a damaged copy).
+        ids : iterable of hashable
+            Server ids of the index.
+
+        Returns
+        -------
+        list of ContractedServer
+        """
+        adj = G._adj  # the raw adjacency dicts: this visits every edge of these servers
+        return [
+            _server_host(adj, self.is_switch, self.label, sid, self.members[sid]) for sid in ids
+        ]
 
 
 def _server_host(
@@ -287,7 +373,14 @@ def check_terminals(
         check_connected(G, hosts, terminal)
 
 
-def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -> None:
+def check_connected(
+    G: nx.Graph,
+    hosts: list[ContractedServer],
+    terminal: str,
+    *,
+    connected: bool = False,
+    comps: list[list[str]] | None = None,
+) -> None:
     """Refuse terminals that lie in several disconnected parts of the fabric.
 
     Parameters
@@ -298,6 +391,11 @@ def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -
         Its hosts (:func:`hosts`; not read: the parts are the graph's).
     terminal : {"gpu", "endpoint"}
         What the terminals are.
+    connected : bool
+        The caller knows ``G`` to be connected (a damaged copy of a connected fabric whose
+        failed cables' ends are still joined): its parts are not searched.
+    comps : list of list of str, optional
+        :func:`topo.fabric.switch_components` ``(G)``, where the caller knows them.
 
     Raises
     ------
@@ -306,14 +404,18 @@ def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -
     """
     what = "GPUs" if terminal == "gpu" else "host endpoints"
     kind = "gpu" if terminal == "gpu" else "nic"
-    parts = [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
+    parts = (
+        []
+        if connected
+        else [c for c in nx.connected_components(G) if any(G.nodes[v]["kind"] == kind for v in c)]
+    )
     if len(parts) > 1:
         example = min(parts, key=len)
         raise InfeasibleError(
             f"the fabric falls into {len(parts)} disconnected parts with {what} (the smallest "
             f"holds {min(map(str, example))}): the all-to-all rate is 0"
         )
-    apart = hosts_apart(G, hosts)
+    apart = hosts_apart(G, hosts, comps)
     if apart is not None:
         (a, pa), (b, pb) = sorted(apart, key=lambda x: natural_key(x[0].id))
         who = (
@@ -327,10 +429,11 @@ def check_connected(G: nx.Graph, hosts: list[ContractedServer], terminal: str) -
 
 
 def hosts_apart(
-    G: nx.Graph, hosts: list[ContractedServer]
+    G: nx.Graph, hosts: list[ContractedServer], comps: list[list[str]] | None = None
 ) -> tuple[tuple[ContractedServer, str], tuple[ContractedServer, str]] | None:
     """Two hosts cabled to no common switch component (plane), each with its planes named
-    (their first switches), or None.
+    (their first switches), or None. ``comps``: :func:`topo.fabric.switch_components`
+    ``(G)``, where the caller knows them.
 
     A flow between hosts runs host, switches, host: a host forwards nothing (its NICs and
     NVLink carry only its own GPUs' traffic; the LP's server contraction), so two hosts whose
@@ -338,7 +441,8 @@ def hosts_apart(
     one plane, another that lost that one) exchange nothing, though the graph, joined inside
     every intact server, is connected.
     """
-    comps = switch_components(G)
+    if comps is None:
+        comps = switch_components(G)
     if len(comps) < 2:
         return None
     comp_of = {s: i for i, c in enumerate(comps) for s in c}
