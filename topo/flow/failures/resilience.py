@@ -286,10 +286,9 @@ def resilience_trial(G: nx.Graph, **task: Any) -> DamagedBandwidth | None:
 
 
 def summarised_trial(fabric: TrialFabric, task: dict[str, Any]) -> DamagedBandwidth | None:
-    """One trial of :func:`resilience`, summarised: :func:`trial_summary` of
-    :func:`resilience_trial` ``(fabric.G, **task)``, its damaged fabric derived from the intact
-    one where it can be (:meth:`topo.flow.failures.trials.TrialFabric.damage`; the same
-    result, bit for bit).
+    """:func:`trial_summary` of :func:`resilience_trial` ``(fabric.G, **task)``, its damaged
+    fabric derived from the intact one where it can be (the same result, bit for bit:
+    :meth:`topo.flow.failures.trials.TrialFabric.damage`).
 
     Parameters
     ----------

@@ -49,10 +49,15 @@ import numpy as np
 
 from topo.fabric import switch_components, terminal_kind
 from topo.flow.failures.damage import FailureSet, cable_counts, cables, copy_fabric, fail_cables
-from topo.flow.reduce.known import Known
-from topo.flow.reduce.network import Scope
-from topo.flow.reduce.planes import Alike, plane_isomorphism, scope
-from topo.flow.reduce.servers import ContractedServer, ServerIndex
+from topo.flow.reduce import (
+    Alike,
+    ContractedServer,
+    Known,
+    Scope,
+    ServerIndex,
+    plane_isomorphism,
+    scope,
+)
 from topo.flow.seeds import FAILURES, stream
 
 __all__ = ["Damaged", "TrialFabric", "joined"]

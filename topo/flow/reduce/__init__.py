@@ -8,11 +8,13 @@ fold the classes into orbits; :mod:`~topo.flow.reduce.server_check` checks that 
 inside (NVLink, PCIe) carries the contracted solution. Proofs: ``docs/bandwidth.md``.
 """
 
+from topo.flow.reduce.known import Known
 from topo.flow.reduce.network import Reduced, Scope, bottleneck_links, link_loads
-from topo.flow.reduce.planes import plane_isomorphism, reduce, scope
+from topo.flow.reduce.planes import Alike, plane_isomorphism, reduce, scope
 from topo.flow.reduce.server_check import inside_theta
 from topo.flow.reduce.servers import (
     ContractedServer,
+    ServerIndex,
     attached,
     check_connected,
     check_terminals,
@@ -22,7 +24,9 @@ from topo.flow.reduce.servers import (
 from topo.flow.reduce.symmetry import class_orbits, solve_symmetric, symmetry
 
 __all__ = [
+    "Alike",
     "ContractedServer",
+    "Known",
     "Reduced",
     "Scope",
     "attached",
@@ -36,6 +40,7 @@ __all__ = [
     "plane_isomorphism",
     "reduce",
     "scope",
+    "ServerIndex",
     "solve_symmetric",
     "symmetry",
     "terminal_count",

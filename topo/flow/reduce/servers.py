@@ -76,8 +76,13 @@ class ContractedServer:
 
     @cached_property
     def sorted_attach(self) -> tuple[tuple[str, float], ...]:
-        """Its attachments ``(switch, B/s)``, sorted (kept: each reduction groups by them)."""
-        return tuple(sorted(self.attach.items()))
+        """Its attachments ``(switch, B/s)``, sorted (kept: each reduction groups by them);
+        switch ids of mixed types (integer ids in node-link JSON) sorted by their text."""
+        items = list(self.attach.items())
+        try:
+            return tuple(sorted(items))
+        except TypeError:
+            return tuple(sorted(items, key=lambda a: str(a[0])))
 
     @cached_property
     def cabled_Bps(self) -> float:
