@@ -93,16 +93,22 @@ def test_serial_and_two_workers_agree(local_engine: Engine) -> None:
     assert tight.design.tpot_ms <= a.design.tpot_ms and tight.feasible <= a.feasible
 
 
-def test_points_run_here_within_the_budget_and_the_rest_on_the_engine(
-    local_engine: Engine,
-) -> None:
-    # the 6 points of SEARCH's space (test_plan_lays_out_the_points_codesign_times)
+def _six_points() -> tuple[Any, Any, Any]:
+    """The 6 points of SEARCH's space (test_plan_lays_out_the_points_codesign_times): the
+    config, the plan and its result timed serially."""
     config = default_config()
     plan = plan_codesign(
         config, 32, 100.0, families=["ft2", "mpft"],
         grid={"switch_ports": [8], "oversubscription": [1.0]}, eps=[16, 32], node_limits=[0, 2],
     )  # fmt: skip
-    alone = run_codesign(plan, config, SerialEngine())
+    return config, plan, run_codesign(plan, config, SerialEngine())
+
+
+def test_points_run_here_within_the_budget_and_the_rest_on_the_engine(
+    local_engine: Engine,
+) -> None:
+    # the 6 points of SEARCH's space (test_plan_lays_out_the_points_codesign_times)
+    config, plan, alone = _six_points()
     started: list[int] = []
 
     def start() -> Engine:
@@ -129,12 +135,7 @@ def test_points_left_that_would_take_less_than_the_budget_stay_here(
     # 4 s, not under 2: they go to the engine.
     import topo.engine.codesign as codesign_mod
 
-    config = default_config()
-    plan = plan_codesign(
-        config, 32, 100.0, families=["ft2", "mpft"],
-        grid={"switch_ports": [8], "oversubscription": [1.0]}, eps=[16, 32], node_limits=[0, 2],
-    )  # fmt: skip
-    alone = run_codesign(plan, config, SerialEngine())
+    config, plan, alone = _six_points()
     ticks = iter(range(100))
     monkeypatch.setattr(codesign_mod.time, "process_time", lambda: float(next(ticks)))
     sent: list[int] = []

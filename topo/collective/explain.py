@@ -71,7 +71,7 @@ from typing import Any, Protocol, TypeVar
 import networkx as nx
 import numpy as np
 
-from topo.builders.gdr import GDR_OFF_PCIE_FACTOR
+from topo.builders.gdr import without_gdr
 from topo.collective.channels import coll_channels
 from topo.collective.choice import TunerRestriction, tuner_restriction
 from topo.collective.constants import NcclConstants
@@ -317,20 +317,16 @@ def _without_cables(k_of: Callable[[int], int]) -> Callable[[nx.Graph, FabricRat
     return change
 
 
-def _scaled(
-    which: str, factor: float, one_nic: bool
-) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
-    """The fabric with the ``which`` edges (``endpoint`` cables or ``pcie``) of the last NIC
-    of the first server (``one_nic``) or of every NIC of every server used at ``factor`` of
-    their capacity."""
+def _one_cable_slow(factor: float) -> Callable[[nx.Graph, FabricRates], nx.Graph]:
+    """The fabric with the cable of the last NIC of the first server used at ``factor`` of its
+    capacity."""
 
     def change(G: nx.Graph, r: FabricRates) -> nx.Graph:
         H = G.copy()
-        nics = _cabled_nics(H, r.servers[:1])[-1:] if one_nic else _cabled_nics(H, r.servers)
-        for nic in nics:
-            for v in H[nic]:
-                if H[nic][v]["kind"] == which:
-                    H[nic][v]["capacity"] = H[nic][v]["capacity"] * factor
+        for nic in _cabled_nics(H, r.servers[:1])[-1:]:
+            for e in H[nic].values():
+                if e["kind"] == "endpoint":
+                    e["capacity"] = e["capacity"] * factor
         return H
 
     return change
@@ -523,7 +519,7 @@ def fabric_variants(r: FabricRates) -> list[FabricVariant]:
                 "one NIC of one server at half rate (port trained at half speed, PCIe at half "
                 "width)",
                 "nic_slow",
-                _scaled("endpoint", 0.5, one_nic=True),
+                _one_cable_slow(0.5),
             )
         )
         for used in sorted({k // 2, 1} - {0, k}, reverse=True):
@@ -541,7 +537,7 @@ def fabric_variants(r: FabricRates) -> list[FabricVariant]:
                 "no_gdr",
                 "GPUDirect RDMA absent: network data staged through host memory on every server",
                 "no_gdr",
-                _scaled("pcie", GDR_OFF_PCIE_FACTOR, one_nic=False),
+                lambda G, r: without_gdr(G),
             )
         )
     return out

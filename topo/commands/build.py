@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,6 +32,9 @@ from topo.cli_common import (
 )
 from topo.errors import SpecError, TopoError
 from topo.fabric import FabricSummary
+
+if TYPE_CHECKING:
+    from topo.spec import FabricSpec
 
 
 class Family(str, Enum):
@@ -207,7 +210,7 @@ def build(
     emit_fabric(G, {**summary.to_dict(), **_alltoall(fabric_spec, summary.gpus)}, output, as_json)
 
 
-def _alltoall(spec: Any, gpus: int) -> dict[str, Any]:
+def _alltoall(spec: FabricSpec, gpus: int) -> dict[str, Any]:
     """The design's all-to-all in closed form where it is a non-blocking fat tree
     (:func:`topo.cost.clos_rates.clos_alltoall`: ``alltoall_busbw_GBps`` or None, the server's
     NIC side ``alltoall_server_GBps`` and ``alltoall_method``)."""

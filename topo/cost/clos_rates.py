@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from topo.builders.multiplane import split_planes
 from topo.spec import FabricSpec
-from topo.units import gbps_to_Bps
+from topo.units import Bps_to_GBps, GBps_to_Bps, gbps_to_Bps
 
 __all__ = ["CLOS_FAMILIES", "ClosAlltoall", "clos_alltoall"]
 
@@ -75,7 +75,8 @@ def clos_alltoall(spec: FabricSpec, gpus: int) -> ClosAlltoall:
         ``busbw_GBps = R (N - 1) / (G (N - G))`` GB/s (module docstring) for a family of
         :data:`CLOS_FAMILIES` at oversubscription 1 with more than one server and NVLink
         that does not bind; else None with the reason in ``method`` (an oversubscribed or
-        other family: ``topo bandwidth`` on the built fabric solves it).
+        other family: ``topo bandwidth`` on the built fabric solves it). Raises nothing for a
+        checked spec and ``gpus`` from its counts.
 
     Examples
     --------
@@ -89,9 +90,9 @@ def clos_alltoall(spec: FabricSpec, gpus: int) -> ClosAlltoall:
     g, k = srv.gpus, srv.nics
     p = s.nic_ports or 1
     m = g // k
-    port = min(gbps_to_Bps(s.switch.link_gbps), m * srv.pcie_GBps * 1e9 / p)
-    r = k * p * port
-    server_GBps = r / 1e9
+    port = min(gbps_to_Bps(s.switch.link_gbps), m * GBps_to_Bps(srv.pcie_GBps) / p)
+    r = k * p * port  # B/s
+    server_GBps = Bps_to_GBps(r)
     if s.family not in CLOS_FAMILIES:
         why = f"{s.family} is not a fat tree: topo bandwidth on the built fabric solves it"
         return ClosAlltoall(None, server_GBps, why)
@@ -103,10 +104,10 @@ def clos_alltoall(spec: FabricSpec, gpus: int) -> ClosAlltoall:
         return ClosAlltoall(None, server_GBps, why)
     if gpus <= g:
         return ClosAlltoall(None, server_GBps, "one server: the all-to-all stays on NVLink")
-    if srv.nvlink_GBps * 1e9 * (gpus - g) < r / g * (g - 1):
+    if GBps_to_Bps(srv.nvlink_GBps) * (gpus - g) < r / g * (g - 1):
         why = "NVLink may bind the servers' own share: topo bandwidth on the built fabric solves it"
         return ClosAlltoall(None, server_GBps, why)
-    busbw = r * (gpus - 1) / (g * (gpus - g)) / 1e9
+    busbw = Bps_to_GBps(r * (gpus - 1) / (g * (gpus - g)))
     method = (
         "closed form: a non-blocking fat tree carries what its servers' NICs send (hose "
         f"model), R (N-1)/(G (N-G)) with R = {server_GBps:g} GB/s a server"
