@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from topo.engine import (
     task_seeds,
     trial_map,
 )
+from topo.engine.cluster import INTERRUPTED_CLOSE_S
 from topo.errors import TopoError
 from topo.fabric import save
 from topo.flow.failures.resilience import damaged_bandwidth, resilience
@@ -155,3 +157,33 @@ def test_task_seeds_are_numpy_seedsequence_children() -> None:
     assert len(set(task_seeds(11, 100))) == 100
     with pytest.raises(TopoError, match="seed and task count must be >= 0"):
         task_seeds(-1, 2)
+
+
+def test_an_interrupted_close_does_not_wait_on_a_request_left_pending() -> None:
+    # a scatter cut short by SIGTERM leaves the scheduler's broadcast waiting on the killed
+    # workers, and Dask's cluster close waits for it without end (timeout None); given a
+    # timeout, Dask raises TimeoutError when it runs out
+    engine = Engine(workers=1, memory_limit="1GiB")
+    cluster = engine._cluster
+    real_close = cluster.close
+    asked: list[float | None] = []
+
+    def close_waiting_on_the_broadcast(timeout: float | None = None) -> None:
+        asked.append(timeout)
+        if timeout is None:
+            raise AssertionError("an interrupted close waited without a timeout")
+        time.sleep(timeout)
+        raise TimeoutError(f"timed out after {timeout} s.")
+
+    cluster.close = close_waiting_on_the_broadcast
+    try:
+        start = time.perf_counter()
+        engine.close(interrupted=True)
+        seconds = time.perf_counter() - start
+        assert asked == [INTERRUPTED_CLOSE_S]
+        assert seconds < 2 * INTERRUPTED_CLOSE_S + 0.5
+        assert not cluster.shutdown_on_close  # Dask's exit handler would wait 10 s on it
+        assert engine._cluster is None
+    finally:
+        cluster.close = real_close
+        real_close(timeout=5)

@@ -47,6 +47,10 @@ ALLOWED_FAILURES = 1
 """Worker deaths a task may cause before it is reported (Dask's
 ``distributed.scheduler.allowed-failures``): retried once, then reported."""
 
+INTERRUPTED_CLOSE_S = 0.5
+"""Seconds an interrupted run gives Dask's client, then its cluster, to close (each takes
+0.1-0.2 s when no request is left waiting) before the process ends without them."""
+
 
 @dataclass(frozen=True)
 class TaskOutcome:
@@ -420,11 +424,32 @@ class Engine:
         """
         if interrupted:
             _silence_dask()
-            self._kill_local_workers()
+            if self.cluster == "local" and self._cluster is not None:
+                self._kill_local_workers()
+                self._close_at_once()
+                return
         self.client.close()
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+
+    def _close_at_once(self) -> None:
+        """Close the client, then the local cluster, each given :data:`INTERRUPTED_CLOSE_S`
+        after an interrupt (a Slurm cluster is closed in full instead: its jobs are
+        cancelled). A request the interrupt cut short may wait on the killed workers without
+        end (a scatter's broadcast, which the scheduler's close waits for): the cluster is
+        then left unclosed and taken off Dask's exit handler, which would wait for it again.
+        Its worker processes are gone already; its scheduler and nannies are threads of this
+        process, which is ending."""
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=INTERRUPTED_CLOSE_S)
+        if self._cluster is None:
+            return
+        try:
+            self._cluster.close(timeout=INTERRUPTED_CLOSE_S)
+        except Exception:  # (TimeoutError) left to the end of the process
+            self._cluster.shutdown_on_close = False
+        self._cluster = None
 
     def _kill_local_workers(self) -> None:
         """SIGKILL the embedded cluster's worker processes, their nannies told not to restart
