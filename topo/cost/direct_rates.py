@@ -59,7 +59,8 @@ def slimfly_rates(
     Raises
     ------
     SpecError
-        ``q`` not constructible, or a server shape the closed form does not cover.
+        ``q`` not constructible, a server shape the closed form does not cover, or an NVLink
+        slower than a GPU's NIC share (its pairs would also take the network).
 
     Examples
     --------
@@ -184,7 +185,8 @@ def dragonfly_rates(
     Raises
     ------
     SpecError
-        A server shape the closed form does not cover; fewer than two groups.
+        A server shape the closed form does not cover; an NVLink slower than a GPU's NIC
+        share (its pairs would also take the network); fewer than two groups.
 
     Examples
     --------

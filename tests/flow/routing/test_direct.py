@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+from topo.builders import build
 from topo.builders.dragonfly import global_links
 from topo.builders.slimfly import mms_graph
 from topo.cost.direct_rates import dragonfly_rates, dragonfly_router_loads, slimfly_rates
 from topo.errors import SpecError
+from topo.flow import alltoall_bandwidth
 from topo.flow.routing import minimal_arc_loads
 
 C = 50e9  # B/s: a 400 Gb/s cable
@@ -214,3 +216,21 @@ def test_dragonfly_of_the_16385_gpu_plan_by_hand():
     assert r.busbw_Bps(r.minimal_Bps) == pytest.approx(C * 16_895 / 16_888)
     # Valiant: 65 x 2 x 1,055 / 1,056 an arc, below the NIC
     assert r.busbw_Bps(r.valiant_Bps) == pytest.approx(C * 16_895 / (256 * 65 * 2 * 1055 / 1056))
+
+
+def test_closed_form_refuses_an_nvlink_slower_than_the_nic_share():
+    # 2 GPUs a server on 0.1 GB/s NVLink: NVLink / (g - 1) = 0.1 GB/s is below the NIC's
+    # 50 GB/s / 98 pairs, so min() of the two would give 0.1 GB/s a pair (busbw 9.9 GB/s).
+    # The pairs inside a server also take the NICs: every GPU sends 99 pairs at lambda
+    # through NIC and NVLink together, 99 lambda = 50 + 0.1 (the 50 routers, 2 NICs each,
+    # carry far more), so busbw = 99 lambda = 50.1 GB/s
+    with pytest.raises(SpecError, match="NVLink to carry a server's own pairs"):
+        slimfly_rates(5, 2, gpus_per_node=2, nics_per_node=2, nvlink_GBps=0.1)
+    G = build("slimfly", q=5, endpoints_per_router=2, gpus_per_node=2, nics_per_node=2,
+              nvlink_GBps=0.1)  # fmt: skip
+    r = alltoall_bandwidth(G)
+    assert r.exact
+    assert r.alltoall_busbw_Bps == pytest.approx(50.1e9, rel=1e-6)
+    # at the NIC's share exactly, NVLink does not bind and the closed form stands
+    ok = slimfly_rates(5, 2, gpus_per_node=2, nics_per_node=2, nvlink_GBps=50 / 98)
+    assert ok.endpoint_Bps == pytest.approx(50e9 / 98, rel=1e-12)

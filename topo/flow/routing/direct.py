@@ -7,8 +7,11 @@ GPUs and ``m = g`` NICs (each GPU on its own NIC), runs the uniform all-to-all a
 other servers' traffic (``docs/bandwidth.md``):
 
 - **the servers**: each GPU sends ``lambda (n - g)`` through its NIC (cable ``c`` and PCIe, the
-  tighter) and ``lambda (g - 1)`` over NVLink: ``lambda_e = min(min(c, pcie) / (n - g),
-  nvlink / (g - 1))``; cut bounds, met by every GPU using its own NIC;
+  tighter): ``lambda_e = min(c, pcie) / (n - g)``, a cut bound met by every GPU using its own
+  NIC, while NVLink carries the server's own ``g - 1`` pairs at least that fast
+  (``nvlink / (g - 1) >= lambda_e``). A slower NVLink is refused (:class:`SpecError`): its
+  pairs would also take the NICs and the network, which the closed form does not count (the
+  flow solver on the built fabric does);
 - **the routers**: every ordered pair of routers exchanges ``w^2 lambda`` (``w = p g / m``
   GPUs a router), carried by the routing; with ``L`` the most any router arc carries per unit
   of router-pair demand, ``lambda_R = c / (w^2 L)``.
@@ -139,10 +142,17 @@ def minimal_arc_loads(adj: np.ndarray) -> np.ndarray:
 def _endpoint_rate(
     gpus: int, g: int, link_gbps: float, pcie_GBps: float, nvlink_GBps: float
 ) -> float:
+    """``lambda_e`` (B/s per ordered GPU pair): the NIC cut; :class:`SpecError` where NVLink
+    would bind instead (module docstring)."""
     nic = min(gbps_to_Bps(link_gbps), GBps_to_Bps(pcie_GBps))
     rate = nic / (gpus - g)
-    if g > 1:
-        rate = min(rate, GBps_to_Bps(nvlink_GBps) / (g - 1))
+    if g > 1 and GBps_to_Bps(nvlink_GBps) / (g - 1) < rate:
+        raise SpecError(
+            f"the closed-form direct-network all-to-all needs NVLink to carry a server's own "
+            f"pairs at least as fast as its NICs carry the rest: {nvlink_GBps:g} GB/s over "
+            f"{g - 1} peers is below {rate / 1e9:.4g} GB/s a pair",
+            param="nvlink_GBps",
+        )
     return rate
 
 
