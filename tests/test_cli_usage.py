@@ -5,6 +5,7 @@ Run as a subprocess, as a user runs it (``python cli.py`` is the same entry as `
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -186,6 +187,59 @@ def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
         line = lines[str(2**k)]
         assert line.split()[:2] == [str(2**k), str(2**k // 4)]
         assert line.rstrip().endswith(f"{row['binds']}: {row['binds_detail']}"), line
+
+
+def test_a_narrow_terminal_folds_text_cells_and_cuts_no_number(tmp_path: Path) -> None:
+    # COLUMNS=80 (a terminal of 80 columns): rich narrowed the 11-column predicted table by
+    # cropping, sizes printed as "104…" and times as "384…"
+    from topo.builders import build
+    from topo.fabric import save
+
+    fabric = tmp_path / "f.json"
+    save(build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4), fabric)
+    env = {**os.environ, "COLUMNS": "80"}
+    args = [sys.executable, str(ROOT / "cli.py"), "collective", str(fabric), "--min-bytes", "1M",
+            "--max-bytes", "4M"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout
+    rows = json.loads(
+        subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120).stdout
+    )["rows"]
+    lines = [ln.split() for ln in r.stdout.splitlines()]
+    for row in rows:
+        (line,) = [ln for ln in lines if ln[:1] == [str(row["size_bytes"])]]
+        # size, count, type, redop, root, time, algbw, busbw, ceiling: whole on the row's line
+        assert line[5:9] == [f"{row[k]:.2f}" for k in ("time_us", "algbw_GBps", "busbw_GBps",
+                                                       "ceiling_busbw_GBps")]  # fmt: skip
+
+
+def test_table_columns_keep_their_longest_word() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from topo.cli_common import _fit
+
+    table = Table()
+    table.add_column("size (B)", justify="right")
+    table.add_column("binds")
+    table.add_row("1048576", "messages: 16 KiB messages through the pipeline's stages")
+    console = Console(width=30, file=io.StringIO())
+    width = _fit(console, table)
+    # widest cells 8 ("size (B)") and 55 (the binds text), longest words 7 ("1048576") and 10
+    # ("pipeline's"); padding 1 + 1 a column and 3 vertical rules of the default box: 7.
+    # Narrowest 7 + 10 + 7 = 24 fits in 30; the 70 - 30 = 40 characters come from binds
+    # (45 to spare, size (B) 1): 55 - 40 = 15
+    assert width == 30
+    assert [c.width for c in table.columns] == [8, 15]
+    narrow = Console(width=20, file=io.StringIO())
+    table2 = Table()
+    table2.add_column("size (B)", justify="right")
+    table2.add_column("binds")
+    table2.add_row("1048576", "messages: 16 KiB messages through the pipeline's stages")
+    # 24 > 20: binds gives its 45, size (B) its 1; the table prints 24 wide, every word whole
+    assert _fit(narrow, table2) == 24
+    assert [c.width for c in table2.columns] == [7, 10]
 
 
 def test_piped_help_prints_whole_option_names() -> None:

@@ -40,7 +40,60 @@ lines are not wrapped (``soft_wrap``), so nothing pads to this width; a terminal
 own width, and COLUMNS wins when set."""
 
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
+
+
+class TableConsole(Console):
+    """A console that never cuts a table's cell to ``…``.
+
+    rich narrows a table wider than the console by taking width from its widest columns, then
+    from all evenly, cropping cells. Here the columns are given their widths first
+    (:func:`_fit`): each at most its widest cell, at least its longest word, the width taken
+    from the columns with the most to spare; a table whose longest words do not fit prints at
+    the width they need, its lines longer than the terminal's (which folds them, as it folds
+    nccl-tests' own lines)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        need = max((_fit(self, o) for o in objects if isinstance(o, Table)), default=0)
+        if need <= self.width or "width" in kwargs:
+            super().print(*objects, **kwargs)
+            return
+        saved = self._width
+        self.width = need
+        try:
+            super().print(*objects, **kwargs)
+        finally:
+            self._width = saved
+
+
+def _fit(console: Console, table: Table) -> int:
+    """Fix the widths of ``table``'s columns for ``console``, no cell cut (a column is at
+    least its longest word wide); the table's width in characters."""
+    from rich.measure import Measurement
+
+    if console.width >= PIPE_WIDTH:  # piped: every table fits
+        return 0
+    wide = console.options.update_width(PIPE_WIDTH)
+    whole = Measurement.get(console, wide, table)
+    if whole.maximum <= console.width or any(c.width is not None for c in table.columns):
+        return whole.maximum
+    lows, widths = [], []
+    for column in table.columns:
+        cells = [c for c in (column.header, *column.cells) if c is not None]
+        sizes = [Measurement.get(console, wide, c) for c in cells] or [Measurement(1, 1)]
+        lows.append(max(m.minimum for m in sizes))
+        widths.append(max(m.maximum for m in sizes))
+    overhead = whole.minimum - sum(lows)  # padding and borders
+    excess = sum(widths) + overhead - max(console.width, whole.minimum)
+    while excess > 0:  # one character at a time from the column with the most to spare
+        i = max(range(len(widths)), key=lambda k: widths[k] - lows[k])
+        widths[i] -= 1
+        excess -= 1
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+    return sum(widths) + overhead
+
+
+out = TableConsole(highlight=False, soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
