@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,23 +165,32 @@ def test_the_console_runs_openblas_on_one_thread_unless_told(monkeypatch, given,
     assert found == [seen]
 
 
-def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
-    # Off a terminal rich assumed a page of 80 columns (160 later): the predicted table, 215
-    # columns wide with its binds column, was folded onto a second line per row, and a wider
-    # table cut numbers to "…". A user piping it into a file and grepping a size lost both.
+def _table_and_rows(
+    tmp_path: Path, env: dict[str, str], *sizes: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """``topo collective`` of a small fat tree in a subprocess under ``env``: its table (no
+    cell cut to "…") and its ``--json`` rows."""
     from topo.builders import build
     from topo.fabric import save
 
     fabric = tmp_path / "f.json"
     save(build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4), fabric)
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    args = [sys.executable, str(ROOT / "cli.py"), "collective", str(fabric), "--max-bytes", "1T"]
+    args = [sys.executable, str(ROOT / "cli.py"), "collective", str(fabric), *sizes]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout
     rows = json.loads(
         subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120).stdout
     )["rows"]
+    return r, rows
+
+
+def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
+    # Off a terminal rich assumed a page of 80 columns (160 later): the predicted table, 215
+    # columns wide with its binds column, was folded onto a second line per row, and a wider
+    # table cut numbers to "…". A user piping it into a file and grepping a size lost both.
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r, rows = _table_and_rows(tmp_path, env, "--max-bytes", "1T")
     lines = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ln.split()[:1] != []}
     # nccl-tests' sweep -b 8 -e 1T -f 2: 2^3 .. 2^40 bytes, count = size / 4 (float)
     for k, row in zip(range(3, 41), rows, strict=True):
@@ -192,20 +202,8 @@ def test_piped_tables_print_whole_cells_on_one_line(tmp_path: Path) -> None:
 def test_a_narrow_terminal_folds_text_cells_and_cuts_no_number(tmp_path: Path) -> None:
     # COLUMNS=80 (a terminal of 80 columns): rich narrowed the 11-column predicted table by
     # cropping, sizes printed as "104…" and times as "384…"
-    from topo.builders import build
-    from topo.fabric import save
-
-    fabric = tmp_path / "f.json"
-    save(build("ft2", switch_ports=8, gpus_per_node=4, nics_per_node=4), fabric)
     env = {**os.environ, "COLUMNS": "80"}
-    args = [sys.executable, str(ROOT / "cli.py"), "collective", str(fabric), "--min-bytes", "1M",
-            "--max-bytes", "4M"]  # fmt: skip
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 0, r.stderr
-    assert "…" not in r.stdout
-    rows = json.loads(
-        subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120).stdout
-    )["rows"]
+    r, rows = _table_and_rows(tmp_path, env, "--min-bytes", "1M", "--max-bytes", "4M")
     lines = [ln.split() for ln in r.stdout.splitlines()]
     for row in rows:
         (line,) = [ln for ln in lines if ln[:1] == [str(row["size_bytes"])]]
