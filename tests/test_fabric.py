@@ -459,6 +459,28 @@ REFUSED = {
         r"gpu 'node0/gpu1': 'index' must be an integer from 0 to 1,000,000, got -1\.23456e\+34 "
         r"\(an integer of 35 digits\)$",
     ),
+    # the server shape and rates a design was built with, read by the commands as they are:
+    # NaN GPUs a server or an NVLink of "x" went on into acceptance kits and reports
+    "gpus_per_node nan": (
+        lambda d: d["graph"].update(gpus_per_node=float("nan")),
+        r"graph attribute 'gpus_per_node' must be a positive integer, got nan$",
+    ),
+    "gpus_per_node negative": (
+        lambda d: d["graph"].update(gpus_per_node=-8),
+        r"graph attribute 'gpus_per_node' must be a positive integer, got -8$",
+    ),
+    "nvlink_GBps a string": (
+        lambda d: d["graph"].update(nvlink_GBps="x"),
+        r"graph attribute 'nvlink_GBps' must be a finite positive number, got 'x'$",
+    ),
+    "link_gbps infinite": (
+        lambda d: d["graph"].update(link_gbps=float("inf")),
+        r"graph attribute 'link_gbps' must be a finite positive number, got inf$",
+    ),
+    "gdr a string": (
+        lambda d: d["graph"].update(gdr="no"),
+        r"graph attribute 'gdr' must be true or false, got 'no'$",
+    ),
     "links 1e30 as a float": (
         lambda d: _edge(d).update(links=1e30),
         r"'links' must be a positive integer, got 1e\+30$",

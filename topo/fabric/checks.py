@@ -149,13 +149,56 @@ def capacity_fault(G: nx.Graph) -> str | None:
     return f"edge {u!r}-{v!r}: 'capacity' must be {rule}, got {shown(caps[at])}"
 
 
+GRAPH_COUNTS = (
+    "planes",
+    "switch_ports",
+    "gpus_per_node",
+    "nics_per_node",
+    "max_gpus",
+    "routers_per_group",
+    "endpoints_per_router",
+    "global_ports",
+    "groups",
+    "q",
+    "network_radix",
+)
+"""Graph attributes that are counts: a positive integer where present."""
+
+GRAPH_RATES = ("link_gbps", "nvlink_GBps", "pcie_GBps", "oversubscription")
+"""Graph attributes that are rates or ratios (Gb/s, GB/s, :1): a finite positive number where
+present."""
+
+
+def graph_fault(graph: dict[str, Any]) -> str | None:
+    """What is wrong with a fabric's graph attributes, or None: a count of
+    :data:`GRAPH_COUNTS` that is not a positive integer, a rate of :data:`GRAPH_RATES` that is
+    not a finite positive number, a ``gdr`` that is not true or false. The commands read
+    these (the server shape, the rates a design was built with) as they are."""
+    for key in GRAPH_COUNTS:
+        if key in graph and not (is_int(graph[key]) and graph[key] >= 1):
+            return f"graph attribute {key!r} must be a positive integer, got {shown(graph[key])}"
+    for key in GRAPH_RATES:
+        value = graph.get(key)
+        if key in graph and not (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value > 0
+        ):
+            return f"graph attribute {key!r} must be a finite positive number, got {shown(value)}"
+    if "gdr" in graph and not isinstance(graph["gdr"], bool):
+        return f"graph attribute 'gdr' must be true or false, got {shown(graph['gdr'])}"
+    return None
+
+
 def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
     """Check the schema of fabric ``G``: node kinds and attributes, edge attributes.
 
     The rules, attribute by attribute (:mod:`topo.fabric.schema` lists every attribute of every
     family; those not named here are not needed to read a fabric and are not checked):
 
-    - graph ``planes``: a positive integer when present (default 1);
+    - graph attributes (:func:`graph_fault`): ``planes`` and the other counts positive
+      integers, the rates finite positive numbers, when present (``planes`` defaults to 1);
     - node ``kind``: one of :data:`NODE_KINDS`;
     - switch (``leaf``, ``spine``, ``core``, ``switch``) ``tier``: an integer >= 1;
     - GPU, NIC and NVSwitch ``node``: a string or an integer; their ``host``
@@ -181,14 +224,12 @@ def check_schema(G: nx.Graph, path: str | Path = "<graph>") -> None:
         ``kind``; a switch without an integer ``tier`` >= 1; a GPU, NIC or NVSwitch without a
         string or integer ``node`` (or with a ``host`` that is neither); an edge whose
         ``capacity`` is not a finite number of B/s within :data:`CAPACITY_RANGE_Bps`, whose
-        ``links`` is not a positive integer, or whose ``kind`` is unknown; a ``planes`` graph
-        attribute that is not a positive integer.
+        ``links`` is not a positive integer, or whose ``kind`` is unknown; a graph attribute
+        :func:`graph_fault` refuses.
     """
-    planes = G.graph.get("planes", 1)
-    if not is_int(planes) or planes < 1:
-        raise FormatError(
-            path, f"graph attribute 'planes' must be a positive integer, got {shown(planes)}"
-        )
+    fault = graph_fault(G.graph)
+    if fault is not None:
+        raise FormatError(path, fault)
     for v, d in G.nodes(data=True):
         kind = d.get("kind")
         if kind not in NODE_KINDS:

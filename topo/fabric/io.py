@@ -19,7 +19,7 @@ import networkx as nx
 import orjson
 
 from topo.errors import FormatError
-from topo.fabric.checks import check_schema, check_wiring
+from topo.fabric.checks import check_schema, check_wiring, graph_fault
 from topo.fabric.schema import (
     ALLOWED_ENDS,
     END_CLASS,
@@ -31,7 +31,6 @@ from topo.fabric.schema import (
     SWITCH_KINDS,
     CAPACITY_RANGE_Bps,
     ca_key,
-    is_int,
 )
 from topo.files import long_number, read_text, too_deep, write_atomic, written_names
 from topo.runtime import gc_paused
@@ -241,9 +240,10 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
     :func:`_checked_node_link_graph` must treat as networkx does: a node or an edge given
     twice, an edge to an undeclared node, an id that is not a plain str or int.
     """
-    planes = data.get("graph", {}).get("planes", 1)
-    if not is_int(planes) or planes < 1:
+    graph = data.get("graph", {})
+    if not isinstance(graph, dict) or graph_fault(graph) is not None:
         return None
+    planes = graph.get("planes", 1)
     places: list[tuple[str, Any]] = []
     top_plane = planes - 1 if "planes" in data.get("graph", {}) else MAX_PORTS
     nodes = _valid_nodes(data["nodes"], places, top_plane)
