@@ -131,6 +131,19 @@ def test_compare_and_fit_ten_nodes(h100, tmp_path):
     assert all(d["gpus"] == 80 and d["gpus_per_node"] == 8 for d in data)
 
 
+def test_compare_says_where_a_run_beats_the_ceiling(h100):
+    # the log's sendrecv runs at 14.77-15.23 GB/s from 32 MiB on, over a ceiling of 13.86-14.00
+    # (one channel per peer at NCCL's 14 GB/s network budget): every one of its 10 sizes is
+    # more than 2% above, the most 15.20 / 13.93 = 109% at 64 MiB
+    log = real_file(*LOG)
+    r = ok(h100, "--compare", log, "--op", "sendrecv")
+    assert "sendrecv: measured above the ceiling at 10 sizes (up to 109% of it, 67108864 B)" in (
+        r.stdout
+    )
+    r = ok(h100, "--compare", log, "--op", "all_gather")
+    assert "above the ceiling" not in r.stdout
+
+
 def test_compare_without_a_fabric_uses_the_default_h100_cluster(h100):
     # The default cluster is the example's (10 servers of 8 H100, 8 x 400G): the comparison
     # must be the same, model column for model column.

@@ -81,3 +81,22 @@ def test_underperforming_pair_is_far_below(h100):
     beta = (b.size_bytes - a.size_bytes) * 15 / 16 / ((b.time_us - a.time_us) * 1e-6) / 1e9
     assert beta == pytest.approx(23.6, rel=0.01)
     assert cmp.fit is not None and cmp.fit.busbw_GBps == pytest.approx(23.6, rel=0.02)
+
+
+def test_a_run_above_the_ceiling_is_said(h100):
+    # nccl-tests' sendrecv across the 10 servers: the model's ceiling is one channel per peer at
+    # NCCL's 14 GB/s network budget (NCCL_P2P_PER_CHANNEL_NET_BW), which this run exceeds at
+    # every size of 1 GiB and more (15.22-15.23 GB/s in the log: 8.7% above)
+    log = real_file(LOGS, "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    (test,) = [t for t in read_nccl_tests(log) if t.op == "sendrecv"]
+    cmp = compare_log(h100, test, constants=load_constants())
+    big = [row for row in test.rows if row.size_bytes >= GIB]
+    assert [r.ceiling_busbw_GBps for r in cmp.rows if r.size_bytes >= GIB] == pytest.approx(
+        [14.0] * len(big), rel=1e-3
+    )
+    assert all(row.busbw_GBps > 14.0 * 1.02 for row in big)
+    assert {row.size_bytes for row in big} <= set(cmp.above_ceiling)
+    assert cmp.to_dict()["above_ceiling"] == cmp.above_ceiling
+    # all_gather of the same log stays under its ceiling at 1 GiB and more
+    (gather,) = [t for t in read_nccl_tests(log) if t.op == "all_gather"]
+    assert not [s for s in compare_log(h100, gather).above_ceiling if s >= GIB]

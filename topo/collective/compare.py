@@ -134,9 +134,21 @@ class Comparison:
     proto: str | None = None
     bands: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def above_ceiling(self) -> list[int]:
+        """The sizes (B) whose measured busbw exceeds the ceiling by more than
+        :data:`ABOVE_CEILING`: there the ceiling (NCCL's tuner model on the fabric's rates) is
+        no bound, and the model under-rates the path."""
+        return [r.size_bytes for r in self.rows if r.ceiling_ratio > ABOVE_CEILING]
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
+        """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`)."""
+        return {**asdict(self), "above_ceiling": self.above_ceiling}
+
+
+ABOVE_CEILING = 1.02
+"""Measured / ceiling busbw beyond which a row is said to be above the ceiling (2%: nccl-tests'
+run-to-run noise on a healthy fabric stays within it)."""
 
 
 def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:

@@ -216,6 +216,15 @@ def compare_table(cmp: Comparison, log: Path) -> None:
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
+    above = [r for r in cmp.rows if r.size_bytes in set(cmp.above_ceiling)]
+    if above:
+        top = max(above, key=lambda r: r.ceiling_ratio)
+        out.print(
+            f"{cmp.op}: measured above the ceiling at {count(len(above), 'size')} (up to "
+            f"{top.ceiling_ratio * 100:.0f}% of it, {top.size_bytes} B): the ceiling is NCCL's "
+            "tuner model on this fabric's rates, not a bound this run obeys; here it under-rates "
+            "the path (check the fabric file's rates, NIC count and the constants)"
+        )
     if cmp.fit is not None:
         f = cmp.fit
         out.print(
