@@ -131,6 +131,20 @@ def test_compare_and_fit_ten_nodes(h100, tmp_path):
     assert all(d["gpus"] == 80 and d["gpus_per_node"] == 8 for d in data)
 
 
+def test_rows_under_one_mib_are_marked_not_fitted(h100):
+    # the training file's rows start at 1 MiB: 256 and 512 KiB lie below the fitted range
+    r = ok(h100, "--min-bytes", "256K", "--max-bytes", "2M")
+    assert "note (262144 to 524288 B): the expected curve is not fitted under 1 MiB" in r.stdout
+    rows = json.loads(ok(h100, "--min-bytes", "256K", "--max-bytes", "2M", "--json").stdout)
+    assert [(x["size_bytes"], x["fitted"]) for x in rows["rows"]] == [
+        (262144, False),
+        (524288, False),
+        (1048576, True),
+        (2097152, True),
+    ]
+    assert "not fitted" not in ok(h100, "--min-bytes", "1M", "--max-bytes", "2M").stdout
+
+
 def test_compare_says_where_a_run_beats_the_ceiling(h100):
     # the log's sendrecv runs at 14.77-15.23 GB/s from 32 MiB on, over a ceiling of 13.86-14.00
     # (one channel per peer at NCCL's 14 GB/s network budget): every one of its 10 sizes is

@@ -28,6 +28,9 @@ GIB = 1 << 30
 """Bytes in a GiB."""
 MIB = 1 << 20
 """Bytes in a MiB."""
+FITTED_FROM_BYTES = MIB
+"""The smallest size the expected curve's constants were fitted on (the training file's rows
+start at 1 MiB, :func:`topo.collective.training.points`): below it the curve is not fitted."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ class Row:
         The expected time's parts (µs): ``launch_us`` (per operation), ``latency_us`` (the
         messages' way along the path), ``bandwidth_us`` (size over the bound's rate), and
         ``messages``, ``message_bytes`` (B) and ``channels`` of a channel.
+    fitted : bool
+        Whether the size is within the range the expected curve was fitted on (1 MiB and more,
+        :data:`FITTED_FROM_BYTES`); below it the expected time is the message model with
+        constants fitted on larger sizes, whose error there docs/collective.md reports.
     """
 
     size_bytes: int
@@ -94,6 +101,7 @@ class Row:
     binds: str = ""
     binds_detail: str = ""
     expected: dict[str, Any] = field(default_factory=dict)
+    fitted: bool = True
 
 
 def fabric_constants(G: nx.Graph, c: NcclConstants | None = None) -> NcclConstants:
@@ -254,6 +262,7 @@ def predict_row(
         ceiling_busbw_GBps=Bps_to_GBps(ceiling * factor),
         binds=ex.binds,
         binds_detail=ex.binds_detail,
+        fitted=size_bytes >= FITTED_FROM_BYTES,
         expected={
             "launch_us": s_to_us(ex.launch_s),
             "latency_us": s_to_us(ex.latency_s),
