@@ -6,7 +6,9 @@ with explain's causes. Skipped when the shared data folder is absent."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,7 @@ def kit(tmp_path_factory):
 def _results(tmp_path: Path, links: dict[str, tuple[str, str]]) -> Path:
     """A results folder of links to the shared logs (under the names given)."""
     folder = tmp_path / "results"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     for name, parts in links.items():
         (folder / name).symlink_to(real_file(LOGS, *parts))
     return folder
@@ -118,6 +120,9 @@ def test_a_deepep_log_is_listed_not_read(kit, tmp_path):
     res = read_results(folder, results)
     (r,) = [r for r in res.results if r.id == "deepep_internode.ep64-g0"]
     assert r.status == "not read"
+    assert not res.unreadable  # DeepEP's output is not read by design: exit 0
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert out.exit_code == 0, out.output
 
 
 def test_a_failed_run_alone_is_one_line(kit, tmp_path):
@@ -139,3 +144,168 @@ def test_html_draws_measured_and_the_band(kit, tmp_path):
     assert out.exit_code == 0, out.output
     text = page.read_text()
     assert "all_reduce.1x8: measured (pass)" in text and "all_reduce.1x8: band low" in text
+
+
+def _degraded_all_reduce(path: Path) -> str:
+    """The ten-node log's all_reduce_perf section alone, as a run at half the speed: every
+    time x 2 and every algbw and busbw / 2 (exact decimals, so that each row stays
+    size / time as nccl-tests printed it)."""
+    lines = path.read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if "test concluded: all_reduce_perf" in line)
+    out = []
+    for line in lines[: end + 1]:
+        f = line.split()
+        if not line.startswith("#") and len(f) == 13:  # size count type redop root, 2 x 4
+            for i in (5, 9):
+                f[i] = str(Decimal(f[i]) * 2)
+            for i in (6, 7, 10, 11):
+                f[i] = str(Decimal(f[i]) / 2)
+            line = "  ".join(f)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_log_named_after_its_test_is_read_before_another_logs_header_claims_it(kit, tmp_path):
+    """all_gather.10x8.log holds the ten-node log's five tests; all_reduce.10x8.log its
+    all_reduce alone at half the speed. all_gather.10x8.log comes first in the folder, and its
+    all_reduce section fits all_reduce.10x8 by its header (80 ranks, 8 per server): the
+    named log still is that test's, and fails. By hand: every measured time doubles, so each
+    log(expected / measured time) drops by log 2, and the RMS over the rows is at least
+    log 2 - the healthy RMS (about 0.69 - 0.09), far above log 1.15 (0.14); the median
+    expected / measured ratio halves; the 16 GiB busbw is 320.54 / 2 = 160.27 GB/s."""
+    G, folder = kit
+    log = real_file(LOGS, *N10_G8)
+    healthy = read_results(folder, _results(tmp_path / "a", {"all_gather.10x8.log": N10_G8}))
+    (before,) = [r for r in healthy.results if r.id == "all_reduce.10x8"]
+    assert (before.status, before.matched_by) == ("pass", "header")
+
+    results = _results(tmp_path / "b", {"all_gather.10x8.log": N10_G8})
+    (results / "all_reduce.10x8.log").write_text(_degraded_all_reduce(log))
+    res = read_results(folder, results)
+    by_id = {r.id: r for r in res.results}
+    r = by_id["all_reduce.10x8"]
+    assert (r.status, r.matched_by, Path(r.log).name) == (
+        "fail",
+        "file name",
+        "all_reduce.10x8.log",
+    )
+    assert r.measured_busbw_GBps == pytest.approx(320.54 / 2)
+    assert r.median_ratio == pytest.approx(before.median_ratio / 2, rel=1e-9)
+    assert r.score >= math.log(2) - before.score > math.log(1.15)
+    assert not res.warnings  # no row of the degraded log left out
+    # the named log's own op by name, the others of the five-test log by their headers
+    assert (by_id["all_gather.10x8"].status, by_id["all_gather.10x8"].matched_by) == (
+        "pass", "file name",
+    )  # fmt: skip
+    for op in ("reduce_scatter", "alltoall"):
+        assert (by_id[f"{op}.10x8"].status, by_id[f"{op}.10x8"].matched_by) == ("pass", "header")
+        assert Path(by_id[f"{op}.10x8"].log).name == "all_gather.10x8.log"
+    (left,) = [u for u in res.unmatched if "all_reduce_perf" in u]
+    assert "all_gather.10x8.log" in left and "all_reduce.10x8 (" in left
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert out.exit_code == 3, out.output
+    assert "1 failed" in out.stdout
+
+
+def test_a_named_log_without_its_op_is_not_read_and_its_other_tests_are_matched(kit, tmp_path):
+    """alltoall.10x8.log holding only an all_reduce test: alltoall.10x8 is not read (its log
+    has no alltoall_perf test), and the all_reduce test fills all_reduce.10x8 by its header."""
+    G, folder = kit
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "alltoall.10x8.log").write_text(_degraded_all_reduce(real_file(LOGS, *N10_G8)))
+    res = read_results(folder, results)
+    by_id = {r.id: r for r in res.results}
+    assert by_id["alltoall.10x8"].status == "not read"
+    assert "no alltoall_perf test" in by_id["alltoall.10x8"].verdict
+    assert (by_id["all_reduce.10x8"].status, by_id["all_reduce.10x8"].matched_by) == (
+        "fail", "header",
+    )  # fmt: skip
+    assert [r.id for r in res.unreadable] == ["alltoall.10x8"]
+
+
+# Logs named after a test that cannot be read: binary, empty, and cut after the table's
+# header (the ten-node log's first 91 lines: its header, rank lines and column names).
+def _unreadable(folder: Path) -> dict[str, str]:
+    log = real_file(LOGS, *N10_G8).read_text().splitlines()
+    assert log[90].lstrip("# ").startswith("(B)")  # the last line before the first row
+    (folder / "all_reduce.1x8.log").write_bytes(bytes(range(256)) * 4)
+    (folder / "all_gather.2x8.log").write_text("")
+    (folder / "all_reduce.10x8.log").write_text("\n".join(log[:91]) + "\n")
+    return {
+        "all_reduce.1x8": "cannot read",
+        "all_gather.2x8": "empty",
+        "all_reduce.10x8": "no result rows",
+    }
+
+
+def test_logs_named_after_a_test_that_cannot_be_read_count_as_not_read(kit, tmp_path):
+    """Three named logs that cannot be read (binary, empty, truncated before the first row)
+    are their tests' and are not read, each with the reader's reason; a file named after no
+    test (notes.txt) stays an unmatched warning. The ten-node log (under its own name) fills
+    the three other 10x8 tests by their headers, not all_reduce.10x8, which has its log."""
+    G, folder = kit
+    results = _results(tmp_path, {N10_G8[1]: N10_G8})
+    reasons = _unreadable(results)
+    (results / "notes.txt").write_text("rerun on Monday\n")
+    res = read_results(folder, results)
+    by_id = {r.id: r for r in res.results}
+    for tid, reason in reasons.items():
+        assert (by_id[tid].status, by_id[tid].matched_by) == ("not read", "file name")
+        assert Path(by_id[tid].log).name == f"{tid}.log" and reason in by_id[tid].verdict
+    assert {r.id for r in res.unreadable} == set(reasons)
+    assert {r.id for r in res.results if r.status == "pass"} == {
+        f"{op}.10x8" for op in ("all_gather", "reduce_scatter", "alltoall")
+    }
+    assert any("notes.txt" in u and "(skipped)" in u for u in res.unmatched)
+    doc = res.to_dict()
+    assert (doc["passed"], doc["failed"], doc["not_read"], doc["unreadable"]) == (3, 0, 3, 3)
+    assert doc["no_log"] == len(res.results) - 6
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert out.exit_code == 4, out.output
+    assert "3 passed, 0 failed" in out.stdout and "3 not read" in out.stdout
+    for tid in reasons:
+        assert f"{tid}: not read: " in out.stdout
+    # a failing test (the other cluster's pair as the 2x8 alltoall) outranks them: exit 3
+    (results / "alltoall.2x8.log").symlink_to(real_file(LOGS, *PAIR))
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert out.exit_code == 3, out.output
+
+
+def test_a_folder_of_unreadable_named_logs_alone_is_a_table_not_an_error(kit, tmp_path):
+    """The folder is the kit's (its logs carry the tests' names) though none can be read:
+    the table says so, exit 4, rather than 'no nccl-tests log that matches'."""
+    G, folder = kit
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "all_gather.2x8.log").write_text("")
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert out.exit_code == 4, out.output
+    assert "0 passed, 0 failed" in out.stdout and "1 not read" in out.stdout
+    assert "all_gather.2x8: not read: " in out.stdout
+
+
+def test_a_second_log_named_after_a_test_is_read_when_the_first_cannot_be(kit, tmp_path):
+    """all_reduce.1x8.json (empty) comes before all_reduce.1x8.log (the one-node log): the
+    log is read, the empty file is a warning."""
+    G, folder = kit
+    results = _results(tmp_path, {"all_reduce.1x8.log": N1_G8})
+    (results / "all_reduce.1x8.json").write_text("")
+    res = read_results(folder, results)
+    (r,) = [r for r in res.results if r.id == "all_reduce.1x8"]
+    assert (r.status, r.matched_by, Path(r.log).name) == ("pass", "file name", "all_reduce.1x8.log")
+    assert not res.unreadable
+    assert any("all_reduce.1x8.json" in u and "all_reduce.1x8.log is read instead" in u
+               for u in res.unmatched)  # fmt: skip
+
+
+def test_a_named_log_of_other_ranks_than_its_test_is_said_in_a_warning(kit, tmp_path):
+    """The one-node log (8 ranks on one host) under the 2x8 all_reduce's name (16 ranks, 8
+    per server): it is the test's log, and a warning says it ran 8 ranks, not 16."""
+    G, folder = kit
+    results = _results(tmp_path, {"all_reduce.2x8.log": N1_G8})
+    res = read_results(folder, results)
+    (r,) = [r for r in res.results if r.id == "all_reduce.2x8"]
+    assert r.matched_by == "file name"
+    (w,) = [w for w in res.warnings if "named after all_reduce.2x8" in w]
+    assert "(16 ranks, 8 per server)" in w and "ran 8 ranks, 8 per server" in w

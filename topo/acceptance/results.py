@@ -4,8 +4,10 @@
 Inspector records: :func:`topo.formats.nccl_log.read_nccl_log`) and matches each test in it to
 the kit's manifest: by file name first (``<id>.log``, ``<id>.json``, as the kit's scripts
 write them), else by its header (the op, the ranks and the ranks per server its rank lines
-give; a ``servers`` scale before a plane or EP group of the same size). Each matched test is
-held against the design (the kit's ``design.json``) twice, as the two commands do:
+give; a ``servers`` scale before a plane or EP group of the same size): every log named after
+a test is that test's, and the headers of the other tests in the folder's logs only fill the
+tests still without a log. Each matched test is held against the design (the kit's
+``design.json``) twice, as the two commands do:
 
 - :func:`topo.collective.compare_log`, the rows of ``topo collective --compare`` (measured
   and expected time and busbw per size, and their ratio);
@@ -15,7 +17,8 @@ held against the design (the kit's ``design.json``) twice, as the two commands d
   otherwise; a failure carries the causes explain ranks, best first.
 
 DeepEP's tests are listed with the status ``not read`` (their output is not an nccl-tests
-log); a test without a log has the status ``no log``.
+log), as is an nccl-tests test whose log (named after it) cannot be read or holds no test of
+its op (:attr:`AcceptanceResult.unreadable`); a test without a log has the status ``no log``.
 """
 
 from __future__ import annotations
@@ -50,12 +53,13 @@ class TestResult:
 
     Attributes
     ----------
-    id, op, scale, kind : str
-        As the manifest's test.
+    id, tool, op, scale, kind : str
+        As the manifest's test (``tool``: ``nccl-tests`` or ``deepep``).
     ranks, nodes, gpus_per_node : int
         As the manifest's test.
     status : str
-        ``pass``, ``fail``, ``no log``, ``not read`` (DeepEP's output).
+        ``pass``, ``fail``, ``no log``, ``not read`` (DeepEP's output; an nccl-tests log that
+        cannot be read, or that holds no test of the op, with the reason in ``verdict``).
     log : str or None
         The log read (its path), and ``matched_by``: ``file name`` or ``header``.
     measured_busbw_GBps, expected_busbw_GBps : float or None
@@ -66,7 +70,7 @@ class TestResult:
     score : float or None
         explain's RMS of log(expected / measured time) over the scored rows.
     verdict : str
-        explain's sentence.
+        explain's sentence (``not read``: why).
     causes : list of dict
         explain's causes, best first (failures only; each with name, description, score,
         fits, evidence, check, predicted rows).
@@ -77,6 +81,7 @@ class TestResult:
     __test__ = False  # (not a pytest class)
 
     id: str
+    tool: str
     op: str
     scale: str
     kind: str
@@ -125,8 +130,15 @@ class AcceptanceResult:
     def failed(self) -> bool:
         return self.count("fail") > 0
 
+    @property
+    def unreadable(self) -> list[TestResult]:
+        """The nccl-tests tests whose log (named after the test) could not be read, or holds
+        no test of the op: status ``not read``, the reason in ``verdict``."""
+        return [r for r in self.results if r.status == "not read" and r.tool == "nccl-tests"]
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: kit, fabric, counts per status, tests, unmatched, warnings."""
+        """JSON-ready: kit, fabric, counts per status (``unreadable``: the nccl-tests logs
+        among ``not_read``), tests, unmatched, warnings."""
         return {
             "kit": self.kit,
             "fabric": self.fabric,
@@ -134,6 +146,7 @@ class AcceptanceResult:
             "failed": self.count("fail"),
             "no_log": self.count("no log"),
             "not_read": self.count("not read"),
+            "unreadable": len(self.unreadable),
             "tests": [r.to_dict() for r in self.results],
             "unmatched": self.unmatched,
             "warnings": self.warnings,
@@ -205,10 +218,23 @@ def _by_name(path: Path, ids: dict[str, dict[str, Any]]) -> dict[str, Any] | Non
 
 _KIND_ORDER = {"servers": 0, "plane": 1, "rail": 1, "ep": 2}
 
+DEEPEP_NOT_READ = "DeepEP's output: topo explain reads it (given its ranks and ranks per server)"
 
-def _by_header(t: NcclTest, tests: list[dict[str, Any]], taken: set[str]) -> dict[str, Any] | None:
-    """The kit's test a measured test's header matches (op, ranks, ranks per server), hosts
-    of the kit first, a servers scale before a plane or EP group."""
+
+@dataclass(frozen=True)
+class _Found:
+    """A test's log: its path, how it was matched, the measured test (None: not read) and,
+    for a log that was not read, why."""
+
+    path: Path
+    how: str
+    measured: NcclTest | None
+    why: str = ""
+
+
+def _header_fits(t: NcclTest, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kit's nccl-tests tests a measured test's header fits (op, ranks, ranks per
+    server), hosts of the kit first, a servers scale before a plane or EP group."""
     fits = [
         k
         for k in tests
@@ -216,12 +242,9 @@ def _by_header(t: NcclTest, tests: list[dict[str, Any]], taken: set[str]) -> dic
         and k["op"] == t.op
         and k["ranks"] == t.ranks
         and (t.gpus_per_node is None or k["gpus_per_node"] == t.gpus_per_node)
-        and k["id"] not in taken
     ]
-    if not fits:
-        return None
     hosts = set(t.hosts)
-    return min(
+    return sorted(
         fits,
         key=lambda k: (
             not (hosts and hosts <= set(k.get("hosts", []))),
@@ -230,10 +253,69 @@ def _by_header(t: NcclTest, tests: list[dict[str, Any]], taken: set[str]) -> dic
     )
 
 
+def _match_by_name(
+    logs: list[Path], ids: dict[str, dict[str, Any]]
+) -> tuple[dict[str, _Found], list[tuple[Path, NcclTest]], list[str], list[str]]:
+    """Every log named after a test of the kit, matched to it; the other tests read.
+
+    Returns the matches (test id: its log), the measured tests left for the headers to
+    match (in the logs' order), the unmatched lines and the warnings.
+    """
+    matched: dict[str, _Found] = {}
+    left: list[tuple[Path, NcclTest]] = []
+    unmatched: list[str] = []
+    warnings: list[str] = []
+    for path in logs:
+        named = _by_name(path, ids)
+        claim = matched.get(named["id"]) if named is not None else None
+        if named is not None and named["tool"] != "nccl-tests":
+            if claim is None:
+                matched[named["id"]] = _Found(path, "file name", None, DEEPEP_NOT_READ)
+            continue
+        try:
+            measured, dropped = validated_tests(read_nccl_log(path), path)
+        except FormatError as exc:
+            if named is not None and claim is None:
+                matched[named["id"]] = _Found(path, "file name", None, str(exc))
+            else:
+                unmatched.append(f"{exc} (skipped)")
+            continue
+        warnings += [line for t in measured for line in t.left_out] + dropped
+        own = None
+        # a second log named after a test is read when the first could not be
+        if named is not None and (claim is None or claim.measured is None):
+            own = next((t for t in measured if t.op == named["op"]), None)
+            if own is not None:
+                if claim is not None:
+                    unmatched.append(f"{claim.why} (skipped: {path} is read instead)")
+                matched[named["id"]] = _Found(path, "file name", own)
+                if own.ranks != named["ranks"] or own.gpus_per_node not in (
+                    None, named["gpus_per_node"],
+                ):  # fmt: skip
+                    warnings.append(
+                        f"{path}: named after {named['id']} ({named['ranks']} ranks, "
+                        f"{named['gpus_per_node']} per server), its {own.op}_perf test ran "
+                        f"{own.ranks} ranks, {own.gpus_per_node or '?'} per server: held "
+                        "against the design at its own ranks"
+                    )
+            elif claim is None:
+                ops = ", ".join(f"{t.op}_perf" for t in measured)
+                why = f"{path}: holds no {named['op']}_perf test with rows left (only {ops})"
+                matched[named["id"]] = _Found(path, "file name", None, why)
+        left += [(path, t) for t in measured if t is not own]
+    return matched, left, unmatched, warnings
+
+
 def read_results(
     kit: str | Path, results: str | Path, G: nx.Graph | None = None
 ) -> AcceptanceResult:
     """Read a folder of logs against a kit: one result per test of the kit.
+
+    Every log named after a test of the kit (``<id>.log``, ``.json``, ``.txt``, ``.out``) is
+    that test's: its test of the test's op is read against the design, and the test is
+    ``not read`` when the log cannot be read or holds no test of that op. Only then are the
+    other tests of the logs (of other ops, or in logs named after no test) matched by their
+    headers, and only to the tests still without a log.
 
     Parameters
     ----------
@@ -253,7 +335,7 @@ def read_results(
     ------
     TopoError
         Not a kit or not a folder; more than :data:`MAX_LOGS` files; no log of the folder
-        matches a test of the kit.
+        is named after an nccl-tests test of the kit or holds a test that matches one.
     FormatError
         The manifest or design is malformed.
     """
@@ -265,33 +347,23 @@ def read_results(
         G = load(kit / manifest.get("design", "design.json"))
     tests: list[dict[str, Any]] = manifest["tests"]
     ids = {t["id"]: t for t in tests}
-    matched: dict[str, tuple[Path, str, NcclTest | None]] = {}
-    unmatched: list[str] = []
-    warnings: list[str] = []
-    for path in logs:
-        named = _by_name(path, ids)
-        if named is not None and named["tool"] != "nccl-tests":
-            matched.setdefault(named["id"], (path, "file name", None))
+    matched, left, unmatched, warnings = _match_by_name(logs, ids)
+    for path, t in left:
+        fits = _header_fits(t, tests)
+        free = [k for k in fits if k["id"] not in matched]
+        if free:
+            matched[free[0]["id"]] = _Found(path, "header", t)
             continue
-        try:
-            measured, left = validated_tests(read_nccl_log(path), path)
-        except FormatError as exc:
-            unmatched.append(f"{exc} (skipped)")
-            continue
-        warnings += [line for t in measured for line in t.left_out] + left
-        for t in measured:
-            if named is not None and named["op"] == t.op and named["id"] not in matched:
-                matched[named["id"]] = (path, "file name", t)
-                continue
-            k = _by_header(t, tests, set(matched))
-            if k is None:
-                unmatched.append(
-                    f"{path}: its {t.op}_perf test ({t.ranks} ranks, "
-                    f"{t.gpus_per_node or '?'} per server) matches no test of the kit left"
-                )
-                continue
-            matched[k["id"]] = (path, "header", t)
-    if not any(t is not None for _, _, t in matched.values()):
+        what = (
+            f"{path}: its {t.op}_perf test ({t.ranks} ranks, {t.gpus_per_node or '?'} per server)"
+        )
+        if fits:
+            has = ", ".join(f"{k['id']} ({matched[k['id']].path})" for k in fits[:3])
+            more = f" and {len(fits) - 3} more" if len(fits) > 3 else ""
+            unmatched.append(f"{what} is left out: the tests it fits have their logs: {has}{more}")
+        else:
+            unmatched.append(f"{what} matches no test of the kit")
+    if not any(ids[i]["tool"] == "nccl-tests" for i in matched):
         raise TopoError(f"{results}: no nccl-tests log that matches a test of the kit {kit}")
     out = [_result(G, t, matched.get(t["id"])) for t in tests]
     return AcceptanceResult(
@@ -303,17 +375,16 @@ def read_results(
     )
 
 
-def _result(
-    G: nx.Graph, t: dict[str, Any], found: tuple[Path, str, NcclTest | None] | None
-) -> TestResult:
-    base = {k: t[k] for k in ("id", "op", "scale", "kind", "ranks", "nodes", "gpus_per_node")}
+def _result(G: nx.Graph, t: dict[str, Any], found: _Found | None) -> TestResult:
+    keys = ("id", "tool", "op", "scale", "kind", "ranks", "nodes", "gpus_per_node")
+    base = {k: t[k] for k in keys}
     if found is None:
         return TestResult(**base, status="no log")
-    path, how, measured = found
+    measured = found.measured
     if measured is None:
         return TestResult(
-            **base, status="not read", log=str(path), matched_by=how,
-            verdict="DeepEP's output: topo explain reads it (given its ranks and ranks per server)",
+            **base, status="not read", log=str(found.path), matched_by=found.how,
+            verdict=found.why,
         )  # fmt: skip
     cmp = compare_log(G, measured)
     e = explain_test(G, measured)
@@ -321,8 +392,8 @@ def _result(
     return TestResult(
         **base,
         status="pass" if passed else "fail",
-        log=str(path),
-        matched_by=how,
+        log=str(found.path),
+        matched_by=found.how,
         measured_busbw_GBps=cmp.rows[-1].measured_busbw_GBps,
         expected_busbw_GBps=cmp.rows[-1].predicted_busbw_GBps,
         median_ratio=cmp.median_ratio,

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 FAILED = 3
 """Exit status of ``--results`` when a test fails (as ``topo validate`` on defects)."""
 
+NOT_READ = 4
+"""Exit status of ``--results`` when no test fails but an nccl-tests log named after a test
+cannot be read (or holds no test of its op): that test's result is unknown."""
+
 
 @user_errors
 def acceptance(
@@ -227,6 +231,8 @@ def _results(kit: Path, results: Path, html: Path | None, as_json: bool) -> None
         err.print(f"wrote {html}")
     if res.failed:
         raise typer.Exit(FAILED)
+    if res.unreadable:
+        raise typer.Exit(NOT_READ)
 
 
 def _results_table(res: AcceptanceResult) -> None:
@@ -244,7 +250,8 @@ def _results_table(res: AcceptanceResult) -> None:
     for r in res.results:
         if r.status == "no log":
             continue
-        style = "bold red" if r.status == "fail" else None
+        bad = r.status == "fail" or (r.status == "not read" and r.tool == "nccl-tests")
+        style = "bold red" if bad else None
         table.add_row(
             r.id,
             str(r.ranks),
@@ -257,6 +264,8 @@ def _results_table(res: AcceptanceResult) -> None:
             style=style,
         )
     out.print(table)
+    for r in res.unreadable:
+        out.print(escape(f"{r.id}: not read: {r.verdict}"), style="bold red")
     for r in res.results:
         if r.status != "fail":
             continue
