@@ -289,3 +289,14 @@ def test_compare_of_a_file_of_no_format_is_one_line(tmp_path):
         "(a '# nThread' or '# Collective test starting' line and its table), an nccl-tests -J "
         "JSON report, or NCCL Inspector records (JSON lines with coll_perf)"
     )
+
+
+def test_one_communicator_of_two_shapes_is_refused(tmp_path):
+    # a record of 8 ranks under the id of a 16-rank communicator was merged into another test
+    first = record("AllReduce", 0, 400, MIB, n=16, nnodes=2)
+    other = record("AllReduce", 1, 400, MIB, n=8, nnodes=1)
+    other["header"]["id"] = first["header"]["id"]
+    path = write(tmp_path, [first, other])
+    with pytest.raises(FormatError, match=r"inspector.log:2: communicator '0x7f8c496ae9f610' has "
+                       r"n_ranks 8 and nnodes 1 here, but 16 and 2 on line 1"):  # fmt: skip
+        read_nccl_inspector(path)

@@ -227,7 +227,8 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         :data:`topo.formats.nccl_tests_checks.MAX_SIZE_BYTES`; a time of 0 or above
         :data:`~topo.formats.nccl_tests_checks.MAX_TIME_US`; a bandwidth above
         :data:`~topo.formats.nccl_tests_checks.MAX_GBPS`; ``n_ranks`` above :data:`MAX_RANKS`; a
-        rank outside the communicator); a run of more than
+        rank outside the communicator); records of one communicator (``id``) that give it
+        different ``n_ranks`` or ``nnodes``; a run of more than
         :data:`topo.files.MAX_NUMBER_DIGITS` digits; no record of a collective topo models;
         an (op, ``n_ranks``) whose every record is left out.
 
@@ -264,6 +265,7 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         raise too_long
     groups: dict[tuple[str, int, int], _Group] = {}
     seen: set[tuple[Any, ...]] = set()
+    shapes: dict[str, tuple[int, int, int]] = {}  # communicator id: (n_ranks, nnodes, line)
     left_out: dict[str, int] = defaultdict(int)
     for line, rec in _records(path, text):
         if not isinstance(rec, dict):
@@ -286,6 +288,17 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
         n = int(_number(path, line, head, "n_ranks", 1, MAX_RANKS, True))
         nnodes = int(_number(path, line, head, "nnodes", 1, n, True))
         rank = int(_number(path, line, head, "rank", 0, n - 1, True))
+        comm = head.get("id")
+        if comm is not None:
+            first = shapes.setdefault(str(comm), (n, nnodes, line))
+            if first[:2] != (n, nnodes):
+                raise FormatError(
+                    path,
+                    f"communicator {shown(comm)} has n_ranks {n} and nnodes {nnodes} here, "
+                    f"but {first[0]} and {first[1]} on line {first[2]}: one communicator has "
+                    "one shape",
+                    line,
+                )
         coll = perf.get("coll")
         op = OPS.get(coll) if isinstance(coll, str) else None
         if op is None or not isinstance(coll, str):
