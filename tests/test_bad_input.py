@@ -227,3 +227,18 @@ def test_integer_switch_ids_across_planes_are_solved(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["bandwidth", str(path), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["alltoall_busbw_GBps"] > 0
+
+
+def test_a_binary_file_is_named_not_utf8_text_at_its_line(tmp_path: Path) -> None:
+    # it said "cannot read: 'utf-8' codec can't decode byte 0xd0 in position 24: ..."
+    from topo.errors import FormatError
+    from topo.files import read_text
+
+    path = tmp_path / "run.log"
+    path.write_bytes(b"# nThread 1\n#  Rank  0\n\xd0\x01 binary")
+    with pytest.raises(FormatError) as err:
+        read_text(path)
+    # "# nThread 1\n" is 12 bytes and "#  Rank  0\n" 11: the bad byte has index 23, line 3
+    assert str(err.value) == f"{path}:3: not UTF-8 text (byte 23: invalid continuation byte): " + (
+        "a binary file?"
+    )

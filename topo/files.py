@@ -251,7 +251,12 @@ def read_text(path: str | Path) -> str:
         return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise FormatError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise FormatError(
+            path, f"not UTF-8 text (byte {exc.start:,}: {exc.reason}): a binary file?", line=line
+        ) from None
+    except OSError as exc:
         raise FormatError(path, f"cannot read: {exc}") from None
 
 

@@ -233,7 +233,7 @@ def _unreadable(folder: Path) -> dict[str, str]:
     (folder / "all_gather.2x8.log").write_text("")
     (folder / "all_reduce.10x8.log").write_text("\n".join(log[:91]) + "\n")
     return {
-        "all_reduce.1x8": "cannot read",
+        "all_reduce.1x8": "not UTF-8 text",
         "all_gather.2x8": "empty",
         "all_reduce.10x8": "no result rows",
     }
