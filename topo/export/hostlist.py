@@ -142,7 +142,7 @@ def host_names(
         names = [ln for ln in lines if ln]
         if len(names) != len(server_ids):
             raise SpecError(
-                f"hosts {shown(hosts)}: {len(names)} names for {len(server_ids)} servers "
+                f"hosts {hosts}: {len(names)} names for {len(server_ids)} servers "
                 "(one name per server, in order)",
                 param="hosts",
             )
