@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import tracemalloc
 from pathlib import Path
 
 import networkx as nx
@@ -308,6 +309,59 @@ def test_good_hca_format_reads_back_as_distinct_devices(mpft):
     exact, hcas = parse_ib_hca(value)
     assert exact and [h for h, *_ in hcas] == [f"ibp{i:02d}s0" for i in range(8)]
     assert [(p, rail, plane) for _, p, rail, plane in hcas] == [(1, i, i) for i in range(8)]
+
+
+# 2b. name patterns read whole before any name is built (--hosts, --hca-format)
+
+
+@pytest.mark.parametrize(
+    "fmt, option, pattern, parts",
+    [
+        ("slurm", "--hosts", "{node:>4000000000}", ["width 4000000000", "at most 64 characters"]),
+        ("slurm", "--hosts", "{node:>30000000}", ["width 30000000", "at most 64 characters"]),
+        ("slurm", "--hosts", "{node.__class__}", ["'{node.__class__}'", "attribute or item"]),
+        ("slurm", "--hosts", "{node[0]}", ["'{node[0]}'", "attribute or item"]),
+        ("slurm", "--hosts", "gpu{rack}", ["one field {node}", "'{rack}'"]),
+        ("nccl", "--hca-format", "mlx5_{index:>4000000000}", ["width 4000000000", "at most 63"]),
+        ("nccl", "--hca-format", "mlx5_{index:>30000000}", ["width 30000000", "at most 63"]),
+        ("nccl", "--hca-format", "mlx5_{index.__class__}", ["attribute or item of {index}"]),
+        ("nccl", "--hca-format", "mlx5_{index[0]}", ["'{index[0]}'", "attribute or item"]),
+        ("nccl", "--hca-format", "mlx5_{idx}", ["one field {index}", "'{idx}'"]),
+    ],
+)
+def test_name_pattern_refused_in_one_short_line_without_building_names(
+    mpft, tmp_path, fmt, option, pattern, parts
+):
+    # The pattern is refused as read: no padded name is built (a 4e9 width was a MemoryError,
+    # a 3e7 one a 30 MB line), so the run allocates what a valid export does (~8 MB traced
+    # for this fabric), not a name's width, and the line quotes the pattern, not a name.
+    out = tmp_path / "out.txt"
+    tracemalloc.start()
+    try:
+        r = run("export", fmt, mpft, option, pattern, "-o", out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    line = one_line_error(r, f"topo: error: {option} {pattern!r}: ", *parts)
+    assert len(line) < 300
+    assert peak < 64_000_000
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "fmt, option, pattern",
+    [("slurm", "--hosts", "x" * 100_000 + "{node}"), ("nccl", "--hca-format", "x" * 100_000)],
+)
+def test_long_pattern_quoted_as_an_excerpt(mpft, fmt, option, pattern):
+    line = one_line_error(run("export", fmt, mpft, option, pattern), option, "'" + "x" * 60)
+    assert "(a string of 100,0" in line and len(line) < 300
+
+
+def test_host_pattern_at_the_width_limit_exports(mpft):
+    # {node:0>64}: 64 characters, the longest host name; server 31 is 62 zeros and 31
+    r = run("export", "slurm", mpft, "--hosts", "{node:0>64}")
+    assert r.exit_code == 0, r.output
+    assert "0" * 62 + "31" in r.stdout
 
 
 # 3. fabrics with nothing to describe

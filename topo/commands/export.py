@@ -45,8 +45,9 @@ def export_(
         typer.Option(
             "--hosts",
             help="Host names: a pattern with {node} (the server's position; default "
-            "node{node}) or a file with one name per server, in order. Imported fabrics keep "
-            "the dump's host names by default.",
+            "node{node}; format specs as gpu{node:03d}, widths up to 64) or a file with one "
+            "name per server, in order. Imported fabrics keep the dump's host names by "
+            "default.",
         ),
     ] = None,
     node: Annotated[
@@ -57,11 +58,12 @@ def export_(
         str | None,
         typer.Option(
             "--hca-format",
-            help="nccl: HCA device names, with {index} (default mlx5_{index}; "
-            "mlx5_bond_{index} for an HPN pod, whose NICs' two ports are one bonded HCA; an "
-            "imported fabric keeps the device names of its dump, e.g. mlx5_4, where it has "
-            "them, and without this option is refused where the dump names them otherwise, "
-            "e.g. HCA-5). No , : = ^ or whitespace; distinct per NIC.",
+            help="nccl: HCA device names, with {index} (default mlx5_{index}; format specs "
+            "as ibp{index:02d}s0, widths up to 63; mlx5_bond_{index} for an HPN pod, whose "
+            "NICs' two ports are one bonded HCA; an imported fabric keeps the device names "
+            "of its dump, e.g. mlx5_4, where it has them, and without this option is refused "
+            "where the dump names them otherwise, e.g. HCA-5). No , : = ^ or whitespace; "
+            "distinct per NIC.",
         ),
     ] = None,
     topo_xml: Annotated[

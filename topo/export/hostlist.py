@@ -14,17 +14,22 @@ python-hostlist (``collect_hostlist``) was considered and not used: it folds eve
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from pathlib import Path
 
 from topo.errors import SpecError
+from topo.export.patterns import check_name_pattern
 from topo.files import read_text
+from topo.wording import shown
 
-__all__ = ["HOST_NAME", "host_names", "hostlist_ranged"]
+__all__ = ["HOST_NAME", "HOST_NAME_MAX", "host_names", "hostlist_ranged"]
 
-HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+HOST_NAME_MAX = 64
+"""The longest host name every export accepts, in characters."""
+
+HOST_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{HOST_NAME_MAX - 1}}}")
 """A host name every export accepts: a letter or digit, then up to 63 letters, digits, ``.``,
 ``_`` or ``-`` (RFC 1123 host-name characters plus ``_``; no hostlist metacharacters such as
 ``[``, ``]``, ``,`` or spaces, which Slurm's parser would split on)."""
@@ -112,8 +117,9 @@ def host_names(
         The servers in order (``topo.fabric.servers(G)``).
     hosts : str, optional
         A pattern with the field ``{node}`` (the server's position, 0-based; format specs
-        allowed, e.g. ``gpu{node:03d}``), or the path of a file with one name per line (blank
-        lines and ``#`` comments skipped). None: ``default``.
+        allowed, e.g. ``gpu{node:03d}``, as :func:`topo.export.patterns.check_name_pattern`
+        allows them for names of :data:`HOST_NAME_MAX` characters), or the path of a file
+        with one name per line (blank lines and ``#`` comments skipped). None: ``default``.
     default : sequence of str, optional
         The names to use without ``hosts`` (an imported fabric's host names); None: the
         pattern ``node{node}``.
@@ -126,10 +132,12 @@ def host_names(
     Raises
     ------
     SpecError
-        If the pattern has other fields, the file has another count of names, or a name is
-        invalid or repeated (``.param`` ``hosts``).
+        If the pattern has other fields or is refused by
+        :func:`topo.export.patterns.check_name_pattern` (checked before any name is built), the
+        file has another count of names, or a name is invalid or repeated (``.param``
+        ``hosts``). Messages quote at most 80 characters of a pattern or name.
     """
-    if hosts is not None and Path(hosts).is_file():
+    if hosts is not None and os.path.isfile(hosts):
         lines = [ln.split("#", 1)[0].strip() for ln in read_text(hosts).splitlines()]
         names = [ln for ln in lines if ln]
         if len(names) != len(server_ids):
@@ -147,29 +155,31 @@ def host_names(
 
 
 def _from_pattern(pattern: str, count: int) -> list[str]:
+    check_name_pattern(pattern, "node", max_chars=HOST_NAME_MAX, param="hosts", noun="host name")
     try:
         return [pattern.format(node=i) for i in range(count)]
     except (KeyError, IndexError, ValueError) as exc:
         raise SpecError(
-            f"hosts {pattern!r}: not a pattern with the one field {{node}} ({exc})",
+            f"hosts {shown(pattern)}: not a pattern with the one field {{node}} ({exc})",
             param="hosts",
         ) from None
 
 
 def _check(names: Sequence[str], source: str | None) -> None:
-    where = f"hosts {source!r}" if source else "host names"
+    where = f"hosts {shown(source)}" if source else "host names"
     for i, name in enumerate(names):
         if not HOST_NAME.fullmatch(name):
             raise SpecError(
-                f"{where}: server {i} gets the invalid host name {name!r} (letters, digits, "
-                "'.', '_', '-', starting with a letter or digit, at most 64 characters)",
+                f"{where}: server {i} gets the invalid host name {shown(name)} (letters, "
+                f"digits, '.', '_', '-', starting with a letter or digit, at most "
+                f"{HOST_NAME_MAX} characters)",
                 param="hosts",
             )
     repeated = [n for n, c in Counter(names).items() if c > 1]
     if repeated:
         first = [i for i, n in enumerate(names) if n == repeated[0]]
         raise SpecError(
-            f"{where}: the host name {repeated[0]!r} is given to servers "
+            f"{where}: the host name {shown(repeated[0])} is given to servers "
             f"{', '.join(map(str, first[:4]))}; every server needs its own name",
             param="hosts",
         )

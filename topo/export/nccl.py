@@ -43,8 +43,10 @@ import networkx as nx
 
 from topo.errors import SpecError
 from topo.export.hostlist import hostlist_ranged
+from topo.export.patterns import check_name_pattern
 from topo.fabric import SWITCH_KINDS, named_servers, natural_key, servers, switch_components
 from topo.formats.hca_names import DEFAULT_HCA_FORMAT, LINUX_DEVICE, host_devices
+from topo.wording import shown
 
 __all__ = [
     "BOND_HCA_FORMAT",
@@ -242,16 +244,16 @@ def _hca(hca_format: str, index: int) -> str:
         name = hca_format.format(index=index)
     except (KeyError, IndexError, ValueError) as exc:
         raise SpecError(
-            f"hca_format {hca_format!r}: not a pattern with the one field {{index}} ({exc})",
+            f"hca_format {shown(hca_format)}: not a pattern with the one field {{index}} ({exc})",
             param="hca_format",
         ) from None
     bad = sorted({c for c in name if c in HCA_RESERVED or c.isspace()})
     if not name or bad or len(name) > HCA_NAME_MAX:
         what = f"holds {' '.join(map(repr, bad))}" if bad else f"has {len(name)} characters"
         raise SpecError(
-            f"hca_format {hca_format!r} gives the device name {name!r}, which {what}: a name "
-            f"must be 1 to {HCA_NAME_MAX} characters without NCCL_IB_HCA's reserved "
-            "',' ':' '=' '^' or whitespace",
+            f"hca_format {shown(hca_format)} gives the device name {shown(name)}, which "
+            f"{what}: a name must be 1 to {HCA_NAME_MAX} characters without NCCL_IB_HCA's "
+            "reserved ',' ':' '=' '^' or whitespace",
             param="hca_format",
         )
     return name
@@ -268,23 +270,29 @@ def check_hca_format(hca_format: str) -> None:
     Raises
     ------
     SpecError
-        (``.param`` ``hca_format``) unless the pattern has the field ``{index}`` and no
-        other, and gives names of 1 to :data:`HCA_NAME_MAX` characters free of
-        :data:`HCA_RESERVED` and whitespace, distinct for distinct indices (checked on
-        indices 0 to 63).
+        (``.param`` ``hca_format``) if :func:`topo.export.patterns.check_name_pattern` refuses
+        the pattern for names of :data:`HCA_NAME_MAX` characters (checked before any name is
+        built: another field, an attribute or item of ``{index}``, a width past the limit),
+        or unless the pattern has the field ``{index}`` and gives names of 1 to
+        :data:`HCA_NAME_MAX` characters free of :data:`HCA_RESERVED` and whitespace, distinct
+        for distinct indices (checked on indices 0 to 63). Messages quote at most 80
+        characters of the pattern or a name.
     """
+    check_name_pattern(
+        hca_format, "index", max_chars=HCA_NAME_MAX, param="hca_format", noun="device name"
+    )
     _hca(hca_format, 0)  # a pattern Python formats with {index} alone
     fields = [f for _, f, _, _ in string.Formatter().parse(hca_format) if f is not None]
     if "index" not in fields:
         raise SpecError(
-            f"hca_format {hca_format!r} has no field {{index}}: every NIC of a server needs "
-            "a distinct device name",
+            f"hca_format {shown(hca_format)} has no field {{index}}: every NIC of a server "
+            "needs a distinct device name",
             param="hca_format",
         )
     names = [_hca(hca_format, i) for i in range(64)]
     if len(set(names)) < len(names):
         raise SpecError(
-            f"hca_format {hca_format!r} gives one name to two devices: every NIC of a "
+            f"hca_format {shown(hca_format)} gives one name to two devices: every NIC of a "
             "server needs a distinct device name",
             param="hca_format",
         )
