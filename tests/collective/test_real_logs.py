@@ -100,3 +100,17 @@ def test_a_run_above_the_ceiling_is_said(h100):
     # all_gather of the same log stays under its ceiling at 1 GiB and more
     (gather,) = [t for t in read_nccl_tests(log) if t.op == "all_gather"]
     assert not [s for s in compare_log(h100, gather).above_ceiling if s >= GIB]
+
+
+def test_size_bands_name_the_sizes_the_log_covers(h100):
+    # the ten-node log's all_reduce runs 32 MiB to 16 GiB (nccl-tests -b 32M -e 16G): its mid
+    # band said "1 MiB to 512 MiB", sizes it never ran
+    log = real_file(LOGS, "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    (test,) = [t for t in read_nccl_tests(log) if t.op == "all_reduce"]
+    assert (test.rows[0].size_bytes, test.rows[-1].size_bytes) == (32 << 20, 16 << 30)
+    bands = compare_log(h100, test).bands
+    assert [(b["band"], b["sizes"], b["rows"]) for b in bands] == [
+        ("mid", "32 MiB to 512 MiB", 5),
+        ("large", "1 GiB to 16 GiB", 5),
+    ]
+    assert bands[0]["verdict"].endswith("of the expected busbw at 32 MiB to 512 MiB")

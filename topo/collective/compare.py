@@ -25,6 +25,7 @@ from topo.collective.predict import GIB, MIB, fabric_constants, predict_row, rat
 from topo.errors import TopoError
 from topo.formats.nccl_tests_records import NcclTest
 from topo.units import Bps_to_GBps, s_to_us
+from topo.wording import binary_bytes
 
 FAR_BELOW = 0.5
 """Measured / expected busbw under this is reported as far below what the fabric should give."""
@@ -381,15 +382,19 @@ def size_bands(op: str, rows: list[CompareRow]) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        Per band with rows: ``band`` (small, mid, large), ``sizes`` (its label), ``rows``,
-        ``median_ratio`` (measured / expected busbw), ``verdict`` and ``far_below``, as
-        :func:`compare_log`'s overall verdict words them.
+        Per band with rows: ``band`` (small, mid, large), ``sizes`` (the sizes of the band
+        the rows cover, e.g. ``32 MiB to 512 MiB``), ``rows``, ``median_ratio`` (measured /
+        expected busbw), ``verdict`` and ``far_below``, as :func:`compare_log`'s overall
+        verdict words them.
     """
     out = []
-    for name, lo, hi, label in SIZE_BANDS:
+    for name, lo, hi, _ in SIZE_BANDS:
+        sizes = [r.size_bytes for r in rows if lo <= r.size_bytes < hi]
         inside = [r.ratio for r in rows if lo <= r.size_bytes < hi]
         if not inside:
             continue
+        first, last = binary_bytes(min(sizes)), binary_bytes(max(sizes))
+        label = first if first == last else f"{first} to {last}"
         median = float(np.median(inside))
         verdict, far = _verdict(op, median, label)
         out.append(
