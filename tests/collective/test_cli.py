@@ -131,6 +131,14 @@ def test_compare_and_fit_ten_nodes(h100, tmp_path):
     assert all(d["gpus"] == 80 and d["gpus_per_node"] == 8 for d in data)
 
 
+def test_the_rates_line_of_one_gpu_per_server(h100):
+    # one GPU a server uses one NIC of 50 GB/s and no NVLink: it said "NVLink 0.0 GB/s per
+    # GPU" and "server ceiling 400.0 GB/s" (the eight NICs of the server, seven unused)
+    r = ok(h100, "--gpus-per-node", "1", "--min-bytes", "1G", "--max-bytes", "1G")
+    assert "one GPU per server: no NVLink peer; 1 NIC x 50.0 GB/s per server in use" in r.stdout
+    assert "server ceiling" not in r.stdout and "NVLink 0.0" not in r.stdout
+
+
 def test_rows_under_one_mib_are_marked_not_fitted(h100):
     # the training file's rows start at 1 MiB: 256 and 512 KiB lie below the fitted range
     r = ok(h100, "--min-bytes", "256K", "--max-bytes", "2M")

@@ -92,10 +92,14 @@ def calibration_table(result: Any, log: Path) -> None:
 
 
 def _rates_line(rates: dict[str, Any]) -> str:
-    parts = [
-        f"NVLink {rates['nvlink_per_gpu_GBps']:.1f} GB/s per GPU "
-        f"({rates['nvlink_effective_GBps']:.1f} as NCCL gets it)"
-    ]
+    if rates["nvlink_per_gpu_GBps"] > 0:
+        nvlink = (
+            f"NVLink {rates['nvlink_per_gpu_GBps']:.1f} GB/s per GPU "
+            f"({rates['nvlink_effective_GBps']:.1f} as NCCL gets it)"
+        )
+    else:
+        nvlink = "one GPU per server: no NVLink peer"
+    parts = [nvlink]
     if "ring_method" in rates:  # across servers
         ring = (
             f"ring {rates['ring_per_server_GBps']:.1f} GB/s per server "
@@ -103,9 +107,12 @@ def _rates_line(rates: dict[str, Any]) -> str:
             if rates["ring_per_server_GBps"]
             else "ring NIC-bound only (flow LP refused)"
         )
+        in_use = rates["nics_per_node"] * rates["nic_GBps"]
+        ceiling = rates["server_ceiling_GBps"]
         parts.append(
-            f"{rates['nics_per_node']} NICs x {rates['nic_GBps']:.1f} GB/s per server in use, "
-            f"{ring}, server ceiling {rates['server_ceiling_GBps']:.1f} GB/s"
+            f"{count(rates['nics_per_node'], 'NIC')} x {rates['nic_GBps']:.1f} GB/s per server "
+            f"in use, {ring}"
+            + (f", server ceiling {ceiling:.1f} GB/s" if ceiling < in_use * (1 - 1e-9) else "")
         )
     if rates.get("alltoall_internode_per_gpu_GBps"):
         parts.append(
