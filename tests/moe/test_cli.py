@@ -140,3 +140,19 @@ def test_memory_refusals_are_one_line_before_allocating(mpft, tmp_path, monkeypa
     one_line_error(run("moe", mpft, "--ep", 16, "--tokens-per-gpu", 65_536),
                    "1.21 GB, over the memory limit of 0.50 GB (TOPO_MEMORY_LIMIT_GB)")  # fmt: skip
     assert time.perf_counter() - start < 30
+
+
+def test_kernel_memory_refused_before_the_report(mpft, monkeypatch):
+    """--kernel nccl on EP64 x 512 tokens needs 32,768 x (6 x 64 + 4 x 8) B = 13.6 MB; under a
+    10 MB limit it is refused before any token is gated: at most floor(1e7 / 416) = 24,038."""
+    import topo.moe.timing as timing
+
+    def never(*args, **kwargs):
+        raise AssertionError("gated before the memory guard")
+
+    monkeypatch.setattr(timing, "route_tokens", never)
+    monkeypatch.setenv("TOPO_MEMORY_LIMIT_GB", "0.01")
+    one_line_error(run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 512, "--kernel", "nccl"),
+                   "--kernel nccl on --ep 64 x --tokens-per-gpu 512 = 32,768 tokens")  # fmt: skip
+    r = run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 512, "--kernel", "nccl")
+    assert "at most 24,038 tokens fit" in r.output

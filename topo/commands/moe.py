@@ -198,11 +198,15 @@ def moe(
     G = fabric_mod.load(fabric)
     with about(fabric):
         G = driven(G, planes_used)
-        if kernel is not None:  # (before the report: its SM range is the fabric's GPU's)
+        if kernel is not None:  # (before the report: the SMs of the fabric's GPU, memory)
             from topo.collective.fabric_rates import gpu_model
+            from topo.flow.solve import check_moe_kernel
             from topo.moe.kernels import check_kernel_sms
+            from topo.moe.traffic import default_ep
 
             check_kernel_sms(kernel.value, kernel_sms, gpu_model(G))
+            size = ep if ep is not None else default_ep(G, config.n_routed_experts)
+            check_moe_kernel(kernel.value, size, tokens_per_gpu, config.num_experts_per_tok)
         report = moe_report(
             G,
             config,
