@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 from formats._real import real_file
 from typer.testing import CliRunner
 
+import topo
 from topo.builders import build
 from topo.cli import app
 from topo.fabric import save
@@ -112,3 +115,44 @@ def test_errors(mpft, tmp_path):
     missing = tmp_path / "nope" / "m.html"
     one_line_error(run("moe", mpft, "--html", missing, "--tokens-per-gpu", 1), "does not exist")
     assert not missing.exists()
+
+
+def test_memory_refusals_are_one_line_before_allocating(mpft, tmp_path, monkeypatch):
+    """A million routed experts (the config validator's most) and the most tokens are refused
+    in one line naming the options and the limit, quickly (nothing is allocated first)."""
+    monkeypatch.delenv("TOPO_MEMORY_LIMIT_GB", raising=False)
+    config = json.loads((Path(topo.__file__).parent / "data" / "deepseek-v3.json").read_text())
+    config["n_routed_experts"] = 1_048_576
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(config))
+    start = time.perf_counter()
+    # 4 arrays x 8,192 tokens x 1,048,576 experts x 8 B = 274.88 GB
+    one_line_error(run("moe", mpft, "--model", big, "--ep", 64, "--tokens-per-gpu", 128),
+                   "gating --ep 64 x --tokens-per-gpu 128 = 8,192 tokens over 1,048,576 routed "
+                   "experts (the model's n_routed_experts) takes 4 arrays of 8,192 x 1,048,576 "
+                   "x 8 B, about 274.88 GB, over the memory limit of 4.29 GB "
+                   "(TOPO_MEMORY_LIMIT_GB)")  # fmt: skip
+    # 4,194,304 tokens x 9 destinations x 128 B = 4.83 GB
+    one_line_error(run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 65_536),
+                   "--ep 64 x --tokens-per-gpu 65536 = 4,194,304 tokens")  # fmt: skip
+    monkeypatch.setenv("TOPO_MEMORY_LIMIT_GB", "0.5")
+    # 1,048,576 tokens x 9 x 128 B = 1.21 GB
+    one_line_error(run("moe", mpft, "--ep", 16, "--tokens-per-gpu", 65_536),
+                   "1.21 GB, over the memory limit of 0.50 GB (TOPO_MEMORY_LIMIT_GB)")  # fmt: skip
+    assert time.perf_counter() - start < 30
+
+
+def test_kernel_memory_refused_before_the_report(mpft, monkeypatch):
+    """--kernel nccl on EP64 x 512 tokens needs 32,768 x (6 x 64 + 4 x 8) B = 13.6 MB; under a
+    10 MB limit it is refused before any token is gated: at most floor(1e7 / 416) = 24,038."""
+    import topo.moe.timing as timing
+
+    def never(*args, **kwargs):
+        raise AssertionError("gated before the memory guard")
+
+    monkeypatch.setattr(timing, "route_tokens", never)
+    monkeypatch.setenv("TOPO_MEMORY_LIMIT_GB", "0.01")
+    one_line_error(run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 512, "--kernel", "nccl"),
+                   "--kernel nccl on --ep 64 x --tokens-per-gpu 512 = 32,768 tokens")  # fmt: skip
+    r = run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 512, "--kernel", "nccl")
+    assert "at most 24,038 tokens fit" in r.output

@@ -23,7 +23,7 @@ from topo.fabric import save
 from topo.files import read_text
 from topo.moe import default_config, moe_report
 from topo.moe.deepep_v2 import expected_topk, v2_theoretical_qps, v2_theoretical_sms
-from topo.moe.kernels import kernel_report, kernel_times, ll_sms
+from topo.moe.kernels import check_kernel_sms, device_sms, kernel_report, kernel_times, ll_sms
 from topo.moe.traffic import ep_layout
 
 if sys.version_info >= (3, 11):
@@ -290,3 +290,50 @@ def test_kernel_tpot():
     assert k.layer_us == pytest.approx(2 * (k.dispatch_us + k.combine_us))
     assert k.tpot_ms == pytest.approx(58 * k.layer_us / 1e3)
     assert k.tokens_per_s == pytest.approx(1e3 / k.tpot_ms)
+
+
+# --- DeepEP V2's SMs: bounded by the fabric's GPU ---------------------------------------------
+
+H800 = "NVIDIA HGX H800 8-GPU (DeepSeek-V3's node)"
+B200 = "NVIDIA DGX B200 / HGX B200 8-GPU"
+
+
+def test_v2_sms_bounded_by_the_fabrics_gpu():
+    """A Hopper SXM GPU has 132 SMs (H100 whitepaper), a B200 148 (Blackwell datasheet); a
+    fabric that records no GPU model is taken as Hopper, as topo collective takes it. Any
+    count in range is taken (DeepEP V2 rounds only the count it computes to even)."""
+    check_kernel_sms("deepep-v2", 132, H800)
+    check_kernel_sms("deepep-v2", 131, H800)
+    with pytest.raises(TopoError, match=r"from 1 to 132 \(the SMs of a Hopper SXM GPU, the "
+                       r"fabric's .*H800.*got 148"):  # fmt: skip
+        check_kernel_sms("deepep-v2", 148, H800)
+    check_kernel_sms("deepep-v2", 148, B200)
+    with pytest.raises(TopoError, match=r"from 1 to 148 \(the SMs of a Blackwell GPU"):
+        check_kernel_sms("deepep-v2", 149, B200)
+    with pytest.raises(TopoError, match=r"from 1 to 132 .*assumed: the fabric records no GPU"):
+        check_kernel_sms("deepep-v2", 133, None)
+    assert device_sms(H800)[0] == 132 and device_sms(B200)[0] == 148
+
+
+def test_v2_sms_refused_on_a_hopper_fabric_accepted_on_blackwell(tmp_path):
+    """The command refuses --sms 148 with deepep-v2 on an H800 fabric, as it refuses
+    deepep-normal's 140, in one line and before the report; a B200 fabric runs it."""
+    G = build("ft2", switch_ports=64, gpus=16, gpus_per_node=8, nics_per_node=8)
+    base = ["moe", "", "--ep", "16", "--tokens-per-gpu", "8", "--kernel"]
+    for model, sms, ok in ((H800, 148, False), (H800, 132, True), (B200, 148, True)):
+        G.graph["gpu_model"] = model
+        path = tmp_path / f"{sms}-{ok}.json"
+        save(G, path)
+        base[1] = str(path)
+        res = CliRunner().invoke(app, [*base, "deepep-v2", "--sms", str(sms)])
+        if ok:
+            assert res.exit_code == 0, res.output
+            assert f"kernel deepep-v2 on {sms} SMs" in res.stdout
+        else:
+            assert res.exit_code != 0 and "Traceback" not in res.output
+            assert res.output.strip().count("\n") == 0
+            assert "--kernel-sms must be from 1 to 132" in res.output
+    G.graph["gpu_model"] = H800
+    save(G, path)
+    res = CliRunner().invoke(app, [*base, "deepep-normal", "--sms", "140"])
+    assert res.exit_code != 0 and "from 2 to 132" in res.output

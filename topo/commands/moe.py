@@ -158,8 +158,9 @@ def moe(
         typer.Option(
             "--kernel-sms",
             "--sms",
-            help="SMs given to the kernel: deepep-normal (even; default 24, as DeepEP's tests) "
-            "or deepep-v2 (default: the count V2's code computes).",
+            help="SMs given to the kernel: deepep-normal (even, 2 to 132; default 24, as "
+            "DeepEP's tests) or deepep-v2 (1 to the fabric's GPU's SMs: 132 Hopper, 148 "
+            "Blackwell; default: the count V2's code computes).",
             min=1,
         ),
     ] = None,
@@ -197,6 +198,15 @@ def moe(
     G = fabric_mod.load(fabric)
     with about(fabric):
         G = driven(G, planes_used)
+        if kernel is not None:  # (before the report: the SMs of the fabric's GPU, memory)
+            from topo.collective.fabric_rates import gpu_model
+            from topo.flow.solve import check_moe_kernel
+            from topo.moe.kernels import check_kernel_sms
+            from topo.moe.traffic import default_ep
+
+            check_kernel_sms(kernel.value, kernel_sms, gpu_model(G))
+            size = ep if ep is not None else default_ep(G, config.n_routed_experts)
+            check_moe_kernel(kernel.value, size, tokens_per_gpu, config.num_experts_per_tok)
         report = moe_report(
             G,
             config,

@@ -25,7 +25,8 @@ V2_SM_MARGIN = 1.25
 """Head-room factor on the computed SM count (``num_sms * 1.25``, then even, at least 4)."""
 V2_MAX_SMS = 148
 """Most SMs of a GPU DeepEP V2 runs on: B200's 148 (NVIDIA Blackwell datasheet); H100/H800 have
-132. ``--sms`` above it is refused."""
+132. ``--sms`` above the SMs of the fabric's GPU is refused
+(:func:`topo.moe.kernels.device_sms`)."""
 V2_QPS_ALLOCATED = 129
 """QPs DeepEP V2 allocates in hybrid mode without fast RDMA atomics (65 with them; 17 in direct
 mode): ``ElasticBuffer.__init__``, ``num_allocated_qps``."""

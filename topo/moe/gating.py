@@ -237,6 +237,7 @@ def gate(
         q = max(1, k // limit)
         padded = _group_view(scores, groups, n_groups)  # (tokens, groups, size)
         top = -np.sort(-padded, axis=-1)[..., :q]
+        del padded  # (at most MOE_GATE_ARRAYS score-sized arrays alive at once)
         finite = np.isfinite(top)
         gscore = np.where(finite, top, 0.0).sum(axis=-1)
         gscore[~finite.any(axis=-1)] = -np.inf

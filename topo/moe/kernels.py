@@ -56,7 +56,9 @@ from typing import Any
 
 import numpy as np
 
+from topo.collective.fabric_rates import arch_of_model
 from topo.errors import TopoError
+from topo.flow.solve import check_moe_kernel
 from topo.moe.deepep_v2 import (
     V2_MAX_SMS,
     V2_SM_READ_Bps,
@@ -375,10 +377,58 @@ def _nic_and_nvlink_Bps(layout: EPLayout) -> tuple[float, float]:
     return nic_Bps, nvl_Bps
 
 
-def check_kernel_sms(kernel: str, num_sms: int | None) -> None:
+DEVICE_SMS = {"hopper": MAX_SMS, "blackwell": V2_MAX_SMS}
+"""SMs of the GPU of each generation DeepEP V2 runs on (SM90, SM100): an H100/H800 SXM5's 132
+(NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022) and a B200's 148 (NVIDIA
+Blackwell datasheet), as DeepEP V2's README sizes its SM90 and SM100 runs."""
+
+
+def device_sms(gpu_model: str | None) -> tuple[int, str]:
+    """The SMs of a fabric's GPU for DeepEP V2, and how the count was found (for a message).
+
+    Parameters
+    ----------
+    gpu_model : str or None
+        The GPU model the fabric records (:attr:`topo.moe.traffic.EPLayout.gpu_model`).
+
+    Returns
+    -------
+    (int, str)
+        :data:`DEVICE_SMS` of the model's generation
+        (:func:`topo.collective.fabric_rates.arch_of_model`); a Hopper GPU's 132 when the
+        fabric records no model or one of another generation, as ``topo collective`` assumes
+        Hopper then.
+
+    Examples
+    --------
+    >>> device_sms("NVIDIA DGX B200 / HGX B200 8-GPU")[0], device_sms(None)[0]
+    (148, 132)
+    """
+    arch = arch_of_model(gpu_model)
+    if arch == "blackwell":
+        return DEVICE_SMS[arch], f"the SMs of a Blackwell GPU, the fabric's {gpu_model!r}"
+    if arch == "hopper":
+        return DEVICE_SMS[arch], f"the SMs of a Hopper SXM GPU, the fabric's {gpu_model!r}"
+    what = "records no GPU model" if gpu_model is None else f"records GPU model {gpu_model!r}"
+    return MAX_SMS, (
+        f"the SMs of a Hopper SXM GPU, assumed: the fabric {what}; build it with --node for "
+        "another GPU"
+    )
+
+
+def check_kernel_sms(kernel: str, num_sms: int | None, gpu_model: str | None = None) -> None:
     """Refuse an SM count a kernel's model cannot take: out of the device's range for DeepEP's
-    normal (even, at most the H100's 132) and V2 kernels (at most a B200's), or given at all to
-    a kernel whose model has no SM budget.
+    normal (even, at most the H100's 132) and V2 kernels (at most the fabric's GPU's,
+    :func:`device_sms`), or given at all to a kernel whose model has no SM budget.
+
+    Parameters
+    ----------
+    kernel : str
+        One of :data:`KERNELS`.
+    num_sms : int or None
+        SMs given to the kernel (None: its default).
+    gpu_model : str or None
+        The GPU model the fabric records (bounds DeepEP V2's SMs; None: a Hopper GPU).
 
     Raises
     ------
@@ -395,10 +445,10 @@ def check_kernel_sms(kernel: str, num_sms: int | None) -> None:
                 param="num_sms",
             )
     elif kernel == "deepep-v2":
-        if not 1 <= num_sms <= V2_MAX_SMS:
+        most, why = device_sms(gpu_model)
+        if not 1 <= num_sms <= most:
             raise TopoError(
-                f"num_sms must be from 1 to {V2_MAX_SMS} (a B200's SMs), got {num_sms}",
-                param="num_sms",
+                f"num_sms must be from 1 to {most} ({why}), got {num_sms}", param="num_sms"
             )
     else:
         why = {
@@ -464,8 +514,9 @@ def kernel_times(
     num_sms : int, optional
         SMs given to the kernel: DeepEP's normal kernels (even, default 24; ``num_sms / 2``
         channels, each forwarding at :data:`FORWARD_DISPATCH_Bps` / :data:`FORWARD_COMBINE_Bps`
-        across nodes) or DeepEP V2 (default: the count its code computes,
-        :func:`topo.moe.deepep_v2.v2_theoretical_sms`). Other kernels take none.
+        across nodes) or DeepEP V2 (from 1 to the SMs of the fabric's GPU, :func:`device_sms`;
+        default: the count its code computes, :func:`topo.moe.deepep_v2.v2_theoretical_sms`,
+        on that GPU). Other kernels take none.
     ll_nvlink : bool
         DeepEP's ``allow_nvlink_for_low_latency_mode`` (low-latency kernels): False sends every
         message over RDMA, as the kernels before PR #173 and ``--disable-nvlink`` do.
@@ -479,7 +530,9 @@ def kernel_times(
     ------
     TopoError
         Unknown kernel; a routing of another shape; RDMA needed with no NIC; an SM count out of
-        range or given to a kernel without one; NCCL EP above 64 GPUs or 8 GPUs per node.
+        range or given to a kernel without one; NCCL EP above 64 GPUs or 8 GPUs per node;
+        arrays over the memory limit (:func:`topo.flow.solve.memory.check_moe_kernel`, before
+        allocating them).
     """
     if kernel not in KERNELS:
         raise TopoError(
@@ -487,7 +540,8 @@ def kernel_times(
         )
     if experts.ndim != 2 or experts.shape[0] != layout.ep * tokens_per_gpu:
         raise TopoError("the routing must hold ep x tokens_per_gpu tokens")
-    check_kernel_sms(kernel, num_sms)
+    check_kernel_sms(kernel, num_sms, layout.gpu_model)
+    check_moe_kernel(kernel, layout.ep, tokens_per_gpu, experts.shape[1])
     if kernel.startswith("nccl-ep"):
         _check_nccl_ep(layout, kernel)
     nic_Bps, nvl_Bps = _nic_and_nvlink_Bps(layout)
@@ -519,7 +573,7 @@ def kernel_times(
             layout.gpus_per_node,
             nic_Bps / 1e9,
             nvl_Bps / 1e9,
-            device_sms=V2_MAX_SMS,
+            device_sms=device_sms(layout.gpu_model)[0],
         )
         qps = v2_theoretical_qps(sms) if layout.nodes > 1 else None
     elif low_latency:

@@ -44,7 +44,7 @@ import numpy as np
 from topo.errors import InfeasibleError, TopoError
 from topo.fabric import SWITCH_KINDS, natural_key
 from topo.flow import BandwidthResult, server_demand_time
-from topo.flow.solve import check_moe_matrices
+from topo.flow.solve import check_moe_matrices, check_moe_tokens
 from topo.moe.cache import MoECache
 from topo.moe.config import MoEConfig
 from topo.moe.gating import CHUNK_TOKENS, GateResult, expert_probabilities, route_tokens
@@ -646,6 +646,9 @@ def moe_report(
             param="tokens_per_gpu",
         )
     limit, binding = _node_limit(config, layout, node_limit)
+    check_moe_tokens(layout.ep, tokens_per_gpu, E, config.num_experts_per_tok,
+                     at_once=CHUNK_TOKENS if routing is None else 0,
+                     limited=binding)  # fmt: skip
     if routing is not None:
         routings = {0: _fixed_routing(config, routing, n_tokens)}
         limits = [0]

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from topo.collective.fabric_rates import gpu_model
 from topo.errors import TopoError
 from topo.fabric import servers as fabric_servers
 from topo.traffic import server_matrix
@@ -95,6 +96,9 @@ class EPLayout:
         The cabled NIC(s) each rank's GPU reaches over PCIe (GPUs may share a NIC).
     nic_cable_Bps : dict of str to float
         Each of those NICs' cable capacity to the fabric, B/s per direction.
+    gpu_model : str or None
+        The GPU model the fabric records (``topo build --node``;
+        :func:`topo.collective.fabric_rates.gpu_model`), None when it records none.
     """
 
     ep: int
@@ -106,6 +110,7 @@ class EPLayout:
     pcie_Bps: np.ndarray
     nic_of_rank: list[tuple[str, ...]]
     nic_cable_Bps: dict[str, float]
+    gpu_model: str | None = None
 
     @property
     def nodes(self) -> int:
@@ -276,6 +281,7 @@ def ep_layout(G: nx.Graph, n_experts: int, ep: int | None = None) -> EPLayout:
         pcie_Bps=np.array(pcie),
         nic_of_rank=nics,
         nic_cable_Bps=cable,
+        gpu_model=gpu_model(G),
     )
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 
+import numpy as np
 import pytest
 
 from topo.builders import build
@@ -15,9 +18,13 @@ from topo.flow.solve.memory import (
     MEMORY_LIMIT_ENV,
     check_demand_table,
     check_moe_matrices,
+    check_moe_tokens,
     demand_table_bytes,
     memory_limit_bytes,
+    moe_gating_bytes,
+    moe_kernel_bytes,
     moe_matrices_bytes,
+    moe_token_bytes,
 )
 from topo.moe import default_config
 from topo.moe.timing import moe_report
@@ -96,3 +103,115 @@ def test_bandwidth_over_the_limit_gives_certified_bounds(monkeypatch) -> None:
         assert r.bounds.lower_Bps <= exact.pair_rate_Bps * (1 + 1e-9)
         assert r.bounds.upper_Bps >= exact.pair_rate_Bps * (1 - 1e-9)
     assert any("over the memory limit of 0.0 GB (TOPO_MEMORY_LIMIT_GB)" in s for s in r.reductions)
+
+
+# --- MoE gating and token arrays (topo moe) -------------------------------------------------
+
+
+def test_moe_gating_and_token_estimates_are_their_closed_forms() -> None:
+    # 8,192 tokens x 1,048,576 experts x 8 B = 68,719,476,736 B an array; 4 arrays with a
+    # binding node limit (274.88 GB), 3 without (206.16 GB).
+    assert moe_gating_bytes(8_192, 1_048_576) == 4 * 68_719_476_736 == 274_877_906_944
+    assert moe_gating_bytes(8_192, 1_048_576, limited=False) == 206_158_430_208
+    # 4,194,304 tokens x (8 + 1) destinations x 128 B = 4,831,838,208 B.
+    assert moe_token_bytes(4_194_304, 8) == 4_831_838_208
+    # nccl on EP64, 8 experts a token: 6 x 64 + 4 x 8 = 416 B a token.
+    assert moe_kernel_bytes("nccl", 1_000, 64, 8) == 416_000
+
+
+def _no_gating(monkeypatch) -> None:
+    import topo.moe.timing as timing
+
+    def never(*args, **kwargs):
+        raise AssertionError("allocated before the memory guard")
+
+    monkeypatch.setattr(timing, "route_tokens", never)
+    monkeypatch.setattr(timing, "copy_matrices", never)
+
+
+def test_moe_a_million_experts_is_refused_before_gating(monkeypatch) -> None:
+    # DeepSeek-V3 with 1,048,576 routed experts, EP64 x 128 tokens = 8,192 tokens gated at
+    # once: 4 arrays x 8,192 x 1,048,576 x 8 B = 274.88 GB > 4 GiB (4.29 GB); the tokens
+    # that fit: floor(2^32 / (4 x 8 x 2^20)) = 128.
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    _no_gating(monkeypatch)
+    config = dataclasses.replace(default_config(), n_routed_experts=1_048_576)
+    G = build("mpft", switch_ports=16, gpus=64)
+    start = time.perf_counter()
+    with pytest.raises(TopoError) as exc:
+        moe_report(G, config, ep=64, tokens_per_gpu=128)
+    assert time.perf_counter() - start < 10
+    msg = str(exc.value)
+    assert "\n" not in msg and exc.value.param == "tokens_per_gpu"
+    for part in (
+        "ep 64 x tokens_per_gpu 128 = 8,192 tokens over 1,048,576 routed experts",
+        "n_routed_experts",
+        "4 arrays of 8,192 x 1,048,576 x 8 B, about 274.88 GB",
+        "memory limit of 4.29 GB (TOPO_MEMORY_LIMIT_GB)",
+        "at most 128 tokens fit",
+    ):
+        assert part in msg
+
+
+def test_moe_32768_experts_refused_at_the_chunk(monkeypatch) -> None:
+    # 32,768 experts, 65,536 tokens: gated 8,192 at a time, 4 x 8,192 x 32,768 x 8 B =
+    # 8.59 GB > 4.29 GB; at most floor(2^32 / (32 x 32,768)) = 4,096 tokens fit.
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    _no_gating(monkeypatch)
+    config = dataclasses.replace(default_config(), n_routed_experts=32_768)
+    G = build("mpft", switch_ports=16, gpus=64)
+    with pytest.raises(TopoError, match=r"about 8\.59 GB.* at most 4,096 tokens fit"):
+        moe_report(G, config, ep=64, tokens_per_gpu=1024)
+
+
+def test_moe_token_arrays_are_refused_under_a_small_limit(monkeypatch) -> None:
+    # 0.5 GB: EP16 x 65,536 = 1,048,576 tokens x 9 destinations x 128 B = 1.21 GB; at most
+    # floor(5e8 / 1,152) = 434,027 tokens fit.
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.5")
+    _no_gating(monkeypatch)
+    G = build("mpft", switch_ports=16, gpus=64)
+    with pytest.raises(TopoError) as exc:
+        moe_report(G, default_config(), ep=16, tokens_per_gpu=65_536)
+    msg = str(exc.value)
+    assert "1,048,576 tokens" in msg and "1.21 GB" in msg and "limit of 0.50 GB" in msg
+    assert "at most 434,027 tokens fit" in msg and "\n" not in msg
+
+
+def test_moe_the_most_tokens_are_refused_under_the_default_limit(monkeypatch) -> None:
+    # EP64 x 65,536 = 4,194,304 tokens (MAX_TOKENS) x 1,152 B = 4.83 GB > 4 GiB; at most
+    # floor(2^32 / 1,152) = 3,728,270 tokens fit.
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    _no_gating(monkeypatch)
+    G = build("mpft", switch_ports=16, gpus=64)
+    with pytest.raises(TopoError, match=r"4\.83 GB, over the memory limit of 4\.29 GB .*"
+                       r"at most 3,728,270 tokens fit"):  # fmt: skip
+        moe_report(G, default_config(), ep=64, tokens_per_gpu=65_536)
+
+
+def test_moe_tokens_at_the_limit_pass(monkeypatch) -> None:
+    # 1,000 tokens x 9 x 128 B = 1,152,000 B; gating 1,000 x 256 x 8 B x 4 = 8,192,000 B.
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, str(8_192_000 / 1e9))
+    check_moe_tokens(10, 100, 256, 8, at_once=8_192)
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, str(8_191_000 / 1e9))
+    with pytest.raises(TopoError, match="gating"):
+        check_moe_tokens(10, 100, 256, 8, at_once=8_192)
+
+
+def test_moe_kernel_arrays_are_refused_before_allocating(monkeypatch) -> None:
+    # nccl on EP64 x 512 tokens: 32,768 x (6 x 64 + 4 x 8) B = 13,631,488 B > 10 MB; at most
+    # floor(1e7 / 416) = 24,038 tokens fit.
+    import topo.moe.kernels as kernels
+    from topo.moe.kernels import kernel_times
+    from topo.moe.traffic import ep_layout
+
+    def never(*args, **kwargs):
+        raise AssertionError("allocated before the memory guard")
+
+    monkeypatch.setattr(kernels, "_targets", never)
+    monkeypatch.setattr(kernels, "_nccl_legs", never)
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.01")
+    layout = ep_layout(build("mpft", switch_ports=16, gpus=64), 256, 64)
+    experts = np.arange(64 * 512 * 8).reshape(-1, 8) % 256
+    with pytest.raises(TopoError, match=r"kernel nccl on ep 64 x tokens_per_gpu 512 = 32,768 "
+                       r"tokens.* at most 24,038 tokens fit"):  # fmt: skip
+        kernel_times(layout, experts, 512, 1000, 2000, "nccl")

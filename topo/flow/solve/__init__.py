@@ -20,7 +20,9 @@ from topo.flow.solve.lp import (
 from topo.flow.solve.memory import (
     MEMORY_LIMIT_ENV,
     check_demand_table,
+    check_moe_kernel,
     check_moe_matrices,
+    check_moe_tokens,
     memory_limit_bytes,
 )
 
@@ -32,7 +34,9 @@ __all__ = [
     "FlowModel",
     "MCFSolution",
     "check_demand_table",
+    "check_moe_kernel",
     "check_moe_matrices",
+    "check_moe_tokens",
     "check_solver_limits",
     "flow_model",
     "max_concurrent_flow",
