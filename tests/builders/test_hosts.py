@@ -133,8 +133,8 @@ def test_every_export_names_a_tray_alike_and_validate_matches_its_dump(tmp_path:
 
 def test_a_build_from_a_named_server_records_its_gpu(tmp_path: Path):
     # topo collective takes NCCL's per-arch tables from it: a GB200 build read as Hopper.
-    from topo.collective.fabric_rates import gpu_arch
     from topo.fabric import load
+    from topo.fabric.gpus import gpu_arch
 
     gb = tmp_path / "gb.json"
     _cli_ok("build", "ft2", "--node", "gb200-nvl72", "--gpus", 144, "-o", gb)

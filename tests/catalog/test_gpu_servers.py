@@ -35,8 +35,8 @@ from typer.testing import CliRunner
 from topo import fabric as fabric_mod
 from topo.catalog import load_catalog
 from topo.cli import app
-from topo.collective.fabric_rates import arch_of_model, gpu_arch
 from topo.collective.gpu_models import resolve_gpu_model
+from topo.fabric.gpus import arch_of_model, gpu_arch
 
 runner = CliRunner()
 

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from topo.builders import build
 from topo.collective.constants import default_constants_path
-from topo.collective.fabric_rates import gpu_arch
 from topo.collective.gpu_models import ARCH_CLASS, assumed_arch_note
 from topo.fabric import save
+from topo.fabric.gpus import gpu_arch
 from topo.spec import tomllib
 
 runner = CliRunner()

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 from tests.formats._real import real_file
 from topo.catalog import default_catalog_path
 from topo.cli import app
-from topo.collective.fabric_rates import gpu_arch
 from topo.collective.gpu_models import known_gpu_models, resolve_gpu_model
 from topo.errors import SpecError
 from topo.fabric import load
+from topo.fabric.gpus import gpu_arch
 
 GB200 = ("ibnetdiscover", "topograph_dgx_gb200_ndr_superpod.out")
 RACK = r"-dgx-(\d+)-c\d+$"

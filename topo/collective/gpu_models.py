@@ -1,10 +1,10 @@
 """GPU model names a fabric may record (``G.graph["gpu_model"]``), from which
-:func:`topo.collective.fabric_rates.gpu_arch` takes NCCL's per-arch tables.
+:func:`topo.fabric.gpus.gpu_arch` takes NCCL's per-arch tables.
 
 ``topo build --node NAME`` records the catalog server's ``model``; ``topo import ibnetdiscover
 --gpu-model NAME`` records the model of a name from the same tables
 (:func:`resolve_gpu_model`): a catalog server (``gb200-nvl72``, ``topo/data/catalog.toml``) or
-a GPU of :data:`topo.collective.fabric_rates.GPU_ARCHES` (``GB200``, ``H100``, ...).
+a GPU of :data:`topo.fabric.gpus.GPU_ARCHES` (``GB200``, ``H100``, ...).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import networkx as nx
 
 from topo.catalog import load_catalog
-from topo.collective.fabric_rates import GPU_ARCHES, arch_of_model, gpu_arch, gpu_model
 from topo.errors import SpecError
+from topo.fabric.gpus import GPU_ARCHES, arch_of_model, gpu_arch, gpu_model
 
 ARCH_CLASS = {
     "volta": "Volta (V100-class)",
@@ -31,7 +31,7 @@ def known_gpu_models() -> list[str]:
     -------
     list of str
         The catalog's servers whose model names a GPU of
-        :data:`~topo.collective.fabric_rates.GPU_ARCHES` (file order), then those GPUs.
+        :data:`~topo.fabric.gpus.GPU_ARCHES` (file order), then those GPUs.
     """
     catalog = load_catalog()
     servers = [
@@ -53,7 +53,7 @@ def resolve_gpu_model(name: str) -> str:
     str
         The catalog server's ``model`` (``"NVIDIA GB200 NVL72 rack (...)"``), or
         ``"NVIDIA <GPU>"`` (``"NVIDIA GB200"``); either reads as its arch in
-        :func:`~topo.collective.fabric_rates.gpu_arch`.
+        :func:`~topo.fabric.gpus.gpu_arch`.
 
     Raises
     ------
@@ -89,7 +89,7 @@ def assumed_arch_note(G: nx.Graph, arch: str) -> str | None:
     ----------
     G : networkx.Graph
         A fabric; its GPU model is ``G.graph["gpu_model"]`` or a GPU vertex's ``model``
-        (:func:`~topo.collective.fabric_rates.gpu_model`).
+        (:func:`~topo.fabric.gpus.gpu_model`).
     arch : str
         The generation the constants will use (``volta`` ... ``blackwell``): the constants
         file's ``model.arch`` when nothing else chose one.
@@ -98,7 +98,7 @@ def assumed_arch_note(G: nx.Graph, arch: str) -> str | None:
     -------
     str or None
         None when the fabric records a GPU model of a known generation
-        (:func:`~topo.collective.fabric_rates.gpu_arch`); else one clause for a warning, e.g.
+        (:func:`~topo.fabric.gpus.gpu_arch`); else one clause for a warning, e.g.
         ``"records no GPU model; assuming Hopper (H100-class) NCCL tables; pass --arch or
         build with --node"``, naming the recorded model when topo has no tables for it.
 

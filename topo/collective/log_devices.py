@@ -3,7 +3,7 @@
 nccl-tests prints every rank's CUDA device name in its header (``#  Rank  0 Group  0 Pid ...
 on HOST device  0 [0000:1b:00] NVIDIA H100 80GB HBM3``; :attr:`topo.formats.nccl_tests.
 NcclTest.devices`). The prediction uses NCCL's constants of one GPU generation (``--arch``, or
-the fabric's GPU model, :func:`topo.collective.fabric_rates.gpu_arch`) and the fabric's own
+the fabric's GPU model, :func:`topo.fabric.gpus.gpu_arch`) and the fabric's own
 NVLink and NIC rates. When the log's GPUs are of another generation, or another GPU than the
 fabric records (an H800's NVLink is not an H100's), the comparison holds the log against other
 hardware: :func:`device_mismatch` says so in one line. It changes no number.
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from topo.collective.fabric_rates import gpu_family, gpu_model
+from topo.fabric.gpus import gpu_family, gpu_model
 from topo.formats.nccl_tests_records import NcclTest
 
 __all__ = ["device_mismatch", "log_devices"]
@@ -47,7 +47,7 @@ def device_mismatch(
     str or None
         Names the log's devices and the model's generation (and the fabric's GPU model when
         it records one) when a device is of another generation, is another GPU than the
-        fabric's (by :data:`topo.collective.fabric_rates.GPU_ARCHES` prefix, e.g. ``H800``
+        fabric's (by :data:`topo.fabric.gpus.GPU_ARCHES` prefix, e.g. ``H800``
         against ``H100``), or is none that table knows; None when they agree or the log names
         no device.
 

@@ -20,8 +20,9 @@ import networkx as nx
 from topo.collective.choice import TunerRestriction, candidate_record, ranked_candidates
 from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.expected import expected
-from topo.collective.fabric_rates import FabricRates, gpu_arch
+from topo.collective.fabric_rates import FabricRates
 from topo.collective.model import busbw_factor
+from topo.fabric.gpus import gpu_arch
 from topo.units import Bps_to_GBps, s_to_us
 
 GIB = 1 << 30
@@ -106,7 +107,7 @@ class Row:
 
 def fabric_constants(G: nx.Graph, c: NcclConstants | None = None) -> NcclConstants:
     """The constants ``c`` (default :func:`load_constants`) for the GPU generation the fabric
-    records (:func:`topo.collective.fabric_rates.gpu_arch`), else as they are (the file's
+    records (:func:`topo.fabric.gpus.gpu_arch`), else as they are (the file's
     generation, hopper).
 
     Examples

@@ -199,7 +199,7 @@ def moe(
     with about(fabric):
         G = driven(G, planes_used)
         if kernel is not None:  # (before the report: the SMs of the fabric's GPU, memory)
-            from topo.collective.fabric_rates import gpu_model
+            from topo.fabric.gpus import gpu_model
             from topo.flow.solve import check_moe_kernel
             from topo.moe.kernels import check_kernel_sms
             from topo.moe.traffic import default_ep

@@ -12,14 +12,17 @@ cables between the same two devices are one edge whose ``links`` counts the cabl
 - :mod:`topo.fabric.queries`: what a fabric holds (``servers``, ``hosts``,
   ``switch_components``, ``blocks_below_top``, ``natural_key``, ``summarize``, ...);
 - :mod:`topo.fabric.io`: fabric files, node-link JSON (``load``, ``save``,
-  ``check_fabric_path``).
+  ``check_fabric_path``);
+- :mod:`topo.fabric.gpus`: the GPU a fabric records and NCCL's generation of it
+  (``gpu_model``, ``gpu_arch``, ``gpu_family``, ``arch_of_model``, ``GPU_ARCHES``).
 
-Every public name of the four is importable from here (``from topo.fabric import servers``).
+Every public name of the five is importable from here (``from topo.fabric import servers``).
 """
 
 from __future__ import annotations
 
 from topo.fabric.checks import capacity_fault, check_schema, check_wiring, require_fabric
+from topo.fabric.gpus import GPU_ARCHES, arch_of_model, gpu_arch, gpu_family, gpu_model
 from topo.fabric.io import FABRIC_SUFFIXES, check_fabric_path, load, save
 from topo.fabric.queries import (
     FabricSummary,
@@ -67,6 +70,12 @@ from topo.fabric.schema import (
 )
 
 __all__ = [
+    # gpus
+    "GPU_ARCHES",
+    "arch_of_model",
+    "gpu_arch",
+    "gpu_family",
+    "gpu_model",
     # schema
     "ALLOWED_ENDS",
     "BUILT_GRAPH_KEYS",

@@ -56,8 +56,8 @@ from typing import Any
 
 import numpy as np
 
-from topo.collective.fabric_rates import arch_of_model
 from topo.errors import TopoError
+from topo.fabric.gpus import arch_of_model
 from topo.flow.solve import check_moe_kernel
 from topo.moe.deepep_v2 import (
     V2_MAX_SMS,
@@ -395,7 +395,7 @@ def device_sms(gpu_model: str | None) -> tuple[int, str]:
     -------
     (int, str)
         :data:`DEVICE_SMS` of the model's generation
-        (:func:`topo.collective.fabric_rates.arch_of_model`); a Hopper GPU's 132 when the
+        (:func:`topo.fabric.gpus.arch_of_model`); a Hopper GPU's 132 when the
         fabric records no model or one of another generation, as ``topo collective`` assumes
         Hopper then.
 
@@ -411,8 +411,8 @@ def device_sms(gpu_model: str | None) -> tuple[int, str]:
         return DEVICE_SMS[arch], f"the SMs of a Hopper SXM GPU, the fabric's {gpu_model!r}"
     what = "records no GPU model" if gpu_model is None else f"records GPU model {gpu_model!r}"
     return MAX_SMS, (
-        f"the SMs of a Hopper SXM GPU, assumed: the fabric {what}; build it with --node for "
-        "another GPU"
+        f"the SMs of a Hopper SXM GPU, assumed: the fabric {what} (a fabric built for a server "
+        "model records its GPU)"
     )
 
 

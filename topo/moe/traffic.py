@@ -59,9 +59,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from topo.collective.fabric_rates import gpu_model
 from topo.errors import TopoError
 from topo.fabric import servers as fabric_servers
+from topo.fabric.gpus import gpu_model
 from topo.traffic import server_matrix
 
 __all__ = ["EPLayout", "CopyMatrices", "ep_layout", "default_ep", "destinations", "copy_matrices"]
@@ -98,7 +98,7 @@ class EPLayout:
         Each of those NICs' cable capacity to the fabric, B/s per direction.
     gpu_model : str or None
         The GPU model the fabric records (``topo build --node``;
-        :func:`topo.collective.fabric_rates.gpu_model`), None when it records none.
+        :func:`topo.fabric.gpus.gpu_model`), None when it records none.
     """
 
     ep: int
