@@ -182,19 +182,22 @@ def report_table(rep: CollectiveReport) -> None:
     out.print(table)
     noted = [r for r in rep.rows if r.busbw_note]
     if noted:
-        sizes = f"{noted[0].size_bytes}" + (f" to {noted[-1].size_bytes}" if len(noted) > 1 else "")
-        out.print(f"note ({sizes} B): {noted[0].busbw_note}")
+        out.print(f"note ({_span(noted)} B): {noted[0].busbw_note}")
     unfitted = [r for r in rep.rows if not r.fitted]
     if unfitted:
-        sizes = f"{unfitted[0].size_bytes}" + (
-            f" to {unfitted[-1].size_bytes}" if len(unfitted) > 1 else ""
-        )
         out.print(
-            f"note ({sizes} B): the expected curve is not fitted under 1 MiB (its constants come "
-            "from rows of 1 MiB and more); held against public rows of 64-512 KiB, 12% are "
+            f"note ({_span(unfitted)} B): the expected curve is not fitted under 1 MiB (its "
+            "constants come from rows of 1 MiB and more); held against public rows of 64-512 "
+            "KiB, 12% are "
             "within 15%: across servers up to 2.9x slow, on one server about 1.3x fast "
             "(docs/collective.md)"
         )
+
+
+def _span(rows: list[Any]) -> str:
+    """The sizes of ``rows`` (in increasing size) for a note: the first, or first to last (B)."""
+    first, last = rows[0].size_bytes, rows[-1].size_bytes
+    return f"{first}" if len(rows) == 1 else f"{first} to {last}"
 
 
 def compare_table(cmp: Comparison, log: Path) -> None:
@@ -234,7 +237,8 @@ def compare_table(cmp: Comparison, log: Path) -> None:
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
-    above = [r for r in cmp.rows if r.size_bytes in set(cmp.above_ceiling)]
+    over = set(cmp.above_ceiling)
+    above = [r for r in cmp.rows if r.size_bytes in over]
     if above:
         top = max(above, key=lambda r: r.ceiling_ratio)
         out.print(

@@ -30,6 +30,11 @@ from topo.moe import default_config
 from topo.moe.timing import moe_report
 
 
+def _never(*args: object, **kwargs: object) -> None:
+    """A stand-in for an allocating step: the memory guard must refuse before it runs."""
+    raise AssertionError("allocated before the memory guard")
+
+
 def test_the_limit_defaults_to_4_gib_and_is_set_in_gb(monkeypatch) -> None:
     monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
     assert memory_limit_bytes() == 4 * 2**30 == DEFAULT_MEMORY_LIMIT_BYTES
@@ -68,11 +73,8 @@ def test_moe_report_refuses_before_allocating(monkeypatch) -> None:
     # any routing or copy matrix is made.
     import topo.moe.timing as timing
 
-    def never(*args, **kwargs):
-        raise AssertionError("allocated before the memory guard")
-
-    monkeypatch.setattr(timing, "route_tokens", never)
-    monkeypatch.setattr(timing, "copy_matrices", never)
+    monkeypatch.setattr(timing, "route_tokens", _never)
+    monkeypatch.setattr(timing, "copy_matrices", _never)
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.0001")
     G = build("mpft", switch_ports=8, gpus_per_node=8, nics_per_node=8, gpus=64)
     with pytest.raises(TopoError, match=r"ep must be at most 45 ranks"):
@@ -122,11 +124,8 @@ def test_moe_gating_and_token_estimates_are_their_closed_forms() -> None:
 def _no_gating(monkeypatch) -> None:
     import topo.moe.timing as timing
 
-    def never(*args, **kwargs):
-        raise AssertionError("allocated before the memory guard")
-
-    monkeypatch.setattr(timing, "route_tokens", never)
-    monkeypatch.setattr(timing, "copy_matrices", never)
+    monkeypatch.setattr(timing, "route_tokens", _never)
+    monkeypatch.setattr(timing, "copy_matrices", _never)
 
 
 def test_moe_a_million_experts_is_refused_before_gating(monkeypatch) -> None:
@@ -204,11 +203,8 @@ def test_moe_kernel_arrays_are_refused_before_allocating(monkeypatch) -> None:
     from topo.moe.kernels import kernel_times
     from topo.moe.traffic import ep_layout
 
-    def never(*args, **kwargs):
-        raise AssertionError("allocated before the memory guard")
-
-    monkeypatch.setattr(kernels, "_targets", never)
-    monkeypatch.setattr(kernels, "_nccl_legs", never)
+    monkeypatch.setattr(kernels, "_targets", _never)
+    monkeypatch.setattr(kernels, "_nccl_legs", _never)
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.01")
     layout = ep_layout(build("mpft", switch_ports=16, gpus=64), 256, 64)
     experts = np.arange(64 * 512 * 8).reshape(-1, 8) % 256
