@@ -19,7 +19,7 @@ TOML = "\n".join(
     ]
     + [
         "nvls_channel_GBps = 1000000.0",
-        "nvls_tree_channel_GBps = 1000000.0",
+        "nvls_channel_GBps_blackwell = 1000000.0",
         "nvls_tree_heads = 1000000.0",
         "",
     ]

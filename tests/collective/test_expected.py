@@ -180,3 +180,49 @@ def test_runs_their_threads_call_faulty_are_below_the_model(tmp_path, rows, band
     bands = {b["band"]: b for b in cmp.bands}
     assert bands[band]["verdict"].startswith(verdict)
     assert bands[band]["median_ratio"] < 0.85
+
+
+def _nvlink_domain(gpus: int, gpu_model: str, **opts):
+    G = build(
+        "ft2",
+        switch_ports=64,
+        link_gbps=400,
+        gpus=gpus,
+        gpus_per_node=gpus,
+        nics_per_node=gpus,
+        nvlink_GBps=900,
+        **opts,
+    )
+    G.graph["gpu_model"] = gpu_model
+    return G
+
+
+@pytest.mark.parametrize(
+    "gpus, gpu_model, opts",
+    [(8, "NVIDIA B200", {}), (72, "NVIDIA GB200", {"gpus_per_host": 4})],
+    ids=["8 x B200", "GB200 NVL72"],
+)
+def test_nvls_channels_cap_the_bus_bandwidth_on_any_nvlink_domain(gpus, gpu_model, opts):
+    """NVLS all_reduce of 32 GiB (NCCL_ALGO=NVLS) on one Blackwell NVLink domain runs on NCCL's
+    24 NVLS channels (NVLS_NCHANNELS_SM100_NVL), each giving the fitted Blackwell rate of bus
+    bandwidth: busbw 24 x rate on 8 B200 as on the 72 GPUs of a GB200 NVL72 rack (published
+    plateaus 845 and 840 GB/s), though algbw = busbw x G / (2(G - 1)) differs by 14%.
+    all_gather and reduce_scatter take one pass of the two: the channels allow them the same
+    busbw, over the ceiling's NVLink x nvlsEfficiency (0.74), which binds."""
+    rate = load_constants().data["expected"]["nvls_channel_GBps_blackwell"]
+    G = _nvlink_domain(gpus, gpu_model, **opts)
+    size = 32 * GIB
+    (ar,) = collective_table(
+        G, "all_reduce", gpus=gpus, min_bytes=size, max_bytes=size, algo="NVLS"
+    ).rows
+    assert ar.algorithm == "nvls"
+    # the rest is the launch and the first chunks' way: 0.1% (8 GPUs) to 0.7% (72) of the time
+    assert ar.busbw_GBps == pytest.approx(24 * rate, rel=0.01)
+    assert ar.busbw_GBps < 24 * rate
+    for op in ("all_gather", "reduce_scatter"):
+        (row,) = collective_table(
+            G, op, gpus=gpus, min_bytes=size, max_bytes=size, algo="NVLS"
+        ).rows
+        assert row.algorithm == "nvls"
+        assert row.busbw_GBps < 24 * rate * 0.7
+        assert row.time_us == pytest.approx(row.ceiling_time_us, rel=1e-4)

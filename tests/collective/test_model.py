@@ -438,3 +438,18 @@ def test_fit_keeps_the_latency_non_negative_and_weighs_rows_by_their_time():
     assert f.residual == pytest.approx(float(np.sqrt(np.mean(resid**2))), rel=1e-9)
     unconstrained = np.linalg.lstsq(np.column_stack([np.ones(3), x]), t, rcond=None)[0]
     assert unconstrained[0] < 0  # what the old fit printed as a latency
+
+
+@pytest.mark.parametrize("arch, factor", [("ampere", 1.0), ("hopper", 0.85), ("blackwell", 0.85)])
+def test_the_tree_patterns_085_is_the_tuners_not_the_ceilings(arch, factor):
+    """NCCL's tuner takes busBw x .85 for the TREE pattern on Hopper and Blackwell
+    (tuning.cc, maxTreePattern); the ceiling does not, as 8 x B200 trees run at nChannels x
+    perChMaxTreeBw (tests/collective/test_training.py). Everything else being the same, the
+    tuner's tree algbw is the ceiling's x .85 there, and equal on Ampere."""
+    G = build("ft2", switch_ports=16, gpus=32, gpus_per_node=8, nics_per_node=8, nvlink_GBps=900)
+    r = fabric_rates(G, gpus=32)
+    c = load_constants().with_arch(arch)
+    tree = [k for k in candidates("all_reduce", 16 << 30, r, c) if k.algorithm == "tree"]
+    assert {k.protocol for k in tree} == {"LL", "LL128", "Simple"}
+    for k in tree:
+        assert k.tuner_algbw_Bps == pytest.approx(k.algbw_Bps * factor), k.protocol

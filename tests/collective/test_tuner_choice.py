@@ -146,7 +146,11 @@ def test_every_row_lists_every_candidate_fastest_first_and_marks_the_least(G):
             assert k["algbw_GBps"] == pytest.approx(row.size_bytes / k["time_us"] / 1e3)
             assert k["busbw_GBps"] == pytest.approx(k["algbw_GBps"] * AR_FACTOR)
             assert k["time_us"] >= k["latency_us"]
-            assert k["tuner_time_us"] <= k["time_us"] * (1 + 1e-12)  # fewer limits, not more
+            # fewer limits, not more; but for the tree NCCL's tuner also takes x0.85 for
+            # Hopper's tree pattern, which the ceiling does not (tuning.cc maxTreePattern)
+            slack = 0.85 if k["algorithm"] == "tree" else 1.0
+            bytes_us = k["time_us"] - k["latency_us"]
+            assert k["tuner_time_us"] <= (k["latency_us"] + bytes_us / slack) * (1 + 1e-12)
             assert k["expected_time_us"] >= k["time_us"] * (1 - 1e-12)  # a ceiling is a bound
             assert set(k) >= {"bandwidth_GBps", "bound"}
 

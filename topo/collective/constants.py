@@ -362,7 +362,7 @@ POSITIVE = (
     ("model", "p2p_channels", "one_node"),
     ("search",),
     ("expected", "nvls_channel_GBps"),
-    ("expected", "nvls_tree_channel_GBps"),
+    ("expected", "nvls_channel_GBps_blackwell"),
     ("expected", "nvls_tree_heads"),
     ("expected", "ring_slices"),
     ("expected", "chunk"),

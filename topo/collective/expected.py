@@ -32,9 +32,12 @@ v2.29.2-1):
 - Every operation pays ``launch_us`` once (the kernel launch and the host's enqueue, as
   nccl-tests times them), and ``net_launch_us`` more when it crosses the network (the proxy
   picking the operation up).
-- NVLS moves at most ``nvls_channel_GBps`` of the buffer per NVLS channel
-  (``nvls_tree_channel_GBps`` for NVLS-tree, whose thread blocks also drive the network), with
-  NCCL's NVLS channel counts (``src/transport/nvls.cc``); NVLS-tree's network legs go through
+- An NVLS or NVLS-tree channel gives at most ``nvls_channel_GBps`` of bus bandwidth
+  (``nvls_channel_GBps_blackwell`` on Blackwell): the data each GPU exchanges with the domain's
+  other ``G - 1``, ``(G - 1) / G`` of the buffer per pass, as nccl-tests' busbw counts it;
+  all_reduce takes two passes (a multimem reduce, then a broadcast), all_gather and
+  reduce_scatter one. The algbw cap is ``channels x rate / passes x G / (G - 1)``. NCCL's
+  NVLS channel counts are ``src/transport/nvls.cc``'s; NVLS-tree's network legs go through
   the domain's NVLS heads only, at most ``nvls_tree_heads`` NICs' worth.
 
 The fixed costs and NVLS rates are **fitted** (``[expected]`` of the constants file): each
@@ -386,14 +389,17 @@ def expected(
         nch = _nvls_channels(c, R.N)
         lanes = nch * R.G
         chunk = _nvls_chunk(c, S, lanes, a == "nvls_tree", R.N)
-        hops = [(o_nvls, 2, True, False)]
+        # all_reduce takes two multimem passes over each chunk (a reduce, then a
+        # broadcast); all_gather one broadcast, reduce_scatter one reduce
+        passes = 2 if op == "all_reduce" else 1
+        hops = [(o_nvls, passes, True, False)]
         if a == "nvls_tree":
             hops.append((o_net, 2 * _ceil_log2(R.N), True, True))
         # one NVLS channel (a thread block issuing multimem loads and stores, and with
-        # NVLS-tree also driving the network) moves at most so many bytes of the buffer a
-        # second (fitted)
-        key = "nvls_channel_GBps" if a == "nvls" else "nvls_tree_channel_GBps"
-        cap = nch * _ex(c, key) * 1e9
+        # NVLS-tree also driving the network) gives at most so much bus bandwidth (fitted):
+        # each GPU exchanges (G - 1) / G of the buffer with the others per pass
+        key = "nvls_channel_GBps_blackwell" if c.arch == "blackwell" else "nvls_channel_GBps"
+        cap = nch * _ex(c, key) * 1e9 / passes * R.G / (R.G - 1)
         if a == "nvls_tree":
             cap = min(cap, _nvls_tree_heads_Bps(R))
         lat, t_bw, M, s = _pipeline(cand, S, R, lanes, chunk, hops, min(cand.algbw_Bps, cap))

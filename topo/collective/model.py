@@ -126,8 +126,9 @@ class Candidate:
     tuner_time_s, tuner_algbw_Bps : float
         The time (s) and bandwidth (B/s) NCCL's tuner gives it: the same latency and caps,
         without the model's own limit of one NVLink's rate per channel, which NCCL's tuner
-        does not have (its bandwidths are its graph's channels times their speed); what the
-        choice is made on. NaN where not worked out (then ``time_s`` is used).
+        does not have (its bandwidths are its graph's channels times their speed), and with
+        the tuner's x0.85 on Hopper's and Blackwell's tree pattern, which the ceiling does not
+        take; what the choice is made on. NaN where not worked out (then ``time_s`` is used).
     """
 
     algorithm: str
@@ -161,7 +162,8 @@ class Rates:
         The constants (efficiencies, caps, channel counts).
     tuner : bool
         NCCL's tuner's view: without the model's one-NVLink-per-channel limit on rings and
-        trees (what :attr:`Candidate.tuner_time_s` is worked out on).
+        trees, with the tuner's .85 on the TREE pattern (what :attr:`Candidate.tuner_time_s`
+        is worked out on).
 
     Attributes
     ----------
@@ -305,7 +307,11 @@ def _tree(S: float, R: Rates) -> list[Candidate]:
             bus = bus * f
             if cap128 < bus:
                 bus, why = cap128, "LL128 cap"
-        if c.arch in ("hopper", "blackwell"):
+        if c.arch in ("hopper", "blackwell") and R.tuner:
+            # NCCL's tuner ranks the TREE pattern (maxTreePattern, Hopper on) .85 lower; a
+            # tree moves the channels' caps above (8 x B200: nChannels x perChMaxTreeBw on
+            # 1, 2 and 4 to 62 servers within 2%, topo/data/training.toml), so the ceiling
+            # does not take it
             bus *= c.factor("tree_pattern_factor")
         algbw = bus / 2 * c.tree_correction(p, S)
         intra = c.hw_latency_us(_hw_intra(R), "tree", p)

@@ -49,7 +49,7 @@ FITTED = (
     ("nvlink_message_us", None),
     ("nvls_message_us_per_gpu", None),
     ("nvls_channel_GBps", None),
-    ("nvls_tree_channel_GBps", None),
+    ("nvls_channel_GBps_blackwell", None),
     ("nvls_tree_heads", None),
     ("p2p_round_us", None),
 )
