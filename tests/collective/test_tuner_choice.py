@@ -147,7 +147,8 @@ def test_every_row_lists_every_candidate_fastest_first_and_marks_the_least(G):
             assert k["busbw_GBps"] == pytest.approx(k["algbw_GBps"] * AR_FACTOR)
             assert k["time_us"] >= k["latency_us"]
             # fewer limits, not more; but for the tree NCCL's tuner also takes x0.85 for
-            # Hopper's tree pattern, which the ceiling does not (tuning.cc maxTreePattern)
+            # Hopper's tree pattern (the fixture is Hopper), which the ceiling does not
+            # (tuning.cc maxTreePattern)
             slack = 0.85 if k["algorithm"] == "tree" else 1.0
             bytes_us = k["time_us"] - k["latency_us"]
             assert k["tuner_time_us"] <= (k["latency_us"] + bytes_us / slack) * (1 + 1e-12)

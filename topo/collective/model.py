@@ -24,8 +24,9 @@ efficiencies and capped by what a server drives over all its NICs at once:
   steps 2(n-1) (all_reduce), n-1 (all_gather, reduce_scatter), n (broadcast, reduce).
 - tree (all_reduce): the double binary tree moves 2S in and out of an inner server; the flow
   rate of that pattern is the network's algbw; the chain inside moves 2S per GPU over NVLink.
-  NCCL's refinements (x0.92, x0.85 tree pattern, per-channel caps, LL /3.8, LL128 120/128) and
-  its medium-size correction table apply.
+  NCCL's refinements (x0.92, per-channel caps, LL /3.8, LL128 120/128) and its medium-size
+  correction table apply; its x0.85 for Hopper's and Blackwell's tree pattern only in the
+  tuner's view, which the choice is made on.
 - NVLS (one server): with NVLink SHARP each GPU sends and receives S (n+1)/n, so algbw =
   NVLink x nvlsEfficiency x G/(G+1); NVLS-tree adds the tree across servers (no tree factors).
 - PAT (all_gather, reduce_scatter at one GPU per server): the ring's network rate x 0.75.
@@ -310,7 +311,7 @@ def _tree(S: float, R: Rates) -> list[Candidate]:
         if c.arch in ("hopper", "blackwell") and R.tuner:
             # NCCL's tuner ranks the TREE pattern (maxTreePattern, Hopper on) .85 lower; a
             # tree moves the channels' caps above (8 x B200: nChannels x perChMaxTreeBw on
-            # 1, 2 and 4 to 62 servers within 2%, topo/data/training.toml), so the ceiling
+            # 1, 2 and 4 to 62 servers within 3%, topo/data/training.toml), so the ceiling
             # does not take it
             bus *= c.factor("tree_pattern_factor")
         algbw = bus / 2 * c.tree_correction(p, S)
