@@ -163,8 +163,8 @@ class Rates:
         The constants (efficiencies, caps, channel counts).
     tuner : bool
         NCCL's tuner's view: without the model's one-NVLink-per-channel limit on rings and
-        trees, with the tuner's .85 on the TREE pattern (what :attr:`Candidate.tuner_time_s`
-        is worked out on).
+        trees, with the tuner's x0.85 on Hopper's and Blackwell's tree pattern (what
+        :attr:`Candidate.tuner_time_s` is worked out on).
 
     Attributes
     ----------
