@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 
 from topo.cli_common import out
-from topo.wording import count
+from topo.wording import binary_bytes, count
 
 if TYPE_CHECKING:
     from topo.collective import CollectiveReport, Comparison
@@ -185,12 +185,14 @@ def report_table(rep: CollectiveReport) -> None:
         out.print(f"note ({_span(noted)} B): {noted[0].busbw_note}")
     unfitted = [r for r in rep.rows if not r.fitted]
     if unfitted:
+        from topo.collective.predict import FITTED_FROM_BYTES
+
+        least = binary_bytes(FITTED_FROM_BYTES)
         out.print(
-            f"note ({_span(unfitted)} B): the expected curve is not fitted under 1 MiB (its "
-            "constants come from rows of 1 MiB and more); held against public rows of 64-512 "
-            "KiB, 12% are "
-            "within 15%: across servers up to 2.9x slow, on one server about 1.3x fast "
-            "(docs/collective.md)"
+            f"note ({_span(unfitted)} B): the expected curve is not fitted under {least} (its "
+            f"constants come from rows of {least} and more); held against public rows of "
+            "64-512 KiB, 12% are within 15%: across servers up to 2.6x slow, on one server "
+            "about 1.3x fast (docs/collective.md)"
         )
 
 

@@ -245,7 +245,7 @@ def _graph_if_valid(data: dict[str, Any]) -> nx.Graph | None:
         return None
     planes = graph.get("planes", 1)
     places: list[tuple[str, Any]] = []
-    top_plane = planes - 1 if "planes" in data.get("graph", {}) else MAX_PORTS
+    top_plane = planes - 1 if "planes" in graph else MAX_PORTS
     nodes = _valid_nodes(data["nodes"], places, top_plane)
     if nodes is None:
         return None

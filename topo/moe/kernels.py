@@ -405,10 +405,9 @@ def device_sms(gpu_model: str | None) -> tuple[int, str]:
     (148, 132)
     """
     arch = arch_of_model(gpu_model)
-    if arch == "blackwell":
-        return DEVICE_SMS[arch], f"the SMs of a Blackwell GPU, the fabric's {gpu_model!r}"
-    if arch == "hopper":
-        return DEVICE_SMS[arch], f"the SMs of a Hopper SXM GPU, the fabric's {gpu_model!r}"
+    if arch in DEVICE_SMS:
+        gpu = "a Blackwell GPU" if arch == "blackwell" else "a Hopper SXM GPU"
+        return DEVICE_SMS[arch], f"the SMs of {gpu}, the fabric's {gpu_model!r}"
     what = "records no GPU model" if gpu_model is None else f"records GPU model {gpu_model!r}"
     return MAX_SMS, (
         f"the SMs of a Hopper SXM GPU, assumed: the fabric {what} (a fabric built for a server "

@@ -209,10 +209,11 @@ def check_moe_tokens(
     tokens = ep * tokens_per_gpu
     chunk = min(tokens, at_once)
     names = ("ep", "tokens_per_gpu")
-    gating = moe_gating_bytes(chunk, experts, limited=limited)
+    per_token = moe_gating_bytes(1, experts, limited=limited)
+    gating = per_token * chunk
     if gating > limit:
         arrays = MOE_GATE_ARRAYS if limited else MOE_GATE_ARRAYS_UNLIMITED
-        fits = limit // (arrays * 8 * experts)
+        fits = limit // per_token
         raise TopoError(
             f"gating ep {ep} x tokens_per_gpu {tokens_per_gpu} = {tokens:,} tokens over "
             f"{experts:,} routed experts (the model's n_routed_experts) takes {arrays} arrays of "
@@ -222,9 +223,10 @@ def check_moe_tokens(
             param="tokens_per_gpu",
             names=names * 2,
         )
-    need = moe_token_bytes(tokens, k)
+    per_token = moe_token_bytes(1, k)
+    need = per_token * tokens
     if need > limit:
-        fits = limit // (MOE_BYTES_PER_COPY * (k + 1))
+        fits = limit // per_token
         raise TopoError(
             f"ep {ep} x tokens_per_gpu {tokens_per_gpu} = {tokens:,} tokens need their "
             f"arrays of {k} + 1 destinations, about {MOE_BYTES_PER_COPY} B per (token, "
@@ -260,10 +262,11 @@ def check_moe_kernel(kernel: str, ep: int, tokens_per_gpu: int, k: int) -> None:
         ``tokens_per_gpu`` and ``kernel``).
     """
     limit, tokens = memory_limit_bytes(), ep * tokens_per_gpu
-    need = moe_kernel_bytes(kernel, tokens, ep, k)
+    per_token = moe_kernel_bytes(kernel, 1, ep, k)
+    need = per_token * tokens
     if need > limit:
         per_rank, per_expert = MOE_KERNEL_BYTES[kernel]
-        fits = limit // (per_rank * ep + per_expert * k)
+        fits = limit // per_token
         raise TopoError(
             f"kernel {kernel} on ep {ep} x tokens_per_gpu {tokens_per_gpu} = {tokens:,} tokens "
             f"needs about {per_rank} B per (token, rank) and {per_expert} B per (token, expert), "
