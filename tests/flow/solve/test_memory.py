@@ -35,6 +35,14 @@ def _never(*args: object, **kwargs: object) -> None:
     raise AssertionError("allocated before the memory guard")
 
 
+def _no_gating(monkeypatch) -> None:
+    """An MoE report's routing and copy matrices replaced by :func:`_never`."""
+    import topo.moe.timing as timing
+
+    monkeypatch.setattr(timing, "route_tokens", _never)
+    monkeypatch.setattr(timing, "copy_matrices", _never)
+
+
 def test_the_limit_defaults_to_4_gib_and_is_set_in_gb(monkeypatch) -> None:
     monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
     assert memory_limit_bytes() == 4 * 2**30 == DEFAULT_MEMORY_LIMIT_BYTES
@@ -71,10 +79,7 @@ def test_moe_ep_16384_is_refused_naming_what_fits(monkeypatch) -> None:
 def test_moe_report_refuses_before_allocating(monkeypatch) -> None:
     # 64 ranks need 48 x 64² = 196,608 B; a 0.0001 GB (100,000 B) limit refuses them before
     # any routing or copy matrix is made.
-    import topo.moe.timing as timing
-
-    monkeypatch.setattr(timing, "route_tokens", _never)
-    monkeypatch.setattr(timing, "copy_matrices", _never)
+    _no_gating(monkeypatch)
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.0001")
     G = build("mpft", switch_ports=8, gpus_per_node=8, nics_per_node=8, gpus=64)
     with pytest.raises(TopoError, match=r"ep must be at most 45 ranks"):
@@ -119,13 +124,6 @@ def test_moe_gating_and_token_estimates_are_their_closed_forms() -> None:
     assert moe_token_bytes(4_194_304, 8) == 4_831_838_208
     # nccl on EP64, 8 experts a token: 6 x 64 + 4 x 8 = 416 B a token.
     assert moe_kernel_bytes("nccl", 1_000, 64, 8) == 416_000
-
-
-def _no_gating(monkeypatch) -> None:
-    import topo.moe.timing as timing
-
-    monkeypatch.setattr(timing, "route_tokens", _never)
-    monkeypatch.setattr(timing, "copy_matrices", _never)
 
 
 def test_moe_a_million_experts_is_refused_before_gating(monkeypatch) -> None:
