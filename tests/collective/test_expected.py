@@ -182,7 +182,7 @@ def test_runs_their_threads_call_faulty_are_below_the_model(tmp_path, rows, band
     assert bands[band]["median_ratio"] < 0.85
 
 
-def _nvlink_domain(gpus: int, gpu_model: str, **opts):
+def _nvlink_domain(gpus: int, gpu_model: str, nvlink_GBps: float = 900, **opts):
     G = build(
         "ft2",
         switch_ports=64,
@@ -190,7 +190,7 @@ def _nvlink_domain(gpus: int, gpu_model: str, **opts):
         gpus=gpus,
         gpus_per_node=gpus,
         nics_per_node=gpus,
-        nvlink_GBps=900,
+        nvlink_GBps=nvlink_GBps,
         **opts,
     )
     G.graph["gpu_model"] = gpu_model
@@ -225,3 +225,26 @@ def test_nvls_channels_cap_the_bus_bandwidth_on_any_nvlink_domain(gpus, gpu_mode
         ).rows
         assert row.algorithm == "nvls"
         assert row.time_us == pytest.approx(row.ceiling_time_us, rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    "gpus, gpu_model, nvlink, algo, plateau",
+    [
+        (8, "NVIDIA H200", 450, "NVLS", 480.94),
+        (4, "NVIDIA GB200", 900, "Ring", 679.61),
+        (4, "NVIDIA GB300", 900, "Ring", 680.45),
+    ],
+    ids=["8 x H200 NVLS", "GB200 tray ring", "GB300 tray ring"],
+)
+def test_one_domain_plateaus_outside_the_training_file(gpus, gpu_model, nvlink, algo, plateau):
+    """all_reduce of 8 GiB on one NVLink domain, against tables the fit never saw (Microsoft's
+    Azure AI benchmarking guide, egmsft/AI-benchmarking-guide Azure_Results/: ND H200 v5 with
+    NCCL_ALGO=NVLS, 480.94 GB/s busbw; the 4 GPUs of an ND GB200 v6 and an ND GB300 v6 tray with
+    NCCL_ALGO=Ring, 679.61 and 680.45): the expected busbw within 10%."""
+    G = _nvlink_domain(gpus, gpu_model, nvlink_GBps=nvlink)
+    size = 8 * GIB
+    (row,) = collective_table(
+        G, "all_reduce", gpus=gpus, min_bytes=size, max_bytes=size, algo=algo
+    ).rows
+    assert row.algorithm == algo.lower()
+    assert row.busbw_GBps == pytest.approx(plateau, rel=0.10)
