@@ -238,10 +238,10 @@ def test_nvls_channels_cap_the_bus_bandwidth_on_any_nvlink_domain(gpus, gpu_mode
 )
 def test_one_domain_plateaus_outside_the_training_file(gpus, gpu_model, nvlink, algo, plateau):
     """all_reduce of 8 GiB on one NVLink domain, against tables the fit never saw (Microsoft's
-    Azure AI benchmarking guide, Azure/AI-benchmarking-guide Azure_Results/ (one process on
-    one host's GPUs): ND H200 v5 with
-    NCCL_ALGO=NVLS, 480.94 GB/s busbw; the 4 GPUs of an ND GB200 v6 and an ND GB300 v6 tray with
-    NCCL_ALGO=Ring, 679.61 and 680.45): the expected busbw within 10%."""
+    Azure AI benchmarking guide, Azure/AI-benchmarking-guide Azure_Results/, one process on one
+    host's GPUs): ND H200 v5 with NCCL_ALGO=NVLS, 480.94 GB/s busbw; the 4 GPUs of an ND GB200
+    v6 and an ND GB300 v6 tray with NCCL_ALGO=Ring, 679.61 and 680.45. The expected busbw
+    within 10%."""
     G = _nvlink_domain(gpus, gpu_model, nvlink_GBps=nvlink)
     size = 8 * GIB
     (row,) = collective_table(
