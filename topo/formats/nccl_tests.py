@@ -103,6 +103,7 @@ MID_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 """Open MPI's tag inside a line: nccl-tests prints a row in several writes, and
 ``--tag-output`` tags each (``... -1[1,0]<stdout>:    85.70 ...``); replaced by a space."""
 _COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
+_ROW_START = re.compile(r"-?\d+")  # a result row's first field: its size
 _V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
 # the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
 _BINARY = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_perf(?:_\w+)?\b")
@@ -561,7 +562,8 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
                 cur.failure = (lineno, fail.group(1) + fail.group(2))
             continue
         fields = line.split()
-        is_row = fields[0].isdigit() and not line.startswith("#")
+        # (a negative size is a row too, refused by check_size, not a line passed over)
+        is_row = bool(_ROW_START.fullmatch(fields[0])) and not line.startswith("#")
         if between and not is_row:
             named = _BINARY.search(line)
             if named:
