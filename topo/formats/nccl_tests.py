@@ -455,16 +455,20 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
             )
 
 
-def _read(path: Path) -> str:
-    """The log's text; a run of digits too long to be a number is an error."""
-    text = read_text(path)
+def _read(path: Path, text: str | None = None) -> str:
+    """The log's text (read here unless given); a run of digits too long to be a number is an
+    error."""
+    if text is None:
+        text = read_text(path)
     too_long = long_number(path, text)
     if too_long is not None:
         raise too_long
     return text
 
 
-def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
+def read_nccl_tests(
+    path: str | Path, op: str | None = None, *, text: str | None = None
+) -> list[NcclTest]:
     """Read every test of an nccl-tests log.
 
     Parameters
@@ -476,6 +480,9 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
         The operation (``all_reduce``, ...) of a test the log does not name: no
         ``# Collective test starting`` line (nccl-tests before 2.16.7) and no ``*_perf`` binary
         on a line before it. A test the log names keeps its own name.
+    text : str, optional
+        The log's content, already read (a pipe, as ``<(...)`` gives, can be read only once);
+        by default the file is read here.
 
     Returns
     -------
@@ -518,7 +525,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     ('all_reduce', 2, 2, 0.1)
     """
     path = Path(path)
-    text = _read(path)
+    text = _read(path, text)
     tests: list[NcclTest] = []
     cur: _Open | None = None
     version = library = ""
