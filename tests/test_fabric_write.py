@@ -55,6 +55,22 @@ def test_a_link_in_the_folders_path_is_followed(tmp_path: Path) -> None:
     assert (tmp_path / "real" / "out.json").read_text() == "x"
 
 
+def test_a_link_then_dot_dot_in_the_folders_path_is_resolved_as_the_system_does(
+    tmp_path: Path,
+) -> None:
+    # tmp/a/up -> .. (tmp), so a/up/../b/out.toml is tmp/../b/out.toml as the kernel walks
+    # it: a b beside tmp. The temporary file's folder was normalised by name (a/b, absent):
+    # "cannot write: No such file or directory"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "up").symlink_to("..")
+    beside = tmp_path.parent / f"{tmp_path.name}-b"
+    beside.mkdir()
+    name = tmp_path / "a" / "up" / ".." / f"{tmp_path.name}-b" / "out.toml"
+    write_atomic(name, "x = 1\n")
+    assert (beside / "out.toml").read_text() == "x = 1\n"
+    assert sorted(p.name for p in beside.iterdir()) == ["out.toml"]
+
+
 def test_refuses_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tests.formats._real import real_file
 from topo.cli import app
 from topo.flow.routing import TOP_LINKS
-from topo.wording import count, shown
+from topo.wording import binary_bytes, count, shown
 
 runner = CliRunner()
 
@@ -116,3 +116,22 @@ def test_shown_abbreviates_what_no_one_can_read():
     long = shown("y" * 1000)
     assert long.endswith("... (a string of 1,000 characters)") and len(long) < 130
     assert shown([10**5000]) == "a list too long to print"
+
+
+def test_a_byte_count_just_under_a_unit_is_not_printed_as_an_exponent():
+    # 1073740800 B (nccl-tests' 1 GiB row of all_gather on 80 ranks: 80 x 13421760) is
+    # 0.99999905 GiB: 3 digits make it 1 GiB; 1000 MiB is 1000/1024 = 0.977 GiB; 2 TiB is
+    # 2048 GiB. '.3g' of 1023.999 MiB was '1.02e+03 MiB'.
+    assert binary_bytes(1073740800) == "1 GiB"
+    assert binary_bytes(1000 << 20) == "0.977 GiB"
+    assert binary_bytes(2 << 40) == "2 TiB"
+    assert binary_bytes(999) == "999 B" and binary_bytes(1536) == "1.5 KiB"
+
+
+def test_compare_names_a_band_ending_at_1_gib_without_an_exponent():
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    r = cli("collective", "--compare", log)
+    assert r.exit_code == 0, r.output
+    # all_gather's mid band runs 33553920 B (32 MiB less 512 B) to 1073740800 B
+    assert "all_gather, mid (32 MiB to 1 GiB)" in r.stdout
+    assert "e+0" not in r.stdout

@@ -154,8 +154,10 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     path, folder = check_writable(path)
     remove_stale_temporaries(path)
     try:
+        # (the folder resolved as the system walks it: mkstemp makes it absolute by name,
+        # which takes 'link/..' as '.' where the link leads elsewhere)
         fd, tmp = tempfile.mkstemp(
-            dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX
+            dir=os.path.realpath(folder), prefix=f".{path.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX
         )
     except OSError as exc:
         raise FormatError(path, f"cannot write: {exc.strerror}") from None

@@ -101,6 +101,10 @@ __all__ = ["count", "shown"]
 def binary_bytes(n: float) -> str:
     """A byte count in binary units, 3 significant digits: ``32 MiB``, ``1.5 KiB``, ``0.5 B``.
 
+    The unit is the smallest whose value rounds below 1,000, so the figure never turns to an
+    exponent: nccl-tests' ``1073740800`` (1 GiB less a few bytes) is ``1 GiB``, not
+    ``1.02e+03 MiB``; beyond 1,000 TiB the figure grows in TiB.
+
     Parameters
     ----------
     n : float
@@ -110,8 +114,12 @@ def binary_bytes(n: float) -> str:
     --------
     >>> binary_bytes(32 << 20), binary_bytes(1536), binary_bytes(0.5)
     ('32 MiB', '1.5 KiB', '0.5 B')
+    >>> binary_bytes(1073740800), binary_bytes(1000 << 20), binary_bytes(2 << 40)
+    ('1 GiB', '0.977 GiB', '2 TiB')
     """
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << k:
-            return f"{n / (1 << k):.3g} {unit}"
-    return f"{n:.3g} B"
+    value, unit = float(n), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 999.5:
+            break
+        value, unit = value / 1024, bigger
+    return f"{value:.3g} {unit}" if value < 999.5 else f"{value:,.0f} {unit}"

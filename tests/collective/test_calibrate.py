@@ -131,6 +131,26 @@ def test_calibration_of_one_op_holds_out_by_size_band(two_servers, tmp_path):
         assert f"{name} is fitted on all_gather alone: " in "\n".join(cal.notes)
 
 
+@pytest.mark.parametrize(
+    ("node_network", "scale", "name", "end"),
+    [
+        # a server's network at 0.3 x its NICs: under the 0.5 searched, the fit stopped at 0.5
+        # and was written as the cluster's node_network (the real pair log of cluster00 too)
+        (0.3, 1.0, "node_network", "0.5, the lowest value searched (0.5 to 1): the log is slower"),
+        # per-message costs x 10: over the 5 searched
+        (1.0, 10.0, "latency_scale", "5, the highest value searched (0.2 to 5): the log is slower"),
+    ],
+)
+def test_a_fit_at_the_end_of_its_range_is_refused(
+    two_servers, tmp_path, node_network, scale, name, end
+):
+    tests = synthetic(two_servers, truth(tmp_path, node_network, scale), OPS, SIZES)
+    cal = calibrate(two_servers, tests, load_constants())
+    assert name not in cal.fitted
+    assert cal.not_fitted[name].startswith(f"refused: its band fits best at {end} than any")
+    assert (cal.node_network, cal.latency_scale)[name == "latency_scale"] == 1.0
+
+
 # ------------------------------------------------------------------ the guard
 
 

@@ -54,6 +54,14 @@ def fabric_file(tmp_path_factory, server) -> str:
         ("[bandwidth.per_channel_tree]\nhopper = [38.7, 0.0, 36.0]\n", "per_channel_tree", "> 0"),
         ("[latency]\nextra_step_us = -1.0\n", "latency.extra_step_us", ">= 0"),
         ("[latency.nvlink]\nnvls = [0.0, 0.0, inf]\n", "latency.nvlink.nvls", ">= 0"),
+        # finite but absurd: a 300-digit time in every row, or 1e300 x every time
+        ("[expected]\nlaunch_us = 1e300\n", "expected.launch_us", "0 or from 1e-06 to 1e+09"),
+        (
+            "[bandwidth]\nnvlink_link_GBps = { hopper = 1e-300 }\n",
+            "nvlink_link_GBps.hopper",
+            "from 1e-06 to 1e+09",
+        ),
+        ("[efficiency]\nnode_network = 1e-300\n", "efficiency.node_network", "at least 1e-06"),
     ],
 )
 def test_bad_constants_are_one_line_naming_file_and_key(tmp_path, fabric_file, text, key, limit):

@@ -132,6 +132,20 @@ def test_measurement_faster_than_design_ranks_nothing() -> None:
     assert "pessimistic" in e.verdict
 
 
+def test_a_faster_run_is_said_faster_by_how_much_of_the_design_s_times() -> None:
+    # every row measured in half the design's time: the measured times are 50% under the
+    # design's (the verdict said "median 100% under the measured times": the design's 100%
+    # over, worded the wrong way round)
+    G = _one_gpu_servers()
+    design = explain_test(G, _test("all_gather", 2, 2, _plateau(40.0, 2))).design
+    half = [(s, t / 2) for s, t in zip(design.sizes, design.time_us, strict=True)]
+    e = explain_test(G, _test("all_gather", 2, 2, half))
+    assert e.faster and e.causes == []
+    assert e.verdict.startswith(
+        "faster than the design (the measured times a median 50% under the design's): "
+    ), e.verdict
+
+
 @needs_shared
 @pytest.mark.parametrize("log", ["nccl_N10_G1.log", "nccl_N10_G2.log"])
 def test_healthy_shared_logs_rank_no_cause(log: str) -> None:

@@ -10,7 +10,12 @@ n_ranks, its factor (n-1)/n; AllReduce's 2(n-1)/n; AlltoAll 0).
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -234,6 +239,47 @@ def test_the_format_is_told_by_the_content(tmp_path):
     assert log_format(odd) == "nccl-tests-json"
     with pytest.raises(FormatError, match=r"odd.json:1:1: not valid JSON: Expecting value$"):
         read_nccl_log(odd)
+
+
+@contextmanager
+def pipe_of(text: str) -> Iterator[Path]:
+    """``text`` behind a pipe's path, as bash's ``<(...)`` gives (/dev/fd/N, readable once)."""
+    if not Path("/dev/fd").is_dir():
+        pytest.skip("no /dev/fd")
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, text.encode()), os.close(w)))
+    writer.start()
+    try:
+        yield Path(f"/dev/fd/{r}")
+    finally:
+        writer.join()
+        os.close(r)
+
+
+def test_a_log_given_as_a_pipe_is_read_whole(tmp_path):
+    # the format was told from one read of the pipe and the reader read it again: empty,
+    # "empty file (no '# Collective test starting' or table)"
+    text = (
+        "# Collective test starting: all_reduce_perf\n"
+        "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:1b:00] NVIDIA H100\n"
+        "#  Rank  1 Group  0 Pid 2 on b device  0 [0000:1b:00] NVIDIA H100\n"
+        "  1048576  262144  float  sum  -1  100.00  10.49  10.49  0  100.00  10.49  10.49  0\n"
+        "# Avg bus bandwidth    : 10.49\n"
+    )
+    with pipe_of(text) as log:
+        (t,) = read_nccl_log(log)
+    assert (t.op, t.ranks, t.rows[0].size_bytes, t.rows[0].time_us) == (
+        "all_reduce",
+        2,
+        1048576,
+        100.0,
+    )
+    recs = [record("AllGather", r, t, MIB, sn=sn, host="node0") for (r, sn), t in TIMES.items()]
+    with pipe_of("".join(json.dumps(r) + "\n" for r in recs)) as log:
+        r = runner.invoke(app, ["collective", "--compare", str(log), "--json"])
+    assert r.exit_code == 0, r.output
+    (cmp,) = json.loads(r.stdout)
+    assert (cmp["op"], cmp["rows"][0]["measured_time_us"]) == ("all_gather", 135.0)
 
 
 @pytest.mark.parametrize(

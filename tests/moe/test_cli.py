@@ -117,6 +117,14 @@ def test_errors(mpft, tmp_path):
     assert not missing.exists()
 
 
+def test_a_kernel_on_ranks_without_a_driven_nic_says_how_many(mpft):
+    # 8 servers of 8 GPUs, GPU i's NIC on plane i: planes 0-3 driven leave GPUs 4-7 of each
+    # server, 32 of the 64 ranks, without a NIC (it said "the EP ranks' GPUs have no NIC")
+    r = run("moe", mpft, "--ep", 64, "--tokens-per-gpu", 8, "--kernel", "deepep-ll",
+            "--planes-used", 4)  # fmt: skip
+    one_line_error(r, "kernel deepep-ll: 32 of the 64 EP ranks have no NIC to send over RDMA")
+
+
 def test_memory_refusals_are_one_line_before_allocating(mpft, tmp_path, monkeypatch):
     """A million routed experts (the config validator's most) and the most tokens are refused
     in one line naming the options and the limit, quickly (nothing is allocated first)."""

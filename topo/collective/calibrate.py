@@ -419,6 +419,26 @@ def _band_reason(name: str, band: list[_Point], c: NcclConstants) -> str | None:
     return None
 
 
+def _edge_reason(name: str, value: float, model: _Model) -> str | None:
+    """Why a fit that lands on the end of its search range is not taken (None when it does
+    not): the log is beyond what any value of the range explains, so the value is the range's
+    end, not the cluster's (``node_network`` at 1, no ceiling, is a value like any other)."""
+    lo, hi = NODE_NETWORK_RANGE if name == NODE_NETWORK else LATENCY_SCALE_RANGE
+    if value <= lo * (1 + 1e-9):
+        end, pace = f"{lo:g}, the lowest value searched", "slower"
+        if name == LATENCY_SCALE:
+            pace = "faster"  # (per-message costs below a fifth of the given ones)
+    elif name == LATENCY_SCALE and value >= hi * (1 - 1e-9):
+        end, pace = f"{hi:g}, the highest value searched", "slower"
+    else:
+        return None
+    return (
+        f"refused: its band fits best at {end} ({lo:g} to {hi:g}): the log is {pace} than any "
+        f"value of the range explains (a fault to find with `topo explain`, not this cluster's "
+        f"constant); {_kept(name, model.c)}"
+    )
+
+
 def _flat_reason(name: str, band: list[_Point], model: _Model) -> str:
     lo, hi = NODE_NETWORK_RANGE if name == NODE_NETWORK else LATENCY_SCALE_RANGE
     why = ""
@@ -556,6 +576,13 @@ def _run(pts: list[_Point], model: _Model) -> _Run:
             not_fitted[name] = _flat_reason(name, bands[BANDS[name]], model)
             names.remove(name)
         if flat:
+            continue
+        edge = {k: _edge_reason(k, nn if k == NODE_NETWORK else scale, model) for k in names}
+        for name, why in edge.items():
+            if why is not None:
+                not_fitted[name] = why
+                names.remove(name)
+        if len(names) < len(edge):
             continue
         small = {k: _gain(k, bands[BANDS[k]], model, nn, scale) for k in names}
         for name, (moved, before, after) in small.items():

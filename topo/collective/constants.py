@@ -24,6 +24,10 @@ DEFAULT_RELEASE = "2.29"
 ARCHES = ("volta", "ampere", "hopper", "blackwell")
 CPU_VENDORS = ("intel", "amd")
 PROTOCOLS = ("LL", "LL128", "Simple")
+CONSTANT_RANGE = (1e-6, 1e9)
+"""Least and greatest non-zero number a constants file may give (a latency in µs, a rate in
+GB/s, a chunk in bytes, an efficiency): the defaults run from 0.01 to about 2e6; beyond these a
+table printed 300-digit times (``launch_us = 1e300``, an NVLink rate of 1e-300 GB/s)."""
 """NCCL's protocols, in the order of every per-protocol array of the constants file."""
 
 
@@ -318,8 +322,11 @@ def _check(data: dict[str, Any], path: Path) -> None:
         ("efficiency.node_network", eff["node_network"]),
         ("efficiency.nvlink." + model["arch"], eff["nvlink"][model["arch"]]),
     ):
-        if not 0 < value <= 1:
-            raise FormatError(path, f"{name} must be in (0, 1], got {shown(value)}")
+        if not CONSTANT_RANGE[0] <= value <= 1:
+            least = f"{CONSTANT_RANGE[0]:g}"
+            raise FormatError(
+                path, f"{name} must be in (0, 1] and at least {least}, got {shown(value)}"
+            )
 
 
 def _check_numbers(table: dict[str, Any], path: Path, where: str, zero_ok: bool) -> None:
@@ -335,6 +342,12 @@ def _check_numbers(table: dict[str, Any], path: Path, where: str, zero_ok: bool)
             if not math.isfinite(x) or x < 0 or (x == 0 and not zero_ok):
                 limit = ">= 0" if zero_ok else "> 0"
                 raise FormatError(path, f"{name} must be a finite number {limit}, got {shown(x)}")
+            least, most = CONSTANT_RANGE
+            if x != 0 and not least <= x <= most:
+                zero = "0 or " if zero_ok else ""
+                raise FormatError(
+                    path, f"{name} must be {zero}from {least:g} to {most:g}, got {shown(x)}"
+                )
 
 
 def _flat(value: Any) -> list[Any]:
@@ -408,7 +421,7 @@ def load_constants(
         TOML reader of topo), a key the default file does not have, a value of another type or
         shape, an unknown ``arch`` or ``cpu_vendor``, an efficiency outside (0, 1], a latency
         or bandwidth that is NaN, infinite or negative, or zero where NCCL never has zero
-        (:data:`POSITIVE`).
+        (:data:`POSITIVE`), a non-zero number outside :data:`CONSTANT_RANGE`.
 
     Examples
     --------

@@ -723,7 +723,8 @@ def explain_test(
         )
     elif faster:
         verdict = (
-            f"faster than the design (median {percent_off(median)} under the measured times): "
+            f"faster than the design (the measured times a median {-math.expm1(-median):.0%} "
+            "under the design's): "
             "no fault explains a faster run; the model is pessimistic here"
         )
     else:

@@ -228,6 +228,8 @@ def _looks_like_deepep(path: Path) -> bool:
     """Whether a file holds DeepEP test output (its first 1 MiB read here)."""
     from topo.formats.deepep_log import is_deepep_log
 
+    if not path.is_file():
+        return False  # a pipe (<(...)) is read once, by the collective log reader
     try:
         with path.open("rb") as f:
             head = f.read(1 << 20).decode("utf-8", "replace")
@@ -274,6 +276,8 @@ def _looks_like_pair_summary(path: Path) -> bool:
     is read here)."""
     from topo.formats.pair_summary import is_pair_summary
 
+    if not path.is_file():
+        return False  # a pipe (<(...)) is read once, by the collective log reader
     try:
         with path.open("rb") as f:
             first = f.readline(4096).decode("utf-8", "replace")

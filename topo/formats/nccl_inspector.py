@@ -198,7 +198,7 @@ def _object(path: Path, line: int, obj: dict[str, Any], key: str) -> dict[str, A
     return value
 
 
-def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
+def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[NcclTest]:
     """Read NCCL Inspector records into nccl-tests' tests, one row per size.
 
     Parameters
@@ -206,6 +206,9 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
     path : str or Path
         An Inspector output file, or several concatenated (e.g. every rank's file of a job:
         ``cat nccl-inspector-*/*.log``).
+    text : str, optional
+        Its content, already read (a pipe, as ``<(...)`` gives, can be read only once); by
+        default the file is read here.
 
     Returns
     -------
@@ -259,7 +262,8 @@ def read_nccl_inspector(path: str | Path) -> list[NcclTest]:
     ('all_gather', 2, ['h0', 'h1'], 2000000, 200.0, 5.0)
     """
     path = Path(path)
-    text = read_text(path)
+    if text is None:
+        text = read_text(path)
     too_long = long_number(path, text)
     if too_long is not None:
         raise too_long

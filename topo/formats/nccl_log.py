@@ -43,7 +43,7 @@ _TEXT_MARKS = re.compile(
 )
 
 
-def log_format(path: str | Path) -> str:
+def log_format(path: str | Path, *, text: str | None = None) -> str:
     """Which measured log a file is: JSON told apart by its first 64 Ki characters, text by
     a line of nccl-tests' anywhere.
 
@@ -51,6 +51,8 @@ def log_format(path: str | Path) -> str:
     ----------
     path : str or Path
         The file.
+    text : str, optional
+        Its content, already read; by default the file is read here.
 
     Returns
     -------
@@ -71,7 +73,8 @@ def log_format(path: str | Path) -> str:
     'nccl-tests'
     """
     path = Path(path)
-    text = read_text(path)
+    if text is None:
+        text = read_text(path)
     head = text[:_HEAD_CHARS]
     if not head.strip():
         raise FormatError(path, "empty file: expected an nccl-tests log or NCCL Inspector records")
@@ -109,6 +112,10 @@ def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
     FormatError
         As :func:`log_format` and the format's reader.
 
+    Notes
+    -----
+    The file is read once, so a pipe (bash's ``<(...)``, a FIFO) is read as a file is.
+
     Examples
     --------
     >>> import tempfile, os
@@ -129,9 +136,10 @@ def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
     >>> t.op, t.ranks, t.rows[0].redop, t.rows[0].busbw_GBps
     ('all_gather', 2, 'none', 5.31)
     """
-    kind = log_format(path)
+    text = read_text(path)  # once: a pipe (``<(...)``) cannot be read a second time
+    kind = log_format(path, text=text)
     if kind == "nccl-inspector":
-        return read_nccl_inspector(path)
+        return read_nccl_inspector(path, text=text)
     if kind == "nccl-tests-json":
-        return read_nccl_tests_json(path)
-    return read_nccl_tests(path, op=op)
+        return read_nccl_tests_json(path, text=text)
+    return read_nccl_tests(path, op=op, text=text)

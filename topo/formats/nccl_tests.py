@@ -103,6 +103,7 @@ MID_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 """Open MPI's tag inside a line: nccl-tests prints a row in several writes, and
 ``--tag-output`` tags each (``... -1[1,0]<stdout>:    85.70 ...``); replaced by a space."""
 _COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
+_ROW_START = re.compile(r"-?\d+")  # a result row's first field: its size
 _V1_COLUMNS = re.compile(r"^#\s*bytes\s+N\s+type\b")
 # the test binary in a command line: ./build/all_reduce_perf, all_reduce_perf_mpi (NAME_SUFFIX)
 _BINARY = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_perf(?:_\w+)?\b")
@@ -454,16 +455,20 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
             )
 
 
-def _read(path: Path) -> str:
-    """The log's text; a run of digits too long to be a number is an error."""
-    text = read_text(path)
+def _read(path: Path, text: str | None = None) -> str:
+    """The log's text (read here unless given); a run of digits too long to be a number is an
+    error."""
+    if text is None:
+        text = read_text(path)
     too_long = long_number(path, text)
     if too_long is not None:
         raise too_long
     return text
 
 
-def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
+def read_nccl_tests(
+    path: str | Path, op: str | None = None, *, text: str | None = None
+) -> list[NcclTest]:
     """Read every test of an nccl-tests log.
 
     Parameters
@@ -475,6 +480,9 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
         The operation (``all_reduce``, ...) of a test the log does not name: no
         ``# Collective test starting`` line (nccl-tests before 2.16.7) and no ``*_perf`` binary
         on a line before it. A test the log names keeps its own name.
+    text : str, optional
+        The log's content, already read (a pipe, as ``<(...)`` gives, can be read only once);
+        by default the file is read here.
 
     Returns
     -------
@@ -517,7 +525,7 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
     ('all_reduce', 2, 2, 0.1)
     """
     path = Path(path)
-    text = _read(path)
+    text = _read(path, text)
     tests: list[NcclTest] = []
     cur: _Open | None = None
     version = library = ""
@@ -561,7 +569,8 @@ def read_nccl_tests(path: str | Path, op: str | None = None) -> list[NcclTest]:
                 cur.failure = (lineno, fail.group(1) + fail.group(2))
             continue
         fields = line.split()
-        is_row = fields[0].isdigit() and not line.startswith("#")
+        # (a negative size is a row too, refused by check_size, not a line passed over)
+        is_row = bool(_ROW_START.fullmatch(fields[0])) and not line.startswith("#")
         if between and not is_row:
             named = _BINARY.search(line)
             if named:

@@ -163,13 +163,16 @@ def _hosts(path: Path, devices: Any) -> tuple[int | None, list[str], int | None]
     return (len(devices) or None), hosts, gpn
 
 
-def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
+def read_nccl_tests_json(path: str | Path, *, text: str | None = None) -> list[NcclTest]:
     """Read an nccl-tests JSON report (``-J``) into one :class:`NcclTest`.
 
     Parameters
     ----------
     path : str or Path
         The report.
+    text : str, optional
+        Its content, already read (a pipe, as ``<(...)`` gives, can be read only once); by
+        default the file is read here.
 
     Returns
     -------
@@ -201,7 +204,8 @@ def read_nccl_tests_json(path: str | Path) -> list[NcclTest]:
     ('all_gather', 2, 2, 0.05)
     """
     path = Path(path)
-    text = read_text(path)
+    if text is None:
+        text = read_text(path)
     too_long = long_number(path, text)
     if too_long is not None:
         raise too_long

@@ -559,7 +559,17 @@ def kernel_times(
     else:
         rdma, nvl = nic_Bps * RDMA_SHARE, nvl_Bps * NVLINK_SHARE
     if (legs.rdma_out.any() or legs.rdma_in.any()) and rdma <= 0:
-        raise TopoError(f"kernel {kernel}: the EP ranks' GPUs have no NIC for RDMA", param="kernel")
+        bare = sum(
+            1
+            for nics in layout.nic_of_rank
+            if sum(layout.nic_cable_Bps.get(n, 0.0) for n in nics) <= 0
+        )
+        raise TopoError(
+            f"kernel {kernel}: {bare} of the {layout.ep} EP ranks have no NIC to send over RDMA "
+            "(none of their own carries anything: absent, or on planes or rails the software "
+            "does not drive); the kernel sends a rank's network traffic through its own NICs",
+            param="kernel",
+        )
     sms: int | None = None
     qps: int | None = None
     if kernel == "deepep-normal":
