@@ -24,11 +24,11 @@ DEFAULT_RELEASE = "2.29"
 ARCHES = ("volta", "ampere", "hopper", "blackwell")
 CPU_VENDORS = ("intel", "amd")
 PROTOCOLS = ("LL", "LL128", "Simple")
+"""NCCL's protocols, in the order of every per-protocol array of the constants file."""
 CONSTANT_RANGE = (1e-6, 1e9)
 """Least and greatest non-zero number a constants file may give (a latency in µs, a rate in
-GB/s, a chunk in bytes, an efficiency): the defaults run from 0.01 to about 2e6; beyond these a
-table printed 300-digit times (``launch_us = 1e300``, an NVLink rate of 1e-300 GB/s)."""
-"""NCCL's protocols, in the order of every per-protocol array of the constants file."""
+GB/s, a chunk in bytes, an efficiency): the defaults run from 0.01 to about 2e6; outside these
+no value is a cluster's, and the tables would print times of hundreds of digits."""
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,11 @@ def collective(
     ] = None,
     fit: Annotated[
         bool,
-        typer.Option("--fit", help="With --compare: least-squares alpha and beta of the log."),
+        typer.Option(
+            "--fit",
+            help="With --compare: the log's least-squares alpha (µs) and beta, the bus "
+            "bandwidth its sizes tend to (GB/s).",
+        ),
     ] = False,
     constants: Annotated[
         Path | None,

@@ -17,6 +17,7 @@ from topo.flow.solve.memory import (
     DEFAULT_MEMORY_LIMIT_BYTES,
     MEMORY_LIMIT_ENV,
     check_demand_table,
+    check_moe_kernel,
     check_moe_matrices,
     check_moe_tokens,
     demand_table_bytes,
@@ -74,6 +75,21 @@ def test_moe_ep_16384_is_refused_naming_what_fits(monkeypatch) -> None:
     with pytest.raises(TopoError, match=want + r"LIMIT_GB\): 16,384 ranks") as exc:
         check_moe_matrices(16_384)
     assert exc.value.param == "ep"
+
+
+@pytest.mark.parametrize(
+    "kernel, names",
+    [("deepep-ll", r"36 B per \(token, expert\), "), ("nccl", r"6 B per \(token, rank\) and 4 B")],
+)
+def test_an_ep_kernel_refused_names_only_the_costs_it_has(monkeypatch, kernel, names) -> None:
+    # 1e8 tokens on EP8, 8 experts a token: deepep-ll 36 x 8 = 288 B a token, 28.8 GB, and
+    # nccl 6 x 8 + 4 x 8 = 80 B, 8 GB, both over 1 GB. The low-latency kernels hold nothing
+    # per (token, rank): the message leaves that part out instead of printing "0 B".
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1")
+    with pytest.raises(TopoError, match=r"needs about " + names) as exc:
+        check_moe_kernel(kernel, 8, 100_000_000 // 8, 8)
+    assert "0 B per" not in str(exc.value)
+    assert moe_kernel_bytes("deepep-ll", 1, 8, 8) == 288 and moe_kernel_bytes("nccl", 1, 8, 8) == 80
 
 
 def test_moe_report_refuses_before_allocating(monkeypatch) -> None:

@@ -267,9 +267,14 @@ def check_moe_kernel(kernel: str, ep: int, tokens_per_gpu: int, k: int) -> None:
     if need > limit:
         per_rank, per_expert = MOE_KERNEL_BYTES[kernel]
         fits = limit // per_token
+        parts = [
+            f"{b} B per (token, {what})"
+            for b, what in ((per_rank, "rank"), (per_expert, "expert"))
+            if b
+        ]
         raise TopoError(
             f"kernel {kernel} on ep {ep} x tokens_per_gpu {tokens_per_gpu} = {tokens:,} tokens "
-            f"needs about {per_rank} B per (token, rank) and {per_expert} B per (token, expert), "
+            f"needs about {' and '.join(parts)}, "
             f"{need / 1e9:,.2f} GB, over the memory limit of {limit / 1e9:.2f} GB "
             f"({MEMORY_LIMIT_ENV}): at most {fits:,} tokens fit; lower ep x tokens_per_gpu",
             param="tokens_per_gpu",
