@@ -315,6 +315,18 @@ def test_v2_sms_bounded_by_the_fabrics_gpu():
     assert device_sms(H800)[0] == 132 and device_sms(B200)[0] == 148
 
 
+def test_normal_sms_stay_hopper_s_and_say_so_on_blackwell():
+    """deepep-normal models DeepEP V1's normal kernels on the H800s of their table: at most
+    132 SMs on any fabric; on a B200 fabric the refusal names the GPU's 148 and deepep-v2."""
+    check_kernel_sms("deepep-normal", 132, B200)
+    with pytest.raises(TopoError, match=r"from 2 to 132 \(deepep-normal models DeepEP V1's "
+                       r"normal kernels .*H800s; the fabric's .*B200.* has 148, which "
+                       r"deepep-v2 can take\), got 140"):  # fmt: skip
+        check_kernel_sms("deepep-normal", 140, B200)
+    with pytest.raises(TopoError, match=r"H800s\), got 140"):
+        check_kernel_sms("deepep-normal", 140, H800)
+
+
 def test_v2_sms_refused_on_a_hopper_fabric_accepted_on_blackwell(tmp_path):
     """The command refuses --sms 148 with deepep-v2 on an H800 fabric, as it refuses
     deepep-normal's 140, in one line and before the report; a B200 fabric runs it."""

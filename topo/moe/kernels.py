@@ -438,9 +438,16 @@ def check_kernel_sms(kernel: str, num_sms: int | None, gpu_model: str | None = N
         return
     if kernel == "deepep-normal":
         if num_sms < 2 or num_sms % 2 or num_sms > MAX_SMS:
+            more = ""
+            if arch_of_model(gpu_model) == "blackwell":
+                more = (
+                    f"; the fabric's {gpu_model!r} has {DEVICE_SMS['blackwell']}, which "
+                    "deepep-v2 can take"
+                )
             raise TopoError(
-                f"num_sms must be an even number from 2 to {MAX_SMS} (a Hopper SXM GPU's "
-                f"SMs), got {num_sms}",
+                f"num_sms must be an even number from 2 to {MAX_SMS} (deepep-normal models "
+                f"DeepEP V1's normal kernels on a Hopper SXM GPU's SMs, as its published table's "
+                f"H800s{more}), got {num_sms}",
                 param="num_sms",
             )
     elif kernel == "deepep-v2":
