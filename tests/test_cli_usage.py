@@ -30,6 +30,7 @@ def topo(*args: str) -> subprocess.CompletedProcess:
         (["bandwidth", "no-such-file.json"], "'no-such-file.json' does not exist"),
         (["bandwidth"], "Missing argument 'fabric'"),
         (["build", "ft2", "-o", "."], "is a directory"),
+        (["build", "ft2", "-o", ""], "'--output': an empty path names no file"),
         (["build", "ft2", "--switch-ports", "nine"], "'--switch-ports'"),
         (["nosuch"], "No such command 'nosuch'"),
         (["plan", "--gpus", "0"], "'--gpus'"),

@@ -131,6 +131,9 @@ def main() -> None:
             ctx = getattr(exc, "ctx", None)
             where = f"{ctx.command_path}: " if ctx is not None else ""
             message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            # click takes an empty path for the current folder: "file '' is a directory"
+            for empty in ("file '' is a directory", "File '' is a directory"):
+                message = message.replace(empty, "an empty path names no file")
             hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
             print(f"topo: error: {where}{message}{hint}", file=sys.stderr)
             sys.exit(2)
