@@ -27,9 +27,12 @@ HELP_PIPE_WIDTH = 160
 terminal keeps its own width."""
 
 if not sys.stdout.isatty() and not ({"TERMINAL_WIDTH", "COLUMNS"} & set(os.environ)):
-    import typer.rich_utils
-
-    typer.rich_utils.MAX_WIDTH = HELP_PIPE_WIDTH
+    # typer reads TERMINAL_WIDTH as it imports its help renderer (typer.rich_utils, with
+    # rich's markdown: 0.1 s), which a command that prints no help never loads
+    if "typer.rich_utils" in sys.modules:
+        sys.modules["typer.rich_utils"].MAX_WIDTH = HELP_PIPE_WIDTH
+    else:
+        os.environ["TERMINAL_WIDTH"] = str(HELP_PIPE_WIDTH)
 
 _COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("build", "build"),
