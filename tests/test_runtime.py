@@ -53,3 +53,14 @@ def test_configure_for_command(collector, one_analysis) -> None:
     with runtime.gc_paused():
         kept = [{"i": i} for i in range(1000)]
     assert (gc.get_freeze_count() >= len(kept)) is one_analysis
+
+
+def test_keep_until_exit_holds_only_in_a_one_analysis_process(collector, monkeypatch) -> None:
+    # A library caller's objects are freed as usual; the command line's are held to the end.
+    monkeypatch.setattr(runtime, "_kept", [])
+    obj = object()
+    runtime.keep_until_exit(obj)
+    assert runtime._kept == []
+    runtime.freeze_after_pauses()
+    runtime.keep_until_exit(obj)
+    assert runtime._kept == [obj]
