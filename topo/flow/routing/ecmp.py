@@ -196,13 +196,12 @@ def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
             ok &= (rows[:, q] >= 0)[:, None]
             cnt += ok
             np.copyto(slot, q, where=ok)
-        # the slot of each (row, leaf), or the extra column (-1) where there is no single one;
-        # taken per switch from its row (as int32: the (switches x leaves) table is the cost)
-        slot = np.where(cnt == 1, slot, rows.shape[1]).astype(np.int32)[group]
-        tree.cache[key] = (
-            np.take_along_axis(_with_none(pid), slot, axis=1),
-            np.take_along_axis(_with_none(child), slot, axis=1),
-        )
+        # the slot of each (row, leaf), or the extra column (-1) where there is no single one,
+        # taken per switch from its row, as a flat position in the tables with that column
+        width = rows.shape[1] + 1
+        at = np.where(cnt == 1, slot, width - 1).astype(np.intp)[group]
+        at += (np.arange(len(child), dtype=np.intp) * width)[:, None]
+        tree.cache[key] = (np.take(_with_none(pid), at), np.take(_with_none(child), at))
     found: tuple[np.ndarray, np.ndarray] = tree.cache[key]
     return found
 
