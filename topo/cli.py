@@ -30,7 +30,7 @@ if not sys.stdout.isatty() and not ({"TERMINAL_WIDTH", "COLUMNS"} & set(os.envir
     # typer reads TERMINAL_WIDTH as it imports its help renderer (typer.rich_utils, with
     # rich's markdown: 0.1 s), which a command that prints no help never loads
     if "typer.rich_utils" in sys.modules:
-        sys.modules["typer.rich_utils"].MAX_WIDTH = HELP_PIPE_WIDTH
+        setattr(sys.modules["typer.rich_utils"], "MAX_WIDTH", HELP_PIPE_WIDTH)  # noqa: B010
     else:
         os.environ["TERMINAL_WIDTH"] = str(HELP_PIPE_WIDTH)
 

@@ -273,8 +273,9 @@ def _server_host(
     nics: dict[str, list[str]] = defaultdict(list)
     bound: set[str] = set()
     own = {v: label[v] for v in members}
-    edges = []
-    gpuless = all(lab[0] != "gpu" for lab in own.values())
+    edges: list[tuple[tuple[str, int], tuple[str, int], float]] = []
+    kinds = [lab[0] for lab in own.values()]
+    gpuless = "gpu" not in kinds
     for v in members:
         inner = 0.0
         cables = []
@@ -301,7 +302,7 @@ def _server_host(
     edges.sort()
     return ContractedServer(
         id=sid,
-        weight=sum(lab[0] == "gpu" for lab in own.values()),
+        weight=kinds.count("gpu"),
         attach=attach,
         nics=nics,
         members=members,
