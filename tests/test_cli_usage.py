@@ -263,3 +263,18 @@ def test_start_up_loads_no_solver_or_pattern_library() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_a_command_loads_its_own_module_alone() -> None:
+    # The command line assembles the app of the one command it runs; the full app (every
+    # command, as `topo --help` lists them) is what `from topo.cli import app` gives.
+    code = (
+        f"import atexit, sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "sys.argv = ['topo', 'build', 'ft2', '--switch-ports', '4']; import topo.cli; "
+        "atexit.register(lambda: print(sorted(m for m in sys.modules "
+        "if m.startswith('topo.commands.')), file=sys.stderr)); topo.cli.main()"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == "['topo.commands.build']"
+    assert "ft2" in r.stdout

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +56,31 @@ def test_configure_for_command(collector, one_analysis) -> None:
     with runtime.gc_paused():
         kept = [{"i": i} for i in range(1000)]
     assert (gc.get_freeze_count() >= len(kept)) is one_analysis
+
+
+def test_keep_until_exit_holds_only_in_a_one_analysis_process(collector, monkeypatch) -> None:
+    # A library caller's objects are freed as usual; the command line's are held to the end.
+    monkeypatch.setattr(runtime, "_kept", [])
+    obj = object()
+    runtime.keep_until_exit(obj)
+    assert runtime._kept == []
+    runtime.freeze_after_pauses()
+    runtime.keep_until_exit(obj)
+    assert runtime._kept == [obj]
+
+
+def test_keep_freed_memory_sets_glibcs_thresholds_or_nothing() -> None:
+    # Set where the C library has mallopt (glibc); a platform without it changes nothing. (In a
+    # process of its own: the test run's keeps returning what it frees.)
+    code = (
+        "import ctypes; from topo import runtime\n"
+        "try:\n    ctypes.CDLL(None).mallopt\nexcept (OSError, AttributeError):\n"
+        "    print('none', runtime.keep_freed_memory())\n"
+        "else:\n    print('glibc', runtime.keep_freed_memory())\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() in (["none", "False"], ["glibc", "True"])

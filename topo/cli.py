@@ -10,31 +10,14 @@ stderr. Every :class:`topo.errors.TopoError` is printed as one line with exit st
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from topo import runtime
-from topo.commands import (
-    acceptance,
-    bandwidth,
-    build,
-    catalog,
-    codesign,
-    collective,
-    cost,
-    explain,
-    export,
-    import_,
-    moe,
-    place,
-    plot,
-    resilience,
-    sweep,
-    validate,
-)
 
 __all__ = ["app", "main"]
 
@@ -44,17 +27,33 @@ HELP_PIPE_WIDTH = 160
 terminal keeps its own width."""
 
 if not sys.stdout.isatty() and not ({"TERMINAL_WIDTH", "COLUMNS"} & set(os.environ)):
-    import typer.rich_utils
+    # typer reads TERMINAL_WIDTH as it imports its help renderer (typer.rich_utils, with
+    # rich's markdown: 0.1 s), which a command that prints no help never loads
+    if "typer.rich_utils" in sys.modules:
+        setattr(sys.modules["typer.rich_utils"], "MAX_WIDTH", HELP_PIPE_WIDTH)  # noqa: B010
+    else:
+        os.environ["TERMINAL_WIDTH"] = str(HELP_PIPE_WIDTH)
 
-    typer.rich_utils.MAX_WIDTH = HELP_PIPE_WIDTH
-
-app = typer.Typer(
-    name="topo",
-    help="Design and analyse the networks of large GPU clusters.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("build", "build"),
+    "bandwidth": ("bandwidth", "bandwidth"),
+    "plot": ("plot", "plot"),
+    "collective": ("collective", "collective"),
+    "explain": ("explain", "explain"),
+    "acceptance": ("acceptance", "acceptance"),
+    "cost": ("cost", "cost"),
+    "plan": ("cost", "plan"),
+    "moe": ("moe", "moe"),
+    "resilience": ("resilience", "resilience"),
+    "place": ("place", "place"),
+    "export": ("export", "export_"),
+    "validate": ("validate", "validate"),
+    "catalog": ("catalog", "catalog"),
+    "sweep": ("sweep", "sweep"),
+    "codesign": ("codesign", "codesign"),
+}
+"""Each command (in the order of ``--help``): its module of :mod:`topo.commands` and its
+function there. ``import ibnetdiscover`` is the one command of the ``import`` group."""
 
 
 def _version(value: bool) -> None:
@@ -65,7 +64,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _main(
     version: Annotated[
         bool,
@@ -77,27 +75,45 @@ def _main(
     """Design and analyse the networks of large GPU clusters."""
 
 
-import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
-app.add_typer(import_app, name="import")
+def _command(name: str) -> Any:
+    """The function of command ``name`` (its module imported now)."""
+    module, function = _COMMANDS[name]
+    return getattr(importlib.import_module(f"topo.commands.{module}"), function)
 
-# The order of --help.
-app.command("build")(build.build)
-app.command("bandwidth")(bandwidth.bandwidth)
-app.command("plot")(plot.plot)
-app.command("collective")(collective.collective)
-app.command("explain")(explain.explain)
-app.command("acceptance")(acceptance.acceptance)
-app.command("cost")(cost.cost)
-app.command("plan")(cost.plan)
-app.command("moe")(moe.moe)
-app.command("resilience")(resilience.resilience)
-app.command("place")(place.place)
-app.command("export")(export.export_)
-app.command("validate")(validate.validate)
-app.command("catalog")(catalog.catalog)
-app.command("sweep")(sweep.sweep)
-app.command("codesign")(codesign.codesign)
-import_app.command("ibnetdiscover")(import_.ibnetdiscover)
+
+def _app(only: str | None = None) -> typer.Typer:
+    """The typer app: every command, or (``only``) the one a process runs, whose options,
+    help and errors are the same in both (the others' modules, with what they import, are
+    then not loaded: 0.1-0.2 s of a command's start)."""
+    new = typer.Typer(
+        name="topo",
+        help="Design and analyse the networks of large GPU clusters.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    new.callback()(_main)
+    if only is None:
+        import_app = typer.Typer(help="Import a real fabric dump.", no_args_is_help=True)
+        new.add_typer(import_app, name="import")
+        import_ = importlib.import_module("topo.commands.import_")
+        import_app.command("ibnetdiscover")(import_.ibnetdiscover)
+    for name in _COMMANDS if only is None else (only,):
+        new.command(name)(_command(name))
+    return new
+
+
+app: typer.Typer  # (made by __getattr__ at its first use)
+_full: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the typer app of every command (made at its first use)."""
+    if name == "app":
+        if not _full:
+            _full.append(_app())
+        return _full[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _LOOPS = {"resilience", "sweep", "codesign"}
@@ -117,8 +133,10 @@ def main() -> None:
     finished, the process ends without tearing its objects down one by one (:func:`_finish`).
     """
     runtime.configure_for_command(one_analysis=not set(sys.argv[1:2]) & _LOOPS)
+    only = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in _COMMANDS else None
     try:
-        rc = app(standalone_mode=False)
+        application = _app(only) if only is not None else __getattr__("app")
+        rc = application(standalone_mode=False)
     except KeyboardInterrupt:  # while typer builds the app, before a command can catch it
         print("topo: interrupted", file=sys.stderr)
         sys.exit(130)

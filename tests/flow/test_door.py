@@ -14,7 +14,7 @@ import pytest
 
 from topo.builders import build
 from topo.errors import FormatError, InfeasibleError, SolverError, SpecError, TopoError
-from topo.fabric import capacity_fault, check_schema, vertex_label
+from topo.fabric import capacity_fault, check_schema, require_fabric, vertex_label, vouched
 from topo.flow import (
     alltoall_bandwidth,
     concurrent_flow,
@@ -461,6 +461,22 @@ def test_a_missing_capacity_is_refused_not_a_key_error(ft2, door) -> None:
     del G.edges[EDGE]["capacity"]
     with pytest.raises(SpecError, match=r"^G: edge 'leaf0'-'spine0' has no 'capacity' \(a num"):
         DOORS[door](G)
+
+
+def test_vouched_spares_that_graph_alone_and_inside_the_block_alone(ft2) -> None:
+    # The command line vouches for the fabric it has just read (the loader checked every
+    # capacity); a copy of it, or the same graph after the block, is checked as before.
+    G = ft2.copy()
+    G.edges[EDGE]["capacity"] = math.nan
+    H = G.copy()
+    with vouched(G):
+        require_fabric(G)
+        with pytest.raises(SpecError, match="got nan"):
+            require_fabric(H)
+        with pytest.raises(TopoError, match="must be a fabric"):
+            require_fabric(nx.DiGraph(G))
+    with pytest.raises(SpecError, match="got nan"):
+        require_fabric(G)
 
 
 def test_the_first_bad_edge_in_edge_order_is_named(ft2) -> None:

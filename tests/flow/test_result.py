@@ -11,7 +11,14 @@ from topo.builders import build
 from topo.cli import app
 from topo.fabric import save
 from topo.flow import alltoall_bandwidth, damaged_bandwidth
-from topo.flow.result import BandwidthResult, BottleneckLink, Bounds, FailureSet, LPStats
+from topo.flow.result import (
+    BandwidthResult,
+    BottleneckLink,
+    Bounds,
+    FailureSet,
+    LPStats,
+    link_dicts,
+)
 
 
 def result(**kw) -> BandwidthResult:
@@ -40,6 +47,21 @@ def result(**kw) -> BandwidthResult:
     )
     base.update(kw)
     return BandwidthResult(**base)
+
+
+def test_link_dicts_are_each_links_to_dict() -> None:
+    links = [
+        BottleneckLink("leaf0", "node0/nic0", "leaf->nic", 50e9, 12.5e9, 1),
+        BottleneckLink("leaf1", "spine0", "leaf->spine", 100e9, 100e9, 2),
+    ]
+    assert link_dicts(links) == [
+        {"source": "leaf0", "target": "node0/nic0", "tier": "leaf->nic",
+         "capacity_GBps": 50.0, "load_GBps": 12.5, "cables": 1},
+        {"source": "leaf1", "target": "spine0", "tier": "leaf->spine",
+         "capacity_GBps": 100.0, "load_GBps": 100.0, "cables": 2},
+    ]  # fmt: skip
+    assert link_dicts(links) == [b.to_dict() for b in links]
+    assert link_dicts([]) == []
 
 
 def test_derived_rates_and_gb_per_s_at_the_edge() -> None:

@@ -8,7 +8,7 @@ cables between the same two devices are one edge whose ``links`` counts the cabl
   and the limits (``SWITCH_KINDS``, ``NODE_KEYS``, ``GRAPH_KEYS``, ``node_keys``,
   ``tier_name``, ``MAX_PORTS``, ...);
 - :mod:`topo.fabric.checks`: whether a graph is a fabric (``require_fabric``,
-  ``capacity_fault``, ``check_schema``, ``check_wiring``);
+  ``capacity_fault``, ``check_schema``, ``check_wiring``, ``vouched``);
 - :mod:`topo.fabric.queries`: what a fabric holds (``servers``, ``hosts``,
   ``switch_components``, ``blocks_below_top``, ``natural_key``, ``summarize``, ...);
 - :mod:`topo.fabric.io`: fabric files, node-link JSON (``load``, ``save``,
@@ -21,7 +21,13 @@ Every public name of the five is importable from here (``from topo.fabric import
 
 from __future__ import annotations
 
-from topo.fabric.checks import capacity_fault, check_schema, check_wiring, require_fabric
+from topo.fabric.checks import (
+    capacity_fault,
+    check_schema,
+    check_wiring,
+    require_fabric,
+    vouched,
+)
 from topo.fabric.gpus import GPU_ARCHES, arch_of_model, gpu_arch, gpu_family, gpu_model
 from topo.fabric.io import FABRIC_SUFFIXES, check_fabric_path, load, save
 from topo.fabric.queries import (
@@ -107,6 +113,7 @@ __all__ = [
     "check_schema",
     "check_wiring",
     "require_fabric",
+    "vouched",
     # queries
     "FabricSummary",
     "blocks_below_top",

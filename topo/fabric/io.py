@@ -111,12 +111,16 @@ def load(path: str | Path) -> nx.Graph:
         the file and the first offending node or edge.
     """
     path = Path(path)
-    text = read_text(path)
     with gc_paused():  # the cyclic collector only slows building ~10^5 new dicts
-        data = _parse_node_link(path, text)
+        # (strict JSON is parsed from the file's bytes, not decoded to text first)
+        data = _strict_json(path)
+        if data is _NOT_READ:
+            data = _parse_node_link(path, read_text(path))
+        else:
+            _check_node_link(path, data)
         G = _graph_if_valid(data)
     if G is None:
-        G = _checked_node_link_graph(path, json.loads(text))
+        G = _checked_node_link_graph(path, json.loads(read_text(path)))
         check_wiring(G, path)
     return G
 
@@ -151,6 +155,22 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
         raise FormatError(path, f"not JSON: {exc.msg}{hint}", exc.lineno, exc.colno) from None
     except ValueError as exc:  # an integer over Python's 4,300-digit conversion limit
         raise (long_number(path, text) or FormatError(path, f"not JSON: {exc}")) from None
+    _check_node_link(path, data)
+    return data
+
+
+def _strict_json(path: Path) -> Any:
+    """The file's strict JSON (orjson, from its bytes), or ``_NOT_READ`` when it cannot be
+    read so (not strict JSON, not UTF-8, a byte order mark, unreadable):
+    :func:`_parse_node_link` then reads it as text and says what is wrong."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return _NOT_READ
+
+
+def _check_node_link(path: Path, data: Any) -> None:
+    """Refuse JSON whose top level is not a node-link fabric (an object with two lists)."""
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("nodes"), list)
@@ -165,7 +185,6 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
         )
     if not isinstance(data.get("graph", {}), dict):
         raise FormatError(path, "'graph' must be an object of fabric attributes")
-    return data
 
 
 def _checked_node_link_graph(path: Path, data: dict[str, Any]) -> nx.Graph:
@@ -351,6 +370,7 @@ def _valid_edges(
     with a pcie edge are added to ``seen[0]``, those of the NICs with an endpoint edge to
     ``seen[1]``."""
     wired, cabled = seen
+    ids = list(index)
     lo, hi = CAPACITY_RANGE_Bps
     allowed, in_server = ALLOWED_ENDS, IN_SERVER_EDGES
     last, in_order = -1, True
@@ -385,8 +405,8 @@ def _valid_edges(
             if first < last:
                 in_order = False
             last = first
-            nbrs[iu][v] = item
-            nbrs[iv][u] = item
+            nbrs[iu][ids[iv]] = item  # (keyed by the node's own id object: one string less)
+            nbrs[iv][ids[iu]] = item
     except (KeyError, TypeError, AttributeError):
         return None
     return in_order

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import networkx as nx
 
 from topo.fabric import vertex_label
-from topo.units import Bps_to_GBps
+from topo.units import GIGA, Bps_to_GBps
 
 LINK_SEPARATOR = "--"
 """Between the two ends of a named link: ``leaf3--spine0`` (``--fail``, ``failed_links``)."""
@@ -63,6 +63,23 @@ class BottleneckLink(NamedTuple):
             "load_GBps": Bps_to_GBps(self.load_Bps),
             "cables": self.cables,
         }
+
+
+def link_dicts(links: Iterable[BottleneckLink]) -> list[dict[str, Any]]:
+    """:meth:`BottleneckLink.to_dict` of each link, in one pass (a 65,536-GPU FT3 reports
+    131,072 of them)."""
+    g = GIGA  # (Bps_to_GBps: B/s over 1e9)
+    return [
+        {
+            "source": s,
+            "target": t,
+            "tier": tier,
+            "capacity_GBps": c / g,
+            "load_GBps": x / g,
+            "cables": n,
+        }
+        for s, t, tier, c, x, n in links
+    ]
 
 
 @dataclass(frozen=True)
@@ -577,7 +594,7 @@ class BandwidthResult:
             "nic_utilization": self.nic_utilization,
             "intranode_per_gpu_GBps": Bps_to_GBps(self.intranode_per_gpu_Bps),
             "bottleneck_tiers": self.bottleneck_tiers,
-            "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_links": link_dicts(self.bottleneck_links),
             "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,
@@ -598,7 +615,7 @@ class BandwidthResult:
             "theta": self.theta,
             "total_bytes": self.total_bytes,
             "bottleneck_tiers": self.bottleneck_tiers,
-            "bottleneck_links": [b.to_dict() for b in self.bottleneck_links],
+            "bottleneck_links": link_dicts(self.bottleneck_links),
             "bottleneck_identified": bool(self.bottleneck_links),
             "method": self.method,
             "exact": self.exact,

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from topo.fabric import natural_key
+from topo.fabric import natural_key, vertex_label
 from topo.flow.exact.cuts import MET_TOL, cut_bound
 from topo.flow.exact.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
 from topo.flow.exact.report import build_report
@@ -408,16 +408,68 @@ def _links(
 ) -> list[tuple[Any, Any, float, float]]:
     """(tail, head, capacity, load) of the cables and switch links (B/s) at ``rate``: all of
     them, or those within :data:`SATURATED` of their capacity."""
-    out: list[tuple[Hashable, Hashable, float, float]] = []
+    out = _switch_directions(r, rate, saturated_only)
     edge = G._adj
+    for s, nics, up, down in _host_cables(r, rate, saturated_only):
+        for nic in nics:
+            c = float(edge[nic][s]["capacity"])
+            out.append((nic, s, c, up * c))
+            out.append((s, nic, c, down * c))
+    return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
+
+
+def _binding(G: nx.Graph, r: SplitRouting, rate: float) -> list[BottleneckLink]:
+    """``links(G, _links(G, r, rate, saturated_only=True))``, in the same order: the NIC
+    cables (131,072 directions on a 65,536-GPU FT3) made here in one pass, each cable's
+    attributes and each switch's tiers read once."""
+    keep = 1 - SATURATED
+    found = links(G, [t for t in _switch_directions(r, rate, True) if t[3] >= t[2] * keep])
+    append, edge = found.append, G._adj
+    new = tuple.__new__  # (as topo.flow.result.links makes them)
+    tiers: dict[tuple[str, Hashable], tuple[str, str]] = {}
+    for s, nics, up, down in _host_cables(r, rate, True):
+        name = str(s)
+        for nic in nics:
+            d = edge[nic][s]
+            c = float(d["capacity"])
+            cables = int(d["links"])
+            lab = vertex_label(G, nic)
+            ts = tiers.get((lab, s))
+            if ts is None:
+                other = vertex_label(G, s)
+                ts = tiers[(lab, s)] = (f"{lab}->{other}", f"{other}->{lab}")
+            x = up * c
+            if x >= c * keep:
+                append(new(BottleneckLink, (str(nic), name, ts[0], c, float(x), cables)))
+            x = down * c
+            if x >= c * keep:
+                append(new(BottleneckLink, (name, str(nic), ts[1], c, float(x), cables)))
+    return found
+
+
+def _switch_directions(
+    r: SplitRouting, rate: float, saturated_only: bool
+) -> list[tuple[Any, Any, float, float]]:
+    """(tail, head, capacity, load) of the switch links (B/s) at ``rate`` with a load: all of
+    them, or those within :data:`SATURATED` of their capacity."""
     a, names = r.arcs, r.arcs.names
     load = rate * r.arc_load
     busy = load >= a.cap * (1 - SATURATED) if saturated_only else r.arc_load > 0
     e = np.flatnonzero(busy)
-    for u, v, c, x in zip(
-        a.tail[e].tolist(), a.head[e].tolist(), a.cap[e].tolist(), load[e].tolist(), strict=True
-    ):
-        out.append((names[u], names[v], c, x))
+    return [
+        (names[u], names[v], c, x)
+        for u, v, c, x in zip(
+            a.tail[e].tolist(), a.head[e].tolist(), a.cap[e].tolist(), load[e].tolist(), strict=True
+        )
+    ]
+
+
+def _host_cables(
+    r: SplitRouting, rate: float, saturated_only: bool
+) -> Iterator[tuple[Any, list[Any], float, float]]:
+    """``(switch, its NICs of one host, up, down)``: each host's cables to a switch and their
+    utilization at ``rate`` in each direction (load over capacity); with ``saturated_only``,
+    only where one direction is within :data:`SATURATED` of its capacity."""
     util = (r.host_util * rate).tolist()  # (as floats: [class][plane] = [up, down])
     for ci, cls in enumerate(r.classes):
         for h in cls:
@@ -425,11 +477,7 @@ def _links(
                 up, down = util[ci][r.plane_of[s]]
                 if saturated_only and max(up, down) < 1 - SATURATED:
                     continue
-                for nic in nics:
-                    c = float(edge[nic][s]["capacity"])
-                    out.append((nic, s, c, up * c))
-                    out.append((s, nic, c, down * c))
-    return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
+                yield s, nics, up, down
 
 
 def certified_alltoall(ctx: SolveContext, want_loads: bool = False) -> BandwidthResult | None:
@@ -480,7 +528,7 @@ def certified_alltoall(ctx: SolveContext, want_loads: bool = False) -> Bandwidth
     )
     if terminal == "gpu":
         note += "; NVLink and PCIe carry it (checked)"
-    binding: list[BottleneckLink] = links(G, _links(G, r, lam, saturated_only=True))
+    binding = _binding(G, r, lam)
     report = build_report(
         ctx.noted(note),
         lam,

@@ -105,7 +105,9 @@ def sort_links(links: list[BottleneckLink]) -> tuple[BottleneckLink, ...]:
             rank, previous = len(source), key
         source[s] = rank
     n = len(source)
-    return tuple(sorted(links, key=lambda b: tier[b.tier] * n + source[b.source]))
+    keys = np.array([tier[b[2]] * n + source[b[0]] for b in links], dtype=np.int64)
+    order = np.argsort(keys, kind="stable").tolist()
+    return tuple(map(links.__getitem__, order))
 
 
 def lp_stats(sol: MCFSolution) -> LPStats:

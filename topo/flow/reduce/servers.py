@@ -26,7 +26,7 @@ from topo.fabric import (
     SWITCH_KINDS,
     named_servers,
     natural_key,
-    servers,
+    natural_sorted_groups,
     switch_components,
     terminal_kind,
 )
@@ -229,14 +229,20 @@ class ServerIndex:
         -------
         ServerIndex
         """
-        nodes = G._node  # the raw attribute dicts: this visits every vertex
-        is_switch = {v for v, d in nodes.items() if d["kind"] in SWITCH_KINDS}
-        label = {
-            v: (str(d["kind"]), int(d.get("index", -1)))
-            for v, d in nodes.items()
-            if v not in is_switch
-        }
-        return ServerIndex(is_switch, label, servers(G))
+        # One pass over the raw attribute dicts: the switches, the others' labels, and the
+        # servers' vertices as topo.fabric.servers groups them (then put in natural order).
+        is_switch: set[Hashable] = set()
+        label: dict[Hashable, tuple[str, int]] = {}
+        by: dict[Hashable, list[str]] = defaultdict(list)
+        switch_kinds = SWITCH_KINDS
+        for v, d in G._node.items():
+            kind = d["kind"]
+            if kind in switch_kinds:
+                is_switch.add(v)
+            else:
+                label[v] = (str(kind), int(d.get("index", -1)))
+                by[d["node"]].append(v)
+        return ServerIndex(is_switch, label, natural_sorted_groups(by))
 
     def contract(self, G: nx.Graph, ids: Iterable[Hashable]) -> list[ContractedServer]:
         """The servers ``ids`` of ``G`` contracted, in the order given, each as
@@ -273,8 +279,9 @@ def _server_host(
     nics: dict[str, list[str]] = defaultdict(list)
     bound: set[str] = set()
     own = {v: label[v] for v in members}
-    edges = []
-    gpuless = all(lab[0] != "gpu" for lab in own.values())
+    edges: list[tuple[tuple[str, int], tuple[str, int], float]] = []
+    kinds = [lab[0] for lab in own.values()]
+    gpuless = "gpu" not in kinds
     for v in members:
         inner = 0.0
         cables = []
@@ -301,7 +308,7 @@ def _server_host(
     edges.sort()
     return ContractedServer(
         id=sid,
-        weight=sum(lab[0] == "gpu" for lab in own.values()),
+        weight=kinds.count("gpu"),
         attach=attach,
         nics=nics,
         members=members,

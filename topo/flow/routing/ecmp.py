@@ -196,15 +196,19 @@ def _one_way_down(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray]:
             ok &= (rows[:, q] >= 0)[:, None]
             cnt += ok
             np.copyto(slot, q, where=ok)
-        single = (cnt == 1)[group]
-        slot = slot[group]
-        at = np.arange(len(child))[:, None]
-        tree.cache[key] = (
-            np.where(single, pid[at, slot], -1),
-            np.where(single, child[at, slot], -1),
-        )
+        # the slot of each (row, leaf), or the extra column (-1) where there is no single one,
+        # taken per switch from its row, as a flat position in the tables with that column
+        width = rows.shape[1] + 1
+        at = np.where(cnt == 1, slot, width - 1).astype(np.intp)[group]
+        at += (np.arange(len(child), dtype=np.intp) * width)[:, None]
+        tree.cache[key] = (np.take(_with_none(pid), at), np.take(_with_none(child), at))
     found: tuple[np.ndarray, np.ndarray] = tree.cache[key]
     return found
+
+
+def _with_none(a: np.ndarray) -> np.ndarray:
+    """``a`` (2-D) with a column of -1 after its last."""
+    return np.concatenate([a, np.full((len(a), 1), -1, dtype=a.dtype)], axis=1)
 
 
 def _turn_groups(tree: UpDownTree, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
