@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -370,6 +371,27 @@ def test_load_messages(tmp_path, saved) -> None:
     )
     with pytest.raises(FormatError, match=r"names node 'ghost', which the file does not list"):
         load(path)
+
+
+def _pipe(data: bytes) -> str:
+    """A pipe holding ``data`` (written whole and closed), as bash's ``<(...)`` gives one."""
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    return f"/dev/fd/{r}"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+def test_load_reads_a_pipe_once(saved) -> None:
+    # A pipe cannot be read twice: a fabric from one loads as from a file, and one whose fault
+    # only the full check finds (capacity 0) is refused for that fault, not as an empty file.
+    # (Small fabrics: their JSON fits in the pipe's buffer.)
+    G = load(_pipe(json.dumps(saved).encode()))
+    assert layout(G) == layout(nx.node_link_graph(saved, edges="edges"))
+    bad = copy.deepcopy(saved)
+    SAME_ERROR["capacity 0"](bad)
+    with pytest.raises(FormatError, match=r"'capacity' must be a number of B/s from 1000"):
+        load(_pipe(json.dumps(bad).encode()))
 
 
 def test_load_refuses_a_null_edge_end(tmp_path, saved) -> None:

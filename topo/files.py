@@ -249,17 +249,40 @@ def read_text(path: str | Path) -> str:
     FormatError
         If the file is missing, cannot be read, or is not UTF-8 text.
     """
+    return decode_text(path, read_bytes(path))
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """Read a file whole, once (a pipe, as bash's ``<(...)`` gives, cannot be read again).
+
+    Raises
+    ------
+    FormatError
+        If the file is missing or cannot be read.
+    """
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise FormatError(path, "no such file") from None
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc}") from None
+
+
+def decode_text(path: str | Path, raw: bytes) -> str:
+    """A file's bytes as UTF-8 text, a leading byte order mark dropped, as :func:`read_text`.
+
+    Raises
+    ------
+    FormatError
+        If ``raw`` is not UTF-8 (naming ``path``, the byte and its line).
+    """
+    try:
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise FormatError(
             path, f"not UTF-8 text (byte {exc.start:,}: {exc.reason}): a binary file?", line=line
         ) from None
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc}") from None
 
 
 MAX_NUMBER_DIGITS = 100

@@ -32,7 +32,15 @@ from topo.fabric.schema import (
     CAPACITY_RANGE_Bps,
     ca_key,
 )
-from topo.files import long_number, read_text, too_deep, write_atomic, written_names
+from topo.files import (
+    decode_text,
+    long_number,
+    read_bytes,
+    read_text,
+    too_deep,
+    write_atomic,
+    written_names,
+)
 from topo.runtime import gc_paused
 
 FABRIC_SUFFIXES = (".json",)
@@ -111,16 +119,21 @@ def load(path: str | Path) -> nx.Graph:
         the file and the first offending node or edge.
     """
     path = Path(path)
+    raw = read_bytes(path)  # once: a pipe (``<(...)``) cannot be read again
     with gc_paused():  # the cyclic collector only slows building ~10^5 new dicts
         # (strict JSON is parsed from the file's bytes, not decoded to text first)
-        data = _strict_json(path)
+        data = _strict_json(raw)
         if data is _NOT_READ:
-            data = _parse_node_link(path, read_text(path))
+            data = _parse_node_link(path, decode_text(path, raw))
         else:
             _check_node_link(path, data)
+        # a file is read again if the checks below need its text (its bytes are not held)
+        kept = None if path.is_file() else raw
+        del raw
         G = _graph_if_valid(data)
     if G is None:
-        G = _checked_node_link_graph(path, json.loads(read_text(path)))
+        text = decode_text(path, kept) if kept is not None else read_text(path)
+        G = _checked_node_link_graph(path, json.loads(text))
         check_wiring(G, path)
     return G
 
@@ -159,13 +172,13 @@ def _parse_node_link(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _strict_json(path: Path) -> Any:
-    """The file's strict JSON (orjson, from its bytes), or ``_NOT_READ`` when it cannot be
-    read so (not strict JSON, not UTF-8, a byte order mark, unreadable):
-    :func:`_parse_node_link` then reads it as text and says what is wrong."""
+def _strict_json(raw: bytes) -> Any:
+    """A file's strict JSON (orjson, from its bytes), or ``_NOT_READ`` when it cannot be
+    read so (not strict JSON, not UTF-8, a byte order mark): :func:`_parse_node_link` then
+    reads it as text and says what is wrong."""
     try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
         return _NOT_READ
 
 
