@@ -55,14 +55,7 @@ class BottleneckLink(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """``source``, ``target``, ``tier``, ``capacity_GBps``, ``load_GBps``, ``cables``."""
-        return {
-            "source": self.source,
-            "target": self.target,
-            "tier": self.tier,
-            "capacity_GBps": Bps_to_GBps(self.capacity_Bps),
-            "load_GBps": Bps_to_GBps(self.load_Bps),
-            "cables": self.cables,
-        }
+        return link_dicts((self,))[0]
 
 
 def link_dicts(links: Iterable[BottleneckLink]) -> list[dict[str, Any]]:
