@@ -107,6 +107,56 @@ def test_ctrl_c_in_a_library_solve_is_a_keyboard_interrupt() -> None:
     assert r.stdout.strip() == "caught KeyboardInterrupt"
 
 
+@pytest.mark.parametrize(
+    "redeliver, sig, caught, stderr",
+    [
+        (True, "SIGINT", "KeyboardInterrupt", ""),
+        (True, "SIGTERM", "Terminated", ""),
+        (False, "SIGINT", "lost", "Exception ignored in"),
+    ],
+)
+def test_an_interrupt_raised_in_a_gc_callback_arrives_again(redeliver, sig, caught, stderr):
+    # The signal is handled inside a garbage-collector callback (as Dask's GC diagnosis is
+    # one): Python drops what the handler raises there. With the command line's hook the
+    # interrupt is raised again in ordinary code, silently; without it, it is lost.
+    code = textwrap.dedent(
+        f"""
+        import gc, os, signal, time
+        from topo.interrupts import redeliver_swallowed_interrupts
+        class Terminated(KeyboardInterrupt):
+            signal = signal.SIGTERM
+        def terminate(signum, frame):
+            raise Terminated
+        signal.signal(signal.SIGTERM, terminate)
+        if {redeliver}:
+            redeliver_swallowed_interrupts()
+            redeliver_swallowed_interrupts()  # (once is enough; twice changes nothing)
+        sent = []
+        def callback(phase, info):
+            if phase == "start" and not sent:
+                sent.append(1)
+                os.kill(os.getpid(), signal.{sig})
+                for _ in range(10000):  # the handler runs here, inside the callback
+                    pass
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                time.sleep(0.01)
+            print("lost")
+        except Terminated:
+            print("Terminated")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == caught
+    assert (stderr in r.stderr) if stderr else r.stderr == ""
+
+
 def test_ctrl_c_while_the_command_line_imports_is_one_line():
     # The console script imports typer, rich, networkx and numpy before topo.cli.main can catch
     # anything: an interrupt there printed a traceback of the import machinery.

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from topo import runtime
+from topo.interrupts import redeliver_swallowed_interrupts
 
 __all__ = ["app", "main"]
 
@@ -133,6 +134,7 @@ def main() -> None:
     finished, the process ends without tearing its objects down one by one (:func:`_finish`).
     """
     runtime.configure_for_command(one_analysis=not set(sys.argv[1:2]) & _LOOPS)
+    redeliver_swallowed_interrupts()  # (a Ctrl-C raised in a gc callback is not lost)
     only = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in _COMMANDS else None
     try:
         application = _app(only) if only is not None else __getattr__("app")

@@ -104,6 +104,9 @@ class Terminated(KeyboardInterrupt):
     ``topo: terminated`` and status 143 (128 + SIGTERM, as a shell reports a process the
     signal ended), where Ctrl-C gives ``topo: interrupted`` and 130."""
 
+    signal = signal.SIGTERM
+    """The signal it stands for (:func:`topo.interrupts.redeliver_swallowed_interrupts`)."""
+
 
 def _terminate(signum: int, frame: Any) -> None:
     raise Terminated

@@ -15,11 +15,15 @@ lives on.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 _state = {"terminate": False}
 
@@ -102,3 +106,46 @@ def _watch(read_end: int, left: threading.Event) -> None:
                 line, status = _LINES[signal.Signals(signum)]
                 os.write(2, line)
                 os._exit(status)
+
+
+def redeliver_swallowed_interrupts() -> None:
+    """Make a Ctrl-C or SIGTERM that Python dropped arrive again (the command line's call).
+
+    A signal's Python handler raises in whatever code the main thread runs when the signal is
+    handled. When that is a garbage-collector callback (Dask's ``distributed`` registers one),
+    a ``__del__`` method or a weakref callback, Python reports the exception as "Exception
+    ignored in ..." and drops it: the interrupt is lost and the command runs on (a
+    ``resilience`` run on Dask went on past its 30 s). This hook (``sys.unraisablehook``) drops
+    the report instead and has the signal handled again in the main thread a moment later
+    (``_thread.interrupt_main``, from a thread of its own, :data:`REDELIVER_S` later, when the
+    callback is over), where it raises in ordinary code (should it land in a callback again,
+    the same happens again); any other unraisable exception goes to the previous hook. The
+    signal is the exception's ``signal`` attribute, SIGINT when it has none. Idempotent.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "redelivers_interrupts", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is (
+            threading.main_thread()
+        ):
+            # (a low-level thread: threading's start() would wait for it, and the signal it
+            # sends could be handled in that wait, inside this hook)
+            _thread.start_new_thread(_redeliver, (int(getattr(exc, "signal", signal.SIGINT)),))
+            return
+        previous(unraisable)
+
+    hook.redelivers_interrupts = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
+REDELIVER_S = 0.02
+"""Seconds between a dropped interrupt and its second delivery (a gc callback's run is far
+shorter)."""
+
+
+def _redeliver(signum: int) -> None:
+    time.sleep(REDELIVER_S)
+    _thread.interrupt_main(signum)
