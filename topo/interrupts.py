@@ -148,4 +148,4 @@ shorter)."""
 
 def _redeliver(signum: int) -> None:
     time.sleep(REDELIVER_S)
-    _thread.interrupt_main(signum)
+    _thread.interrupt_main(signal.Signals(signum))
