@@ -305,3 +305,33 @@ def test_many_planes_are_limited_by_one_plane_s_leaves(monkeypatch):
     G = build("mpft", switch_ports=8, gpus_per_node=4, nics_per_node=4)
     r = certified(G)
     assert r is not None and r.pair_rate_Bps == pytest.approx(NIC / 124, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "family,kw,fail_links",
+    [
+        ("ft2", dict(switch_ports=8, gpus_per_node=2, nics_per_node=2), 0),
+        ("ft2", OVERSUBSCRIBED, 0),
+        ("mpft", dict(switch_ports=8, gpus_per_node=4, nics_per_node=4, gpus=64), 3),
+        ("ft3", dict(switch_ports=8, gpus_per_node=2, nics_per_node=2), 0),
+    ],
+)
+def test_the_binding_links_made_in_one_pass_are_the_general_ones(family, kw, fail_links):
+    # certify._binding makes the NIC cables' BottleneckLinks itself (one pass, for FT3's
+    # 131,072); they must be topo.flow.result.links of the saturated directions, in order.
+    from topo.flow.result import links
+
+    G = build(family, **kw)
+    if fail_links:
+        G, _ = fail(G, links=fail_links, seed=1)
+    hs, _ = contract_servers(G)
+    r = split_routing(G, hs)
+    if r is None:
+        pytest.skip("no split routing on this fabric")
+    full, half = (
+        links(G, certify._links(G, r, rate, saturated_only=True))
+        for rate in (r.rate_Bps, 0.5 * r.rate_Bps)
+    )
+    assert full and not half  # (something binds at the routing's rate, nothing at half)
+    assert certify._binding(G, r, r.rate_Bps) == full
+    assert certify._binding(G, r, 0.5 * r.rate_Bps) == []
