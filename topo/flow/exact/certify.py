@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from topo.fabric import natural_key, vertex_label
+from topo.fabric import natural_key
 from topo.flow.exact.cuts import MET_TOL, cut_bound
 from topo.flow.exact.plane_routing import MAX_CELLS, Loads, route_three_tier, route_two_tier
 from topo.flow.exact.report import build_report
@@ -46,7 +46,7 @@ from topo.flow.exact.switch_arcs import SwitchArcs
 from topo.flow.reduce.network import Scope, twin_classes
 from topo.flow.reduce.server_check import FEASIBILITY_TOL, Load, inside_theta
 from topo.flow.reduce.servers import ContractedServer, InnerSignature, SolveContext, terminal_count
-from topo.flow.result import BandwidthResult, BottleneckLink, links
+from topo.flow.result import BandwidthResult, links
 from topo.flow.solve.lp import NO_LP
 
 CERTIFY_TOL = MET_TOL
@@ -405,46 +405,23 @@ def insides_carry(G: nx.Graph, r: SplitRouting, rate: float) -> tuple[bool, floa
 
 def _links(
     G: nx.Graph, r: SplitRouting, rate: float, saturated_only: bool
-) -> list[tuple[Any, Any, float, float]]:
-    """(tail, head, capacity, load) of the cables and switch links (B/s) at ``rate``: all of
-    them, or those within :data:`SATURATED` of their capacity."""
-    out = _switch_directions(r, rate, saturated_only)
+) -> Iterator[tuple[Any, Any, float, float]]:
+    """(tail, head, capacity, load) of the switch links, then the NIC cables (B/s) at
+    ``rate``: all of them that carry load, or those within :data:`SATURATED` of their
+    capacity, made one at a time (a 65,536-GPU FT3 has 131,072 saturated NIC cable
+    directions; :func:`topo.flow.result.links` names them as they come)."""
+    yield from _switch_directions(r, rate, saturated_only)
+    keep = 1 - SATURATED if saturated_only else -math.inf
     edge = G._adj
     for s, nics, up, down in _host_cables(r, rate, saturated_only):
         for nic in nics:
             c = float(edge[nic][s]["capacity"])
-            out.append((nic, s, c, up * c))
-            out.append((s, nic, c, down * c))
-    return [t for t in out if not saturated_only or t[3] >= t[2] * (1 - SATURATED)]
-
-
-def _binding(G: nx.Graph, r: SplitRouting, rate: float) -> list[BottleneckLink]:
-    """``links(G, _links(G, r, rate, saturated_only=True))``, in the same order: the NIC
-    cables (131,072 directions on a 65,536-GPU FT3) made here in one pass, each cable's
-    attributes and each switch's tiers read once."""
-    keep = 1 - SATURATED
-    found = links(G, [t for t in _switch_directions(r, rate, True) if t[3] >= t[2] * keep])
-    append, edge = found.append, G._adj
-    new = tuple.__new__  # (as topo.flow.result.links makes them)
-    tiers: dict[tuple[str, Hashable], tuple[str, str]] = {}
-    for s, nics, up, down in _host_cables(r, rate, True):
-        name = str(s)
-        for nic in nics:
-            d = edge[nic][s]
-            c = float(d["capacity"])
-            cables = int(d["links"])
-            lab = vertex_label(G, nic)
-            ts = tiers.get((lab, s))
-            if ts is None:
-                other = vertex_label(G, s)
-                ts = tiers[(lab, s)] = (f"{lab}->{other}", f"{other}->{lab}")
             x = up * c
             if x >= c * keep:
-                append(new(BottleneckLink, (str(nic), name, ts[0], c, float(x), cables)))
+                yield nic, s, c, x
             x = down * c
             if x >= c * keep:
-                append(new(BottleneckLink, (name, str(nic), ts[1], c, float(x), cables)))
-    return found
+                yield s, nic, c, x
 
 
 def _switch_directions(
@@ -528,7 +505,7 @@ def certified_alltoall(ctx: SolveContext, want_loads: bool = False) -> Bandwidth
     )
     if terminal == "gpu":
         note += "; NVLink and PCIe carry it (checked)"
-    binding = _binding(G, r, lam)
+    binding = links(G, _links(G, r, lam, saturated_only=True))
     report = build_report(
         ctx.noted(note),
         lam,
