@@ -323,6 +323,25 @@ def long_number(path: str | Path, text: str) -> FormatError | None:
     )
 
 
+def read_numbers_text(path: str | Path, text: str | None = None) -> str:
+    """A text input's content (read here unless ``text`` is given: a pipe, as bash's
+    ``<(...)`` gives, can be read only once), refused if a run of digits is too long to be a
+    number (:func:`long_number`).
+
+    Raises
+    ------
+    FormatError
+        As :func:`read_text`, or naming the line of a number of more than
+        :data:`MAX_NUMBER_DIGITS` digits.
+    """
+    if text is None:
+        text = read_text(path)
+    too_long = long_number(path, text)
+    if too_long is not None:
+        raise too_long
+    return text
+
+
 def too_deep(path: str | Path, prefix: str = "not JSON") -> FormatError:
     """The error for a JSON file nested deeper than Python's parser can follow.
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.files import long_number, read_text, too_deep
+from topo.files import read_numbers_text, too_deep
 from topo.formats.nccl_tests_checks import MAX_GBPS, MAX_SIZE_BYTES, MAX_TIME_US, busbw_factor
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import shown
@@ -262,11 +262,7 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
     ('all_gather', 2, ['h0', 'h1'], 2000000, 200.0, 5.0)
     """
     path = Path(path)
-    if text is None:
-        text = read_text(path)
-    too_long = long_number(path, text)
-    if too_long is not None:
-        raise too_long
+    text = read_numbers_text(path, text)
     groups: dict[tuple[str, int, int], _Group] = {}
     seen: set[tuple[Any, ...]] = set()
     shapes: dict[str, tuple[int, int, int]] = {}  # communicator id: (n_ranks, nnodes, line)

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topo.errors import FormatError
-from topo.files import long_number, read_text
+from topo.files import read_numbers_text
 from topo.formats.nccl_tests_checks import (
     BUFFER_OPS,
     MAX_GBPS,
@@ -455,17 +455,6 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
             )
 
 
-def _read(path: Path, text: str | None = None) -> str:
-    """The log's text (read here unless given); a run of digits too long to be a number is an
-    error."""
-    if text is None:
-        text = read_text(path)
-    too_long = long_number(path, text)
-    if too_long is not None:
-        raise too_long
-    return text
-
-
 def read_nccl_tests(
     path: str | Path, op: str | None = None, *, text: str | None = None
 ) -> list[NcclTest]:
@@ -525,7 +514,7 @@ def read_nccl_tests(
     ('all_reduce', 2, 2, 0.1)
     """
     path = Path(path)
-    text = _read(path, text)
+    text = read_numbers_text(path, text)
     tests: list[NcclTest] = []
     cur: _Open | None = None
     version = library = ""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.files import long_number, read_text, too_deep
+from topo.files import read_numbers_text, too_deep
 from topo.formats.nccl_tests import read_nccl_tests
 from topo.formats.nccl_tests_checks import check_size, plausible_rows
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
@@ -204,11 +204,7 @@ def read_nccl_tests_json(path: str | Path, *, text: str | None = None) -> list[N
     ('all_gather', 2, 2, 0.05)
     """
     path = Path(path)
-    if text is None:
-        text = read_text(path)
-    too_long = long_number(path, text)
-    if too_long is not None:
-        raise too_long
+    text = read_numbers_text(path, text)
     try:
         doc = json.loads(text)
     except RecursionError:
