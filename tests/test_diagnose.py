@@ -143,6 +143,22 @@ def test_cli_needs_the_ranks_of_a_deepep_log(tmp_path: Path) -> None:
     )
 
 
+def test_a_deepep_log_given_as_a_pipe_is_explained_as_deepep(tmp_path: Path) -> None:
+    # explain reads each log once and tells its kind from the text: a pipe (bash's <(...))
+    # holding DeepEP's output is a DeepEP run, not a collective's log
+    from tests.formats.test_nccl_inspector import pipe_of
+
+    fabric = tmp_path / "f.json"
+    save(_servers(8), fabric)
+    with pipe_of(README_EP16) as log:
+        r = CliRunner().invoke(
+            app,
+            ["explain", str(fabric), str(log), "--gpus", "16", "--gpus-per-node", "8", "--json"],
+        )
+    assert r.exit_code == 0, r.output
+    assert '"kind":"deepep"' in r.stdout.replace(" ", "")
+
+
 def test_a_deepep_log_in_a_folder_without_ranks_is_skipped_with_a_warning(tmp_path: Path) -> None:
     fabric = tmp_path / "f.json"
     save(_servers(8), fabric)

@@ -10,6 +10,7 @@ stderr. Every :class:`topo.errors.TopoError` is printed as one line with exit st
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import sys
@@ -105,15 +106,18 @@ def _app(only: str | None = None) -> typer.Typer:
 
 
 app: typer.Typer  # (made by __getattr__ at its first use)
-_full: list[typer.Typer] = []
+
+
+@functools.cache
+def _full_app() -> typer.Typer:
+    """The typer app of every command, made once."""
+    return _app()
 
 
 def __getattr__(name: str) -> Any:
     """``app``: the typer app of every command (made at its first use)."""
     if name == "app":
-        if not _full:
-            _full.append(_app())
-        return _full[0]
+        return _full_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -137,7 +141,7 @@ def main() -> None:
     redeliver_swallowed_interrupts()  # (a Ctrl-C raised in a gc callback is not lost)
     only = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in _COMMANDS else None
     try:
-        application = _app(only) if only is not None else __getattr__("app")
+        application = _app(only) if only is not None else _full_app()
         rc = application(standalone_mode=False)
     except KeyboardInterrupt:  # while typer builds the app, before a command can catch it
         print("topo: interrupted", file=sys.stderr)

@@ -30,6 +30,10 @@ from topo.commands.measured_logs import (
 from topo.errors import FormatError, TopoError
 from topo.wording import count
 
+DEEPEP_HEAD_CHARS = 1 << 20
+"""Characters of a log searched for DeepEP's lines (a DeepEP test prints far fewer; a
+collective's log of many MB is not scanned whole for them)."""
+
 if TYPE_CHECKING:
     from topo.collective.explain import Explanation
     from topo.collective.pairwise import PairGroup
@@ -115,7 +119,9 @@ def explain(
     """
     from topo import fabric as fabric_mod
     from topo.collective.explain import explain_test, plot_explanations
-    from topo.formats.pair_summary import read_pair_summary
+    from topo.files import read_text
+    from topo.formats.deepep_log import is_deepep_log
+    from topo.formats.pair_summary import is_pair_summary, read_pair_summary
 
     logs = _expand(measurements)
     check_outputs({"--html": html}, [fabric, *[p for p, _ in logs], *([dump] if dump else [])])
@@ -126,15 +132,24 @@ def explain(
     runs: list[PairRun] = []
     ep_results: list[tuple[Path, EPExplanation]] = []
     for log, in_folder in logs:
-        if _looks_like_pair_summary(log):
+        # read once (a pipe, as bash's <(...) gives, cannot be read again), then told by its
+        # content: a pairwise summary, DeepEP's output, or a collective's log
+        try:
+            text = read_text(log)
+        except FormatError as exc:
+            if not in_folder:
+                raise
+            warnings.append(f"{exc} (skipped)")
+            continue
+        if is_pair_summary(text):
             try:
-                runs += read_pair_summary(log)
+                runs += read_pair_summary(log, text=text)
             except FormatError as exc:
                 if not in_folder:
                     raise
                 warnings.append(f"{exc} (skipped)")  # e.g. a summary of runs on 10 servers
             continue
-        if _looks_like_deepep(log):
+        if is_deepep_log(text[:DEEPEP_HEAD_CHARS]):
             from topo.diagnose import explain_ep
             from topo.formats.deepep_log import read_deepep_log
 
@@ -148,10 +163,11 @@ def explain(
                 warnings.append(f"{message} (skipped)")
                 continue
             with about(fabric):
-                ep_results.append((log, explain_ep(G, read_deepep_log(log), gpus, gpus_per_node)))
+                test = read_deepep_log(log, text=text)
+                ep_results.append((log, explain_ep(G, test, gpus, gpus_per_node)))
             continue
         try:
-            tests, left_out = log_tests(log, op, gpus, gpus_per_node)
+            tests, left_out = log_tests(log, op, gpus, gpus_per_node, text)
         except FormatError as exc:
             if not in_folder:
                 raise
@@ -224,20 +240,6 @@ def _as_built(G: Any, fabric: Path, dump: Path) -> tuple[Any, str] | None:
     return as_built_fabric(G, D, match), f"{len(defects)} defects: {words}"
 
 
-def _looks_like_deepep(path: Path) -> bool:
-    """Whether a file holds DeepEP test output (its first 1 MiB read here)."""
-    from topo.formats.deepep_log import is_deepep_log
-
-    if not path.is_file():
-        return False  # a pipe (<(...)) is read once, by the collective log reader
-    try:
-        with path.open("rb") as f:
-            head = f.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return False  # the log reader names the file and why
-    return is_deepep_log(head)
-
-
 def _ep_table(log: Path, e: EPExplanation) -> None:
     from topo.collective.explain import percent_off
 
@@ -269,21 +271,6 @@ def _ep_table(log: Path, e: EPExplanation) -> None:
     out.print(f"DeepEP: {e.verdict}", style=style)
     if e.causes:
         out.print(f"check: {e.causes[0].check}")
-
-
-def _looks_like_pair_summary(path: Path) -> bool:
-    """Whether a file starts with a pairwise summary table's CSV header (only its first line
-    is read here)."""
-    from topo.formats.pair_summary import is_pair_summary
-
-    if not path.is_file():
-        return False  # a pipe (<(...)) is read once, by the collective log reader
-    try:
-        with path.open("rb") as f:
-            first = f.readline(4096).decode("utf-8", "replace")
-    except OSError:
-        return False  # the log reader names the file and why
-    return is_pair_summary(first)
 
 
 def _pair_runs(log: Path, t: NcclTest) -> list[PairRun]:

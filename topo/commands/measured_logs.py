@@ -43,17 +43,21 @@ def warn_lines(lines: list[str]) -> None:
 
 
 def log_tests(
-    log: Path, op: Op | None, gpus: int | None, gpus_per_node: int | None
+    log: Path,
+    op: Op | None,
+    gpus: int | None,
+    gpus_per_node: int | None,
+    text: str | None = None,
 ) -> tuple[list[NcclTest], list[str]]:
     """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
     content) to compare (of ``op`` if given, which also names a test an old log does not),
     checked against the --gpus and --gpus-per-node given; and the rows left out (implausible,
     or failed nccl-tests' data check), one line each, for the caller to print once its
-    result stands (a refusal stays one line)."""
+    result stands (a refusal stays one line). ``text``: the log's content, if already read."""
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests_checks import validated_tests
 
-    tests = read_nccl_log(log, op.value if op is not None else None)
+    tests = read_nccl_log(log, op.value if op is not None else None, text=text)
     if op is not None:
         found = ", ".join(t.op for t in tests)
         tests = [t for t in tests if t.op == op.value]

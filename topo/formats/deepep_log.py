@@ -101,8 +101,9 @@ def _number(p: Path, line: int, text: str, what: str) -> float:
     return x
 
 
-def read_deepep_log(path: str | Path) -> DeepEPTest:
-    """Read one DeepEP test's output.
+def read_deepep_log(path: str | Path, *, text: str | None = None) -> DeepEPTest:
+    """Read one DeepEP test's output (``text``: its content, already read; by default the
+    file is read here).
 
     Returns
     -------
@@ -118,7 +119,8 @@ def read_deepep_log(path: str | Path) -> DeepEPTest:
         (the file and line named); both normal and low-latency lines in one file.
     """
     p = Path(path)
-    text = read_text(p)
+    if text is None:
+        text = read_text(p)
     best: dict[tuple[str, str], DeepEPPhase] = {}
     ll: list[tuple[int, int, float, float, float, float]] = []
     config: tuple[int, int, int, int] | None = None

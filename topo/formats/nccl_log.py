@@ -92,7 +92,9 @@ def log_format(path: str | Path, *, text: str | None = None) -> str:
     )
 
 
-def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
+def read_nccl_log(
+    path: str | Path, op: str | None = None, *, text: str | None = None
+) -> list[NcclTest]:
     """Read a measured collective log of any of :data:`FORMATS` (:func:`log_format`).
 
     Parameters
@@ -102,6 +104,8 @@ def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
     op : str, optional
         The operation of an nccl-tests text test the log does not name (see
         :func:`topo.formats.nccl_tests.read_nccl_tests`); the JSON formats name theirs.
+    text : str, optional
+        Its content, already read; by default the file is read here.
 
     Returns
     -------
@@ -136,7 +140,8 @@ def read_nccl_log(path: str | Path, op: str | None = None) -> list[NcclTest]:
     >>> t.op, t.ranks, t.rows[0].redop, t.rows[0].busbw_GBps
     ('all_gather', 2, 'none', 5.31)
     """
-    text = read_text(path)  # once: a pipe (``<(...)``) cannot be read a second time
+    if text is None:  # read once: a pipe (``<(...)``) cannot be read a second time
+        text = read_text(path)
     kind = log_format(path, text=text)
     if kind == "nccl-inspector":
         return read_nccl_inspector(path, text=text)

@@ -73,8 +73,9 @@ def is_pair_summary(text: str) -> bool:
     return set(REQUIRED) <= cols and any(c in cols for c in BUSBW_COLUMNS)
 
 
-def read_pair_summary(path: str | Path) -> list[PairRun]:
-    """Read a pairwise summary table (see the module docstring for its columns).
+def read_pair_summary(path: str | Path, *, text: str | None = None) -> list[PairRun]:
+    """Read a pairwise summary table (see the module docstring for its columns; ``text``: its
+    content, already read; by default the file is read here).
 
     Returns
     -------
@@ -89,7 +90,8 @@ def read_pair_summary(path: str | Path) -> list[PairRun]:
         is not a number from 0 to 1e6 GB/s (the file and line named).
     """
     p = Path(path)
-    text = read_text(p)
+    if text is None:
+        text = read_text(p)
     if not is_pair_summary(text):
         raise FormatError(
             p,
