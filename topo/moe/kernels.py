@@ -38,7 +38,10 @@ traffic to itself. DeepEP (``tests/legacy/test_internode.py``, ``test_intranode.
 (token, target node) pairs, own node included, x bytes per token / time; on one node (token,
 target GPU) pairs received, own GPU included; low latency (token, expert) selections x bytes.
 NCCL EP (``contrib/nccl_ep/ep_bench.cu``): LL selections x hidden x 2 B; HT ``total_send``,
-(token, node) pairs x hidden x 2 B.
+(token, node) pairs x hidden x 2 B. The low-latency kernels' times are the kernel's
+(DeepEP's ``tests/test_low_latency.py`` times them with ``bench_kineto``; ``ep_bench``'s
+"Kernel-only performance"), not a host-timed window: NCCL EP's README table times combine from
+dispatch's end event, host synchronize and launch included (docs/moe.md 9c).
 
 Rates (each cited beside its constant): NVLink 0.656 of nominal per direction (DeepEP issue
 #16, the intranode test on H20); RDMA 0.94 of the NIC (NVSHMEM puts, DeepEP issue #155);
