@@ -20,6 +20,7 @@ from topo.spec import load_spec
 runner = CliRunner()
 LOG = ("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h100-10node.toml"
+MIB = 1 << 20
 
 
 def run(*args: Any) -> Result:
@@ -433,3 +434,55 @@ def test_compare_reads_a_json_report(tmp_path):
     a = json.loads(run(fab, "--compare", rep, "--json").stdout)
     b = json.loads(run(fab, "--compare", log, "--op", "alltoall", "--json").stdout)
     assert a[0]["rows"] == b[0]["rows"] and not math.isnan(a[0]["median_ratio"])
+
+
+def _nccl_tests_log(rows: list[tuple[int, str, str, float]], ranks: int = 16) -> str:
+    """An all_reduce_perf log of ``(size B, type, redop, time µs)`` rows, algbw and busbw as
+    nccl-tests computes them (size / time; x 2 (n - 1) / n)."""
+    width = {"float": 4, "bfloat16": 2}
+    lines = [
+        "# Collective test starting: all_reduce_perf",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+        "            (us)  (GB/s)  (GB/s)",
+    ]
+    for size, dtype, redop, t in rows:
+        alg = size / t / 1e3
+        bus = alg * 2 * (ranks - 1) / ranks
+        cells = f"{t:8.1f} {alg:7.2f} {bus:7.2f}       0"
+        lines.append(f"{size:12d} {size // width[dtype]:12d} {dtype:>8s} {redop:>6s}    -1 "
+                     f"{cells} {cells}")  # fmt: skip
+    tail = ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0", "#",
+            "# Collective test concluded: all_reduce_perf", ""]  # fmt: skip
+    return "\n".join(lines + tail)
+
+
+def test_compare_shows_repeated_runs_once_with_their_median(small, tmp_path):
+    # nccl-tests -N 3 -d float,bfloat16: each (size, type) three times; the table shows each
+    # once with the median of its three times (120 of 100, 120, 500 µs), the runs counted and a
+    # type column; --json keeps every row with its type and reduction
+    runs = (100.0, 500.0, 120.0)
+    rows = [(s, d, "sum", t * s / MIB) for t in runs for s in (MIB, 2 * MIB)
+            for d in ("float", "bfloat16")]  # fmt: skip
+    log = tmp_path / "runs.log"
+    log.write_text(_nccl_tests_log(rows))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8)
+    data = json.loads(ok(*args, "--json").stdout)[0]
+    assert [(r["size_bytes"], r["type"], r["redop"]) for r in data["rows"]] == [
+        (s, d, "sum") for _ in runs for s in (MIB, 2 * MIB) for d in ("float", "bfloat16")
+    ]
+    expected = {(r["size_bytes"], r["type"]): r["predicted_time_us"] for r in data["rows"]}
+    text = ok(*args).stdout
+    body = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
+    assert len(body) == 4
+    for cells in body:
+        size, dtype, n, time_us = int(cells[0]), cells[1], int(cells[2]), float(cells[3])
+        assert (dtype, n, time_us) == (dtype, 3, 120.0 * size / MIB)
+        assert float(cells[7]) == pytest.approx(expected[(size, dtype)] / time_us, abs=0.006)
+    assert "redop" not in text and "the median of their runs' times and busbw" in text
+    # one run of each: no runs column, no caption
+    log.write_text(_nccl_tests_log(rows[:4]))
+    text = ok(*args).stdout
+    assert " runs " not in text and "median" not in text and " type " in text
+

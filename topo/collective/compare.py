@@ -10,8 +10,9 @@ least squares (numpy, scipy).
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import networkx as nx
@@ -42,7 +43,8 @@ class CompareRow:
     ``predicted_*`` are the expected values (:class:`topo.collective.predict.Row`'s
     ``time_us``, ``busbw_GBps``) and ``ratio`` = measured / expected busbw;
     ``ceiling_busbw_GBps`` is the ceiling and ``ceiling_ratio`` = measured / ceiling busbw;
-    ``binds`` and ``candidates`` are the predicted row's."""
+    ``binds`` and ``candidates`` are the predicted row's; ``type`` and ``redop`` the log's
+    (nccl-tests' data type and reduction, e.g. ``float``, ``sum``)."""
 
     size_bytes: int
     measured_time_us: float
@@ -58,6 +60,8 @@ class CompareRow:
     ceiling_busbw_GBps: float = math.nan
     ceiling_ratio: float = math.nan
     binds: str = ""
+    type: str = ""
+    redop: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,14 +141,27 @@ class Comparison:
 
     @property
     def above_ceiling(self) -> list[int]:
-        """The sizes (B) whose measured busbw exceeds the ceiling by more than
-        :data:`ABOVE_CEILING`: there the ceiling (NCCL's tuner model on the fabric's rates) is
-        no bound, and the model under-rates the path."""
-        return [r.size_bytes for r in self.rows if r.ceiling_ratio > ABOVE_CEILING]
+        """The sizes (B, each once, increasing) where a row's measured busbw exceeds the ceiling
+        by more than :data:`ABOVE_CEILING`: there the ceiling (NCCL's tuner model on the
+        fabric's rates) is no bound, and the model under-rates the path."""
+        return sorted({r.size_bytes for r in self.rows if r.ceiling_ratio > ABOVE_CEILING})
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`)."""
-        return {**asdict(self), "above_ceiling": self.above_ceiling}
+        """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`). The rows are shallow
+        dicts of their fields: a row's ``candidates`` list is the prediction's own, shared by
+        the rows of one (size, count, type); copy before changing it."""
+        names = [f.name for f in fields(CompareRow)]
+        d: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "rows":
+                value = [{n: getattr(r, n) for n in names} for r in value]
+            elif f.name == "fit" and value is not None:
+                value = asdict(value)
+            elif f.name in ("rates", "bands"):
+                value = copy.deepcopy(value)
+            d[f.name] = value
+        return {**d, "above_ceiling": self.above_ceiling}
 
 
 ABOVE_CEILING = 1.02
@@ -307,9 +324,14 @@ def compare_log(
     measured = [m for m in test.rows if m.size_bytes > 0]
     if not measured:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
-    predicted = [
-        predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction) for m in measured
-    ]
+    # a row's prediction depends on its size, count and type only: a log that repeats them
+    # (nccl-tests -N, -d all -o all, runs appended) predicts each once
+    once: dict[tuple[int, int, str], Any] = {}
+    for m in measured:
+        key = (m.size_bytes, m.count, m.type)
+        if key not in once:
+            once[key] = predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
+    predicted = [once[(m.size_bytes, m.count, m.type)] for m in measured]
     rows = [
         CompareRow(
             size_bytes=m.size_bytes,
@@ -328,6 +350,8 @@ def compare_log(
             ceiling_busbw_GBps=p.ceiling_busbw_GBps,
             ceiling_ratio=p.ceiling_time_us / m.time_us if m.time_us > 0 else math.inf,
             binds=p.binds,
+            type=m.type,
+            redop=m.redop,
         )
         for m, p in zip(measured, predicted, strict=True)
     ]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -204,16 +206,44 @@ def _span(rows: list[Any]) -> str:
 
 def compare_table(cmp: Comparison, log: Path) -> None:
     """A measured test against the model (:func:`topo.collective.compare_log`), per size, then
-    the verdict per size band, the overall verdict and the fit, to stdout."""
+    the verdict per size band, the overall verdict and the fit, to stdout.
+
+    A log of several data types or reductions (nccl-tests ``-d all``, ``-o all``) gets a
+    ``type`` or ``redop`` column; rows that repeat a (size, type, reduction) (``-N``, runs
+    appended) are shown once, with the median of their times and busbw and the number of runs
+    (the verdicts and ``--json`` take every row)."""
     restricted = restriction_title(cmp.algo, cmp.proto)
     title = (
         f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    groups: dict[tuple[int, str, str], list[Any]] = {}
+    for r in cmp.rows:
+        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
+    repeated = len(groups) < len(cmp.rows)
+    show_type = len({r.type for r in cmp.rows}) > 1
+    show_redop = len({r.redop for r in cmp.rows}) > 1
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption=(
+            "rows repeating a size, type and reduction shown once: the median of their runs' "
+            "times and busbw; the verdicts and --json take every row"
+            if repeated
+            else None
+        ),
+        caption_justify="left",
+    )
+    table.add_column("size (B)", justify="right")
+    if show_type:
+        table.add_column("type")
+    if show_redop:
+        table.add_column("redop")
+    if repeated:
+        table.add_column("runs", justify="right")
     for name in (
-        "size (B)",
         "time (us)",
         "expected (us)",
         "busbw (GB/s)",
@@ -223,28 +253,38 @@ def compare_table(cmp: Comparison, log: Path) -> None:
     ):
         table.add_column(name, justify="right")
     table.add_column("model's choice")
-    for r in cmp.rows:
-        table.add_row(
-            str(r.size_bytes),
-            f"{r.measured_time_us:.1f}",
+    for (size, dtype, redop), rows in groups.items():
+        r = rows[0]
+        time_us = median(x.measured_time_us for x in rows)
+        busbw = median(x.measured_busbw_GBps for x in rows)
+        ratio = r.predicted_time_us / time_us if time_us > 0 else math.inf
+        cells = [str(size)]
+        if show_type:
+            cells.append(dtype)
+        if show_redop:
+            cells.append(redop)
+        if repeated:
+            cells.append(str(len(rows)))
+        cells += [
+            f"{time_us:.1f}",
             f"{r.predicted_time_us:.1f}",
-            f"{r.measured_busbw_GBps:.2f}",
+            f"{busbw:.2f}",
             f"{r.predicted_busbw_GBps:.2f}",
-            f"{r.ratio:.2f}",
+            f"{ratio:.2f}",
             f"{r.ceiling_busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
-        )
+        ]
+        table.add_row(*cells)
     out.print(table)
     style = "bold red" if cmp.far_below else "bold"
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
-    over = set(cmp.above_ceiling)
-    above = [r for r in cmp.rows if r.size_bytes in over]
-    if above:
-        top = max(above, key=lambda r: r.ceiling_ratio)
+    over = cmp.above_ceiling
+    if over:
+        top = max((r for r in cmp.rows if r.size_bytes in set(over)), key=lambda r: r.ceiling_ratio)
         out.print(
-            f"{cmp.op}: measured above the ceiling at {count(len(above), 'size')} (up to "
+            f"{cmp.op}: measured above the ceiling at {count(len(over), 'size')} (up to "
             f"{top.ceiling_ratio * 100:.0f}% of it, {top.size_bytes} B): the ceiling is NCCL's "
             "tuner model on this fabric's rates, not a bound this run obeys; here it under-rates "
             "the path (check the fabric file's rates, NIC count and the constants)"
