@@ -10,7 +10,7 @@ busbw at the largest size. Run from the project root::
 
     python benchmarks/bench_collective.py            # the 1,024-GPU cases
     python benchmarks/bench_collective.py --large    # + MPFT 16,384 (no limit)
-    python benchmarks/bench_collective.py --log      # + --compare of a 200,200-row log (no limit)
+    python benchmarks/bench_collective.py --log      # + --compare, explain of a 200,200-row log
 
 The log of ``--log`` is made here: an all_reduce_perf run as ``-b 1M -e 8G -f 2 -d all -o all
 -N 286`` prints it (14 sizes x 10 types x 5 reductions, 286 times), times ``100 + size / 1.2e5``
@@ -46,6 +46,9 @@ CASES = [
 ] + [("MRFT 1,024: all_reduce, table", ["mrft.json", "--op", "all_reduce", *SWEEP], LIMIT_S)]
 LOG_CASES = [
     ("FT2 128 x B200: --compare 200,200 rows", ["b200.json", "--compare", "big.log"], None),
+    ("the same, topo explain", ["explain", "b200.json", "big.log"], None),
+    # last: reading its 0.9 GB of JSON grows this process, whose peak a child forked after
+    # it would inherit
     ("the same, --json", ["b200.json", "--compare", "big.log", "--json"], None),
 ]
 LARGE_CASES = [
@@ -54,12 +57,16 @@ LARGE_CASES = [
 
 
 def run(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
-    """Run ``topo collective ARGS`` in ``cwd`` (:func:`bench_limits.measure`)."""
-    return measure([*TOPO, "collective", *args], cwd)
+    """Run ``topo collective ARGS`` (``topo explain ...`` when ARGS start with it) in ``cwd``
+    (:func:`bench_limits.measure`)."""
+    command = [] if args[:1] == ["explain"] else ["collective"]
+    return measure([*TOPO, *command, *args], cwd)
 
 
 def found(out: str) -> str:
     """How the ring was solved and the last row's busbw, algorithm and protocol."""
+    if out.startswith("all_reduce: big.log against the design"):  # topo explain
+        return next(x for x in out.splitlines() if x.startswith("all_reduce: ") and "RMS" in x)
     try:
         d = json.loads(out)
     except json.JSONDecodeError:

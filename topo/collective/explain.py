@@ -643,7 +643,12 @@ def _curve(
     restriction: TunerRestriction | None,
 ) -> Curve:
     """The predicted rows at the measured rows' sizes, scored over the ``scored`` ones."""
-    preds = [predict_row(op, m.size_bytes, m.count, m.type, rates, c, restriction) for m in rows]
+    once: dict[tuple[int, int, str], Any] = {}  # rows repeating a (size, count, type): once
+    for m in rows:
+        key = (m.size_bytes, m.count, m.type)
+        if key not in once:
+            once[key] = predict_row(op, m.size_bytes, m.count, m.type, rates, c, restriction)
+    preds = [once[(m.size_bytes, m.count, m.type)] for m in rows]
     logs = _log_ratios([p.time_us for p in preds], rows, scored)
     return Curve(
         sizes=[m.size_bytes for m in rows],
