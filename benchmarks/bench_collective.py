@@ -10,7 +10,7 @@ busbw at the largest size. Run from the project root::
 
     python benchmarks/bench_collective.py            # the 1,024-GPU cases
     python benchmarks/bench_collective.py --large    # + MPFT 16,384 (no limit)
-    python benchmarks/bench_collective.py --log      # + --compare, explain of a 200,200-row log
+    python benchmarks/bench_collective.py --log      # + a 200,200-row log: --compare, explain...
 
 The log of ``--log`` is made here: an all_reduce_perf run as ``-b 1M -e 8G -f 2 -d all -o all
 -N 286`` prints it (14 sizes x 10 types x 5 reductions, 286 times), times ``100 + size / 1.2e5``
@@ -47,6 +47,8 @@ CASES = [
 LOG_CASES = [
     ("FT2 128 x B200: --compare 200,200 rows", ["b200.json", "--compare", "big.log"], None),
     ("the same, topo explain", ["explain", "b200.json", "big.log"], None),
+    ("the same, --why", ["b200.json", "--compare", "big.log", "--why"], None),
+    ("the same, --calibrate", ["b200.json", "--calibrate", "big.log", "-o", "c.toml"], None),
     # last: reading its 0.9 GB of JSON grows this process, whose peak a child forked after
     # it would inherit
     ("the same, --json", ["b200.json", "--compare", "big.log", "--json"], None),

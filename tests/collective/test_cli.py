@@ -486,3 +486,24 @@ def test_compare_shows_repeated_runs_once_with_their_median(small, tmp_path):
     text = ok(*args).stdout
     assert " runs " not in text and "median" not in text and " type " in text
 
+
+
+def test_median_rows_stand_for_repeated_runs():
+    # three runs of one (size, type, reduction) at 100, 500 and 120 µs, predicted 60 µs with a
+    # ceiling of 50 µs: one row at the median 120 µs, ratio 60 / 120, ceiling ratio 50 / 120;
+    # a second type of the same size stays its own row
+    from topo.collective.compare import CompareRow
+    from topo.commands.collective_tables import median_rows
+
+    def row(t: float, dtype: str = "float") -> CompareRow:
+        return CompareRow(size_bytes=MIB, measured_time_us=t, predicted_time_us=60.0,
+                          measured_busbw_GBps=MIB / t / 1e3, predicted_busbw_GBps=MIB / 60e3,
+                          ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
+                          ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
+
+    shown = median_rows([row(100.0), row(500.0), row(120.0), row(90.0, "half")])
+    assert [(r.type, n) for r, n in shown] == [("float", 3), ("half", 1)]
+    r = shown[0][0]
+    assert r.measured_time_us == 120.0 and r.measured_busbw_GBps == pytest.approx(MIB / 120e3)
+    assert r.ratio == pytest.approx(0.5) and r.ceiling_ratio == pytest.approx(50 / 120)
+    assert shown[1][0] == row(90.0, "half")

@@ -35,6 +35,7 @@ from topo.commands.collective_tables import (
     EXPECTED_CAPTION,
     calibration_table,
     compare_table,
+    median_rows,
     nccl_tests_number,
     report_table,
     restriction_title,
@@ -314,7 +315,10 @@ def collective(
                 compare_table(cmp, compare)
                 if why:
                     why_table(
-                        cmp.op, cmp.rows, restriction_title(cmp.algo, cmp.proto), measured=True
+                        cmp.op,
+                        [r for r, _ in median_rows(cmp.rows)],
+                        restriction_title(cmp.algo, cmp.proto),
+                        measured=True,
                     )
     else:
         assert fabric is not None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from topo.wording import binary_bytes, count
 
 if TYPE_CHECKING:
     from topo.collective import CollectiveReport, Comparison
+    from topo.collective.compare import CompareRow
 
 
 def calibration_table(result: Any, log: Path) -> None:
@@ -204,6 +206,29 @@ def _span(rows: list[Any]) -> str:
     return f"{first}" if len(rows) == 1 else f"{first} to {last}"
 
 
+def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
+    """The rows of each (size, type, reduction), in the order first seen, as one row: the
+    first's prediction with the median of their measured times and busbw (``ratio`` and
+    ``ceiling_ratio`` from the median time), and how many rows it stands for."""
+    groups: dict[tuple[int, str, str], list[CompareRow]] = {}
+    for r in rows:
+        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
+    out = []
+    for same in groups.values():
+        r = same[0]
+        if len(same) > 1:
+            t = median(x.measured_time_us for x in same)
+            r = replace(
+                r,
+                measured_time_us=t,
+                measured_busbw_GBps=median(x.measured_busbw_GBps for x in same),
+                ratio=r.predicted_time_us / t if t > 0 else math.inf,
+                ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
+            )
+        out.append((r, len(same)))
+    return out
+
+
 def compare_table(cmp: Comparison, log: Path) -> None:
     """A measured test against the model (:func:`topo.collective.compare_log`), per size, then
     the verdict per size band, the overall verdict and the fit, to stdout.
@@ -218,10 +243,8 @@ def compare_table(cmp: Comparison, log: Path) -> None:
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )
-    groups: dict[tuple[int, str, str], list[Any]] = {}
-    for r in cmp.rows:
-        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
-    repeated = len(groups) < len(cmp.rows)
+    shown = median_rows(cmp.rows)
+    repeated = len(shown) < len(cmp.rows)
     show_type = len({r.type for r in cmp.rows}) > 1
     show_redop = len({r.redop for r in cmp.rows}) > 1
     table = Table(
@@ -253,24 +276,20 @@ def compare_table(cmp: Comparison, log: Path) -> None:
     ):
         table.add_column(name, justify="right")
     table.add_column("model's choice")
-    for (size, dtype, redop), rows in groups.items():
-        r = rows[0]
-        time_us = median(x.measured_time_us for x in rows)
-        busbw = median(x.measured_busbw_GBps for x in rows)
-        ratio = r.predicted_time_us / time_us if time_us > 0 else math.inf
-        cells = [str(size)]
+    for r, runs in shown:
+        cells = [str(r.size_bytes)]
         if show_type:
-            cells.append(dtype)
+            cells.append(r.type)
         if show_redop:
-            cells.append(redop)
+            cells.append(r.redop)
         if repeated:
-            cells.append(str(len(rows)))
+            cells.append(str(runs))
         cells += [
-            f"{time_us:.1f}",
+            f"{r.measured_time_us:.1f}",
             f"{r.predicted_time_us:.1f}",
-            f"{busbw:.2f}",
+            f"{r.measured_busbw_GBps:.2f}",
             f"{r.predicted_busbw_GBps:.2f}",
-            f"{ratio:.2f}",
+            f"{r.ratio:.2f}",
             f"{r.ceiling_busbw_GBps:.2f}",
             f"{r.algorithm}/{r.protocol}",
         ]
@@ -348,9 +367,11 @@ def why_table(op: str, rows: list[Any], restricted: str, measured: bool = False)
         table.add_column("measured", justify="right")
     for a, p in pairs:
         table.add_column(f"{a}\n{p}", justify="right")
+    # a log of several data types or reductions: each row says its own
+    kinds = {(getattr(r, "type", ""), getattr(r, "redop", "")) for r in rows}
     for r in rows:
         cells = {(k["algorithm"], k["protocol"]): k for k in r.candidates}
-        row = [str(r.size_bytes)]
+        row = [f"{r.size_bytes}\n{r.type} {r.redop}" if len(kinds) > 1 else str(r.size_bytes)]
         if measured:
             row.append(_time_busbw(r.measured_time_us, r.measured_busbw_GBps))
         for pair in pairs:
