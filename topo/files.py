@@ -160,7 +160,12 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
             dir=os.path.realpath(folder), prefix=f".{path.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX
         )
     except OSError as exc:
-        raise FormatError(path, f"cannot write: {exc.strerror}") from None
+        # (a folder such as /proc takes no new file, though its files look regular)
+        raise FormatError(
+            path,
+            f"cannot write: no file can be made in folder {folder} ({exc.strerror}); an output "
+            "is written to a temporary file beside it, then renamed over it",
+        ) from None
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would have.
         umask = os.umask(0)
