@@ -299,3 +299,70 @@ def test_a_family_too_small_for_the_gpus_is_refused_not_fatal() -> None:
         TopoError, match=r"no family of ft2, mpft builds 100,000 GPUs: ft2 .*; mpft "
     ):
         plan_codesign(default_config(), 100_000, 30.0, families=["ft2", "mpft"], grid=grid)
+
+
+def test_several_kernels_are_searched_as_each_alone() -> None:
+    # --kernel a,b,c is the three searches in one: each kernel's best design is the design of
+    # the search with that kernel alone (the same fabric, EP, M, cost and TPOT), and the
+    # design is the cheapest of them, ties to the lower TPOT
+    kernels = ["deepep-normal", "deepep-ll", "nccl"]
+    both = json.loads(cli("codesign", *SEARCH, "--tpot-ms", 1000, "--kernel", ",".join(kernels),
+                          "--json").stdout)  # fmt: skip
+    alone = {
+        k: json.loads(cli("codesign", *SEARCH, "--tpot-ms", 1000, "--kernel", k, "--json").stdout)
+        for k in kernels
+    }
+    assert both["evaluated"] == sum(a["evaluated"] for a in alone.values())
+    assert {d["kernel"]: d for d in both["by_kernel"]} == {k: a["design"] for k, a in alone.items()}
+    best = min(alone.values(), key=lambda a: (a["design"]["cost_usd"], a["design"]["tpot_ms"]))
+    assert both["design"] == best["design"] and both["not_met"] == []
+
+
+def test_a_kernels_limits_leave_its_points_untimed_and_say_why() -> None:
+    # NCCL EP takes at most 64 GPUs: at EP 128 only DeepEP V2 is timed; at EP 32 both are
+    args = ["codesign", "--gpus", 128, "--switch-ports", 16, "--families", "mpft",
+            "--oversubscription", 1, "--ep", "32,128", "--node-limit", 0, "--tpot-ms", 1000,
+            "--kernel", "deepep-v2,nccl-ep-ll", "--json"]  # fmt: skip
+    r = json.loads(cli(*args).stdout)
+    assert r["evaluated"] == 3
+    assert len(r["not_timed"]) == 1 and r["not_timed"][0].startswith("nccl-ep-ll at EP 128: ")
+    assert "at most 64 GPUs" in r["not_timed"][0]
+    assert {(d["kernel"], d["ep"]) for d in r["by_kernel"]} <= {
+        ("deepep-v2", 32), ("deepep-v2", 128), ("nccl-ep-ll", 32)}  # fmt: skip
+    # a target only one kernel meets: the other is named with its fastest TPOT
+    fastest = {d["kernel"]: d["tpot_ms"] for d in r["by_kernel"]}
+    target = (fastest["deepep-v2"] + fastest["nccl-ep-ll"]) / 2
+    assert fastest["deepep-v2"] < target < fastest["nccl-ep-ll"]
+    r = json.loads(cli(*args[:-5], "--tpot-ms", target, *args[-3:]).stdout)
+    assert [d["kernel"] for d in r["by_kernel"]] == ["deepep-v2"]
+    assert r["not_met"] == [f"nccl-ep-ll: the fastest is {fastest['nccl-ep-ll']:.3f} ms"]
+
+
+def test_an_sm_count_goes_to_the_kernels_that_take_one(tmp_path: Path) -> None:
+    # --sms 20 with deepep-normal and deepep-ll searched: the normal kernels' designs carry it
+    # (and topo moe reproduces their TPOT with it), the low-latency ones do not
+    r = json.loads(cli("codesign", *SEARCH, "--tpot-ms", 1000, "--kernel",
+                       "deepep-normal,deepep-ll", "--sms", 20, "--json").stdout)  # fmt: skip
+    d = {x["kernel"]: x for x in r["by_kernel"]}
+    assert d["deepep-normal"]["moe_args"][-4:] == ["--kernel", "deepep-normal", "--kernel-sms",
+                                                   "20"]  # fmt: skip
+    assert d["deepep-ll"]["moe_args"][-2:] == ["--kernel", "deepep-ll"]
+    fabric = tmp_path / "design.json"
+    cli("build", *d["deepep-normal"]["build_args"], "-o", fabric)
+    moe = json.loads(cli("moe", fabric, *d["deepep-normal"]["moe_args"], "--json").stdout)
+    assert (moe["kernel"]["tpot_ms"], moe["kernel"]["sms"]) == (d["deepep-normal"]["tpot_ms"], 20)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"),
+    [
+        ("deepep", "--kernel: 'deepep'; give one or a comma list of deepep-normal"),
+        (",", "--kernel: nothing given; give one or a comma list"),
+        ("deepep-ll,nccl --sms 20", "--kernel-sms: none of deepep-ll, nccl takes an SM count"),
+        ("all --sms 7", "must be an even number from 2 to 132"),
+    ],
+)
+def test_a_kernel_list_the_search_cannot_take_is_refused(kernel: str, message: str) -> None:
+    first, *rest = kernel.split(" ")
+    r = runner.invoke(app, ["codesign", *SEARCH, "--tpot-ms", "10", "--kernel", first, *rest])
+    assert r.exit_code == 1 and message in r.stderr and "Traceback" not in r.output, r.output

@@ -97,11 +97,12 @@ def codesign(
     micro_batches: MicroBatchesOpt = 2,
     seed: GatingSeedOpt = 0,
     kernel: Annotated[
-        Kernel | None,
+        str | None,
         typer.Option(
             "--kernel",
-            help="Time each design with this EP kernel's model (as topo moe --kernel): DeepEP "
-            "V1 normal or low latency, DeepEP V2, NCCL EP, or NCCL's all-to-all.",
+            help="Time each design with this EP kernel's model (as topo moe --kernel): "
+            "deepep-normal, deepep-ll, deepep-v2, nccl, nccl-ep-ll, nccl-ep-ht; a comma list "
+            "or 'all' searches the kernels too, each a design of its own.",
         ),
     ] = None,
     kernel_sms: Annotated[
@@ -132,10 +133,22 @@ def codesign(
     check_engine_options(ctx, scheduler, cluster)
     if kernel_sms is not None and kernel is None:
         raise TopoError("--kernel-sms needs --kernel")
-    if kernel is not None:
+    kernels = _kernels(kernel) if kernel is not None else None
+    if kernels is not None:
+        from topo.engine.codesign import SM_KERNELS
         from topo.moe.kernels import check_kernel_sms
 
-        check_kernel_sms(kernel.value, kernel_sms)
+        if len(kernels) == 1:
+            check_kernel_sms(kernels[0], kernel_sms)
+        elif kernel_sms is not None:
+            taking = [k for k in kernels if k in SM_KERNELS]
+            if not taking:
+                raise TopoError(
+                    f"--kernel-sms: none of {', '.join(kernels)} takes an SM count "
+                    f"(only {' and '.join(SM_KERNELS)} do)"
+                )
+            for k in taking:
+                check_kernel_sms(k, kernel_sms)
     config = load_config(model) if model is not None else default_config()
     grid: dict[str, list[Any]] = {
         "switch_ports": _numbers(switch_ports, "--switch-ports", int),
@@ -180,7 +193,7 @@ def codesign(
                 tokens_per_gpu=tokens_per_gpu,
                 micro_batches=micro_batches,
                 seed=seed,
-                kernel=kernel.value if kernel is not None else None,
+                kernel=kernels,
                 kernel_sms=kernel_sms,
             ),
             runners_up=runners_up,
@@ -202,25 +215,50 @@ def codesign(
         _table(result)
 
 
+def _kernels(text: str) -> list[str]:
+    """``--kernel``'s kernels: one, a comma list (each once, in order) or ``all``."""
+    names = [k.value for k in Kernel]
+    given = [k.strip() for k in text.split(",") if k.strip()]
+    if given == ["all"]:
+        return names
+    bad = [k for k in given if k not in names]
+    if not given or bad:
+        raise TopoError(
+            f"--kernel: {', '.join(repr(k) for k in bad) or 'nothing given'}; give one or a "
+            f"comma list of {', '.join(names)}, or all",
+            param="kernel",
+        )
+    return list(dict.fromkeys(given))
+
+
 def _table(r: CodesignResult) -> None:
     table = Table(
         title=f"{r.model} on {r.gpus:,} GPUs within {r.tpot_target_ms:g} ms per token: "
         f"{r.feasible} of {r.evaluated} designs on {r.fabrics} fabrics meet it",
         title_justify="left",
     )
-    for col in ("", "topo build", "EP", "M", "cost $", "$/endpoint", "TPOT ms", "tok/s"):
-        table.add_column(col, justify="left" if col in ("", "topo build") else "right")
-    for i, d in enumerate([r.design, *r.runners_up]):
+    kernel = r.design.kernel is not None
+    columns = ["", "topo build", "EP", "M", *(["kernel"] if kernel else [])]
+    for col in (*columns, "cost $", "$/endpoint", "TPOT ms", "tok/s"):
+        table.add_column(col, justify="left" if col in ("", "topo build", "kernel") else "right")
+    rows = [("design", r.design), *(("runner-up", d) for d in r.runners_up)]
+    rows += [(f"best {d.kernel}", d) for d in r.by_kernel]
+    for label, d in rows:
         table.add_row(
-            "design" if i == 0 else "runner-up",
+            label,
             " ".join(d.build_args),
             str(d.ep),
             str(d.node_limit) if d.node_limit else "-",
+            *([str(d.kernel)] if kernel else []),
             f"{d.cost_usd:,.0f}",
             f"{d.cost_per_endpoint_usd:,.0f}",
             f"{d.tpot_ms:.3f}",
             f"{d.tokens_per_s:,.1f}",
         )
     out.print(table)
+    for line in r.not_met:
+        out.print(f"not met with {line}")
+    for line in r.not_timed:
+        err.print(f"not timed: {line}")
     if r.refused:
         err.print(f"{len(r.refused)} fabric(s) refused by their family (--json lists them)")

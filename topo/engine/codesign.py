@@ -19,10 +19,11 @@ arguments that rebuild the fabric and recompute its TPOT; ``topo cost`` of that 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import networkx as nx
 
@@ -81,6 +82,9 @@ class Design:
         Time per output token of the MoE layers' dispatch and combine, ms; its inverse, 1/s.
     switches, links : int
         The fabric's counts.
+    kernel : str or None
+        The EP kernel whose model timed it (:data:`topo.moe.kernels.KERNELS`), None for
+        ``topo moe``'s own TPOT.
     """
 
     family: str
@@ -94,6 +98,7 @@ class Design:
     tokens_per_s: float
     switches: int
     links: int
+    kernel: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field (JSON-ready)."""
@@ -116,11 +121,20 @@ class CodesignResult:
     fabrics : int
         Candidate fabrics built (others were refused by their family, e.g. too many GPUs).
     evaluated : int
-        (fabric, EP, M) points timed.
+        Designs timed: (fabric, EP, M) points, times the kernels that took each.
     feasible : int
         Of them, those meeting the target.
     refused : list of str
         Why each refused fabric was (one line each).
+    not_timed : list of str
+        Why a kernel searched left points untimed (its limits, e.g. NCCL EP above 64 GPUs):
+        one line per kernel and reason, with the EP sizes it refused.
+    by_kernel : list of Design
+        With several kernels searched: each kernel's cheapest design meeting the target (ties:
+        the lower TPOT), cheapest first; a kernel with none is left out (``not_met``).
+    not_met : list of str
+        The kernels searched none of whose designs meets the target, each with its fastest
+        TPOT.
     """
 
     design: Design
@@ -132,13 +146,18 @@ class CodesignResult:
     evaluated: int
     feasible: int
     refused: list[str] = field(default_factory=list)
+    not_timed: list[str] = field(default_factory=list)
+    by_kernel: list[Design] = field(default_factory=list)
+    not_met: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """``design`` and ``runners_up`` as dicts, and the search's counts."""
-        d = {k: v for k, v in self.__dict__.items() if k not in ("design", "runners_up")}
+        """``design``, ``runners_up`` and ``by_kernel`` as dicts, and the search's counts."""
+        designs = ("design", "runners_up", "by_kernel")
+        d = {k: v for k, v in self.__dict__.items() if k not in designs}
         return {
             "design": self.design.to_dict(),
             "runners_up": [r.to_dict() for r in self.runners_up],
+            "by_kernel": [r.to_dict() for r in self.by_kernel],
             **d,
         }
 
@@ -188,14 +207,47 @@ def ep_sizes(config: MoEConfig, gpus: int, gpus_per_node: int) -> list[int]:
     return [n for n in range(gpus_per_node, gpus + 1, gpus_per_node) if e % n == 0]
 
 
+class KernelTime(NamedTuple):
+    """One kernel's TPOT of a point (:func:`time_design`): ``refused`` says why the kernel's
+    limits leave the point untimed (then ``tpot_ms`` and ``tokens_per_s`` are NaN)."""
+
+    kernel: str | None
+    tpot_ms: float
+    tokens_per_s: float
+    refused: str = ""
+
+
+SM_KERNELS = ("deepep-normal", "deepep-v2")
+"""The kernels whose models take an SM count (``kernel_sms``); the others ignore it when several
+kernels are searched (one kernel given alone refuses it: :func:`topo.moe.kernels.
+check_kernel_sms`)."""
+
+
+def searched_kernels(kernel: str | Sequence[str] | None) -> list[str | None]:
+    """``moe["kernel"]`` as the list of kernels searched: ``[None]`` (``topo moe``'s own TPOT),
+    one kernel, or several (:data:`topo.moe.kernels.KERNELS`, each once, in the order given)."""
+    if kernel is None:
+        return [None]
+    if isinstance(kernel, str):
+        return [kernel]
+    return list(dict.fromkeys(kernel))
+
+
 def time_design(
     fabrics: list[nx.Graph], config: MoEConfig, moe: dict[str, Any], task: _Task
-) -> tuple[float, float]:
-    """``(tpot_ms, tokens_per_s)`` of one (fabric, EP, M) on a worker, as ``topo moe --json``
-    prints them (the fabrics scattered once): the report's, or with ``moe["kernel"]`` the EP
-    kernel's (:func:`topo.moe.kernels.kernel_report` on ``moe["kernel_sms"]`` SMs), as
-    ``topo moe --kernel`` prints them under ``kernel``. What points share is kept in
-    :data:`POINT_CACHE` (the same numbers as without)."""
+) -> list[KernelTime]:
+    """The TPOT of one (fabric, EP, M) on a worker under each kernel searched, as ``topo moe
+    --json`` prints them (the fabrics scattered once), one :class:`KernelTime` per kernel: the
+    report's TPOT for kernel None, or the EP kernel's (:func:`topo.moe.kernels.kernel_report`,
+    on ``moe["kernel_sms"]`` SMs for :data:`SM_KERNELS`) as ``topo moe --kernel`` prints it
+    under ``kernel``; ``refused`` set for a kernel whose limits refuse the point. The report
+    is computed once for every kernel; what points share is kept in :data:`POINT_CACHE` (the
+    same numbers as without).
+
+    Raises
+    ------
+    TopoError
+        The point cannot be timed (the report's own errors)."""
     G = fabrics[task.fabric]
     options = {k: v for k, v in moe.items() if k not in ("kernel", "kernel_sms")}
     # the headline only: DeepEP-style delivery at the task's limit (the naive scheme and the
@@ -212,12 +264,22 @@ def time_design(
         cache=POINT_CACHE,
         **options,
     )
-    if moe.get("kernel"):
-        kr = kernel_report(report, moe["kernel"], moe.get("kernel_sms"))
+    out: list[KernelTime] = []
+    kernels = searched_kernels(moe.get("kernel"))
+    for kernel in kernels:
+        if kernel is None:
+            r = report.to_dict()
+            out.append(KernelTime(None, float(r["tpot_ms"]), float(r["tokens_per_s"])))
+            continue
+        sms = moe.get("kernel_sms") if kernel in SM_KERNELS or len(kernels) == 1 else None
+        try:
+            kr = kernel_report(report, kernel, sms)
+        except TopoError as exc:
+            out.append(KernelTime(kernel, math.nan, math.nan, str(exc)))
+            continue
         assert kr.tpot_ms is not None and kr.tokens_per_s is not None
-        return float(kr.tpot_ms), float(kr.tokens_per_s)
-    r = report.to_dict()
-    return float(r["tpot_ms"]), float(r["tokens_per_s"])
+        out.append(KernelTime(kernel, float(kr.tpot_ms), float(kr.tokens_per_s)))
+    return out
 
 
 def candidate_fabrics(
@@ -394,8 +456,9 @@ def codesign(
     moe : dict, optional
         ``tokens_per_gpu``, ``micro_batches``, ``seed`` of :func:`topo.moe.moe_report`
         (default ``topo moe``'s: 32, 2, 0); ``kernel`` (one of
-        :data:`topo.moe.kernels.KERNELS`) and ``kernel_sms``: the TPOT of that EP kernel
-        (:func:`topo.moe.kernels.kernel_report`) instead of the report's (default None).
+        :data:`topo.moe.kernels.KERNELS`, or a list of them: each a design of its own) and
+        ``kernel_sms``: the TPOT of that EP kernel (:func:`topo.moe.kernels.kernel_report`)
+        instead of the report's (default None).
     prices : PriceBook, optional
         Default: topo's price book.
     runners_up : int
@@ -482,7 +545,7 @@ def run_codesign(
     tasks, graphs = plan.tasks, plan.graphs
     # priced first: a fabric the price book cannot price is refused before any point is timed
     costs = [bill_of_materials(G, prices) for G in graphs]
-    timed: dict[_Task, tuple[float, float]] = {}
+    timed: dict[_Task, list[KernelTime]] = {}
     errors = []
     here = 0
     if in_process_s is not None:
@@ -510,19 +573,40 @@ def run_codesign(
                 timed[rest[o.index]] = o.value
             else:
                 errors.append(o.error)
-    if not timed:
-        raise TopoError(f"no design could be timed: {errors[0] if errors else 'no EP size'}")
     designs = _designs(plan.fabrics, graphs, timed, costs, moe, model_arg)
+    not_timed = _not_timed(timed)
+    if not designs:
+        first = errors[0] if errors else _first_refusal(timed) or "no EP size"
+        raise TopoError(f"no design could be timed: {first}")
     return _choose(
         designs,
         plan.gpus,
         plan.tpot_ms,
         config,
         len(graphs),
-        len(timed),
+        len(designs),
         plan.refused,
         runners_up,
+        not_timed,
     )
+
+
+def _first_refusal(timed: dict[_Task, list[KernelTime]]) -> str | None:
+    """The first kernel refusal's reason, or None."""
+    return next((o.refused for outs in timed.values() for o in outs if o.refused), None)
+
+
+def _not_timed(timed: dict[_Task, list[KernelTime]]) -> list[str]:
+    """One line per (kernel, reason) that left points untimed, with the EP sizes."""
+    eps: dict[tuple[str | None, str], set[int]] = {}
+    for task, outs in timed.items():
+        for o in outs:
+            if o.refused:
+                eps.setdefault((o.kernel, o.refused), set()).add(task.ep)
+    return [
+        f"{kernel} at EP {', '.join(map(str, sorted(e)))}: {reason}"
+        for (kernel, reason), e in eps.items()
+    ]
 
 
 def _tasks(
@@ -540,7 +624,7 @@ def _tasks(
 def _designs(
     fabrics: list[tuple[str, dict[str, Any]]],
     graphs: list[nx.Graph],
-    timed: dict[_Task, tuple[float, float]],
+    timed: dict[_Task, list[KernelTime]],
     costs: list[CostReport],
     moe: dict[str, Any],
     model_arg: str | None,
@@ -554,25 +638,40 @@ def _designs(
         "--seed",
         str(moe["seed"]),
     ]
-    if moe.get("kernel"):
-        extra += ["--kernel", str(moe["kernel"])]
-        if moe.get("kernel_sms") is not None:
-            extra += ["--kernel-sms", str(moe["kernel_sms"])]
+    kernels = searched_kernels(moe.get("kernel"))
+
+    def kernel_args(kernel: str | None) -> list[str]:
+        if kernel is None:
+            return []
+        sms = moe.get("kernel_sms")
+        given = sms is not None and (kernel in SM_KERNELS or len(kernels) == 1)
+        return ["--kernel", kernel] + (["--kernel-sms", str(sms)] if given else [])
+
     return [
         Design(
             family=fabrics[t.fabric][0],
             build_args=build_args(*fabrics[t.fabric]),
-            moe_args=["--ep", str(t.ep), "--node-limit", str(t.node_limit), *extra],
+            moe_args=[
+                "--ep",
+                str(t.ep),
+                "--node-limit",
+                str(t.node_limit),
+                *extra,
+                *kernel_args(o.kernel),
+            ],
             ep=t.ep,
             node_limit=t.node_limit,
             cost_usd=costs[t.fabric].cost_usd,
             cost_per_endpoint_usd=costs[t.fabric].cost_per_endpoint_usd,
-            tpot_ms=tpot,
-            tokens_per_s=tps,
+            tpot_ms=o.tpot_ms,
+            tokens_per_s=o.tokens_per_s,
             switches=counts[t.fabric].switches,
             links=counts[t.fabric].links,
+            kernel=o.kernel,
         )
-        for t, (tpot, tps) in timed.items()
+        for t, outs in timed.items()
+        for o in outs
+        if not o.refused
     ]
 
 
@@ -585,21 +684,33 @@ def _choose(
     evaluated: int,
     refused: list[str],
     runners_up: int,
+    not_timed: list[str],
 ) -> CodesignResult:
     ok = sorted(
         (d for d in designs if d.tpot_ms <= tpot_ms),
-        key=lambda d: (d.cost_usd, d.tpot_ms, d.build_args, d.ep, d.node_limit),
+        key=lambda d: (d.cost_usd, d.tpot_ms, d.build_args, d.ep, d.node_limit, d.kernel or ""),
     )
     if not ok:
         best = min(designs, key=lambda d: d.tpot_ms)
+        kernel = f", kernel {best.kernel}" if best.kernel else ""
         raise InfeasibleError(
             f"no design meets tpot_ms {tpot_ms:g}: the fastest is {best.tpot_ms:.3f} ms "
-            f"({' '.join(best.build_args)}, EP {best.ep}, node limit {best.node_limit})"
+            f"({' '.join(best.build_args)}, EP {best.ep}, node limit {best.node_limit}{kernel})"
         )
     per_fabric: dict[tuple[str, ...], Design] = {}
     for d in ok:
         per_fabric.setdefault(tuple(d.build_args), d)
     best, *others = per_fabric.values()
+    kernels = list(dict.fromkeys(d.kernel for d in designs))
+    by_kernel: dict[str | None, Design] = {}
+    not_met = []
+    if len(kernels) > 1:
+        for d in ok:
+            by_kernel.setdefault(d.kernel, d)
+        for k in kernels:
+            if k not in by_kernel:
+                fastest = min((d for d in designs if d.kernel == k), key=lambda d: d.tpot_ms)
+                not_met.append(f"{k}: the fastest is {fastest.tpot_ms:.3f} ms")
     return CodesignResult(
         design=best,
         runners_up=others[:runners_up],
@@ -610,4 +721,7 @@ def _choose(
         evaluated=evaluated,
         feasible=len(ok),
         refused=refused,
+        not_timed=not_timed,
+        by_kernel=list(by_kernel.values()),
+        not_met=not_met,
     )
