@@ -325,8 +325,10 @@ def test_a_kernels_limits_leave_its_points_untimed_and_say_why() -> None:
             "--kernel", "deepep-v2,nccl-ep-ll", "--json"]  # fmt: skip
     r = json.loads(cli(*args).stdout)
     assert r["evaluated"] == 3
-    assert len(r["not_timed"]) == 1 and r["not_timed"][0].startswith("nccl-ep-ll at EP 128: ")
-    assert "at most 64 GPUs" in r["not_timed"][0]
+    assert r["not_timed"] == [
+        "nccl-ep-ll at EP 128: NCCL EP 0.1.0 supports at most 64 GPUs (8 nodes x 8 GPUs, "
+        "contrib/nccl_ep/RELEASE.md)"
+    ]
     assert {(d["kernel"], d["ep"]) for d in r["by_kernel"]} <= {
         ("deepep-v2", 32), ("deepep-v2", 128), ("nccl-ep-ll", 32)}  # fmt: skip
     # a target only one kernel meets: the other is named with its fastest TPOT
@@ -336,6 +338,13 @@ def test_a_kernels_limits_leave_its_points_untimed_and_say_why() -> None:
     r = json.loads(cli(*args[:-5], "--tpot-ms", target, *args[-3:]).stdout)
     assert [d["kernel"] for d in r["by_kernel"]] == ["deepep-v2"]
     assert r["not_met"] == [f"nccl-ep-ll: the fastest is {fastest['nccl-ep-ll']:.3f} ms"]
+    # refused at two EP sizes: one line naming both
+    wide = ["codesign", "--gpus", 256, "--switch-ports", 32, "--families", "mpft",
+            "--oversubscription", 1, "--ep", "32,128,256", "--node-limit", 0, "--tpot-ms", 1000,
+            "--kernel", "deepep-v2,nccl-ep-ll", "--json"]  # fmt: skip
+    r = json.loads(cli(*wide).stdout)
+    assert r["evaluated"] == 4 and len(r["not_timed"]) == 1
+    assert r["not_timed"][0].startswith("nccl-ep-ll at EP 128, 256: NCCL EP 0.1.0 supports at most")
 
 
 def test_an_sm_count_goes_to_the_kernels_that_take_one(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -602,7 +603,10 @@ def _not_timed(timed: dict[_Task, list[KernelTime]]) -> list[str]:
     for task, outs in timed.items():
         for o in outs:
             if o.refused:
-                eps.setdefault((o.kernel, o.refused), set()).add(task.ep)
+                # the reason without its kernel's name and EP size, said once for every EP
+                reason = o.refused.removeprefix(f"{o.kernel}: ")
+                reason = re.sub(rf"; asked for EP ?{task.ep}$", "", reason)
+                eps.setdefault((o.kernel, reason), set()).add(task.ep)
     return [
         f"{kernel} at EP {', '.join(map(str, sorted(e)))}: {reason}"
         for (kernel, reason), e in eps.items()
