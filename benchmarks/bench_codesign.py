@@ -7,6 +7,7 @@ the whole command (issue 40: at most 30 s), and where a serial run spends its ti
                                                    # interleaved with another checkout's code
     python benchmarks/bench_codesign.py --dask     # + this checkout with --cluster local
                                                    # (every point on 2 Dask workers)
+    python benchmarks/bench_codesign.py --kernels  # + the search of every EP kernel (--kernel all)
 
 Each run of the whole command prints its wall time, its CPU time (user + system, with the
 Dask workers it started and waited for), its peak memory (the command's own max RSS) and the
@@ -90,6 +91,7 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout, timed in turn with this one")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (default 1)")
     ap.add_argument("--dask", action="store_true", help="also with --cluster local")
+    ap.add_argument("--kernels", action="store_true", help="also with --kernel all")
     ap.add_argument("--points-only", type=Path, help=argparse.SUPPRESS)  # (one checkout's points)
     args = ap.parse_args()
     if not MODEL.is_file():
@@ -102,6 +104,8 @@ def main() -> None:
         outs = [whole_command(root) for root in roots]
         if args.dask:
             outs.append(whole_command(ROOT, "--cluster", "local"))
+        if args.kernels:  # (another search: its JSON is not compared)
+            whole_command(ROOT, "--kernel", "all")
         if len(outs) > 1:
             print(f"{'':>16}--json the same byte for byte: {len(set(outs)) == 1}")
         if args.serial:
