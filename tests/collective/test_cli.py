@@ -488,22 +488,39 @@ def test_compare_shows_repeated_runs_once_with_their_median(small, tmp_path):
 
 
 
+def _one_mib_row(t: float, dtype: str = "float") -> Any:
+    """A 1 MiB row measured in ``t`` µs, predicted 60 µs with a ceiling of 50 µs."""
+    from topo.collective.compare import CompareRow
+
+    return CompareRow(size_bytes=MIB, measured_time_us=t, predicted_time_us=60.0,
+                      measured_busbw_GBps=MIB / t / 1e3, predicted_busbw_GBps=MIB / 60e3,
+                      ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
+                      ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
+
+
 def test_median_rows_stand_for_repeated_runs():
     # three runs of one (size, type, reduction) at 100, 500 and 120 µs, predicted 60 µs with a
     # ceiling of 50 µs: one row at the median 120 µs, ratio 60 / 120, ceiling ratio 50 / 120;
     # a second type of the same size stays its own row
-    from topo.collective.compare import CompareRow
     from topo.commands.collective_tables import median_rows
 
-    def row(t: float, dtype: str = "float") -> CompareRow:
-        return CompareRow(size_bytes=MIB, measured_time_us=t, predicted_time_us=60.0,
-                          measured_busbw_GBps=MIB / t / 1e3, predicted_busbw_GBps=MIB / 60e3,
-                          ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
-                          ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
-
+    row = _one_mib_row
     shown = median_rows([row(100.0), row(500.0), row(120.0), row(90.0, "half")])
     assert [(r.type, n) for r, n in shown] == [("float", 3), ("half", 1)]
     r = shown[0][0]
     assert r.measured_time_us == 120.0 and r.measured_busbw_GBps == pytest.approx(MIB / 120e3)
     assert r.ratio == pytest.approx(0.5) and r.ceiling_ratio == pytest.approx(50 / 120)
     assert shown[1][0] == row(90.0, "half")
+
+
+def test_median_row_of_an_even_number_of_runs_keeps_busbw_and_ratio_together():
+    # two runs of 1 MiB at 100 and 300 us, predicted 60 us: the median time is 200 us, whose
+    # busbw is MIB / 200e3 GB/s (not the mean of MIB / 100e3 and MIB / 300e3, 4/3 of it), so
+    # measured / expected busbw is the ratio shown, 60 / 200
+    from topo.commands.collective_tables import median_rows
+
+    ((r, n),) = median_rows([_one_mib_row(100.0), _one_mib_row(300.0)])
+    assert (n, r.measured_time_us) == (2, 200.0)
+    assert r.measured_busbw_GBps == pytest.approx(MIB / 200e3)
+    assert r.ratio == pytest.approx(0.3)
+    assert r.measured_busbw_GBps / r.predicted_busbw_GBps == pytest.approx(r.ratio)

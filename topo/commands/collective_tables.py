@@ -208,8 +208,10 @@ def _span(rows: list[Any]) -> str:
 
 def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
     """The rows of each (size, type, reduction), in the order first seen, as one row: the
-    first's prediction with the median of their measured times and busbw (``ratio`` and
-    ``ceiling_ratio`` from the median time), and how many rows it stands for."""
+    first's prediction with the median of their measured times, the busbw of that time
+    (``busbw x time`` is the runs' own, size x nccl-tests' factor: of an even number of runs
+    the median time is the mean of the middle two, whose busbw is not the median of theirs),
+    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for."""
     groups: dict[tuple[int, str, str], list[CompareRow]] = {}
     for r in rows:
         groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
@@ -221,7 +223,11 @@ def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
             r = replace(
                 r,
                 measured_time_us=t,
-                measured_busbw_GBps=median(x.measured_busbw_GBps for x in same),
+                measured_busbw_GBps=(
+                    median(x.measured_busbw_GBps * x.measured_time_us for x in same) / t
+                    if t > 0
+                    else math.inf
+                ),
                 ratio=r.predicted_time_us / t if t > 0 else math.inf,
                 ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
             )
