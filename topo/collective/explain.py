@@ -262,6 +262,11 @@ class Explanation:
     verdict: str
     causes: list[Cause] = field(default_factory=list)
 
+    @property
+    def largest(self) -> int:
+        """The index of the row that stands for the largest size (:func:`largest_row`)."""
+        return largest_row(self.sizes, self.measured_time_us)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; ``causes`` best first, empty when the measurement agrees."""
         return {
@@ -431,9 +436,9 @@ def _qp_limited(
     """The ``qp_limit`` cause: each of a server's ``channels`` network connections (one QP
     each) capped at ``q``, so a server moves at most ``channels x q`` across the network
     (``channels / nics_per_node`` connections per NIC). ``q`` is inferred: the rate at which
-    the largest row's measured busbw is the servers' network rate (busbw / NCCL's NIC
-    efficiency, spread over the channels: what a ring op's busbw is). Returns the changed
-    rates and ``q``, in words."""
+    the largest size's measured busbw (``last``, the row :func:`largest_row` picks) is the
+    servers' network rate (busbw / NCCL's NIC efficiency, spread over the channels: what a
+    ring op's busbw is). Returns the changed rates and ``q``, in words."""
     server_Bps = last.busbw_GBps * 1e9 / c.nic_efficiency
     if not server_Bps > 0 or channels < 1:
         raise TopoError("no measured rate to infer a connection cap from")
@@ -761,7 +766,7 @@ def explain_test(
                     score=curve.score,
                     fits=curve.score <= AGREE,
                     curve=curve,
-                    evidence=_evidence(curve, design, rows[-1], sum(scored)),
+                    evidence=_evidence(curve, design, rows, sum(scored)),
                     check=CHECKS[v.kind],
                 )
             )
@@ -798,7 +803,8 @@ def _qp_cause(
     only when no other cause fits: its rate is inferred, not sourced); None when the
     measurement gives no cap to infer."""
     try:
-        r, words = _qp_limited(rates, c, rows[-1], coll_channels(rates, c))
+        i = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
+        r, words = _qp_limited(rates, c, rows[i], coll_channels(rates, c))
         curve = _curve(op, rows, scored, r, c, None)
     except TopoError:
         return None
@@ -809,7 +815,7 @@ def _qp_cause(
         score=curve.score,
         fits=curve.score <= AGREE,
         curve=curve,
-        evidence=f"{_evidence(curve, design, rows[-1], sum(scored))}; {words}",
+        evidence=f"{_evidence(curve, design, rows, sum(scored))}; {words}",
         check=CHECKS["qp_limit"],
     )
 
@@ -855,13 +861,43 @@ def percent_off(log_ratio: float) -> str:
     return f"{(math.exp(abs(log_ratio)) - 1) * 100:.0f}%"
 
 
-def _evidence(curve: Curve, design: Curve, last: NcclTestRow, rows: int) -> str:
-    """The cause's and the design's RMS, and busbw (GB/s) at the largest row."""
+def largest_row(sizes: Sequence[int], times_us: Sequence[float]) -> int:
+    """The index of the row that stands for the largest size: of the rows of the largest size
+    (several where a log repeats it: nccl-tests ``-N``, ``-d all``, runs appended), the one
+    of median time, the faster of the middle two of an even number; not the file's last row,
+    which is the last run's (or not of the largest size at all).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        The rows' sizes (B), at least one.
+    times_us : sequence of float
+        Their measured times (µs), as many.
+
+    Returns
+    -------
+    int
+        An index into ``sizes``.
+
+    Examples
+    --------
+    >>> largest_row([8, 64, 64, 64, 8], [1.0, 9.0, 3.0, 4.0, 2.0])
+    3
+    """
+    top = max(sizes)
+    at = sorted((t, i) for i, (s, t) in enumerate(zip(sizes, times_us, strict=True)) if s == top)
+    return at[(len(at) - 1) // 2][1]
+
+
+def _evidence(curve: Curve, design: Curve, rows: Sequence[NcclTestRow], scored: int) -> str:
+    """The cause's and the design's RMS over ``scored`` rows, and busbw (GB/s) at the row that
+    stands for the largest size (:func:`largest_row`)."""
+    i = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
     return (
-        f"RMS {percent_off(curve.score)} over {rows} rows (design: "
-        f"{percent_off(design.score)}); at {binary_bytes(last.size_bytes)}: measured "
-        f"{last.busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[-1]:.1f} GB/s, design "
-        f"{design.busbw_GBps[-1]:.1f} GB/s"
+        f"RMS {percent_off(curve.score)} over {scored} rows (design: "
+        f"{percent_off(design.score)}); at {binary_bytes(rows[i].size_bytes)}: measured "
+        f"{rows[i].busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[i]:.1f} GB/s, design "
+        f"{design.busbw_GBps[i]:.1f} GB/s"
     )
 
 
@@ -917,6 +953,7 @@ __all__ = [
     "Curve",
     "Explanation",
     "explain_test",
+    "largest_row",
     "percent_off",
     "plot_explanations",
 ]
