@@ -488,12 +488,13 @@ def test_compare_shows_repeated_runs_once_with_their_median(small, tmp_path):
 
 
 
-def _one_mib_row(t: float, dtype: str = "float") -> Any:
-    """A 1 MiB row measured in ``t`` µs, predicted 60 µs with a ceiling of 50 µs."""
+def _one_mib_row(t: float, dtype: str = "float", size: int = MIB) -> Any:
+    """A row of ``size`` (1 MiB) measured in ``t`` µs, predicted 60 µs with a ceiling of 50 µs
+    (busbw = size / time: a factor of 1)."""
     from topo.collective.compare import CompareRow
 
-    return CompareRow(size_bytes=MIB, measured_time_us=t, predicted_time_us=60.0,
-                      measured_busbw_GBps=MIB / t / 1e3, predicted_busbw_GBps=MIB / 60e3,
+    return CompareRow(size_bytes=size, measured_time_us=t, predicted_time_us=60.0,
+                      measured_busbw_GBps=size / t / 1e3, predicted_busbw_GBps=size / 60e3,
                       ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
                       ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
 
@@ -502,7 +503,7 @@ def test_median_rows_stand_for_repeated_runs():
     # three runs of one (size, type, reduction) at 100, 500 and 120 µs, predicted 60 µs with a
     # ceiling of 50 µs: one row at the median 120 µs, ratio 60 / 120, ceiling ratio 50 / 120;
     # a second type of the same size stays its own row
-    from topo.commands.collective_tables import median_rows
+    from topo.collective.compare import median_rows
 
     row = _one_mib_row
     shown = median_rows([row(100.0), row(500.0), row(120.0), row(90.0, "half")])
@@ -517,10 +518,31 @@ def test_median_row_of_an_even_number_of_runs_keeps_busbw_and_ratio_together():
     # two runs of 1 MiB at 100 and 300 us, predicted 60 us: the median time is 200 us, whose
     # busbw is MIB / 200e3 GB/s (not the mean of MIB / 100e3 and MIB / 300e3, 4/3 of it), so
     # measured / expected busbw is the ratio shown, 60 / 200
-    from topo.commands.collective_tables import median_rows
+    from topo.collective.compare import median_rows
 
     ((r, n),) = median_rows([_one_mib_row(100.0), _one_mib_row(300.0)])
     assert (n, r.measured_time_us) == (2, 200.0)
     assert r.measured_busbw_GBps == pytest.approx(MIB / 200e3)
     assert r.ratio == pytest.approx(0.3)
     assert r.measured_busbw_GBps / r.predicted_busbw_GBps == pytest.approx(r.ratio)
+
+
+def test_plot_of_repeated_runs_and_types_draws_each_size_once_in_increasing_size():
+    # two runs of 2 MiB then 1 MiB (float at 100 and 300 us, half at 200 us): the measured
+    # curves are one per type, sizes increasing, each at the median time's busbw (float:
+    # size / 200 us); the model (size / 60 us, the same for both types) is drawn once
+    from topo.collective.compare import Comparison
+    from topo.collective.report import _busbw_data
+
+    rows = [_one_mib_row(t, d, s) for t, d in ((100.0, "float"), (300.0, "float"), (200.0, "half"))
+            for s in (2 * MIB, MIB)]  # fmt: skip
+    cmp = Comparison(op="all_reduce", gpus=16, nodes=2, gpus_per_node=8, nccl_version="",
+                     rows=rows, median_ratio=0.3, ratio_sizes="every size", verdict="",
+                     far_below=True)  # fmt: skip
+    curves = {name: (x, y) for name, x, y in _busbw_data(None, [cmp])}
+    sizes = [MIB, 2 * MIB]
+    assert curves == {
+        "all_reduce: model (16 GPUs)": (sizes, [pytest.approx(s / 60e3) for s in sizes]),
+        "all_reduce: measured (float sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
+        "all_reduce: measured (half sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
+    }

@@ -446,3 +446,18 @@ def test_cli_table_gives_busbw_at_the_largest_size_s_median_run(tmp_path: Path) 
     assert shown and shown == [
         (percent_off(k.score), f"{k.curve.busbw_GBps[len(SIZES) - 1]:.1f}") for k in e.causes
     ]
+
+
+def test_plot_draws_each_size_once_at_its_median_run() -> None:
+    # three runs (32, 40, 20 GB/s plateaus) then a 1 MiB row: every curve has the sizes once,
+    # increasing, the measured one at the 32 GB/s run (busbw = size / (50 us + size / 64
+    # GB/s) / 2 on 2 ranks)
+    from topo.collective.explain import plot_explanations
+
+    runs = _plateau(32.0, 2) + _plateau(40.0, 2) + _plateau(20.0, 2) + [(1 << 20, 60.0)]
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, runs))
+    fig = plot_explanations([e])
+    sizes = [1 << 20, *SIZES]
+    assert all(list(trace.x) == sizes for trace in fig.data)
+    busbw = [s / (50.0 + s / 64e3) / 1e3 / 2 for s in SIZES]
+    assert list(fig.data[0].y)[1:] == pytest.approx(busbw)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+from statistics import median
 from typing import Any
 
 import networkx as nx
@@ -167,6 +168,35 @@ class Comparison:
 ABOVE_CEILING = 1.02
 """Measured / ceiling busbw beyond which a row is said to be above the ceiling (2%: nccl-tests'
 run-to-run noise on a healthy fabric stays within it)."""
+
+
+def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
+    """The rows of each (size, type, reduction), in the order first seen, as one row: the
+    first's prediction with the median of their measured times, the busbw of that time
+    (``busbw x time`` is the runs' own, size x nccl-tests' factor: of an even number of runs
+    the median time is the mean of the middle two, whose busbw is not the median of theirs),
+    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for."""
+    groups: dict[tuple[int, str, str], list[CompareRow]] = {}
+    for r in rows:
+        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
+    out = []
+    for same in groups.values():
+        r = same[0]
+        if len(same) > 1:
+            t = median(x.measured_time_us for x in same)
+            r = replace(
+                r,
+                measured_time_us=t,
+                measured_busbw_GBps=(
+                    median(x.measured_busbw_GBps * x.measured_time_us for x in same) / t
+                    if t > 0
+                    else math.inf
+                ),
+                ratio=r.predicted_time_us / t if t > 0 else math.inf,
+                ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
+            )
+        out.append((r, len(same)))
+    return out
 
 
 def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:

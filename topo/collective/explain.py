@@ -861,32 +861,44 @@ def percent_off(log_ratio: float) -> str:
     return f"{(math.exp(abs(log_ratio)) - 1) * 100:.0f}%"
 
 
-def largest_row(sizes: Sequence[int], times_us: Sequence[float]) -> int:
-    """The index of the row that stands for the largest size: of the rows of the largest size
-    (several where a log repeats it: nccl-tests ``-N``, ``-d all``, runs appended), the one
-    of median time, the faster of the middle two of an even number; not the file's last row,
-    which is the last run's (or not of the largest size at all).
+def median_runs(sizes: Sequence[int], times_us: Sequence[float]) -> list[int]:
+    """For each size of a log, in increasing size, the index of the row that stands for it:
+    of its rows (several where a log repeats it: nccl-tests ``-N``, ``-d all``, runs appended),
+    the one of median time, the faster of the middle two of an even number.
 
     Parameters
     ----------
     sizes : sequence of int
-        The rows' sizes (B), at least one.
+        The rows' sizes (B).
     times_us : sequence of float
         Their measured times (µs), as many.
 
     Returns
     -------
-    int
-        An index into ``sizes``.
+    list of int
+        Indices into ``sizes``, one per distinct size.
+
+    Examples
+    --------
+    >>> median_runs([8, 64, 64, 64, 8], [1.0, 9.0, 3.0, 4.0, 2.0])
+    [0, 3]
+    """
+    at: dict[int, list[tuple[float, int]]] = {}
+    for i, (s, t) in enumerate(zip(sizes, times_us, strict=True)):
+        at.setdefault(s, []).append((t, i))
+    return [sorted(runs)[(len(runs) - 1) // 2][1] for _, runs in sorted(at.items())]
+
+
+def largest_row(sizes: Sequence[int], times_us: Sequence[float]) -> int:
+    """The index of the row that stands for the largest size (:func:`median_runs`): not the
+    file's last row, which is the last run's, or not of the largest size at all.
 
     Examples
     --------
     >>> largest_row([8, 64, 64, 64, 8], [1.0, 9.0, 3.0, 4.0, 2.0])
     3
     """
-    top = max(sizes)
-    at = sorted((t, i) for i, (s, t) in enumerate(zip(sizes, times_us, strict=True)) if s == top)
-    return at[(len(at) - 1) // 2][1]
+    return median_runs(sizes, times_us)[-1]
 
 
 def _evidence(curve: Curve, design: Curve, rows: Sequence[NcclTestRow], scored: int) -> str:
@@ -920,24 +932,24 @@ def plot_explanations(explanations: list[Explanation], top: int = 3) -> Any:
 
     fig = go.Figure()
     for e in explanations:
+        # each size once, in increasing size, at its median run: a log repeating sizes (-N,
+        # -d all) draws no line back to the smallest
+        keep = median_runs(e.sizes, e.measured_time_us)
+        x = [e.sizes[i] for i in keep]
         fig.add_trace(
             go.Scatter(
-                x=e.sizes,
-                y=e.measured_busbw_GBps,
+                x=x,
+                y=[e.measured_busbw_GBps[i] for i in keep],
                 name=f"{e.op}: measured",
                 mode="markers+lines",
                 line={"dash": "dot"},
             )
         )
-        fig.add_trace(
-            go.Scatter(x=e.sizes, y=e.design.busbw_GBps, name=f"{e.op}: design", mode="lines")
-        )
+        design = [e.design.busbw_GBps[i] for i in keep]
+        fig.add_trace(go.Scatter(x=x, y=design, name=f"{e.op}: design", mode="lines"))
         for k in e.causes[:top]:
-            fig.add_trace(
-                go.Scatter(
-                    x=e.sizes, y=k.curve.busbw_GBps, name=f"{e.op}: {k.description}", mode="lines"
-                )
-            )
+            y = [k.curve.busbw_GBps[i] for i in keep]
+            fig.add_trace(go.Scatter(x=x, y=y, name=f"{e.op}: {k.description}", mode="lines"))
     fig.update_layout(
         title="measured busbw against the design and the best-fitting causes",
         xaxis={"title": "size (B)", "type": "log"},
@@ -954,6 +966,7 @@ __all__ = [
     "Explanation",
     "explain_test",
     "largest_row",
+    "median_runs",
     "percent_off",
     "plot_explanations",
 ]

@@ -35,7 +35,6 @@ from topo.commands.collective_tables import (
     EXPECTED_CAPTION,
     calibration_table,
     compare_table,
-    median_rows,
     nccl_tests_number,
     report_table,
     restriction_title,
@@ -247,6 +246,7 @@ def collective(
     """Predict nccl-tests' table (time, algbw, busbw) on a fabric, with NCCL's algorithm choice."""
     from topo import fabric as fabric_mod
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
+    from topo.collective.compare import median_rows
 
     _check_log_options(ctx, compare, calibrate, fit, output)
     if algo is not None or proto is not None:

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
 from pathlib import Path
-from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -17,7 +14,6 @@ from topo.wording import binary_bytes, count
 
 if TYPE_CHECKING:
     from topo.collective import CollectiveReport, Comparison
-    from topo.collective.compare import CompareRow
 
 
 def calibration_table(result: Any, log: Path) -> None:
@@ -206,35 +202,6 @@ def _span(rows: list[Any]) -> str:
     return f"{first}" if len(rows) == 1 else f"{first} to {last}"
 
 
-def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
-    """The rows of each (size, type, reduction), in the order first seen, as one row: the
-    first's prediction with the median of their measured times, the busbw of that time
-    (``busbw x time`` is the runs' own, size x nccl-tests' factor: of an even number of runs
-    the median time is the mean of the middle two, whose busbw is not the median of theirs),
-    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for."""
-    groups: dict[tuple[int, str, str], list[CompareRow]] = {}
-    for r in rows:
-        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
-    out = []
-    for same in groups.values():
-        r = same[0]
-        if len(same) > 1:
-            t = median(x.measured_time_us for x in same)
-            r = replace(
-                r,
-                measured_time_us=t,
-                measured_busbw_GBps=(
-                    median(x.measured_busbw_GBps * x.measured_time_us for x in same) / t
-                    if t > 0
-                    else math.inf
-                ),
-                ratio=r.predicted_time_us / t if t > 0 else math.inf,
-                ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
-            )
-        out.append((r, len(same)))
-    return out
-
-
 def compare_table(cmp: Comparison, log: Path) -> None:
     """A measured test against the model (:func:`topo.collective.compare_log`), per size, then
     the verdict per size band, the overall verdict and the fit, to stdout.
@@ -249,6 +216,8 @@ def compare_table(cmp: Comparison, log: Path) -> None:
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )
+    from topo.collective.compare import median_rows
+
     shown = median_rows(cmp.rows)
     repeated = len(shown) < len(cmp.rows)
     show_type = len({r.type for r in cmp.rows}) > 1
