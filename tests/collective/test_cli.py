@@ -546,3 +546,23 @@ def test_plot_of_repeated_runs_and_types_draws_each_size_once_in_increasing_size
         "all_reduce: measured (float sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
         "all_reduce: measured (half sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
     }
+
+
+def test_compare_says_where_repeated_runs_disagree(small, tmp_path):
+    # three runs at 100, 500 and 120 us per MiB: the table shows the median, 120; a line says
+    # that 2 rows hide a run more than 1.25x off it, the first of the furthest (both 500 / 120
+    # = 4.2x) with its range; runs within 1.25x of their median (100, 110, 120) say nothing
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 500.0, 120.0) for s in (MIB, 2 * MIB)]
+    log = tmp_path / "runs.log"
+    log.write_text(_nccl_tests_log(rows))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8)
+    said = [line for line in ok(*args).stdout.splitlines() if "runs disagree" in line]
+    assert said == [
+        "all_reduce: runs disagree in 2 rows of the table (a run more than 1.25x off the median "
+        "shown); furthest: 1048576 B float sum, 3 runs from 100.0 to 500.0 us, median 120.0 us "
+        "(--json has every run)"
+    ]
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 110.0, 120.0) for s in (MIB, 2 * MIB)]
+    log.write_text(_nccl_tests_log(rows))
+    assert "disagree" not in ok(*args).stdout
+

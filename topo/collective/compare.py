@@ -199,6 +199,47 @@ def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
     return out
 
 
+RUNS_APART = 1.25
+"""A size's runs (rows repeating a size, type and reduction) whose slowest or fastest time is
+more than this factor off their median are said to disagree: nccl-tests' run-to-run noise on a
+healthy fabric stays within a few percent, and the median the table shows hides such a run."""
+
+
+def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, float]]:
+    """The (size, type, reduction) groups whose runs disagree (:data:`RUNS_APART`).
+
+    Parameters
+    ----------
+    rows : list of CompareRow
+        A comparison's rows, every run.
+
+    Returns
+    -------
+    list of (CompareRow, int, float, float)
+        Per such group, in the order first seen: its row of :func:`median_rows` (the median
+        time, µs), its number of runs, and its fastest and slowest times (µs).
+
+    Examples
+    --------
+    >>> r = CompareRow(8, 10.0, 5.0, 1.0, 2.0, 0.5, "ring", "LL", "latency")
+    >>> [(m.measured_time_us, n, lo, hi) for m, n, lo, hi in
+    ...  runs_apart([r, replace(r, measured_time_us=11.0), replace(r, measured_time_us=90.0)])]
+    [(11.0, 3, 10.0, 90.0)]
+    """
+    times: dict[tuple[int, str, str], list[float]] = {}
+    for r in rows:
+        times.setdefault((r.size_bytes, r.type, r.redop), []).append(r.measured_time_us)
+    out = []
+    for m, n in median_rows(rows):
+        if n < 2:
+            continue
+        t = times[(m.size_bytes, m.type, m.redop)]
+        lo, hi, mid = min(t), max(t), m.measured_time_us
+        if hi > RUNS_APART * mid or (lo > 0 and mid > RUNS_APART * lo) or (lo <= 0 < hi):
+            out.append((m, n, lo, hi))
+    return out
+
+
 def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:
     """Fit ``time = alpha + factor * size / beta`` to measured times: least squares of the
     relative errors (each row weighted by ``1 / time``, so a 32 MiB row counts as much as a

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from topo.wording import binary_bytes, count
 
 if TYPE_CHECKING:
     from topo.collective import CollectiveReport, Comparison
+    from topo.collective.compare import CompareRow
 
 
 def calibration_table(result: Any, log: Path) -> None:
@@ -270,6 +272,7 @@ def compare_table(cmp: Comparison, log: Path) -> None:
         ]
         table.add_row(*cells)
     out.print(table)
+    _say_runs_apart(cmp)
     style = "bold red" if cmp.far_below else "bold"
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
@@ -289,6 +292,31 @@ def compare_table(cmp: Comparison, log: Path) -> None:
             f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
+
+
+def _say_runs_apart(cmp: Comparison) -> None:
+    """Under a table of repeated runs, one line when some size's runs disagree (the median
+    shown hides them: :func:`topo.collective.compare.runs_apart`), naming the one furthest
+    apart."""
+    from topo.collective.compare import RUNS_APART, runs_apart
+
+    apart = runs_apart(cmp.rows)
+    if not apart:
+        return
+
+    def spread(g: tuple[CompareRow, int, float, float]) -> float:
+        m, _, lo, hi = g
+        return max(hi / m.measured_time_us, m.measured_time_us / lo) if lo > 0 else math.inf
+
+    m, n, lo, hi = max(apart, key=spread)
+    kind = " ".join(k for k in (m.type, m.redop) if k)
+    out.print(
+        f"{cmp.op}: runs disagree in {count(len(apart), 'row')} of the table (a run more than "
+        f"{RUNS_APART:g}x off the median shown); furthest: {m.size_bytes} B"
+        f"{' ' + kind if kind else ''}, {n} runs from {lo:.1f} to {hi:.1f} us, median "
+        f"{m.measured_time_us:.1f} us (--json has every run)",
+        style="bold",
+    )
 
 
 def nccl_tests_number(value: float, width: int) -> str:
