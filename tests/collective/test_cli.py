@@ -566,3 +566,33 @@ def test_compare_says_where_repeated_runs_disagree(small, tmp_path):
     log.write_text(_nccl_tests_log(rows))
     assert "disagree" not in ok(*args).stdout
 
+
+@pytest.mark.parametrize(
+    "verb", [("collective", "--compare"), ("collective", "--calibrate"), ("explain",)]
+)
+def test_a_log_of_only_0_byte_rows_is_refused_naming_the_file_and_line(small, tmp_path, verb):
+    # nccl-tests prints 0 B rows where -b is under ranks x a word: nothing moved in any row
+    log = tmp_path / "tiny.log"
+    log.write_text(_nccl_tests_log([(0, "float", "sum", 5.0), (0, "float", "sum", 5.0)]))
+    args = [*verb, small, log] if verb == ("explain",) else [*verb[:1], small, verb[1], log]
+    line = user_error(runner.invoke(app, [str(a) for a in args]))
+    assert line == (
+        f"topo: error: {log}:1: the all_reduce_perf test has no row of more than 0 bytes: "
+        "nothing moved; nccl-tests prints 0 B where -b is under the ranks x a word of the data "
+        "type: rerun with a larger -b"
+    )
+
+
+def test_a_test_of_only_0_byte_rows_is_left_out_with_a_warning(small, tmp_path):
+    # two tests: the first all 0 B (line 1), the second a 1 MiB row: the second is compared,
+    # the first said left out
+    log = tmp_path / "two.log"
+    first = _nccl_tests_log([(0, "float", "sum", 5.0)])
+    log.write_text(first + _nccl_tests_log([(MIB, "float", "sum", 100.0)]))
+    r = ok(small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--json", "--arch=hopper")
+    assert [c["rows"][0]["size_bytes"] for c in json.loads(r.stdout)] == [MIB]
+    assert r.stderr.splitlines() == [
+        f"topo: warning: {log}:1: all_reduce_perf test left out: it has no row of more than 0 "
+        "bytes"
+    ]
+

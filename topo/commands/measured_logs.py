@@ -65,6 +65,7 @@ def log_tests(
             raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
     left_out = [line for t in tests for line in t.left_out]
     tests, warnings = validated_tests(tests, log)
+    tests, empty = _moving_tests(log, tests)
     for t in tests:
         if gpus is not None and t.ranks is not None and gpus != t.ranks:
             raise TopoError(
@@ -76,7 +77,33 @@ def log_tests(
                 f"{log}: --gpus-per-node {gpus_per_node} differs from the "
                 f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
             )
-    return tests, left_out + warnings
+    return tests, left_out + warnings + empty
+
+
+def _moving_tests(log: Path, tests: list[NcclTest]) -> tuple[list[NcclTest], list[str]]:
+    """The tests with a row of more than 0 bytes, and a line for each left out (nccl-tests
+    prints rows of 0 bytes where ``-b`` is under ranks x a word: nothing moved, nothing to
+    compare, explain or fit).
+
+    Raises
+    ------
+    TopoError
+        No test has such a row: the log, the first test's line and what to change.
+    """
+    kept = [t for t in tests if any(m.size_bytes > 0 for m in t.rows)]
+    if tests and not kept:
+        t = tests[0]
+        raise TopoError(
+            f"{log}:{t.line}: the {t.op}_perf test has no row of more than 0 bytes"
+            f"{' (nor has any other test of the log)' if len(tests) > 1 else ''}: nothing "
+            "moved; nccl-tests prints 0 B where -b is under the ranks x a word of the data "
+            "type: rerun with a larger -b"
+        )
+    return kept, [
+        f"{log}:{t.line}: {t.op}_perf test left out: it has no row of more than 0 bytes"
+        for t in tests
+        if t not in kept
+    ]
 
 
 @contextlib.contextmanager
