@@ -596,3 +596,18 @@ def test_a_test_of_only_0_byte_rows_is_left_out_with_a_warning(small, tmp_path):
         "bytes"
     ]
 
+
+
+def test_a_log_listing_no_ranks_is_refused_saying_so(small, tmp_path):
+    # no '#  Rank' lines: --compare asks for --gpus without calling the missing ranks "None";
+    # --calibrate, which takes no --gpus, names the file and the test's line
+    log = tmp_path / "bare.log"
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 100.0)]))
+    line = user_error(run(small, "--compare", log, "--gpus-per-node", 8))
+    assert "None" not in line and line.startswith(f"topo: error: {log}: ")
+    assert "--gpus not given, and the log's all_reduce_perf test lists no ranks" in line
+    assert user_error(run(small, "--calibrate", log)) == (
+        f"topo: error: {log}:1: the all_reduce_perf test lists no ranks (no '#  Rank' lines, "
+        "devices or Inspector n_ranks): --calibrate fits each test at its own ranks and "
+        "servers, so it cannot calibrate on it"
+    )

@@ -458,6 +458,13 @@ def _calibrate(
     from topo.files import write_atomic
 
     tests, left_out = log_tests(log, None, None, None)
+    unranked = next((t for t in tests if t.ranks is None), None)
+    if unranked is not None:
+        raise TopoError(
+            f"{log}:{unranked.line}: the {unranked.op}_perf test lists no ranks (no '#  Rank' "
+            "lines, devices or Inspector n_ranks): --calibrate fits each test at its own ranks "
+            "and servers, so it cannot calibrate on it"
+        )
     G = with_gdr(
         fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests), gdr
     )

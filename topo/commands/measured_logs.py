@@ -124,7 +124,9 @@ def sizes_from_log(
         t = next((t for t in tests if re.search(rf"\b{t.ranks}\b", text)), tests[0])
         where = t.ranks_source or "its rank list"
         parts = []
-        if gpus is None:
+        if gpus is None and t.ranks is None:
+            parts.append(f"--gpus not given, and the log's {t.op}_perf test lists no ranks")
+        elif gpus is None:
             parts.append(
                 f"--gpus not given: {t.ranks} is the ranks of the log's {t.op}_perf test, {where}"
             )
