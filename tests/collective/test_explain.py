@@ -461,3 +461,25 @@ def test_plot_draws_each_size_once_at_its_median_run() -> None:
     assert all(list(trace.x) == sizes for trace in fig.data)
     busbw = [s / (50.0 + s / 64e3) / 1e3 / 2 for s in SIZES]
     assert list(fig.data[0].y)[1:] == pytest.approx(busbw)
+
+
+def test_cli_folder_skips_a_log_of_only_0_byte_rows(tmp_path: Path) -> None:
+    # a folder of a log whose rows are all 0 B (nothing moved) and one of the 32 GB/s plateau:
+    # the first is said and skipped, the second explained
+    from collective.test_cli import _nccl_tests_log
+    from topo.fabric import save
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a_tiny.log").write_text(_nccl_tests_log([(0, "float", "sum", 5.0)], ranks=2))
+    rows = [(s, "float", "sum", t) for s, t in _plateau(32.0, 2, "all_reduce")]
+    (folder / "b_plateau.log").write_text(_nccl_tests_log(rows, ranks=2))
+    fab = tmp_path / "fabric.json"
+    save(_one_gpu_servers(), fab)
+    r = run("explain", str(fab), str(folder), "--gpus", "2", "--gpus-per-node", "1", "--json")
+    assert r.exit_code == 0, r.output
+    assert [Path(d["log"]).name for d in json.loads(r.stdout)] == ["b_plateau.log"]
+    assert (
+        f"topo: warning: {folder / 'a_tiny.log'}:1: the all_reduce_perf test has no row of more "
+        "than 0 bytes" in r.stderr and "(skipped)" in r.stderr
+    )

@@ -18,7 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topo.errors import TopoError
+from topo.errors import FormatError, TopoError
 
 if TYPE_CHECKING:
     from topo.formats.nccl_tests_records import NcclTest
@@ -87,17 +87,20 @@ def _moving_tests(log: Path, tests: list[NcclTest]) -> tuple[list[NcclTest], lis
 
     Raises
     ------
-    TopoError
-        No test has such a row: the log, the first test's line and what to change.
+    FormatError
+        No test has such a row: the log, the first test's line and what to change (``topo
+        explain`` over a folder skips the file).
     """
     kept = [t for t in tests if any(m.size_bytes > 0 for m in t.rows)]
     if tests and not kept:
         t = tests[0]
-        raise TopoError(
-            f"{log}:{t.line}: the {t.op}_perf test has no row of more than 0 bytes"
+        raise FormatError(
+            log,
+            f"the {t.op}_perf test has no row of more than 0 bytes"
             f"{' (nor has any other test of the log)' if len(tests) > 1 else ''}: nothing "
             "moved; nccl-tests prints 0 B where -b is under the ranks x a word of the data "
-            "type: rerun with a larger -b"
+            "type: rerun with a larger -b",
+            line=t.line,
         )
     return kept, [
         f"{log}:{t.line}: {t.op}_perf test left out: it has no row of more than 0 bytes"
