@@ -611,3 +611,24 @@ def test_a_log_listing_no_ranks_is_refused_saying_so(small, tmp_path):
         "devices or Inspector n_ranks): --calibrate fits each test at its own ranks and "
         "servers, so it cannot calibrate on it"
     )
+
+
+def test_tests_of_one_op_in_a_log_are_told_apart_by_their_line(small, tmp_path):
+    # two all_reduce_perf tests appended (each 8 lines: 3 of header, 1 row, 4 of footer): the
+    # titles and --json name the lines they start at, 1 and 9; explain's titles too
+    log = tmp_path / "appended.log"
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 100.0)]) * 2)
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch", "hopper")
+    titles = [x for x in ok(*args).stdout.splitlines() if "against the model" in x]
+    assert [x.split(" against")[0] for x in titles] == [
+        "all_reduce: appended.log (test at line 1)",
+        "all_reduce: appended.log (test at line 9)",
+    ]
+    assert [c["line"] for c in json.loads(ok(*args, "--json").stdout)] == [1, 9]
+    r = runner.invoke(app, ["explain", *map(str, (small, log, "--gpus", 16, "--gpus-per-node", 8))])
+    assert r.exit_code == 0, r.output
+    said = [x.split(" against")[0] for x in r.stdout.splitlines() if "against the design" in x]
+    assert said == [
+        "all_reduce: appended.log (test at line 1)",
+        "all_reduce: appended.log (test at line 9)",
+    ]

@@ -121,6 +121,9 @@ class Comparison:
         :class:`topo.collective.report.CollectiveReport`).
     bands : list of dict
         A verdict per size band the log reaches (small, mid, large: :func:`size_bands`).
+    line : int
+        The 1-based line of the log where the test starts (0: not known), to tell apart the
+        tests of one op in a log (runs appended).
     """
 
     op: str
@@ -139,6 +142,7 @@ class Comparison:
     algo: str | None = None
     proto: str | None = None
     bands: list[dict[str, Any]] = field(default_factory=list)
+    line: int = 0
 
     @property
     def above_ceiling(self) -> list[int]:
@@ -458,6 +462,7 @@ def compare_log(
         algo=algo if restriction.governs(test.op) else None,
         proto=proto if restriction.governs(test.op) else None,
         bands=bands,
+        line=test.line,
     )
 
 

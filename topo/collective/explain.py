@@ -245,7 +245,8 @@ class Explanation:
 
     ``agrees``: the design's score is at most :data:`AGREE` (``causes`` is then empty);
     ``faster``: the measurement is faster than the design (nothing ranked either);
-    ``verdict``: one sentence saying which.
+    ``verdict``: one sentence saying which; ``line``: the 1-based line of the log where the
+    test starts (0: not known).
     """
 
     op: str
@@ -261,6 +262,7 @@ class Explanation:
     faster: bool
     verdict: str
     causes: list[Cause] = field(default_factory=list)
+    line: int = 0
 
     @property
     def largest(self) -> int:
@@ -271,6 +273,7 @@ class Explanation:
         """JSON-ready; ``causes`` best first, empty when the measurement agrees."""
         return {
             "op": self.op,
+            "line": self.line,
             "gpus": self.gpus,
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
@@ -788,6 +791,7 @@ def explain_test(
         faster=faster,
         verdict=verdict,
         causes=causes,
+        line=test.line,
     )
 
 

@@ -311,8 +311,9 @@ def collective(
             print_json([{**cmp.to_dict(), "gdr": gdr} for cmp in comparisons])
         else:
             _say_gdr(gdr)
+            ops = [cmp.op for cmp in comparisons]
             for cmp in comparisons:
-                compare_table(cmp, compare)
+                compare_table(cmp, compare, at_line=ops.count(cmp.op) > 1)
                 if why:
                     why_table(
                         cmp.op,

@@ -204,17 +204,19 @@ def _span(rows: list[Any]) -> str:
     return f"{first}" if len(rows) == 1 else f"{first} to {last}"
 
 
-def compare_table(cmp: Comparison, log: Path) -> None:
+def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     """A measured test against the model (:func:`topo.collective.compare_log`), per size, then
     the verdict per size band, the overall verdict and the fit, to stdout.
 
     A log of several data types or reductions (nccl-tests ``-d all``, ``-o all``) gets a
     ``type`` or ``redop`` column; rows that repeat a (size, type, reduction) (``-N``, runs
     appended) are shown once, with the median of their times and busbw and the number of runs
-    (the verdicts and ``--json`` take every row)."""
+    (the verdicts and ``--json`` take every row). ``at_line``: the title names the line where
+    the test starts (a log of several tests of one op)."""
     restricted = restriction_title(cmp.algo, cmp.proto)
     title = (
-        f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
+        f"{cmp.op}: {log.name}{f' (test at line {cmp.line})' if at_line else ''} against the "
+        f"model ({count(cmp.gpus, 'GPU')}, "
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )

@@ -208,7 +208,8 @@ def explain(
         print_json(doc)
     else:
         for log, e in results:
-            _table(log, e)
+            same = sum(1 for other, x in results if other == log and x.op == e.op)
+            _table(log, e, at_line=same > 1)
         for log, ep in ep_results:
             _ep_table(log, ep)
         if groups:
@@ -379,11 +380,12 @@ def _expand(paths: list[Path]) -> list[tuple[Path, bool]]:
     return logs
 
 
-def _table(log: Path, e: Explanation) -> None:
+def _table(log: Path, e: Explanation, at_line: bool = False) -> None:
     from topo.collective.explain import percent_off
 
     title = (
-        f"{e.op}: {log.name} against the design ({count(e.gpus, 'GPU')}, "
+        f"{e.op}: {log.name}{f' (test at line {e.line})' if at_line else ''} against the "
+        f"design ({count(e.gpus, 'GPU')}, "
         f"{count(e.nodes, 'node')} x {e.gpus_per_node})"
     )
     style = "bold" if e.agrees or e.faster else "bold red"
