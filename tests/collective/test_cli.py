@@ -632,3 +632,12 @@ def test_tests_of_one_op_in_a_log_are_told_apart_by_their_line(small, tmp_path):
         "all_reduce: appended.log (test at line 1)",
         "all_reduce: appended.log (test at line 9)",
     ]
+
+
+def test_fit_of_repeated_runs_counts_rows_and_sizes_apart(small, tmp_path):
+    # three runs of 1 and 2 MiB: the fit takes 6 rows of 2 sizes, and says so
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 110.0, 120.0) for s in (MIB, 2 * MIB)]
+    log = tmp_path / "runs.log"
+    log.write_text(_nccl_tests_log(rows))
+    r = ok(small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--fit")
+    assert "fit over 6 rows (2 sizes): " in r.stdout

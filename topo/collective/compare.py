@@ -78,7 +78,7 @@ class Fit:
     residual : float
         RMS of the relative time residuals (fraction; 0.02 = 2%).
     points : int
-        Sizes fitted.
+        Rows fitted (each run of a size a log repeats counts).
     """
 
     alpha_us: float

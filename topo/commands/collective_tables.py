@@ -291,7 +291,8 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     if cmp.fit is not None:
         f = cmp.fit
         out.print(
-            f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
+            f"fit over {_rows_and_sizes(f.points, cmp.rows)}: alpha {f.alpha_us:.1f} us, busbw "
+            f"{f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
 
@@ -319,6 +320,12 @@ def _say_runs_apart(cmp: Comparison) -> None:
         f"{m.measured_time_us:.1f} us (--json has every run)",
         style="bold",
     )
+
+
+def _rows_and_sizes(points: int, rows: list[CompareRow]) -> str:
+    """``10 sizes`` when each row is a size of its own, else ``70 rows (14 sizes)``."""
+    sizes = len({r.size_bytes for r in rows})
+    return count(sizes, "size") if sizes == points else f"{points} rows ({count(sizes, 'size')})"
 
 
 def nccl_tests_number(value: float, width: int) -> str:
