@@ -723,6 +723,7 @@ def explain_test(
     if not rows:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
     large = [m.size_bytes >= MIN_SCORED_BYTES for m in rows]
+    top = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
     scored = large if sum(large) >= 3 else [True] * len(rows)
     design = _curve(test.op, rows, scored, rates, c, None)
     median = float(np.median(_log_ratios(design.time_us, rows, scored)))
@@ -769,12 +770,12 @@ def explain_test(
                     score=curve.score,
                     fits=curve.score <= AGREE,
                     curve=curve,
-                    evidence=_evidence(curve, design, rows, sum(scored)),
+                    evidence=_evidence(curve, design, rows[top], top, sum(scored)),
                     check=CHECKS[v.kind],
                 )
             )
         if rates.nodes > 1 and test.op in RING_OPS and not any(k.fits for k in causes):
-            qp = _qp_cause(test.op, rows, scored, rates, c, design)
+            qp = _qp_cause(test.op, rows, top, scored, rates, c, design)
             causes += [qp] if qp is not None else []
         causes, verdict = rank_causes(design.score, causes)
     return Explanation(
@@ -798,17 +799,18 @@ def explain_test(
 def _qp_cause(
     op: str,
     rows: list[NcclTestRow],
+    top: int,
     scored: list[bool],
     rates: FabricRates,
     c: NcclConstants,
     design: Curve,
 ) -> Cause | None:
     """The ``qp_limit`` cause at the per-connection rate the measurement implies (offered
-    only when no other cause fits: its rate is inferred, not sourced); None when the
-    measurement gives no cap to infer."""
+    only when no other cause fits: its rate is inferred, not sourced) from ``rows[top]``, the
+    row that stands for the largest size (:func:`largest_row`); None when the measurement
+    gives no cap to infer."""
     try:
-        i = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
-        r, words = _qp_limited(rates, c, rows[i], coll_channels(rates, c))
+        r, words = _qp_limited(rates, c, rows[top], coll_channels(rates, c))
         curve = _curve(op, rows, scored, r, c, None)
     except TopoError:
         return None
@@ -819,7 +821,7 @@ def _qp_cause(
         score=curve.score,
         fits=curve.score <= AGREE,
         curve=curve,
-        evidence=f"{_evidence(curve, design, rows, sum(scored))}; {words}",
+        evidence=f"{_evidence(curve, design, rows[top], top, sum(scored))}; {words}",
         check=CHECKS["qp_limit"],
     )
 
@@ -905,14 +907,13 @@ def largest_row(sizes: Sequence[int], times_us: Sequence[float]) -> int:
     return median_runs(sizes, times_us)[-1]
 
 
-def _evidence(curve: Curve, design: Curve, rows: Sequence[NcclTestRow], scored: int) -> str:
-    """The cause's and the design's RMS over ``scored`` rows, and busbw (GB/s) at the row that
-    stands for the largest size (:func:`largest_row`)."""
-    i = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
+def _evidence(curve: Curve, design: Curve, last: NcclTestRow, i: int, scored: int) -> str:
+    """The cause's and the design's RMS over ``scored`` rows, and busbw (GB/s) at ``last``,
+    the row that stands for the largest size (:func:`largest_row`), index ``i`` of the curves."""
     return (
         f"RMS {percent_off(curve.score)} over {scored} rows (design: "
-        f"{percent_off(design.score)}); at {binary_bytes(rows[i].size_bytes)}: measured "
-        f"{rows[i].busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[i]:.1f} GB/s, design "
+        f"{percent_off(design.score)}); at {binary_bytes(last.size_bytes)}: measured "
+        f"{last.busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[i]:.1f} GB/s, design "
         f"{design.busbw_GBps[i]:.1f} GB/s"
     )
 
