@@ -295,6 +295,9 @@ MAX_NUMBER_DIGITS = 100
 Python refuses to convert integers of over 4,300 digits at all)."""
 
 _LONG_NUMBER = re.compile(r"\d{" + str(MAX_NUMBER_DIGITS + 1) + ",}")
+_DIGIT_ONES = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
+"""bytes.translate table: each ASCII digit's byte to 1, every other byte to 0."""
+_WINDOW = 1 << 20
 
 
 def long_number(path: str | Path, text: str) -> FormatError | None:
@@ -317,6 +320,15 @@ def long_number(path: str | Path, text: str) -> FormatError | None:
     >>> print(long_number("f.toml", "a = 1\\nb = " + "9" * 5000))
     f.toml:2: a number of 5,000 digits: numbers in input files have at most 100 digits
     """
+    if text.isascii() and not any(
+        # ASCII (nearly every input): its digits' bytes as 1, the others as 0, then a run of
+        # 101 ones: a C search at memory speed, 0.5 s instead of 4.8 s of the regex on 259 MB;
+        # by windows of 1 MiB overlapping by 100 characters (a run is whole in one of them)
+        run in text[i : i + _WINDOW + MAX_NUMBER_DIGITS].encode("ascii").translate(_DIGIT_ONES)
+        for i in range(0, len(text), _WINDOW)
+        for run in [b"\x01" * (MAX_NUMBER_DIGITS + 1)]
+    ):
+        return None
     m = _LONG_NUMBER.search(text)
     if m is None:
         return None

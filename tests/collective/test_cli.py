@@ -488,22 +488,156 @@ def test_compare_shows_repeated_runs_once_with_their_median(small, tmp_path):
 
 
 
+def _one_mib_row(t: float, dtype: str = "float", size: int = MIB) -> Any:
+    """A row of ``size`` (1 MiB) measured in ``t`` µs, predicted 60 µs with a ceiling of 50 µs
+    (busbw = size / time: a factor of 1)."""
+    from topo.collective.compare import CompareRow
+
+    return CompareRow(size_bytes=size, measured_time_us=t, predicted_time_us=60.0,
+                      measured_busbw_GBps=size / t / 1e3, predicted_busbw_GBps=size / 60e3,
+                      ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
+                      ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
+
+
 def test_median_rows_stand_for_repeated_runs():
     # three runs of one (size, type, reduction) at 100, 500 and 120 µs, predicted 60 µs with a
     # ceiling of 50 µs: one row at the median 120 µs, ratio 60 / 120, ceiling ratio 50 / 120;
     # a second type of the same size stays its own row
-    from topo.collective.compare import CompareRow
-    from topo.commands.collective_tables import median_rows
+    from topo.collective.compare import median_rows
 
-    def row(t: float, dtype: str = "float") -> CompareRow:
-        return CompareRow(size_bytes=MIB, measured_time_us=t, predicted_time_us=60.0,
-                          measured_busbw_GBps=MIB / t / 1e3, predicted_busbw_GBps=MIB / 60e3,
-                          ratio=60.0 / t, algorithm="ring", protocol="LL128", bound="",
-                          ceiling_ratio=50.0 / t, type=dtype, redop="sum")  # fmt: skip
-
+    row = _one_mib_row
     shown = median_rows([row(100.0), row(500.0), row(120.0), row(90.0, "half")])
     assert [(r.type, n) for r, n in shown] == [("float", 3), ("half", 1)]
     r = shown[0][0]
     assert r.measured_time_us == 120.0 and r.measured_busbw_GBps == pytest.approx(MIB / 120e3)
     assert r.ratio == pytest.approx(0.5) and r.ceiling_ratio == pytest.approx(50 / 120)
     assert shown[1][0] == row(90.0, "half")
+
+
+def test_median_row_of_an_even_number_of_runs_keeps_busbw_and_ratio_together():
+    # two runs of 1 MiB at 100 and 300 us, predicted 60 us: the median time is 200 us, whose
+    # busbw is MIB / 200e3 GB/s (not the mean of MIB / 100e3 and MIB / 300e3, 4/3 of it), so
+    # measured / expected busbw is the ratio shown, 60 / 200
+    from topo.collective.compare import median_rows
+
+    ((r, n),) = median_rows([_one_mib_row(100.0), _one_mib_row(300.0)])
+    assert (n, r.measured_time_us) == (2, 200.0)
+    assert r.measured_busbw_GBps == pytest.approx(MIB / 200e3)
+    assert r.ratio == pytest.approx(0.3)
+    assert r.measured_busbw_GBps / r.predicted_busbw_GBps == pytest.approx(r.ratio)
+
+
+def test_plot_of_repeated_runs_and_types_draws_each_size_once_in_increasing_size():
+    # two runs of 2 MiB then 1 MiB (float at 100 and 300 us, half at 200 us): the measured
+    # curves are one per type, sizes increasing, each at the median time's busbw (float:
+    # size / 200 us); the model (size / 60 us, the same for both types) is drawn once
+    from topo.collective.compare import Comparison
+    from topo.collective.report import _busbw_data
+
+    rows = [_one_mib_row(t, d, s) for t, d in ((100.0, "float"), (300.0, "float"), (200.0, "half"))
+            for s in (2 * MIB, MIB)]  # fmt: skip
+    cmp = Comparison(op="all_reduce", gpus=16, nodes=2, gpus_per_node=8, nccl_version="",
+                     rows=rows, median_ratio=0.3, ratio_sizes="every size", verdict="",
+                     far_below=True)  # fmt: skip
+    curves = {name: (x, y) for name, x, y in _busbw_data(None, [cmp])}
+    sizes = [MIB, 2 * MIB]
+    assert curves == {
+        "all_reduce: model (16 GPUs)": (sizes, [pytest.approx(s / 60e3) for s in sizes]),
+        "all_reduce: measured (float sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
+        "all_reduce: measured (half sum)": (sizes, [pytest.approx(s / 200e3) for s in sizes]),
+    }
+
+
+def test_compare_says_where_repeated_runs_disagree(small, tmp_path):
+    # three runs at 100, 500 and 120 us per MiB: the table shows the median, 120; a line says
+    # that 2 rows hide a run more than 1.25x off it, the first of the furthest (both 500 / 120
+    # = 4.2x) with its range; runs within 1.25x of their median (100, 110, 120) say nothing
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 500.0, 120.0) for s in (MIB, 2 * MIB)]
+    log = tmp_path / "runs.log"
+    log.write_text(_nccl_tests_log(rows))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8)
+    said = [line for line in ok(*args).stdout.splitlines() if "runs disagree" in line]
+    assert said == [
+        "all_reduce: runs disagree in 2 rows of the table (a run more than 1.25x off the median "
+        "shown); furthest: 1048576 B float sum, 3 runs from 100.0 to 500.0 us, median 120.0 us "
+        "(--json has every run)"
+    ]
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 110.0, 120.0) for s in (MIB, 2 * MIB)]
+    log.write_text(_nccl_tests_log(rows))
+    assert "disagree" not in ok(*args).stdout
+
+
+@pytest.mark.parametrize(
+    "verb", [("collective", "--compare"), ("collective", "--calibrate"), ("explain",)]
+)
+def test_a_log_of_only_0_byte_rows_is_refused_naming_the_file_and_line(small, tmp_path, verb):
+    # nccl-tests prints 0 B rows where -b is under ranks x a word: nothing moved in any row
+    log = tmp_path / "tiny.log"
+    log.write_text(_nccl_tests_log([(0, "float", "sum", 5.0), (0, "float", "sum", 5.0)]))
+    args = [*verb, small, log] if verb == ("explain",) else [*verb[:1], small, verb[1], log]
+    line = user_error(runner.invoke(app, [str(a) for a in args]))
+    assert line == (
+        f"topo: error: {log}:1: the all_reduce_perf test has no row of more than 0 bytes: "
+        "nothing moved; nccl-tests prints 0 B where -b is under the ranks x a word of the data "
+        "type: rerun with a larger -b"
+    )
+
+
+def test_a_test_of_only_0_byte_rows_is_left_out_with_a_warning(small, tmp_path):
+    # two tests: the first all 0 B (line 1), the second a 1 MiB row: the second is compared,
+    # the first said left out
+    log = tmp_path / "two.log"
+    first = _nccl_tests_log([(0, "float", "sum", 5.0)])
+    log.write_text(first + _nccl_tests_log([(MIB, "float", "sum", 100.0)]))
+    r = ok(small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--json", "--arch=hopper")
+    assert [c["rows"][0]["size_bytes"] for c in json.loads(r.stdout)] == [MIB]
+    assert r.stderr.splitlines() == [
+        f"topo: warning: {log}:1: all_reduce_perf test left out: it has no row of more than 0 "
+        "bytes"
+    ]
+
+
+
+def test_a_log_listing_no_ranks_is_refused_saying_so(small, tmp_path):
+    # no '#  Rank' lines: --compare asks for --gpus without calling the missing ranks "None";
+    # --calibrate, which takes no --gpus, names the file and the test's line
+    log = tmp_path / "bare.log"
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 100.0)]))
+    line = user_error(run(small, "--compare", log, "--gpus-per-node", 8))
+    assert "None" not in line and line.startswith(f"topo: error: {log}: ")
+    assert "--gpus not given, and the log's all_reduce_perf test lists no ranks" in line
+    assert user_error(run(small, "--calibrate", log)) == (
+        f"topo: error: {log}:1: the all_reduce_perf test lists no ranks (no '#  Rank' lines, "
+        "devices or Inspector n_ranks): --calibrate fits each test at its own ranks and "
+        "servers, so it cannot calibrate on it"
+    )
+
+
+def test_tests_of_one_op_in_a_log_are_told_apart_by_their_line(small, tmp_path):
+    # two all_reduce_perf tests appended (each 8 lines: 3 of header, 1 row, 4 of footer): the
+    # titles and --json name the lines they start at, 1 and 9; explain's titles too
+    log = tmp_path / "appended.log"
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 100.0)]) * 2)
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch", "hopper")
+    titles = [x for x in ok(*args).stdout.splitlines() if "against the model" in x]
+    assert [x.split(" against")[0] for x in titles] == [
+        "all_reduce: appended.log (test at line 1)",
+        "all_reduce: appended.log (test at line 9)",
+    ]
+    assert [c["line"] for c in json.loads(ok(*args, "--json").stdout)] == [1, 9]
+    r = runner.invoke(app, ["explain", *map(str, (small, log, "--gpus", 16, "--gpus-per-node", 8))])
+    assert r.exit_code == 0, r.output
+    said = [x.split(" against")[0] for x in r.stdout.splitlines() if "against the design" in x]
+    assert said == [
+        "all_reduce: appended.log (test at line 1)",
+        "all_reduce: appended.log (test at line 9)",
+    ]
+
+
+def test_fit_of_repeated_runs_counts_rows_and_sizes_apart(small, tmp_path):
+    # three runs of 1 and 2 MiB: the fit takes 6 rows of 2 sizes, and says so
+    rows = [(s, "float", "sum", t * s / MIB) for t in (100.0, 110.0, 120.0) for s in (MIB, 2 * MIB)]
+    log = tmp_path / "runs.log"
+    log.write_text(_nccl_tests_log(rows))
+    r = ok(small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--fit")
+    assert "fit over 6 rows (2 sizes): " in r.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -403,3 +404,82 @@ def test_a_plateau_no_sourced_cause_fits_is_offered_a_qp_limit_at_the_inferred_r
     assert "50 Gb/s x 16 channels" in top.evidence and "inferred" in top.evidence
     assert "NCCL_IB_QPS_PER_CONNECTION" in top.check and "ib_write_bw -q 1" in top.check
     assert not any(k.fits for k in e.causes[1:])
+
+
+def test_the_largest_size_of_repeated_runs_is_their_median_run_not_the_file_s_last_row() -> None:
+    # three runs of the host-staged plateau (nccl-tests -N 3) at 32, 40 and 20 GB/s, then a
+    # 1 MiB row appended: the largest size, 8 GiB, stands for itself by its median run, the
+    # 32 GB/s one (busbw = size / time x 1/2 on 2 ranks, time = 50 us + size / 64 GB/s)
+    runs = _plateau(32.0, 2) + _plateau(40.0, 2) + _plateau(20.0, 2) + [(1 << 20, 60.0)]
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, runs))
+    top = 1 << 33
+    busbw = top / (50.0 + top / 64e3) / 1e3 / 2
+    assert e.sizes[e.largest] == top and e.largest == len(SIZES) - 1
+    assert e.measured_busbw_GBps[e.largest] == pytest.approx(busbw)
+    assert e.causes and all(
+        f"at 8 GiB: measured {busbw:.1f} GB/s" in k.evidence for k in e.causes
+    )
+
+
+def test_cli_table_gives_busbw_at_the_largest_size_s_median_run(tmp_path: Path) -> None:
+    # the same three runs and 1 MiB row as an all_reduce_perf log on 2 ranks (busbw = algbw x
+    # 2 x 1/2): the table's "busbw at largest" is at 8 GiB, the 32 GB/s run's, for the design
+    # and every cause
+    from collective.test_cli import _nccl_tests_log
+    from topo.collective.explain import percent_off
+    from topo.fabric import save
+
+    runs = [(s, t) for b in (32.0, 40.0, 20.0) for s, t in _plateau(b, 2, "all_reduce")]
+    log = tmp_path / "runs.log"
+    rows = [(s, "float", "sum", t) for s, t in [*runs, (1 << 20, 60.0)]]
+    log.write_text(_nccl_tests_log(rows, ranks=2))
+    fab = tmp_path / "fabric.json"
+    G = _one_gpu_servers()
+    save(G, fab)
+    r = run("explain", str(fab), str(log), "--gpus", "2", "--gpus-per-node", "1")
+    assert r.exit_code == 0, r.output
+    top = 1 << 33
+    assert f"(measured {top / (50.0 + top / 32e3) / 1e3:.1f})" in r.stdout
+    (t,) = read_nccl_log(log)
+    e = explain_test(G, t, gpus=2, gpus_per_node=1)
+    shown = re.findall(r"^ +\d+ .* (\d+%) +([0-9.]+)(?: +yes)? *$", r.stdout, re.M)
+    assert shown and shown == [
+        (percent_off(k.score), f"{k.curve.busbw_GBps[len(SIZES) - 1]:.1f}") for k in e.causes
+    ]
+
+
+def test_plot_draws_each_size_once_at_its_median_run() -> None:
+    # three runs (32, 40, 20 GB/s plateaus) then a 1 MiB row: every curve has the sizes once,
+    # increasing, the measured one at the 32 GB/s run (busbw = size / (50 us + size / 64
+    # GB/s) / 2 on 2 ranks)
+    from topo.collective.explain import plot_explanations
+
+    runs = _plateau(32.0, 2) + _plateau(40.0, 2) + _plateau(20.0, 2) + [(1 << 20, 60.0)]
+    e = explain_test(_one_gpu_servers(), _test("all_gather", 2, 2, runs))
+    fig = plot_explanations([e])
+    sizes = [1 << 20, *SIZES]
+    assert all(list(trace.x) == sizes for trace in fig.data)
+    busbw = [s / (50.0 + s / 64e3) / 1e3 / 2 for s in SIZES]
+    assert list(fig.data[0].y)[1:] == pytest.approx(busbw)
+
+
+def test_cli_folder_skips_a_log_of_only_0_byte_rows(tmp_path: Path) -> None:
+    # a folder of a log whose rows are all 0 B (nothing moved) and one of the 32 GB/s plateau:
+    # the first is said and skipped, the second explained
+    from collective.test_cli import _nccl_tests_log
+    from topo.fabric import save
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a_tiny.log").write_text(_nccl_tests_log([(0, "float", "sum", 5.0)], ranks=2))
+    rows = [(s, "float", "sum", t) for s, t in _plateau(32.0, 2, "all_reduce")]
+    (folder / "b_plateau.log").write_text(_nccl_tests_log(rows, ranks=2))
+    fab = tmp_path / "fabric.json"
+    save(_one_gpu_servers(), fab)
+    r = run("explain", str(fab), str(folder), "--gpus", "2", "--gpus-per-node", "1", "--json")
+    assert r.exit_code == 0, r.output
+    assert [Path(d["log"]).name for d in json.loads(r.stdout)] == ["b_plateau.log"]
+    assert (
+        f"topo: warning: {folder / 'a_tiny.log'}:1: the all_reduce_perf test has no row of more "
+        "than 0 bytes" in r.stderr and "(skipped)" in r.stderr
+    )

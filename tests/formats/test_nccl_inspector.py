@@ -346,3 +346,33 @@ def test_one_communicator_of_two_shapes_is_refused(tmp_path):
     with pytest.raises(FormatError, match=r"inspector.log:2: communicator '0x7f8c496ae9f610' has "
                        r"n_ranks 8 and nnodes 1 here, but 16 and 2 on line 1"):  # fmt: skip
         read_nccl_inspector(path)
+
+
+@pytest.mark.parametrize("before", ["", "é ", "٣ "])
+def test_a_run_of_101_digits_is_found_on_its_line_in_any_text(before):
+    # the check's ASCII path (bytes) and its Unicode one (the regex) find the same run: 101
+    # digits on line 3 after 100-digit runs on lines 1 and 2; 100 digits alone pass
+    from topo.files import long_number
+
+    text = "9" * 100 + "\n" + before + "1" * 100 + "x\n" + "a" + "7" * 101 + "\n"
+    assert str(long_number("f.log", text)) == (
+        "f.log:3: a number of 101 digits: numbers in input files have at most 100 digits"
+    )
+    assert long_number("f.log", text.replace("7" * 101, "7" * 100)) is None
+
+
+def test_a_long_file_s_records_are_read_one_at_a_time(tmp_path):
+    # 10,000 records of one size on 4 ranks: the row is their median, as for a short file;
+    # the reader holds the file's bytes and text (2 bytes a character at the peak) and little
+    # more, not every record at once (over 6 times the file's size) nor a copy of 4 bytes a
+    # character (io.StringIO)
+    import tracemalloc
+
+    recs = [record("AllReduce", r, 100 + r, MIB, sn=sn) for sn in range(1, 2501) for r in range(4)]
+    path = write(tmp_path, recs)
+    tracemalloc.start()
+    (t,) = read_nccl_inspector(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [(m.size_bytes, m.time_us) for m in t.rows] == [(MIB, 101.5)]
+    assert peak < 4 * path.stat().st_size

@@ -125,6 +125,22 @@ def test_truncated_logs_are_errors(tmp_path):
         read_nccl_tests(tmp_path / "missing.log")
 
 
+def test_a_row_cut_off_on_the_last_line_says_the_log_may_be_cut_off(tmp_path):
+    # a job killed mid-write: its last row has 10 of 13 columns; the same row followed by
+    # another line says nothing of the file's end (blank lines after the last do not count)
+    cut = ROW.rsplit(maxsplit=3)[0] + "\n"
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + cut + "\n  \n"))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}:6: a result row has 9 or 13 columns (size count type redop root "
+        "time algbw busbw #wrong, then in-place), got 10; it is the file's last line: a log cut "
+        "off?"
+    )
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + cut + ROW))
+    assert str(info.value).endswith("got 10")
+
+
 def test_minimal_log(tmp_path):
     (t,) = read_nccl_tests(_write(tmp_path, HEAD + ROW + "# Avg bus bandwidth    : 0.055 \n"))
     assert (t.op, t.ranks, t.hosts, t.gpus_per_node, t.nccl_version) == (

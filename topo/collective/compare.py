@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+from statistics import median
 from typing import Any
 
 import networkx as nx
@@ -77,7 +78,7 @@ class Fit:
     residual : float
         RMS of the relative time residuals (fraction; 0.02 = 2%).
     points : int
-        Sizes fitted.
+        Rows fitted (each run of a size a log repeats counts).
     """
 
     alpha_us: float
@@ -120,6 +121,9 @@ class Comparison:
         :class:`topo.collective.report.CollectiveReport`).
     bands : list of dict
         A verdict per size band the log reaches (small, mid, large: :func:`size_bands`).
+    line : int
+        The 1-based line of the log where the test starts (0: not known), to tell apart the
+        tests of one op in a log (runs appended).
     """
 
     op: str
@@ -138,6 +142,7 @@ class Comparison:
     algo: str | None = None
     proto: str | None = None
     bands: list[dict[str, Any]] = field(default_factory=list)
+    line: int = 0
 
     @property
     def above_ceiling(self) -> list[int]:
@@ -167,6 +172,76 @@ class Comparison:
 ABOVE_CEILING = 1.02
 """Measured / ceiling busbw beyond which a row is said to be above the ceiling (2%: nccl-tests'
 run-to-run noise on a healthy fabric stays within it)."""
+
+
+def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
+    """The rows of each (size, type, reduction), in the order first seen, as one row: the
+    first's prediction with the median of their measured times, the busbw of that time
+    (``busbw x time`` is the runs' own, size x nccl-tests' factor: of an even number of runs
+    the median time is the mean of the middle two, whose busbw is not the median of theirs),
+    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for."""
+    groups: dict[tuple[int, str, str], list[CompareRow]] = {}
+    for r in rows:
+        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
+    out = []
+    for same in groups.values():
+        r = same[0]
+        if len(same) > 1:
+            t = median(x.measured_time_us for x in same)
+            r = replace(
+                r,
+                measured_time_us=t,
+                measured_busbw_GBps=(
+                    median(x.measured_busbw_GBps * x.measured_time_us for x in same) / t
+                    if t > 0
+                    else math.inf
+                ),
+                ratio=r.predicted_time_us / t if t > 0 else math.inf,
+                ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
+            )
+        out.append((r, len(same)))
+    return out
+
+
+RUNS_APART = 1.25
+"""A size's runs (rows repeating a size, type and reduction) whose slowest or fastest time is
+more than this factor off their median are said to disagree: nccl-tests' run-to-run noise on a
+healthy fabric stays within a few percent, and the median the table shows hides such a run."""
+
+
+def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, float]]:
+    """The (size, type, reduction) groups whose runs disagree (:data:`RUNS_APART`).
+
+    Parameters
+    ----------
+    rows : list of CompareRow
+        A comparison's rows, every run.
+
+    Returns
+    -------
+    list of (CompareRow, int, float, float)
+        Per such group, in the order first seen: its row of :func:`median_rows` (the median
+        time, µs), its number of runs, and its fastest and slowest times (µs).
+
+    Examples
+    --------
+    >>> r = CompareRow(8, 10.0, 5.0, 1.0, 2.0, 0.5, "ring", "LL", "latency")
+    >>> [(m.measured_time_us, n, lo, hi) for m, n, lo, hi in
+    ...  runs_apart([r, replace(r, measured_time_us=11.0), replace(r, measured_time_us=90.0)])]
+    [(11.0, 3, 10.0, 90.0)]
+    """
+    times: dict[tuple[int, str, str], list[float]] = {}
+    for r in rows:
+        times.setdefault((r.size_bytes, r.type, r.redop), []).append(r.measured_time_us)
+    out = []
+    for m, n in median_rows(rows):
+        if n < 2:
+            continue
+        t = times[(m.size_bytes, m.type, m.redop)]
+        lo, hi, mid = min(t), max(t), m.measured_time_us
+        if hi > RUNS_APART * mid or (lo > 0 and mid > RUNS_APART * lo) or (lo <= 0 < hi):
+            out.append((m, n, lo, hi))
+    return out
 
 
 def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:
@@ -387,6 +462,7 @@ def compare_log(
         algo=algo if restriction.governs(test.op) else None,
         proto=proto if restriction.governs(test.op) else None,
         bands=bands,
+        line=test.line,
     )
 
 

@@ -245,7 +245,8 @@ class Explanation:
 
     ``agrees``: the design's score is at most :data:`AGREE` (``causes`` is then empty);
     ``faster``: the measurement is faster than the design (nothing ranked either);
-    ``verdict``: one sentence saying which.
+    ``verdict``: one sentence saying which; ``line``: the 1-based line of the log where the
+    test starts (0: not known).
     """
 
     op: str
@@ -261,11 +262,18 @@ class Explanation:
     faster: bool
     verdict: str
     causes: list[Cause] = field(default_factory=list)
+    line: int = 0
+
+    @property
+    def largest(self) -> int:
+        """The index of the row that stands for the largest size (:func:`largest_row`)."""
+        return largest_row(self.sizes, self.measured_time_us)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; ``causes`` best first, empty when the measurement agrees."""
         return {
             "op": self.op,
+            "line": self.line,
             "gpus": self.gpus,
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
@@ -431,9 +439,9 @@ def _qp_limited(
     """The ``qp_limit`` cause: each of a server's ``channels`` network connections (one QP
     each) capped at ``q``, so a server moves at most ``channels x q`` across the network
     (``channels / nics_per_node`` connections per NIC). ``q`` is inferred: the rate at which
-    the largest row's measured busbw is the servers' network rate (busbw / NCCL's NIC
-    efficiency, spread over the channels: what a ring op's busbw is). Returns the changed
-    rates and ``q``, in words."""
+    the largest size's measured busbw (``last``, the row :func:`largest_row` picks) is the
+    servers' network rate (busbw / NCCL's NIC efficiency, spread over the channels: what a
+    ring op's busbw is). Returns the changed rates and ``q``, in words."""
     server_Bps = last.busbw_GBps * 1e9 / c.nic_efficiency
     if not server_Bps > 0 or channels < 1:
         raise TopoError("no measured rate to infer a connection cap from")
@@ -715,6 +723,7 @@ def explain_test(
     if not rows:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
     large = [m.size_bytes >= MIN_SCORED_BYTES for m in rows]
+    top = largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])
     scored = large if sum(large) >= 3 else [True] * len(rows)
     design = _curve(test.op, rows, scored, rates, c, None)
     median = float(np.median(_log_ratios(design.time_us, rows, scored)))
@@ -761,12 +770,12 @@ def explain_test(
                     score=curve.score,
                     fits=curve.score <= AGREE,
                     curve=curve,
-                    evidence=_evidence(curve, design, rows[-1], sum(scored)),
+                    evidence=_evidence(curve, design, rows[top], top, sum(scored)),
                     check=CHECKS[v.kind],
                 )
             )
         if rates.nodes > 1 and test.op in RING_OPS and not any(k.fits for k in causes):
-            qp = _qp_cause(test.op, rows, scored, rates, c, design)
+            qp = _qp_cause(test.op, rows, top, scored, rates, c, design)
             causes += [qp] if qp is not None else []
         causes, verdict = rank_causes(design.score, causes)
     return Explanation(
@@ -783,22 +792,25 @@ def explain_test(
         faster=faster,
         verdict=verdict,
         causes=causes,
+        line=test.line,
     )
 
 
 def _qp_cause(
     op: str,
     rows: list[NcclTestRow],
+    top: int,
     scored: list[bool],
     rates: FabricRates,
     c: NcclConstants,
     design: Curve,
 ) -> Cause | None:
     """The ``qp_limit`` cause at the per-connection rate the measurement implies (offered
-    only when no other cause fits: its rate is inferred, not sourced); None when the
-    measurement gives no cap to infer."""
+    only when no other cause fits: its rate is inferred, not sourced) from ``rows[top]``, the
+    row that stands for the largest size (:func:`largest_row`); None when the measurement
+    gives no cap to infer."""
     try:
-        r, words = _qp_limited(rates, c, rows[-1], coll_channels(rates, c))
+        r, words = _qp_limited(rates, c, rows[top], coll_channels(rates, c))
         curve = _curve(op, rows, scored, r, c, None)
     except TopoError:
         return None
@@ -809,7 +821,7 @@ def _qp_cause(
         score=curve.score,
         fits=curve.score <= AGREE,
         curve=curve,
-        evidence=f"{_evidence(curve, design, rows[-1], sum(scored))}; {words}",
+        evidence=f"{_evidence(curve, design, rows[top], top, sum(scored))}; {words}",
         check=CHECKS["qp_limit"],
     )
 
@@ -855,13 +867,54 @@ def percent_off(log_ratio: float) -> str:
     return f"{(math.exp(abs(log_ratio)) - 1) * 100:.0f}%"
 
 
-def _evidence(curve: Curve, design: Curve, last: NcclTestRow, rows: int) -> str:
-    """The cause's and the design's RMS, and busbw (GB/s) at the largest row."""
+def median_runs(sizes: Sequence[int], times_us: Sequence[float]) -> list[int]:
+    """For each size of a log, in increasing size, the index of the row that stands for it:
+    of its rows (several where a log repeats it: nccl-tests ``-N``, ``-d all``, runs appended),
+    the one of median time, the faster of the middle two of an even number.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        The rows' sizes (B).
+    times_us : sequence of float
+        Their measured times (µs), as many.
+
+    Returns
+    -------
+    list of int
+        Indices into ``sizes``, one per distinct size.
+
+    Examples
+    --------
+    >>> median_runs([8, 64, 64, 64, 8], [1.0, 9.0, 3.0, 4.0, 2.0])
+    [0, 3]
+    """
+    at: dict[int, list[tuple[float, int]]] = {}
+    for i, (s, t) in enumerate(zip(sizes, times_us, strict=True)):
+        at.setdefault(s, []).append((t, i))
+    return [sorted(runs)[(len(runs) - 1) // 2][1] for _, runs in sorted(at.items())]
+
+
+def largest_row(sizes: Sequence[int], times_us: Sequence[float]) -> int:
+    """The index of the row that stands for the largest size (:func:`median_runs`): not the
+    file's last row, which is the last run's, or not of the largest size at all.
+
+    Examples
+    --------
+    >>> largest_row([8, 64, 64, 64, 8], [1.0, 9.0, 3.0, 4.0, 2.0])
+    3
+    """
+    return median_runs(sizes, times_us)[-1]
+
+
+def _evidence(curve: Curve, design: Curve, last: NcclTestRow, i: int, scored: int) -> str:
+    """The cause's and the design's RMS over ``scored`` rows, and busbw (GB/s) at ``last``,
+    the row that stands for the largest size (:func:`largest_row`), index ``i`` of the curves."""
     return (
-        f"RMS {percent_off(curve.score)} over {rows} rows (design: "
+        f"RMS {percent_off(curve.score)} over {scored} rows (design: "
         f"{percent_off(design.score)}); at {binary_bytes(last.size_bytes)}: measured "
-        f"{last.busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[-1]:.1f} GB/s, design "
-        f"{design.busbw_GBps[-1]:.1f} GB/s"
+        f"{last.busbw_GBps:.1f} GB/s, this cause {curve.busbw_GBps[i]:.1f} GB/s, design "
+        f"{design.busbw_GBps[i]:.1f} GB/s"
     )
 
 
@@ -884,24 +937,24 @@ def plot_explanations(explanations: list[Explanation], top: int = 3) -> Any:
 
     fig = go.Figure()
     for e in explanations:
+        # each size once, in increasing size, at its median run: a log repeating sizes (-N,
+        # -d all) draws no line back to the smallest
+        keep = median_runs(e.sizes, e.measured_time_us)
+        x = [e.sizes[i] for i in keep]
         fig.add_trace(
             go.Scatter(
-                x=e.sizes,
-                y=e.measured_busbw_GBps,
+                x=x,
+                y=[e.measured_busbw_GBps[i] for i in keep],
                 name=f"{e.op}: measured",
                 mode="markers+lines",
                 line={"dash": "dot"},
             )
         )
-        fig.add_trace(
-            go.Scatter(x=e.sizes, y=e.design.busbw_GBps, name=f"{e.op}: design", mode="lines")
-        )
+        design = [e.design.busbw_GBps[i] for i in keep]
+        fig.add_trace(go.Scatter(x=x, y=design, name=f"{e.op}: design", mode="lines"))
         for k in e.causes[:top]:
-            fig.add_trace(
-                go.Scatter(
-                    x=e.sizes, y=k.curve.busbw_GBps, name=f"{e.op}: {k.description}", mode="lines"
-                )
-            )
+            y = [k.curve.busbw_GBps[i] for i in keep]
+            fig.add_trace(go.Scatter(x=x, y=y, name=f"{e.op}: {k.description}", mode="lines"))
     fig.update_layout(
         title="measured busbw against the design and the best-fitting causes",
         xaxis={"title": "size (B)", "type": "log"},
@@ -917,6 +970,8 @@ __all__ = [
     "Curve",
     "Explanation",
     "explain_test",
+    "largest_row",
+    "median_runs",
     "percent_off",
     "plot_explanations",
 ]

@@ -27,6 +27,7 @@ from topo.collective.compare import (
     Fit,
     compare_log,
     fit_alpha_beta,
+    median_rows,
     size_bands,
 )
 from topo.collective.constants import NcclConstants
@@ -239,7 +240,8 @@ def collective_table(
 def _busbw_data(
     report: CollectiveReport | None, comparisons: list[Comparison]
 ) -> list[tuple[str, list[int], list[float]]]:
-    """The curves to plot: (name, sizes in B, busbw in GB/s)."""
+    """The curves to plot: (name, sizes in B, busbw in GB/s); a comparison's per (type,
+    reduction) of its log, each size once (:func:`topo.collective.compare.median_rows`)."""
     curves = []
     if report is not None:
         curves.append(
@@ -250,15 +252,25 @@ def _busbw_data(
             )
         )
     for cmp in comparisons:
-        sizes = [r.size_bytes for r in cmp.rows]
-        curves.append(
-            (
-                f"{cmp.op}: model ({cmp.gpus} GPUs)",
-                sizes,
-                [r.predicted_busbw_GBps for r in cmp.rows],
-            )
-        )
-        curves.append((f"{cmp.op}: measured", sizes, [r.measured_busbw_GBps for r in cmp.rows]))
+        # a curve per (type, reduction), each size once, in increasing size: the median of a
+        # size's runs (median_rows), so that repeated runs (-N, runs appended) and several
+        # types (-d all) draw no line back to the smallest size
+        shown = sorted((r for r, _ in median_rows(cmp.rows)), key=lambda r: r.size_bytes)
+        kinds = list(dict.fromkeys((r.type, r.redop) for r in shown))
+        model: dict[tuple[tuple[int, ...], tuple[float, ...]], str] = {}  # a model curve once
+        measured = []
+        for kind in kinds:
+            rows = [r for r in shown if (r.type, r.redop) == kind]
+            of = f" ({kind[0]} {kind[1]})" if len(kinds) > 1 else ""
+            sizes = [r.size_bytes for r in rows]
+            curve = (tuple(sizes), tuple(r.predicted_busbw_GBps for r in rows))
+            model.setdefault(curve, of)
+            busbw = [r.measured_busbw_GBps for r in rows]
+            measured.append((f"{cmp.op}: measured{of}", sizes, busbw))
+        for (at, predicted), of in model.items():
+            name = f"{cmp.op}: model ({cmp.gpus} GPUs){of if len(model) > 1 else ''}"
+            curves.append((name, list(at), list(predicted)))
+        curves += measured
     return curves
 
 
@@ -283,7 +295,7 @@ def plot_busbw(
     comparisons = comparisons or []
     fig = go.Figure()
     for name, x, y in _busbw_data(report, comparisons):
-        measured = name.endswith("measured")
+        measured = ": measured" in name
         fig.add_trace(
             go.Scatter(
                 x=x,

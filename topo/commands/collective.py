@@ -35,7 +35,6 @@ from topo.commands.collective_tables import (
     EXPECTED_CAPTION,
     calibration_table,
     compare_table,
-    median_rows,
     nccl_tests_number,
     report_table,
     restriction_title,
@@ -247,6 +246,7 @@ def collective(
     """Predict nccl-tests' table (time, algbw, busbw) on a fabric, with NCCL's algorithm choice."""
     from topo import fabric as fabric_mod
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
+    from topo.collective.compare import median_rows
 
     _check_log_options(ctx, compare, calibrate, fit, output)
     if algo is not None or proto is not None:
@@ -311,8 +311,9 @@ def collective(
             print_json([{**cmp.to_dict(), "gdr": gdr} for cmp in comparisons])
         else:
             _say_gdr(gdr)
+            ops = [cmp.op for cmp in comparisons]
             for cmp in comparisons:
-                compare_table(cmp, compare)
+                compare_table(cmp, compare, at_line=ops.count(cmp.op) > 1)
                 if why:
                     why_table(
                         cmp.op,
@@ -458,6 +459,13 @@ def _calibrate(
     from topo.files import write_atomic
 
     tests, left_out = log_tests(log, None, None, None)
+    unranked = next((t for t in tests if t.ranks is None), None)
+    if unranked is not None:
+        raise TopoError(
+            f"{log}:{unranked.line}: the {unranked.op}_perf test lists no ranks (no '#  Rank' "
+            "lines, devices or Inspector n_ranks): --calibrate fits each test at its own ranks "
+            "and servers, so it cannot calibrate on it"
+        )
     G = with_gdr(
         fabric_mod.load(fabric) if fabric is not None else _default_cluster(tests), gdr
     )

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
-from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -206,43 +204,24 @@ def _span(rows: list[Any]) -> str:
     return f"{first}" if len(rows) == 1 else f"{first} to {last}"
 
 
-def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
-    """The rows of each (size, type, reduction), in the order first seen, as one row: the
-    first's prediction with the median of their measured times and busbw (``ratio`` and
-    ``ceiling_ratio`` from the median time), and how many rows it stands for."""
-    groups: dict[tuple[int, str, str], list[CompareRow]] = {}
-    for r in rows:
-        groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
-    out = []
-    for same in groups.values():
-        r = same[0]
-        if len(same) > 1:
-            t = median(x.measured_time_us for x in same)
-            r = replace(
-                r,
-                measured_time_us=t,
-                measured_busbw_GBps=median(x.measured_busbw_GBps for x in same),
-                ratio=r.predicted_time_us / t if t > 0 else math.inf,
-                ceiling_ratio=r.ceiling_ratio * r.measured_time_us / t if t > 0 else math.inf,
-            )
-        out.append((r, len(same)))
-    return out
-
-
-def compare_table(cmp: Comparison, log: Path) -> None:
+def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     """A measured test against the model (:func:`topo.collective.compare_log`), per size, then
     the verdict per size band, the overall verdict and the fit, to stdout.
 
     A log of several data types or reductions (nccl-tests ``-d all``, ``-o all``) gets a
     ``type`` or ``redop`` column; rows that repeat a (size, type, reduction) (``-N``, runs
     appended) are shown once, with the median of their times and busbw and the number of runs
-    (the verdicts and ``--json`` take every row)."""
+    (the verdicts and ``--json`` take every row). ``at_line``: the title names the line where
+    the test starts (a log of several tests of one op)."""
     restricted = restriction_title(cmp.algo, cmp.proto)
     title = (
-        f"{cmp.op}: {log.name} against the model ({count(cmp.gpus, 'GPU')}, "
+        f"{cmp.op}: {log.name}{f' (test at line {cmp.line})' if at_line else ''} against the "
+        f"model ({count(cmp.gpus, 'GPU')}, "
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )
+    from topo.collective.compare import median_rows
+
     shown = median_rows(cmp.rows)
     repeated = len(shown) < len(cmp.rows)
     show_type = len({r.type for r in cmp.rows}) > 1
@@ -295,6 +274,7 @@ def compare_table(cmp: Comparison, log: Path) -> None:
         ]
         table.add_row(*cells)
     out.print(table)
+    _say_runs_apart(cmp)
     style = "bold red" if cmp.far_below else "bold"
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
@@ -311,9 +291,41 @@ def compare_table(cmp: Comparison, log: Path) -> None:
     if cmp.fit is not None:
         f = cmp.fit
         out.print(
-            f"fit over {f.points} sizes: alpha {f.alpha_us:.1f} us, busbw {f.busbw_GBps:.2f} GB/s, "
+            f"fit over {_rows_and_sizes(f.points, cmp.rows)}: alpha {f.alpha_us:.1f} us, busbw "
+            f"{f.busbw_GBps:.2f} GB/s, "
             f"residual {f.residual * 100:.1f}% RMS (model: latency {cmp.model_latency_us:.1f} us)"
         )
+
+
+def _say_runs_apart(cmp: Comparison) -> None:
+    """Under a table of repeated runs, one line when some size's runs disagree (the median
+    shown hides them: :func:`topo.collective.compare.runs_apart`), naming the one furthest
+    apart."""
+    from topo.collective.compare import RUNS_APART, runs_apart
+
+    apart = runs_apart(cmp.rows)
+    if not apart:
+        return
+
+    def spread(g: tuple[CompareRow, int, float, float]) -> float:
+        m, _, lo, hi = g
+        return max(hi / m.measured_time_us, m.measured_time_us / lo) if lo > 0 else math.inf
+
+    m, n, lo, hi = max(apart, key=spread)
+    kind = " ".join(k for k in (m.type, m.redop) if k)
+    out.print(
+        f"{cmp.op}: runs disagree in {count(len(apart), 'row')} of the table (a run more than "
+        f"{RUNS_APART:g}x off the median shown); furthest: {m.size_bytes} B"
+        f"{' ' + kind if kind else ''}, {n} runs from {lo:.1f} to {hi:.1f} us, median "
+        f"{m.measured_time_us:.1f} us (--json has every run)",
+        style="bold",
+    )
+
+
+def _rows_and_sizes(points: int, rows: list[CompareRow]) -> str:
+    """``10 sizes`` when each row is a size of its own, else ``70 rows (14 sizes)``."""
+    sizes = len({r.size_bytes for r in rows})
+    return count(sizes, "size") if sizes == points else f"{points} rows ({count(sizes, 'size')})"
 
 
 def nccl_tests_number(value: float, width: int) -> str:

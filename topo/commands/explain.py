@@ -208,7 +208,8 @@ def explain(
         print_json(doc)
     else:
         for log, e in results:
-            _table(log, e)
+            same = sum(1 for other, x in results if other == log and x.op == e.op)
+            _table(log, e, at_line=same > 1)
         for log, ep in ep_results:
             _ep_table(log, ep)
         if groups:
@@ -280,7 +281,9 @@ def _pair_runs(log: Path, t: NcclTest) -> list[PairRun]:
     rows = [m for m in t.rows if m.size_bytes > 0 and m.time_us > 0]
     if len(t.hosts) != 2 or not rows or t.gpus_per_node is None:
         return []
-    last = max(rows, key=lambda m: m.size_bytes)
+    from topo.collective.explain import largest_row
+
+    last = rows[largest_row([m.size_bytes for m in rows], [m.time_us for m in rows])]
     a, b = sorted(t.hosts)
     return [PairRun(t.op, t.gpus_per_node, (a, b), last.busbw_GBps, last.size_bytes, str(log))]
 
@@ -377,11 +380,12 @@ def _expand(paths: list[Path]) -> list[tuple[Path, bool]]:
     return logs
 
 
-def _table(log: Path, e: Explanation) -> None:
+def _table(log: Path, e: Explanation, at_line: bool = False) -> None:
     from topo.collective.explain import percent_off
 
     title = (
-        f"{e.op}: {log.name} against the design ({count(e.gpus, 'GPU')}, "
+        f"{e.op}: {log.name}{f' (test at line {e.line})' if at_line else ''} against the "
+        f"design ({count(e.gpus, 'GPU')}, "
         f"{count(e.nodes, 'node')} x {e.gpus_per_node})"
     )
     style = "bold" if e.agrees or e.faster else "bold red"
@@ -395,11 +399,12 @@ def _table(log: Path, e: Explanation) -> None:
     table.add_column("RMS", justify="right")
     table.add_column("busbw at largest (GB/s)", justify="right")
     table.add_column("fits")
+    top = e.largest
     table.add_row(
         "",
         "as designed",
         percent_off(e.design.score),
-        f"{e.design.busbw_GBps[-1]:.1f} (measured {e.measured_busbw_GBps[-1]:.1f})",
+        f"{e.design.busbw_GBps[top]:.1f} (measured {e.measured_busbw_GBps[top]:.1f})",
         "",
     )
     for i, k in enumerate(e.causes, 1):
@@ -407,7 +412,7 @@ def _table(log: Path, e: Explanation) -> None:
             str(i),
             k.description,
             percent_off(k.score),
-            f"{k.curve.busbw_GBps[-1]:.1f}",
+            f"{k.curve.busbw_GBps[top]:.1f}",
             "yes" if k.fits else "",
         )
     out.print(table)

@@ -18,7 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topo.errors import TopoError
+from topo.errors import FormatError, TopoError
 
 if TYPE_CHECKING:
     from topo.formats.nccl_tests_records import NcclTest
@@ -65,6 +65,7 @@ def log_tests(
             raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
     left_out = [line for t in tests for line in t.left_out]
     tests, warnings = validated_tests(tests, log)
+    tests, empty = _moving_tests(log, tests)
     for t in tests:
         if gpus is not None and t.ranks is not None and gpus != t.ranks:
             raise TopoError(
@@ -76,7 +77,36 @@ def log_tests(
                 f"{log}: --gpus-per-node {gpus_per_node} differs from the "
                 f"{t.gpus_per_node} ranks per host of its {t.op}_perf test"
             )
-    return tests, left_out + warnings
+    return tests, left_out + warnings + empty
+
+
+def _moving_tests(log: Path, tests: list[NcclTest]) -> tuple[list[NcclTest], list[str]]:
+    """The tests with a row of more than 0 bytes, and a line for each left out (nccl-tests
+    prints rows of 0 bytes where ``-b`` is under ranks x a word: nothing moved, nothing to
+    compare, explain or fit).
+
+    Raises
+    ------
+    FormatError
+        No test has such a row: the log, the first test's line and what to change (``topo
+        explain`` over a folder skips the file).
+    """
+    kept = [t for t in tests if any(m.size_bytes > 0 for m in t.rows)]
+    if tests and not kept:
+        t = tests[0]
+        raise FormatError(
+            log,
+            f"the {t.op}_perf test has no row of more than 0 bytes"
+            f"{' (nor has any other test of the log)' if len(tests) > 1 else ''}: nothing "
+            "moved; nccl-tests prints 0 B where -b is under the ranks x a word of the data "
+            "type: rerun with a larger -b",
+            line=t.line,
+        )
+    return kept, [
+        f"{log}:{t.line}: {t.op}_perf test left out: it has no row of more than 0 bytes"
+        for t in tests
+        if t not in kept
+    ]
 
 
 @contextlib.contextmanager
@@ -97,7 +127,9 @@ def sizes_from_log(
         t = next((t for t in tests if re.search(rf"\b{t.ranks}\b", text)), tests[0])
         where = t.ranks_source or "its rank list"
         parts = []
-        if gpus is None:
+        if gpus is None and t.ranks is None:
+            parts.append(f"--gpus not given, and the log's {t.op}_perf test lists no ranks")
+        elif gpus is None:
             parts.append(
                 f"--gpus not given: {t.ranks} is the ranks of the log's {t.op}_perf test, {where}"
             )

@@ -45,9 +45,12 @@ import json
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from topo.errors import FormatError
 from topo.files import read_numbers_text, too_deep
@@ -115,35 +118,50 @@ def looks_like_inspector(head: str) -> bool:
     )
 
 
-def _records(path: Path, text: str) -> list[tuple[int, Any]]:
-    """Every JSON value of the file and the line it starts on: one per line, as the plugin
-    writes them (a bad line is an error at that line); else, when the first line is no whole
-    value, a stream of pretty-printed objects."""
-    lines = text.splitlines()
-    first = next((i for i, x in enumerate(lines) if x.strip()), None)
+def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """Every JSON value of the file and the line it starts on, one at a time (a long file's
+    records are not all held at once): one per line, as the plugin writes them (a bad line is
+    an error at that line); else, when the first line is no whole value, a stream of
+    pretty-printed objects."""
+    first = next((x for x in _lines(text) if x.strip()), None)
     try:
-        per_line = first is not None and isinstance(json.loads(lines[first]), dict)
+        per_line = first is not None and isinstance(json.loads(first), dict)
     except (json.JSONDecodeError, RecursionError):
         per_line = False
     if not per_line:
-        return _stream(path, text)
-    out = []
-    for i, raw in enumerate(lines, 1):
+        yield from _stream(path, text)
+        return
+    for i, raw in enumerate(_lines(text), 1):
         if not raw.strip():
             continue
         try:
-            out.append((i, json.loads(raw)))
-        except RecursionError:
-            raise too_deep(path, "not valid JSON") from None
-        except json.JSONDecodeError as exc:
-            raise FormatError(path, f"not valid JSON: {exc.msg}", i, exc.colno) from None
-    return out
+            value = orjson.loads(raw)  # (in C, 1.5x json's speed)
+        except orjson.JSONDecodeError:
+            # what orjson refuses and json reads (NaN, integers past 64 bits, a nesting past
+            # orjson's 1024), or json's own message of what is wrong
+            try:
+                value = json.loads(raw)
+            except RecursionError:
+                raise too_deep(path, "not valid JSON") from None
+            except json.JSONDecodeError as exc:
+                raise FormatError(path, f"not valid JSON: {exc.msg}", i, exc.colno) from None
+        yield i, value
 
 
-def _stream(path: Path, text: str) -> list[tuple[int, Any]]:
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` (split at ``\\n``, a ``\\r`` before it dropped), one at a time,
+    without a copy of the whole (``io.StringIO`` holds one of 4 bytes a character)."""
+    pos, end = 0, len(text)
+    while pos < end:
+        stop = text.find("\n", pos)
+        stop = end if stop < 0 else stop
+        yield text[pos:stop].removesuffix("\r")
+        pos = stop + 1
+
+
+def _stream(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """The JSON values of a stream (objects written over several lines each)."""
     decoder = json.JSONDecoder()
-    out: list[tuple[int, Any]] = []
     pos, line, end = 0, 1, len(text)
     while True:
         start = pos
@@ -151,14 +169,14 @@ def _stream(path: Path, text: str) -> list[tuple[int, Any]]:
             pos += 1
         line += text.count("\n", start, pos)
         if pos == end:
-            return out
+            return
         try:
             value, stop = decoder.raw_decode(text, pos)
         except RecursionError:
             raise too_deep(path, "not valid JSON") from None
         except json.JSONDecodeError as exc:
             raise FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
-        out.append((line, value))
+        yield line, value
         line += text.count("\n", pos, stop)
         pos = stop
 

@@ -78,7 +78,10 @@ def log_format(path: str | Path, *, text: str | None = None) -> str:
     head = text[:_HEAD_CHARS]
     if not head.strip():
         raise FormatError(path, "empty file: expected an nccl-tests log or NCCL Inspector records")
-    if _TEXT_MARKS.search(text):  # (first: a tagged line starts with '[')
+    # (text first: a tagged line starts with '['; a file starting with '{' is JSON, and is not
+    # searched through for nccl-tests' lines: 3.6 s of a 259 MB Inspector file)
+    json_object = head.lstrip().startswith("{")
+    if not json_object and _TEXT_MARKS.search(text):
         return "nccl-tests"
     if head.lstrip().startswith(("{", "[")):
         return "nccl-inspector" if looks_like_inspector(head) else "nccl-tests-json"

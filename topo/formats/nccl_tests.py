@@ -570,7 +570,14 @@ def read_nccl_tests(
             _comment(path, lineno, line, cur)
             continue
         if is_row:
-            cur.rows.append(_row(path, lineno, fields, cur))
+            try:
+                cur.rows.append(_row(path, lineno, fields, cur))
+            except FormatError as exc:
+                if lineno == len(text.rstrip().splitlines()):  # (the last line not blank)
+                    raise FormatError(
+                        path, f"{exc.message}; it is the file's last line: a log cut off?", lineno
+                    ) from None
+                raise
     if cur is not None:
         tests.append(_close(path, cur, op))
     if not tests:
