@@ -641,3 +641,22 @@ def test_fit_of_repeated_runs_counts_rows_and_sizes_apart(small, tmp_path):
     log.write_text(_nccl_tests_log(rows))
     r = ok(small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--fit")
     assert "fit over 6 rows (2 sizes): " in r.stdout
+
+
+def test_one_fast_run_among_several_is_not_a_size_above_the_ceiling(small, tmp_path):
+    # the ceiling's time at 32 MiB, C, read off one run; five runs of which one is 1.5x faster
+    # than C: the size's median run (2 C) is under the ceiling, so no size is above it; three
+    # runs at C / 1.5 of five put the median above it, and the size is listed
+    size, log = 32 * MIB, tmp_path / "runs.log"
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8)
+    log.write_text(_nccl_tests_log([(size, "float", "sum", 1000.0)]))
+    row = json.loads(ok(*args, "--json").stdout)[0]["rows"][0]
+    c = row["ceiling_ratio"] * row["measured_time_us"]
+    times = [2 * c, 2 * c, c / 1.5, 2 * c, 2 * c]
+    log.write_text(_nccl_tests_log([(size, "float", "sum", t) for t in times]))
+    assert json.loads(ok(*args, "--json").stdout)[0]["above_ceiling"] == []
+    assert "above the ceiling" not in ok(*args).stdout
+    times = [c / 1.5, 2 * c, c / 1.5, 2 * c, c / 1.5]
+    log.write_text(_nccl_tests_log([(size, "float", "sum", t) for t in times]))
+    assert json.loads(ok(*args, "--json").stdout)[0]["above_ceiling"] == [size]
+    assert "measured above the ceiling at 1 size (up to 150% of it" in ok(*args).stdout

@@ -148,8 +148,12 @@ class Comparison:
     def above_ceiling(self) -> list[int]:
         """The sizes (B, each once, increasing) where a row's measured busbw exceeds the ceiling
         by more than :data:`ABOVE_CEILING`: there the ceiling (NCCL's tuner model on the
-        fabric's rates) is no bound, and the model under-rates the path."""
-        return sorted({r.size_bytes for r in self.rows if r.ceiling_ratio > ABOVE_CEILING})
+        fabric's rates) is no bound, and the model under-rates the path. Rows repeating a
+        (size, type, reduction) count as their median run (:func:`median_rows`): one fast run
+        among several is not a size above the ceiling (:func:`runs_apart` names it)."""
+        return sorted(
+            {r.size_bytes for r, _ in median_rows(self.rows) if r.ceiling_ratio > ABOVE_CEILING}
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`). The rows are shallow

@@ -281,7 +281,7 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
     over = cmp.above_ceiling
     if over:
-        top = max((r for r in cmp.rows if r.size_bytes in set(over)), key=lambda r: r.ceiling_ratio)
+        top = max((r for r, _ in shown if r.size_bytes in set(over)), key=lambda r: r.ceiling_ratio)
         out.print(
             f"{cmp.op}: measured above the ceiling at {count(len(over), 'size')} (up to "
             f"{top.ceiling_ratio * 100:.0f}% of it, {top.size_bytes} B): the ceiling is NCCL's "
