@@ -643,13 +643,12 @@ def _designs(
         str(moe["seed"]),
     ]
     kernels = searched_kernels(moe.get("kernel"))
-
-    def kernel_args(kernel: str | None) -> list[str]:
-        if kernel is None:
-            return []
-        sms = moe.get("kernel_sms")
-        given = sms is not None and (kernel in SM_KERNELS or len(kernels) == 1)
-        return ["--kernel", kernel] + (["--kernel-sms", str(sms)] if given else [])
+    sms = moe.get("kernel_sms")
+    kernel_args: dict[str | None, list[str]] = {None: []}
+    for k in kernels:
+        if k is not None:
+            given = sms is not None and (k in SM_KERNELS or len(kernels) == 1)
+            kernel_args[k] = ["--kernel", k] + (["--kernel-sms", str(sms)] if given else [])
 
     return [
         Design(
@@ -661,7 +660,7 @@ def _designs(
                 "--node-limit",
                 str(t.node_limit),
                 *extra,
-                *kernel_args(o.kernel),
+                *kernel_args[o.kernel],
             ],
             ep=t.ep,
             node_limit=t.node_limit,
