@@ -421,7 +421,12 @@ def test_compare_reads_a_json_report(tmp_path):
                     "bus_bw": r.busbw_GBps,
                     "nwrong": 0,
                 },
-                "in_place": None,
+                "in_place": {
+                    "time": r.inplace_time_us,
+                    "alg_bw": r.inplace_algbw_GBps,
+                    "bus_bw": r.inplace_busbw_GBps,
+                    "nwrong": 0,
+                },
             }  # fmt: skip
             for r in t.rows
         ],
@@ -436,9 +441,14 @@ def test_compare_reads_a_json_report(tmp_path):
     assert a[0]["rows"] == b[0]["rows"] and not math.isnan(a[0]["median_ratio"])
 
 
-def _nccl_tests_log(rows: list[tuple[int, str, str, float]], ranks: int = 16) -> str:
+def _nccl_tests_log(
+    rows: list[tuple[int, str, str, float]],
+    ranks: int = 16,
+    inplace: dict[int, float] | None = None,
+) -> str:
     """An all_reduce_perf log of ``(size B, type, redop, time µs)`` rows, algbw and busbw as
-    nccl-tests computes them (size / time; x 2 (n - 1) / n)."""
+    nccl-tests computes them (size / time; x 2 (n - 1) / n); the in-place columns the same,
+    their time ``inplace[size]`` times the out-of-place one where given."""
     width = {"float": 4, "bfloat16": 2}
     lines = [
         "# Collective test starting: all_reduce_perf",
@@ -451,8 +461,10 @@ def _nccl_tests_log(rows: list[tuple[int, str, str, float]], ranks: int = 16) ->
         alg = size / t / 1e3
         bus = alg * 2 * (ranks - 1) / ranks
         cells = f"{t:8.1f} {alg:7.2f} {bus:7.2f}       0"
+        ti = t * (inplace or {}).get(size, 1.0)
+        ip = f"{ti:8.1f} {size / ti / 1e3:7.2f} {size / ti / 1e3 * 2 * (ranks - 1) / ranks:7.2f}"
         lines.append(f"{size:12d} {size // width[dtype]:12d} {dtype:>8s} {redop:>6s}    -1 "
-                     f"{cells} {cells}")  # fmt: skip
+                     f"{cells} {ip}       0")  # fmt: skip
     tail = ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0", "#",
             "# Collective test concluded: all_reduce_perf", ""]  # fmt: skip
     return "\n".join(lines + tail)
@@ -660,3 +672,23 @@ def test_one_fast_run_among_several_is_not_a_size_above_the_ceiling(small, tmp_p
     log.write_text(_nccl_tests_log([(size, "float", "sum", t) for t in times]))
     assert json.loads(ok(*args, "--json").stdout)[0]["above_ceiling"] == [size]
     assert "measured above the ceiling at 1 size (up to 150% of it" in ok(*args).stdout
+
+
+def test_compare_says_where_in_place_runs_differ_from_out_of_place(small, tmp_path):
+    # the table reads the out-of-place columns; at 2 MiB the in-place time is 3x (300 against
+    # 100 µs), at 1 MiB the same: one line names the 2 MiB row, and --json rows carry the
+    # in-place time; a log whose columns agree gets no such line
+    log = tmp_path / "inplace.log"
+    rows = [(MIB, "float", "sum", 100.0), (2 * MIB, "float", "sum", 100.0)]
+    log.write_text(_nccl_tests_log(rows, inplace={2 * MIB: 3.0}))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8)
+    assert (
+        "all_reduce: in-place runs more than 1.25x off the out-of-place ones at 1 row of the "
+        "table (the table and verdicts read out-of-place); furthest: 2097152 B float sum, in-place "
+        "300.0 us, slower than out-of-place 100.0 us" in ok(*args).stdout
+    )
+    data = json.loads(ok(*args, "--json").stdout)[0]
+    assert [r["inplace_time_us"] for r in data["rows"]] == [100.0, 300.0]
+    assert [r["measured_time_us"] for r in data["rows"]] == [100.0, 100.0]
+    log.write_text(_nccl_tests_log(rows))
+    assert "in-place" not in ok(*args).stdout

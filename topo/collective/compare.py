@@ -45,7 +45,9 @@ class CompareRow:
     ``time_us``, ``busbw_GBps``) and ``ratio`` = measured / expected busbw;
     ``ceiling_busbw_GBps`` is the ceiling and ``ceiling_ratio`` = measured / ceiling busbw;
     ``binds`` and ``candidates`` are the predicted row's; ``type`` and ``redop`` the log's
-    (nccl-tests' data type and reduction, e.g. ``float``, ``sum``)."""
+    (nccl-tests' data type and reduction, e.g. ``float``, ``sum``); ``inplace_time_us`` its
+    in-place time (µs; None where the log has no in-place column). The comparison reads the
+    out-of-place columns."""
 
     size_bytes: int
     measured_time_us: float
@@ -63,6 +65,7 @@ class CompareRow:
     binds: str = ""
     type: str = ""
     redop: str = ""
+    inplace_time_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,45 @@ def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, flo
         lo, hi, mid = min(t), max(t), m.measured_time_us
         if hi > RUNS_APART * mid or (lo > 0 and mid > RUNS_APART * lo) or (lo <= 0 < hi):
             out.append((m, n, lo, hi))
+    return out
+
+
+def inplace_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, float]]:
+    """The (size, type, reduction) groups whose in-place time is more than
+    :data:`RUNS_APART` off the out-of-place one (both the median of the group's runs): the
+    comparison reads the out-of-place columns, and a run whose in-place operation is much
+    slower or faster (a buffer registered or not, a copy of its own) would go unseen.
+
+    Parameters
+    ----------
+    rows : list of CompareRow
+        A comparison's rows, every run.
+
+    Returns
+    -------
+    list of (CompareRow, float)
+        Per such group, in the order first seen: its row of :func:`median_rows` (the median
+        out-of-place time, µs) and the median in-place time (µs).
+
+    Examples
+    --------
+    >>> r = CompareRow(8, 10.0, 5.0, 1.0, 2.0, 0.5, "ring", "LL", "latency", inplace_time_us=30.0)
+    >>> [(m.measured_time_us, t) for m, t in inplace_apart([r, replace(r, size_bytes=16,
+    ...                                                                inplace_time_us=11.0)])]
+    [(10.0, 30.0)]
+    """
+    inplace: dict[tuple[int, str, str], list[float]] = {}
+    for r in rows:
+        if r.inplace_time_us is not None:
+            inplace.setdefault((r.size_bytes, r.type, r.redop), []).append(r.inplace_time_us)
+    out = []
+    for m, _ in median_rows(rows):
+        t = inplace.get((m.size_bytes, m.type, m.redop))
+        ip = median(t) if t else 0.0
+        if ip <= 0 or m.measured_time_us <= 0:
+            continue
+        if ip > RUNS_APART * m.measured_time_us or m.measured_time_us > RUNS_APART * ip:
+            out.append((m, ip))
     return out
 
 
@@ -431,6 +473,7 @@ def compare_log(
             binds=p.binds,
             type=m.type,
             redop=m.redop,
+            inplace_time_us=m.inplace_time_us,
         )
         for m, p in zip(measured, predicted, strict=True)
     ]

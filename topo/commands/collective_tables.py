@@ -275,6 +275,7 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
         table.add_row(*cells)
     out.print(table)
     _say_runs_apart(cmp)
+    _say_inplace_apart(cmp)
     style = "bold red" if cmp.far_below else "bold"
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
@@ -318,6 +319,31 @@ def _say_runs_apart(cmp: Comparison) -> None:
         f"{RUNS_APART:g}x off the median shown); furthest: {m.size_bytes} B"
         f"{' ' + kind if kind else ''}, {n} runs from {lo:.1f} to {hi:.1f} us, median "
         f"{m.measured_time_us:.1f} us (--json has every run)",
+        style="bold",
+    )
+
+
+def _say_inplace_apart(cmp: Comparison) -> None:
+    """Under the table, one line when some size's in-place time is more than 1.25x off its
+    out-of-place one (the table reads the out-of-place columns:
+    :func:`topo.collective.compare.inplace_apart`), naming the one furthest apart."""
+    from topo.collective.compare import RUNS_APART, inplace_apart
+
+    apart = inplace_apart(cmp.rows)
+    if not apart:
+        return
+
+    def spread(g: tuple[CompareRow, float]) -> float:
+        return max(g[1], g[0].measured_time_us) / min(g[1], g[0].measured_time_us)
+
+    m, ip = max(apart, key=spread)
+    kind = " ".join(k for k in (m.type, m.redop) if k)
+    pace = "slower" if ip > m.measured_time_us else "faster"
+    out.print(
+        f"{cmp.op}: in-place runs more than {RUNS_APART:g}x off the out-of-place ones at "
+        f"{count(len(apart), 'row')} of the table (the table and verdicts read out-of-place); "
+        f"furthest: {m.size_bytes} B{' ' + kind if kind else ''}, in-place {ip:.1f} us, "
+        f"{pace} than out-of-place {m.measured_time_us:.1f} us (--json rows: inplace_time_us)",
         style="bold",
     )
 
