@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from statistics import median
 from typing import Any
@@ -216,6 +217,18 @@ more than this factor off their median are said to disagree: nccl-tests' run-to-
 healthy fabric stays within a few percent, and the median the table shows hides such a run."""
 
 
+def _times_by_run_group(
+    rows: list[CompareRow], time_us: Callable[[CompareRow], float | None]
+) -> dict[tuple[int, str, str], list[float]]:
+    """``time_us`` of each row (None left out), by (size, type, reduction)."""
+    out: dict[tuple[int, str, str], list[float]] = {}
+    for r in rows:
+        t = time_us(r)
+        if t is not None:
+            out.setdefault((r.size_bytes, r.type, r.redop), []).append(t)
+    return out
+
+
 def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, float]]:
     """The (size, type, reduction) groups whose runs disagree (:data:`RUNS_APART`).
 
@@ -237,9 +250,7 @@ def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, flo
     ...  runs_apart([r, replace(r, measured_time_us=11.0), replace(r, measured_time_us=90.0)])]
     [(11.0, 3, 10.0, 90.0)]
     """
-    times: dict[tuple[int, str, str], list[float]] = {}
-    for r in rows:
-        times.setdefault((r.size_bytes, r.type, r.redop), []).append(r.measured_time_us)
+    times = _times_by_run_group(rows, lambda r: r.measured_time_us)
     out = []
     for m, n in median_rows(rows):
         if n < 2:
@@ -275,10 +286,7 @@ def inplace_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, float]]:
     ...                                                                inplace_time_us=11.0)])]
     [(10.0, 30.0)]
     """
-    inplace: dict[tuple[int, str, str], list[float]] = {}
-    for r in rows:
-        if r.inplace_time_us is not None:
-            inplace.setdefault((r.size_bytes, r.type, r.redop), []).append(r.inplace_time_us)
+    inplace = _times_by_run_group(rows, lambda r: r.inplace_time_us)
     out = []
     for m, _ in median_rows(rows):
         t = inplace.get((m.size_bytes, m.type, m.redop))
