@@ -11,6 +11,7 @@ least squares (numpy, scipy).
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -148,6 +149,11 @@ class Comparison:
     bands: list[dict[str, Any]] = field(default_factory=list)
     line: int = 0
 
+    @functools.cached_property
+    def shown(self) -> list[tuple[CompareRow, int]]:
+        """The rows as a table shows them: :func:`median_rows` of :attr:`rows`, made once."""
+        return median_rows(self.rows)
+
     @property
     def above_ceiling(self) -> list[int]:
         """The sizes (B, each once, increasing) where a row's measured busbw exceeds the ceiling
@@ -155,9 +161,7 @@ class Comparison:
         fabric's rates) is no bound, and the model under-rates the path. Rows repeating a
         (size, type, reduction) count as their median run (:func:`median_rows`): one fast run
         among several is not a size above the ceiling (:func:`runs_apart` names it)."""
-        return sorted(
-            {r.size_bytes for r, _ in median_rows(self.rows) if r.ceiling_ratio > ABOVE_CEILING}
-        )
+        return sorted({r.size_bytes for r, _ in self.shown if r.ceiling_ratio > ABOVE_CEILING})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`). The rows are shallow
@@ -229,13 +233,17 @@ def _times_by_run_group(
     return out
 
 
-def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, float]]:
+def runs_apart(
+    rows: list[CompareRow], shown: list[tuple[CompareRow, int]] | None = None
+) -> list[tuple[CompareRow, int, float, float]]:
     """The (size, type, reduction) groups whose runs disagree (:data:`RUNS_APART`).
 
     Parameters
     ----------
     rows : list of CompareRow
         A comparison's rows, every run.
+    shown : list, optional
+        :func:`median_rows` of ``rows``, if made already (:attr:`Comparison.shown`).
 
     Returns
     -------
@@ -252,7 +260,7 @@ def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, flo
     """
     times = _times_by_run_group(rows, lambda r: r.measured_time_us)
     out = []
-    for m, n in median_rows(rows):
+    for m, n in shown if shown is not None else median_rows(rows):
         if n < 2:
             continue
         t = times[(m.size_bytes, m.type, m.redop)]
@@ -262,7 +270,9 @@ def runs_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, int, float, flo
     return out
 
 
-def inplace_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, float]]:
+def inplace_apart(
+    rows: list[CompareRow], shown: list[tuple[CompareRow, int]] | None = None
+) -> list[tuple[CompareRow, float]]:
     """The (size, type, reduction) groups whose in-place time is more than
     :data:`RUNS_APART` off the out-of-place one (both the median of the group's runs): the
     comparison reads the out-of-place columns, and a run whose in-place operation is much
@@ -272,6 +282,8 @@ def inplace_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, float]]:
     ----------
     rows : list of CompareRow
         A comparison's rows, every run.
+    shown : list, optional
+        :func:`median_rows` of ``rows``, if made already (:attr:`Comparison.shown`).
 
     Returns
     -------
@@ -288,7 +300,7 @@ def inplace_apart(rows: list[CompareRow]) -> list[tuple[CompareRow, float]]:
     """
     inplace = _times_by_run_group(rows, lambda r: r.inplace_time_us)
     out = []
-    for m, _ in median_rows(rows):
+    for m, _ in shown if shown is not None else median_rows(rows):
         t = inplace.get((m.size_bytes, m.type, m.redop))
         ip = median(t) if t else 0.0
         if ip <= 0 or m.measured_time_us <= 0:

@@ -220,9 +220,7 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
         f"{count(cmp.nodes, 'node')} x {cmp.gpus_per_node}"
         f"{', ' + restricted if restricted else ''})"
     )
-    from topo.collective.compare import median_rows
-
-    shown = median_rows(cmp.rows)
+    shown = cmp.shown
     repeated = len(shown) < len(cmp.rows)
     show_type = len({r.type for r in cmp.rows}) > 1
     show_redop = len({r.redop for r in cmp.rows}) > 1
@@ -280,9 +278,9 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
     out.print(f"{cmp.op}: {cmp.verdict}", style=style)
-    over = cmp.above_ceiling
+    over = set(cmp.above_ceiling)
     if over:
-        top = max((r for r, _ in shown if r.size_bytes in set(over)), key=lambda r: r.ceiling_ratio)
+        top = max((r for r, _ in shown if r.size_bytes in over), key=lambda r: r.ceiling_ratio)
         out.print(
             f"{cmp.op}: measured above the ceiling at {count(len(over), 'size')} (up to "
             f"{top.ceiling_ratio * 100:.0f}% of it, {top.size_bytes} B): the ceiling is NCCL's "
@@ -304,7 +302,7 @@ def _say_runs_apart(cmp: Comparison) -> None:
     apart."""
     from topo.collective.compare import RUNS_APART, runs_apart
 
-    apart = runs_apart(cmp.rows)
+    apart = runs_apart(cmp.rows, cmp.shown)
     if not apart:
         return
 
@@ -313,12 +311,10 @@ def _say_runs_apart(cmp: Comparison) -> None:
         return max(hi / m.measured_time_us, m.measured_time_us / lo) if lo > 0 else math.inf
 
     m, n, lo, hi = max(apart, key=spread)
-    kind = " ".join(k for k in (m.type, m.redop) if k)
     out.print(
         f"{cmp.op}: runs disagree in {count(len(apart), 'row')} of the table (a run more than "
-        f"{RUNS_APART:g}x off the median shown); furthest: {m.size_bytes} B"
-        f"{' ' + kind if kind else ''}, {n} runs from {lo:.1f} to {hi:.1f} us, median "
-        f"{m.measured_time_us:.1f} us (--json has every run)",
+        f"{RUNS_APART:g}x off the median shown); furthest: {_row_named(m)}, {n} runs from "
+        f"{lo:.1f} to {hi:.1f} us, median {m.measured_time_us:.1f} us (--json has every run)",
         style="bold",
     )
 
@@ -329,7 +325,7 @@ def _say_inplace_apart(cmp: Comparison) -> None:
     :func:`topo.collective.compare.inplace_apart`), naming the one furthest apart."""
     from topo.collective.compare import RUNS_APART, inplace_apart
 
-    apart = inplace_apart(cmp.rows)
+    apart = inplace_apart(cmp.rows, cmp.shown)
     if not apart:
         return
 
@@ -337,15 +333,19 @@ def _say_inplace_apart(cmp: Comparison) -> None:
         return max(g[1], g[0].measured_time_us) / min(g[1], g[0].measured_time_us)
 
     m, ip = max(apart, key=spread)
-    kind = " ".join(k for k in (m.type, m.redop) if k)
     pace = "slower" if ip > m.measured_time_us else "faster"
     out.print(
         f"{cmp.op}: in-place runs more than {RUNS_APART:g}x off the out-of-place ones at "
         f"{count(len(apart), 'row')} of the table (the table and verdicts read out-of-place); "
-        f"furthest: {m.size_bytes} B{' ' + kind if kind else ''}, in-place {ip:.1f} us, "
+        f"furthest: {_row_named(m)}, in-place {ip:.1f} us, "
         f"{pace} than out-of-place {m.measured_time_us:.1f} us (--json rows: inplace_time_us)",
         style="bold",
     )
+
+
+def _row_named(r: CompareRow) -> str:
+    """A row of the table in words: its size (B), type and reduction where the log has them."""
+    return " ".join([f"{r.size_bytes} B", *(k for k in (r.type, r.redop) if k)])
 
 
 def _rows_and_sizes(points: int, rows: list[CompareRow]) -> str:
