@@ -25,7 +25,7 @@ from topo.collective.choice import tuner_restriction
 from topo.collective.constants import NcclConstants
 from topo.collective.fabric_rates import fabric_rates
 from topo.collective.model import OPS, busbw_factor
-from topo.collective.predict import GIB, MIB, fabric_constants, predict_row, rates_summary
+from topo.collective.predict import GIB, MIB, fabric_constants, predict_rows, rates_summary
 from topo.errors import TopoError
 from topo.formats.nccl_tests_records import NcclTest
 from topo.units import Bps_to_GBps, s_to_us
@@ -465,14 +465,7 @@ def compare_log(
     measured = [m for m in test.rows if m.size_bytes > 0]
     if not measured:
         raise TopoError(f"the log's test {test.op}_perf has no row of more than 0 bytes")
-    # a row's prediction depends on its size, count and type only: a log that repeats them
-    # (nccl-tests -N, -d all -o all, runs appended) predicts each once
-    once: dict[tuple[int, int, str], Any] = {}
-    for m in measured:
-        key = (m.size_bytes, m.count, m.type)
-        if key not in once:
-            once[key] = predict_row(test.op, m.size_bytes, m.count, m.type, rates, c, restriction)
-    predicted = [once[(m.size_bytes, m.count, m.type)] for m in measured]
+    predicted = predict_rows(test.op, measured, rates, c, restriction)
     rows = [
         CompareRow(
             size_bytes=m.size_bytes,

@@ -83,7 +83,7 @@ from topo.collective.fabric_rates import (
     select_subcluster,
 )
 from topo.collective.model import OPS
-from topo.collective.predict import fabric_constants, predict_row
+from topo.collective.predict import fabric_constants, predict_rows
 from topo.errors import TopoError
 from topo.fabric import servers
 from topo.flow import routed_flow
@@ -651,12 +651,7 @@ def _curve(
     restriction: TunerRestriction | None,
 ) -> Curve:
     """The predicted rows at the measured rows' sizes, scored over the ``scored`` ones."""
-    once: dict[tuple[int, int, str], Any] = {}  # rows repeating a (size, count, type): once
-    for m in rows:
-        key = (m.size_bytes, m.count, m.type)
-        if key not in once:
-            once[key] = predict_row(op, m.size_bytes, m.count, m.type, rates, c, restriction)
-    preds = [once[(m.size_bytes, m.count, m.type)] for m in rows]
+    preds = predict_rows(op, rows, rates, c, restriction)
     logs = _log_ratios([p.time_us for p in preds], rows, scored)
     return Curve(
         sizes=[m.size_bytes for m in rows],

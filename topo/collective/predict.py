@@ -12,8 +12,9 @@ says why a busbw may exceed the link rate (:func:`link_rate_Bps`). The size swee
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -24,6 +25,9 @@ from topo.collective.fabric_rates import FabricRates
 from topo.collective.model import busbw_factor
 from topo.fabric.gpus import gpu_arch
 from topo.units import Bps_to_GBps, s_to_us
+
+if TYPE_CHECKING:
+    from topo.formats.nccl_tests_records import NcclTestRow
 
 GIB = 1 << 30
 """Bytes in a GiB."""
@@ -273,3 +277,40 @@ def predict_row(
             "channels": ex.channels,
         },
     )
+
+
+def predict_rows(
+    op: str,
+    rows: Sequence[NcclTestRow],
+    rates: FabricRates,
+    c: NcclConstants,
+    restriction: TunerRestriction | None = None,
+) -> list[Row]:
+    """:func:`predict_row` of each measured row, in order: one per (size, count, type), the
+    rows that repeat them (nccl-tests ``-N``, ``-d all -o all``, runs appended) sharing it (the
+    same object: copy a row's ``candidates`` before changing them).
+
+    Parameters
+    ----------
+    op : str
+    rows : sequence of NcclTestRow
+        A measured test's rows (their ``size_bytes`` in B, ``count``, ``type``).
+    rates, c, restriction
+        As :func:`predict_row`.
+
+    Returns
+    -------
+    list of Row
+        As many as ``rows`` (times in µs, bandwidths in GB/s).
+
+    Raises
+    ------
+    TopoError
+        As :func:`predict_row`.
+    """
+    once: dict[tuple[int, int, str], Row] = {}
+    for m in rows:
+        key = (m.size_bytes, m.count, m.type)
+        if key not in once:
+            once[key] = predict_row(op, m.size_bytes, m.count, m.type, rates, c, restriction)
+    return [once[(m.size_bytes, m.count, m.type)] for m in rows]
