@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,7 +34,7 @@ from topo.errors import InfeasibleError, SpecError, TopoError
 from topo.fabric import summarize
 from topo.moe import MoEConfig, ep_layout, moe_report
 from topo.moe.cache import MoECache
-from topo.moe.kernels import kernel_report
+from topo.moe.kernels import KernelLimitError, kernel_report
 from topo.spec import FabricSpec
 
 CODESIGN_FAMILIES = ("ft2", "mrft", "mpft", "ft3")
@@ -209,8 +208,9 @@ def ep_sizes(config: MoEConfig, gpus: int, gpus_per_node: int) -> list[int]:
 
 
 class KernelTime(NamedTuple):
-    """One kernel's TPOT of a point (:func:`time_design`): ``refused`` says why the kernel's
-    limits leave the point untimed (then ``tpot_ms`` and ``tokens_per_s`` are NaN)."""
+    """One kernel's TPOT of a point (:func:`time_design`), ms and 1/s: ``refused`` is the
+    kernel's limit that leaves the point untimed (:class:`topo.moe.kernels.KernelLimitError`;
+    else why the kernel could not time it; then ``tpot_ms`` and ``tokens_per_s`` are NaN)."""
 
     kernel: str | None
     tpot_ms: float
@@ -276,7 +276,9 @@ def time_design(
         try:
             kr = kernel_report(report, kernel, sms)
         except TopoError as exc:
-            out.append(KernelTime(kernel, math.nan, math.nan, str(exc)))
+            # a limit is said once for every EP size it refuses (its words without the size)
+            why = exc.limit if isinstance(exc, KernelLimitError) else str(exc)
+            out.append(KernelTime(kernel, math.nan, math.nan, why))
             continue
         assert kr.tpot_ms is not None and kr.tokens_per_s is not None
         out.append(KernelTime(kernel, float(kr.tpot_ms), float(kr.tokens_per_s)))
@@ -603,10 +605,7 @@ def _not_timed(timed: dict[_Task, list[KernelTime]]) -> list[str]:
     for task, outs in timed.items():
         for o in outs:
             if o.refused:
-                # the reason without its kernel's name and EP size, said once for every EP
-                reason = o.refused.removeprefix(f"{o.kernel}: ")
-                reason = re.sub(rf"; asked for EP ?{task.ep}$", "", reason)
-                eps.setdefault((o.kernel, reason), set()).add(task.ep)
+                eps.setdefault((o.kernel, o.refused), set()).add(task.ep)
     return [
         f"{kernel} at EP {', '.join(map(str, sorted(e)))}: {reason}"
         for (kernel, reason), e in eps.items()

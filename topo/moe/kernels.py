@@ -474,19 +474,35 @@ def check_kernel_sms(kernel: str, num_sms: int | None, gpu_model: str | None = N
         )
 
 
+class KernelLimitError(TopoError):
+    """A kernel's own limits refuse the EP layout (NCCL EP above 64 GPUs or 8 per node).
+
+    ``limit`` is the limit in words without the layout's own figure, the same for every layout
+    it refuses (``topo codesign`` says it once for all the EP sizes refused).
+    """
+
+    def __init__(self, message: str = "", *, limit: str = "", param: str | None = None) -> None:
+        super().__init__(message, param=param)
+        self.limit = limit
+
+
 def _check_nccl_ep(layout: EPLayout, kernel: str) -> None:
-    if layout.ep > NCCL_EP_MAX_GPUS:
-        raise TopoError(
-            f"{kernel}: NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS} GPUs (8 nodes x 8 GPUs, "
-            f"contrib/nccl_ep/RELEASE.md); asked for EP{layout.ep}",
-            param="kernel",
-        )
-    if layout.gpus_per_node > NCCL_EP_MAX_GPUS_PER_NODE:
-        raise TopoError(
-            f"{kernel}: NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS_PER_NODE} GPUs per node "
-            f"(contrib/nccl_ep/RELEASE.md); the EP group has {layout.gpus_per_node}",
-            param="kernel",
-        )
+    for over, limit, asked in (
+        (
+            layout.ep > NCCL_EP_MAX_GPUS,
+            f"NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS} GPUs (8 nodes x 8 GPUs, "
+            "contrib/nccl_ep/RELEASE.md)",
+            f"asked for EP{layout.ep}",
+        ),
+        (
+            layout.gpus_per_node > NCCL_EP_MAX_GPUS_PER_NODE,
+            f"NCCL EP 0.1.0 supports at most {NCCL_EP_MAX_GPUS_PER_NODE} GPUs per node "
+            "(contrib/nccl_ep/RELEASE.md)",
+            f"the EP group has {layout.gpus_per_node}",
+        ),
+    ):
+        if over:
+            raise KernelLimitError(f"{kernel}: {limit}; {asked}", limit=limit, param="kernel")
 
 
 def _node_pairs(layout: EPLayout, experts: np.ndarray) -> float:
