@@ -27,7 +27,6 @@ from topo.collective.compare import (
     Fit,
     compare_log,
     fit_alpha_beta,
-    median_rows,
     size_bands,
 )
 from topo.collective.constants import NcclConstants
@@ -255,7 +254,7 @@ def _busbw_data(
         # a curve per (type, reduction), each size once, in increasing size: the median of a
         # size's runs (median_rows), so that repeated runs (-N, runs appended) and several
         # types (-d all) draw no line back to the smallest size
-        shown = sorted((r for r, _ in median_rows(cmp.rows)), key=lambda r: r.size_bytes)
+        shown = sorted((r for r, _ in cmp.shown), key=lambda r: r.size_bytes)
         kinds = list(dict.fromkeys((r.type, r.redop) for r in shown))
         model: dict[tuple[tuple[int, ...], tuple[float, ...]], str] = {}  # a model curve once
         measured = []

@@ -246,7 +246,6 @@ def collective(
     """Predict nccl-tests' table (time, algbw, busbw) on a fabric, with NCCL's algorithm choice."""
     from topo import fabric as fabric_mod
     from topo.collective import collective_table, compare_log, load_constants, plot_busbw
-    from topo.collective.compare import median_rows
 
     _check_log_options(ctx, compare, calibrate, fit, output)
     if algo is not None or proto is not None:
@@ -317,7 +316,7 @@ def collective(
                 if why:
                     why_table(
                         cmp.op,
-                        [r for r, _ in median_rows(cmp.rows)],
+                        [r for r, _ in cmp.shown],
                         restriction_title(cmp.algo, cmp.proto),
                         measured=True,
                     )
