@@ -191,7 +191,8 @@ def median_rows(rows: list[CompareRow]) -> list[tuple[CompareRow, int]]:
     first's prediction with the median of their measured times, the busbw of that time
     (``busbw x time`` is the runs' own, size x nccl-tests' factor: of an even number of runs
     the median time is the mean of the middle two, whose busbw is not the median of theirs),
-    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for."""
+    ``ratio`` and ``ceiling_ratio`` from the median time, and how many rows it stands for
+    (times in µs, busbw in GB/s, as :class:`CompareRow`'s). An empty list gives an empty list."""
     groups: dict[tuple[int, str, str], list[CompareRow]] = {}
     for r in rows:
         groups.setdefault((r.size_bytes, r.type, r.redop), []).append(r)
