@@ -579,6 +579,34 @@ def test_compare_says_where_repeated_runs_disagree(small, tmp_path):
     assert "disagree" not in ok(*args).stdout
 
 
+def test_compare_says_where_a_size_took_longer_than_a_larger_one(small, tmp_path):
+    # nccl-tests issue 309's 8-server all_reduce at 4, 8, 16 and 32 MiB: 203.8, 1272.4, 378.1
+    # and 509.6 us. 8 MiB took 1272.4 / 378.1 = 3.4x the time of 16 MiB (and 2.5x 32 MiB's):
+    # the one row said; 4 MiB (203.8 us, under every larger size's time) is not. Within 1.25x
+    # of a larger size (a flat launch floor: 1 MiB 40 us, 2 MiB 38 us) says nothing. Only the
+    # measured times enter: the rows are put on the 16-GPU fixture.
+    rows = [(4 * MIB, 203.8), (8 * MIB, 1272.4), (16 * MIB, 378.1), (32 * MIB, 509.6)]
+    log = tmp_path / "glitch.log"
+    log.write_text(_nccl_tests_log([(s, "float", "sum", t) for s, t in rows]))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch", "hopper")
+    said = [line for line in ok(*args).stdout.splitlines() if "larger size" in line]
+    assert said == [
+        "all_reduce: 1 row of the table took more than 1.25x the time of a larger size; "
+        "furthest: 8388608 B float sum, 1272.4 us against 16777216 B's 378.1 us. One slow run "
+        "(nccl-tests -N repeats each size), or an algorithm or protocol NCCL's tuner picks "
+        "there that is slower than the larger size's (NCCL_ALGO / NCCL_PROTO forced tell them "
+        "apart); the row says nothing of the fabric (--json: slower_than_larger)"
+    ]
+    (c,) = json.loads(ok(*args, "--json").stdout)
+    assert c["slower_than_larger"] == [
+        {"size_bytes": 8 * MIB, "type": "float", "redop": "sum", "time_us": 1272.4,
+         "larger_size_bytes": 16 * MIB, "larger_time_us": 378.1}
+    ]  # fmt: skip
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 40.0), (2 * MIB, "float", "sum", 38.0)]))
+    assert "larger size" not in ok(*args).stdout
+    assert json.loads(ok(*args, "--json").stdout)[0]["slower_than_larger"] == []
+
+
 @pytest.mark.parametrize(
     "verb", [("collective", "--compare"), ("collective", "--calibrate"), ("explain",)]
 )

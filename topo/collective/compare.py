@@ -163,8 +163,26 @@ class Comparison:
         among several is not a size above the ceiling (:func:`runs_apart` names it)."""
         return sorted({r.size_bytes for r, _ in self.shown if r.ceiling_ratio > ABOVE_CEILING})
 
+    @property
+    def slower_than_larger(self) -> list[dict[str, Any]]:
+        """The rows slower than a larger size (:func:`slower_than_larger`), JSON-ready: per
+        row its ``size_bytes``, ``type``, ``redop`` and median ``time_us``, and the larger
+        size's ``larger_size_bytes`` and ``larger_time_us`` (µs)."""
+        return [
+            {
+                "size_bytes": m.size_bytes,
+                "type": m.type,
+                "redop": m.redop,
+                "time_us": m.measured_time_us,
+                "larger_size_bytes": big.size_bytes,
+                "larger_time_us": big.measured_time_us,
+            }
+            for m, big in slower_than_larger(self.rows, self.shown)
+        ]
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`). The rows are shallow
+        """JSON-ready dict (``above_ceiling``: :attr:`above_ceiling`; ``slower_than_larger``:
+        :attr:`slower_than_larger`). The rows are shallow
         dicts of their fields: a row's ``candidates`` list is the prediction's own, shared by
         the rows of one (size, count, type); copy before changing it."""
         names = [f.name for f in fields(CompareRow)]
@@ -178,7 +196,11 @@ class Comparison:
             elif f.name in ("rates", "bands"):
                 value = copy.deepcopy(value)
             d[f.name] = value
-        return {**d, "above_ceiling": self.above_ceiling}
+        return {
+            **d,
+            "above_ceiling": self.above_ceiling,
+            "slower_than_larger": self.slower_than_larger,
+        }
 
 
 ABOVE_CEILING = 1.02
@@ -309,6 +331,55 @@ def inplace_apart(
         if ip > RUNS_APART * m.measured_time_us or m.measured_time_us > RUNS_APART * ip:
             out.append((m, ip))
     return out
+
+
+def slower_than_larger(
+    rows: list[CompareRow], shown: list[tuple[CompareRow, int]] | None = None
+) -> list[tuple[CompareRow, CompareRow]]:
+    """The rows whose measured time is more than :data:`RUNS_APART` that of a larger size of
+    the same type and reduction (both the median of their runs): a collective moves more
+    bytes in no less time on a steady fabric, so such a row is one slow run (a glitch: the
+    median of ``-N`` runs would show it) or a size where NCCL's tuner picks an algorithm or
+    protocol slower than the one it picks for the larger size (``NCCL_ALGO``/``NCCL_PROTO``
+    forced tell them apart). Either way the row says nothing of the fabric's rate.
+
+    Parameters
+    ----------
+    rows : list of CompareRow
+        A comparison's rows, every run.
+    shown : list, optional
+        :func:`median_rows` of ``rows``, if made already (:attr:`Comparison.shown`).
+
+    Returns
+    -------
+    list of (CompareRow, CompareRow)
+        Per such row of :func:`median_rows`, in the order first seen: the row, and the larger
+        size's row of least time (times in µs).
+
+    Examples
+    --------
+    >>> r = CompareRow(4 << 20, 204.0, 200.0, 1.0, 1.0, 1.0, "ring", "Simple", "bandwidth")
+    >>> glitch = replace(r, size_bytes=8 << 20, measured_time_us=1272.0)
+    >>> later = replace(r, size_bytes=16 << 20, measured_time_us=378.0)
+    >>> [(a.size_bytes >> 20, b.size_bytes >> 20)
+    ...  for a, b in slower_than_larger([r, glitch, later])]
+    [(8, 16)]
+    """
+    medians = shown if shown is not None else median_rows(rows)
+    groups: dict[tuple[str, str], list[CompareRow]] = {}
+    for m, _ in medians:
+        groups.setdefault((m.type, m.redop), []).append(m)
+    found: dict[int, tuple[CompareRow, CompareRow]] = {}
+    for same in groups.values():
+        fastest: CompareRow | None = None  # the least time over the larger sizes seen
+        for m in sorted(same, key=lambda r: r.size_bytes, reverse=True):
+            if fastest is not None and m.measured_time_us > RUNS_APART * fastest.measured_time_us:
+                found[id(m)] = (m, fastest)
+            if m.measured_time_us > 0 and (
+                fastest is None or m.measured_time_us < fastest.measured_time_us
+            ):
+                fastest = m
+    return [found[id(m)] for m, _ in medians if id(m) in found]
 
 
 def fit_alpha_beta(sizes: list[float], times_us: list[float], factor: float) -> Fit:

@@ -274,6 +274,7 @@ def compare_table(cmp: Comparison, log: Path, at_line: bool = False) -> None:
     out.print(table)
     _say_runs_apart(cmp)
     _say_inplace_apart(cmp)
+    _say_slower_than_larger(cmp)
     style = "bold red" if cmp.far_below else "bold"
     for b in cmp.bands:
         out.print(f"{cmp.op}, {b['band']} ({b['sizes']}): {b['verdict']}", style=style)
@@ -315,6 +316,26 @@ def _say_runs_apart(cmp: Comparison) -> None:
         f"{cmp.op}: runs disagree in {count(len(apart), 'row')} of the table (a run more than "
         f"{RUNS_APART:g}x off the median shown); furthest: {_row_named(m)}, {n} runs from "
         f"{lo:.1f} to {hi:.1f} us, median {m.measured_time_us:.1f} us (--json has every run)",
+        style="bold",
+    )
+
+
+def _say_slower_than_larger(cmp: Comparison) -> None:
+    """Under the table, one line when some size took more than 1.25x the time of a larger
+    one (:func:`topo.collective.compare.slower_than_larger`), naming the one furthest off."""
+    from topo.collective.compare import RUNS_APART, slower_than_larger
+
+    slow = slower_than_larger(cmp.rows, cmp.shown)
+    if not slow:
+        return
+    m, big = max(slow, key=lambda g: g[0].measured_time_us / g[1].measured_time_us)
+    out.print(
+        f"{cmp.op}: {count(len(slow), 'row')} of the table took more than {RUNS_APART:g}x the "
+        f"time of a larger size; furthest: {_row_named(m)}, {m.measured_time_us:.1f} us against "
+        f"{big.size_bytes} B's {big.measured_time_us:.1f} us. One slow run (nccl-tests -N "
+        "repeats each size), or an algorithm or protocol NCCL's tuner picks there that is "
+        "slower than the larger size's (NCCL_ALGO / NCCL_PROTO forced tell them apart); the "
+        "row says nothing of the fabric (--json: slower_than_larger)",
         style="bold",
     )
 
