@@ -483,3 +483,35 @@ def test_cli_folder_skips_a_log_of_only_0_byte_rows(tmp_path: Path) -> None:
         f"topo: warning: {folder / 'a_tiny.log'}:1: the all_reduce_perf test has no row of more "
         "than 0 bytes" in r.stderr and "(skipped)" in r.stderr
     )
+
+
+def test_cli_says_where_a_size_took_longer_than_a_larger_one(tmp_path: Path) -> None:
+    # three runs of 64 MiB (900, 3000, 950 us: median 950) and one of 128 MiB (700 us): 64 MiB's
+    # median run took 950 / 700 = 1.36x the time of the larger size, said in a line and in
+    # --json; 1 MiB (60 us) is under every larger size's time, not said. The scores take the
+    # rows as they are: the four of 32 MiB and more (64 MiB's three runs, 128 MiB).
+    from collective.test_cli import _nccl_tests_log
+    from topo.fabric import save
+
+    mib = 1 << 20
+    rows = [(64 * mib, "float", "sum", t) for t in (900.0, 3000.0, 950.0)]
+    rows += [(128 * mib, "float", "sum", 700.0), (mib, "float", "sum", 60.0)]
+    log = tmp_path / "slow.log"
+    log.write_text(_nccl_tests_log(rows, ranks=2))
+    fab = tmp_path / "fabric.json"
+    save(_one_gpu_servers(), fab)
+    args = ["explain", str(fab), str(log), "--gpus", "2", "--gpus-per-node", "1"]
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    assert [x for x in r.stdout.splitlines() if "larger size" in x] == [
+        f"all_reduce: 1 size took more than 1.25x the time of a larger size; furthest: "
+        f"{64 * mib} B, 950.0 us against {128 * mib} B's 700.0 us: one slow run or a tuner "
+        "choice slower than the larger size's, not the fabric (the scores take it as it is; "
+        "--json: slower_than_larger)"
+    ]
+    (d,) = json.loads(run(*args, "--json").stdout)
+    assert d["slower_than_larger"] == [
+        {"size_bytes": 64 * mib, "time_us": 950.0, "larger_size_bytes": 128 * mib,
+         "larger_time_us": 700.0}
+    ]  # fmt: skip
+    assert d["scored_rows"] == 4

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from statistics import median
 from typing import Any
@@ -333,15 +333,47 @@ def inplace_apart(
     return out
 
 
+def slower_sizes(sizes: Sequence[int], times_us: Sequence[float]) -> list[tuple[int, int]]:
+    """The sizes that took more than :data:`RUNS_APART` the time of a larger size.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Distinct sizes (B), in any order.
+    times_us : sequence of float
+        Their times (µs), as many (each a size's median run).
+
+    Returns
+    -------
+    list of (int, int)
+        In the order of ``sizes``: the index of each such size, and the index of the larger
+        size of least time.
+
+    Examples
+    --------
+    >>> slower_sizes([4 << 20, 8 << 20, 16 << 20, 32 << 20], [204.0, 1272.0, 378.0, 510.0])
+    [(1, 2)]
+    """
+    found: dict[int, int] = {}
+    fastest: int | None = None  # of the larger sizes seen: the index of least time
+    for i in sorted(range(len(sizes)), key=lambda k: sizes[k], reverse=True):
+        if fastest is not None and times_us[i] > RUNS_APART * times_us[fastest]:
+            found[i] = fastest
+        if times_us[i] > 0 and (fastest is None or times_us[i] < times_us[fastest]):
+            fastest = i
+    return [(i, found[i]) for i in range(len(sizes)) if i in found]
+
+
 def slower_than_larger(
     rows: list[CompareRow], shown: list[tuple[CompareRow, int]] | None = None
 ) -> list[tuple[CompareRow, CompareRow]]:
     """The rows whose measured time is more than :data:`RUNS_APART` that of a larger size of
-    the same type and reduction (both the median of their runs): a collective moves more
-    bytes in no less time on a steady fabric, so such a row is one slow run (a glitch: the
-    median of ``-N`` runs would show it) or a size where NCCL's tuner picks an algorithm or
-    protocol slower than the one it picks for the larger size (``NCCL_ALGO``/``NCCL_PROTO``
-    forced tell them apart). Either way the row says nothing of the fabric's rate.
+    the same type and reduction (both the median of their runs; :func:`slower_sizes`): a
+    collective moves more bytes in no less time on a steady fabric, so such a row is one slow
+    run (a glitch: the median of ``-N`` runs would show it) or a size where NCCL's tuner picks
+    an algorithm or protocol slower than the one it picks for the larger size
+    (``NCCL_ALGO``/``NCCL_PROTO`` forced tell them apart). Either way the row says nothing of
+    the fabric's rate.
 
     Parameters
     ----------
@@ -371,14 +403,9 @@ def slower_than_larger(
         groups.setdefault((m.type, m.redop), []).append(m)
     found: dict[int, tuple[CompareRow, CompareRow]] = {}
     for same in groups.values():
-        fastest: CompareRow | None = None  # the least time over the larger sizes seen
-        for m in sorted(same, key=lambda r: r.size_bytes, reverse=True):
-            if fastest is not None and m.measured_time_us > RUNS_APART * fastest.measured_time_us:
-                found[id(m)] = (m, fastest)
-            if m.measured_time_us > 0 and (
-                fastest is None or m.measured_time_us < fastest.measured_time_us
-            ):
-                fastest = m
+        pairs = slower_sizes([r.size_bytes for r in same], [r.measured_time_us for r in same])
+        for i, j in pairs:
+            found[id(same[i])] = (same[i], same[j])
     return [found[id(m)] for m, _ in medians if id(m) in found]
 
 

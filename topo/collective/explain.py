@@ -269,6 +269,28 @@ class Explanation:
         """The index of the row that stands for the largest size (:func:`largest_row`)."""
         return largest_row(self.sizes, self.measured_time_us)
 
+    @property
+    def slower_than_larger(self) -> list[dict[str, Any]]:
+        """The sizes whose median run (:func:`median_runs`) took more than 1.25x the time of
+        a larger size's (:func:`topo.collective.compare.slower_sizes`): one slow run or a
+        tuner choice slower than the larger size's, not the fabric; per size its
+        ``size_bytes`` and ``time_us``, and the larger size's ``larger_size_bytes`` and
+        ``larger_time_us`` (µs). The scores take these rows as they are."""
+        from topo.collective.compare import slower_sizes
+
+        rows = median_runs(self.sizes, self.measured_time_us)
+        sizes = [self.sizes[i] for i in rows]
+        times = [self.measured_time_us[i] for i in rows]
+        return [
+            {
+                "size_bytes": sizes[i],
+                "time_us": times[i],
+                "larger_size_bytes": sizes[j],
+                "larger_time_us": times[j],
+            }
+            for i, j in slower_sizes(sizes, times)
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; ``causes`` best first, empty when the measurement agrees."""
         return {
@@ -290,6 +312,7 @@ class Explanation:
             ],
             "design": _rows(self.design),
             "causes": [c.to_dict() for c in self.causes],
+            "slower_than_larger": self.slower_than_larger,
         }
 
 

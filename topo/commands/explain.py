@@ -392,6 +392,7 @@ def _table(log: Path, e: Explanation, at_line: bool = False) -> None:
     if not e.causes:
         out.print(title)
         out.print(f"{e.op}: {e.verdict}", style=style)
+        _say_slower(e)
         return
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
@@ -419,3 +420,24 @@ def _table(log: Path, e: Explanation, at_line: bool = False) -> None:
     out.print(f"{e.op}: {e.verdict}", style=style)
     best = e.causes[0]
     out.print(f"check: {best.check}")
+    _say_slower(e)
+
+
+def _say_slower(e: Explanation) -> None:
+    """One line when some size took more than 1.25x the time of a larger one
+    (:attr:`Explanation.slower_than_larger`), naming the one furthest off."""
+    from topo.collective.compare import RUNS_APART
+
+    slow = e.slower_than_larger
+    if not slow:
+        return
+    w = max(slow, key=lambda g: g["time_us"] / g["larger_time_us"])
+    out.print(
+        f"{e.op}: {count(len(slow), 'size')} took more than {RUNS_APART:g}x the time of a larger "
+        "size; "
+        f"furthest: {w['size_bytes']} B, {w['time_us']:.1f} us against {w['larger_size_bytes']} "
+        f"B's {w['larger_time_us']:.1f} us: one slow run or a tuner choice slower than the "
+        "larger size's, not the fabric (the scores take it as it is; --json: "
+        "slower_than_larger)",
+        style="bold",
+    )
