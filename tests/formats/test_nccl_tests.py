@@ -456,3 +456,42 @@ def test_the_ten_node_log_cut_at_line_100_keeps_nine_rows(tmp_path):
         f"{path}:100: the last row of test all_reduce_perf (started line 2) is cut off "
         "mid-line on the file's last line (7 of its table's 13 columns): left out"
     )
+
+
+def test_a_log_cut_by_slurms_time_limit_keeps_its_rows(tmp_path):
+    # slurmstepd's line after the last row (a time limit), then srun's: the rows of lines
+    # 5-7 used, the test said cut off at its last row (line 7)
+    tail = (
+        "slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 DUE TO TIME "
+        "LIMIT ***\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    )
+    path = _write(tmp_path, HEAD + ROW + ROW2 + ROW3 + tail)
+    (t,) = read_nccl_tests(path)
+    assert [r.line for r in t.rows] == [5, 6, 7]
+    assert t.notes == [
+        f"{path}: test all_gather_perf (started line 2) ends at line 7 without its "
+        "'Avg bus bandwidth' line: the log was cut off; its 3 rows are used"
+    ]
+
+
+def test_a_rank_line_cut_on_the_last_line_leaves_its_test_out(tmp_path):
+    # all_gather complete (lines 1-6), all_reduce started on line 7, cut in its second rank
+    # line (line 9): left out; alone, the same cut is the error of a test with no row
+    cut = AR_HEAD[: AR_HEAD.rindex(" on h2")]
+    path = _write(tmp_path, HEAD + ROW + AVG + cut)
+    (t,) = read_nccl_tests(path)
+    assert t.left_out_tests == [
+        (
+            "all_reduce",
+            f"{path}: test all_reduce_perf (started line 7) has no result rows: the log was "
+            "cut off; the test is left out",
+        )
+    ]
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, cut))
+    assert str(info.value) == (
+        f"{path}: test all_reduce_perf (started line 1) has no result rows: truncated log"
+    )
+    # not on the last line, a malformed rank line is refused as before
+    with pytest.raises(FormatError, match=r"x.log:9: malformed rank line"):
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + cut + "\n" + AR_ROW))

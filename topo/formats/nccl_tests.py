@@ -569,7 +569,12 @@ def read_nccl_tests(
       is left out, with a line in its test's ``notes``;
     - a test with no result row (and no failure line) is left out, with a line in
       ``left_out_tests`` (the same list on every test read): it is an error only when no
-      test of the log has a row.
+      test of the log has a row. A ``#  Rank`` line cut mid-line on the file's last line is
+      passed over (its test has no row).
+
+    What a launcher or scheduler prints after the cut (``slurmstepd: error: *** JOB ...
+    CANCELLED ... DUE TO TIME LIMIT ***``, ``mpirun noticed that process rank ...``) is
+    passed over like any other line; a malformed row before such a line is refused.
 
     Examples
     --------
@@ -652,6 +657,8 @@ def read_nccl_tests(
         if cur is None:
             continue
         if line.startswith("#"):
+            if lineno == last and _RANK_LINE.match(line) and not _RANK.match(line):
+                continue  # a rank line cut mid-line: the test has no row (left out, said)
             _comment(path, lineno, line, cur)
             continue
         if is_row:
