@@ -309,3 +309,35 @@ def test_a_named_log_of_other_ranks_than_its_test_is_said_in_a_warning(kit, tmp_
     assert r.matched_by == "file name"
     (w,) = [w for w in res.warnings if "named after all_reduce.2x8" in w]
     assert "(16 ranks, 8 per server)" in w and "ran 8 ranks, 8 per server" in w
+
+
+def test_a_cut_log_gives_its_whole_tests_with_one_warning(kit, tmp_path):
+    """The ten-node log cut after line 216 (all_reduce and all_gather whole, reduce_scatter
+    started on line 216 with no row): its two tests pass by their headers, the third is one
+    warning; under reduce_scatter's own name, that test is not read, saying why."""
+    G, folder = kit
+    results = tmp_path / "results"
+    results.mkdir()
+    cut = results / "cut216.log"
+    cut.write_text("".join(real_file(LOGS, *N10_G8).read_text().splitlines(True)[:216]))
+    line = (
+        f"{cut}: test reduce_scatter_perf (started line 216) has no result rows: the log was "
+        "cut off; the test is left out"
+    )
+    res = read_results(folder, results)
+    assert {r.id for r in res.results if r.status == "pass"} == {
+        "all_reduce.10x8",
+        "all_gather.10x8",
+    }
+    assert res.warnings == [line]
+    out = CliRunner().invoke(app, ["acceptance", str(folder), "--results", str(results)])
+    assert [x for x in out.stderr.splitlines() if "warning" in x] == [f"topo: warning: {line}"]
+    named = cut.rename(results / "reduce_scatter.10x8.log")
+    res = read_results(folder, results)
+    (r,) = [r for r in res.results if r.id == "reduce_scatter.10x8"]
+    assert (r.status, r.matched_by) == ("not read", "file name")
+    assert r.verdict.endswith(
+        f"{named}: holds no reduce_scatter_perf test with rows left (only all_reduce_perf, "
+        "all_gather_perf); test reduce_scatter_perf (started line 216) has no result rows: the "
+        "log was cut off; the test is left out"
+    )

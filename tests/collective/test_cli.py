@@ -720,3 +720,79 @@ def test_compare_says_where_in_place_runs_differ_from_out_of_place(small, tmp_pa
     assert [r["measured_time_us"] for r in data["rows"]] == [100.0, 100.0]
     log.write_text(_nccl_tests_log(rows))
     assert "in-place" not in ok(*args).stdout
+
+
+def _cut_log(tmp_path: Path) -> tuple[Path, str]:
+    """An all_reduce_perf log of 16 ranks (lines 2-17, h0 and h1) cut off after its rows of
+    1 and 2 MiB (lines 20 and 21): no Avg line. And its warning line."""
+    ranks = [
+        f"#  Rank {i:2d} Group  0 Pid {100 + i} on h{i // 8} device {i % 8} [0000:1b:00] "
+        "NVIDIA H100"
+        for i in range(16)
+    ]
+    lines = _nccl_tests_log([(MIB, "float", "sum", 100.0), (2 * MIB, "float", "sum", 150.0)])
+    first, *rest = lines.splitlines()
+    log = tmp_path / "cut.log"
+    log.write_text("\n".join([first, *ranks, *rest[:4]]) + "\n")
+    return log, (
+        f"topo: warning: {log}: test all_reduce_perf (started line 1) ends at line 21 without "
+        "its 'Avg bus bandwidth' line: the log was cut off; its 2 rows are used"
+    )
+
+
+def test_compare_reads_a_cut_log_with_one_warning(small, tmp_path):
+    log, warning = _cut_log(tmp_path)
+    r = ok(small, "--compare", log, "--arch=hopper")
+    assert r.stderr.splitlines() == [warning]
+    body = [line.split() for line in r.stdout.splitlines() if line.strip()[:1].isdigit()]
+    # 1 MiB in 100.0 µs, 2 MiB in 150.0 µs, as the log prints them
+    assert [(int(c[0]), float(c[1])) for c in body] == [(MIB, 100.0), (2 * MIB, 150.0)]
+    data = json.loads(ok(small, "--compare", log, "--json").stdout)
+    assert [row["size_bytes"] for row in data[0]["rows"]] == [MIB, 2 * MIB]
+
+
+@pytest.mark.parametrize(
+    "verb", [("collective", "--compare"), ("collective", "--calibrate"), ("explain",)]
+)
+def test_every_verb_that_reads_a_cut_log_warns_once(small, tmp_path, verb):
+    log, warning = _cut_log(tmp_path)
+    args = [*verb, small, log] if verb == ("explain",) else [*verb[:1], small, verb[1], log]
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    # (the fabric's assumed GPU model is said too: a line of its own)
+    assert [line for line in r.stderr.splitlines() if str(log) in line] == [warning]
+
+
+def test_a_test_left_out_of_a_cut_log_is_said_for_its_op(small, tmp_path):
+    # two tests: all_reduce complete (lines 1-8), all_gather started on line 9, no row
+    log = tmp_path / "two.log"
+    log.write_text(
+        _nccl_tests_log([(MIB, "float", "sum", 100.0)]) + "# Collective test starting: "
+        "all_gather_perf\n"
+    )
+    warning = (
+        f"{log}: test all_gather_perf (started line 9) has no result rows: the log was cut "
+        "off; the test is left out"
+    )
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch=hopper")
+    assert ok(*args).stderr.splitlines() == [f"topo: warning: {warning}"]
+    assert ok(*args, "--op", "all_reduce").stderr == ""
+    assert user_error(run(*args, "--op", "all_gather")) == (
+        f"topo: error: {log}: no all_gather_perf test in the log (it has all_reduce); "
+        + warning.removeprefix(f"{log}: ")
+    )
+
+
+def test_compare_reads_the_ten_node_log_cut_at_line_216(tmp_path):
+    # all_reduce and all_gather whole, reduce_scatter started on line 216 and cut: the two
+    # compared, against the default H100 cluster of the log's 10 hosts, the third said
+    cut = tmp_path / "cut216.log"
+    cut.write_text("".join(real_file(*LOG).read_text().splitlines(keepends=True)[:216]))
+    r = ok("--compare", cut)
+    assert r.stderr.splitlines()[1:] == [
+        f"topo: warning: {cut}: test reduce_scatter_perf (started line 216) has no result rows: "
+        "the log was cut off; the test is left out"
+    ]
+    assert r.stderr.startswith("no FABRIC given: holding the log against 10 H100 server(s)")
+    titles = [line.split(":")[0] for line in r.stdout.splitlines() if "against the model" in line]
+    assert titles == ["all_reduce", "all_gather"]

@@ -114,3 +114,21 @@ def test_size_bands_name_the_sizes_the_log_covers(h100):
         ("large", "1 GiB to 16 GiB", 5),
     ]
     assert bands[0]["verdict"].endswith("of the expected busbw at 32 MiB to 512 MiB")
+
+
+def test_a_cut_log_compares_as_the_complete_logs_same_rows(h100, tmp_path):
+    # nccl_N10_G8.log cut after line 100 (all_reduce's 16 GiB row and Avg line lost): the
+    # comparison of its 9 rows is the complete log's comparison of those 9 rows
+    from dataclasses import replace
+
+    log = real_file(LOGS, "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(log.read_text().splitlines(keepends=True)[:100]))
+    (part,) = read_nccl_tests(cut)
+    whole = read_nccl_tests(log)[0]
+    assert part.rows == whole.rows[:9]
+    same = replace(whole, rows=whole.rows[:9])
+    c = load_constants()
+    got = compare_log(h100, part, constants=c, fit=True).to_dict()
+    assert got == compare_log(h100, same, constants=c, fit=True).to_dict()
+    assert [r["size_bytes"] for r in got["rows"]] == [(32 << 20) << k for k in range(9)]

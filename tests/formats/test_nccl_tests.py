@@ -1,6 +1,7 @@
 """The nccl-tests log reader on every log of ../shared/data/real/nccl_tests_logs, checked
-against the tool's own parsed summary (summary.csv) and the files' headers; and on cut-off and
-failed logs, which must be errors naming what is missing."""
+against the tool's own parsed summary (summary.csv) and the files' headers; on failed logs,
+which must be errors naming the failure; and on cut-off logs, whose complete rows are read with
+a warning line per cut (an error only when no row is left)."""
 
 from __future__ import annotations
 
@@ -104,15 +105,16 @@ HEAD = (
 ROW = "  1024  128  float  none  -1  10.00  0.10  0.05  0  9.00  0.11  0.06  0\n"
 
 
-def test_truncated_logs_are_errors(tmp_path):
-    with pytest.raises(
-        FormatError, match=r"x.log: test all_gather_perf \(started line 2\) has no result rows"
-    ):
+def test_logs_with_no_test_left_are_errors(tmp_path):
+    # a test started with no result row is an error when it is the log's only test (one
+    # line naming the file); so are a file of no test, an empty file, a lone row cut on the
+    # last line, a bad number, a missing file
+    with pytest.raises(FormatError) as info:
         read_nccl_tests(_write(tmp_path, HEAD))
-    with pytest.raises(
-        FormatError, match="no 'Avg bus bandwidth' line after its last row \\(line 5\\)"
-    ):
-        read_nccl_tests(_write(tmp_path, HEAD + ROW))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}: test all_gather_perf (started line 2) has no result rows: "
+        "truncated log"
+    )
     with pytest.raises(FormatError, match="no nccl-tests result"):
         read_nccl_tests(_write(tmp_path, "hello\n"))
     with pytest.raises(FormatError, match=r"x.log: empty file \(no '# Collective test"):
@@ -125,20 +127,203 @@ def test_truncated_logs_are_errors(tmp_path):
         read_nccl_tests(tmp_path / "missing.log")
 
 
+def test_two_tests_with_no_row_name_the_first(tmp_path):
+    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 5-7
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + second))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}: test all_gather_perf (started line 2) has no result rows: "
+        "truncated log"
+    )
+
+
+def test_a_failed_test_stays_an_error_after_a_complete_one(tmp_path):
+    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 7-9
+    fail = "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"  # line 10
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + second + fail))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}:10: test all_reduce_perf (started line 7) failed: Test NCCL "
+        "failure common.cu:1279 'remote process exited'; no results"
+    )
+
+
 def test_a_row_cut_off_on_the_last_line_says_the_log_may_be_cut_off(tmp_path):
-    # a job killed mid-write: its last row has 10 of 13 columns; the same row followed by
-    # another line says nothing of the file's end (blank lines after the last do not count)
+    # a job killed mid-write: its row has 10 of 13 columns. As its test's only row, on the
+    # file's last line, it is an error saying the log may be cut off; followed by another
+    # line it says nothing of the file's end and is refused as any malformed row
     cut = ROW.rsplit(maxsplit=3)[0] + "\n"
     with pytest.raises(FormatError) as info:
-        read_nccl_tests(_write(tmp_path, HEAD + ROW + cut + "\n  \n"))
+        read_nccl_tests(_write(tmp_path, HEAD + cut + "\n  \n"))
     assert str(info.value) == (
-        f"{tmp_path / 'x.log'}:6: a result row has 9 or 13 columns (size count type redop root "
-        "time algbw busbw #wrong, then in-place), got 10; it is the file's last line: a log cut "
-        "off?"
+        f"{tmp_path / 'x.log'}:5: a result row has 9 or 13 columns (size count type redop root "
+        "time algbw busbw #wrong, then in-place; before nccl-tests 2.13 11 or 12, without redop "
+        "or root), got 10; it is the file's last line: a log cut off?"
     )
     with pytest.raises(FormatError) as info:
         read_nccl_tests(_write(tmp_path, HEAD + cut + ROW))
-    assert str(info.value).endswith("got 10")
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}:5: a result row has 9 or 13 columns (size count type redop root "
+        "time algbw busbw #wrong, then in-place; before nccl-tests 2.13 11 or 12, without redop "
+        "or root), got 10"
+    )
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut + AVG))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}:7: a result row has 9 or 13 columns (size count type redop root "
+        "time algbw busbw #wrong, then in-place), got 10"
+    )
+
+
+# -- logs cut off: complete rows used, each cut said in one warning line -----------------------
+
+# two more rows of HEAD's all_gather on 2 ranks (busbw = algbw / 2), worked by hand:
+# 2048 B = 2 x 256 x 4 B in 20.00 µs: algbw 2048 / 20 / 1e3 = 0.1024 -> 0.10, busbw 0.05;
+# in-place 18.00 µs: 0.1138 -> 0.11, busbw 0.0569 -> 0.06.
+# 4096 B = 2 x 512 x 4 B in 20.00 µs: algbw 0.2048 -> 0.20, busbw 0.1024 -> 0.10;
+# in-place 19.00 µs: 0.2156 -> 0.22, busbw 0.1078 -> 0.11.
+ROW2 = "  2048  256  float  none  -1  20.00  0.10  0.05  0  18.00  0.11  0.06  0\n"
+ROW3 = "  4096  512  float  none  -1  20.00  0.20  0.10  0  19.00  0.22  0.11  0\n"
+# all_reduce on the same 2 ranks (busbw = algbw x 2 (2 - 1) / 2 = algbw): 1024 B = 256 x 4 B
+AR_HEAD = (
+    "# Collective test starting: all_reduce_perf\n"
+    "#  Rank  0 Group  0 Pid 3 on h1 device  0 [0000:1b:00] NVIDIA H100\n"
+    "#  Rank  1 Group  0 Pid 4 on h2 device  0 [0000:1b:00] NVIDIA H100\n"
+)
+AR_ROW = "  1024  256  float  sum  -1  10.00  0.10  0.10  0  9.00  0.11  0.11  0\n"
+
+
+def test_a_test_cut_off_before_its_average_keeps_its_rows(tmp_path):
+    # rows on lines 5, 6, 7 and no Avg line: the three rows are used, the average their mean
+    # out-of-place busbw (0.05 + 0.05 + 0.10) / 3 = 0.0667 GB/s, and one warning line
+    path = _write(tmp_path, HEAD + ROW + ROW2 + ROW3 + "\n\n")
+    (t,) = read_nccl_tests(path)
+    assert [(r.size_bytes, r.time_us, r.line) for r in t.rows] == [
+        (1024, 10.0, 5),
+        (2048, 20.0, 6),
+        (4096, 20.0, 7),
+    ]
+    assert t.avg_busbw_GBps == pytest.approx(0.2 / 3, abs=1e-12)
+    assert t.notes == [
+        f"{path}: test all_gather_perf (started line 2) ends at line 7 without its "
+        "'Avg bus bandwidth' line: the log was cut off; its 3 rows are used"
+    ]
+    assert (t.left_out, t.left_out_tests, t.ranks, t.hosts) == ([], [], 2, ["h1", "h2"])
+
+
+def test_one_row_cut_off_says_one_row(tmp_path):
+    path = _write(tmp_path, HEAD + ROW)
+    (t,) = read_nccl_tests(path)
+    assert (len(t.rows), t.avg_busbw_GBps) == (1, 0.05)
+    assert t.notes[0].endswith("ends at line 5 without its 'Avg bus bandwidth' line: the log "
+                               "was cut off; its 1 row is used")  # fmt: skip
+
+
+def test_a_test_cut_off_before_the_next_one_keeps_its_rows(tmp_path):
+    # all_gather's rows on lines 5-6, then all_reduce starts on line 7 (row on line 10, its
+    # Avg on line 11): both tests read, the first with a warning naming where the next starts
+    path = _write(tmp_path, HEAD + ROW + ROW2 + AR_HEAD + AR_ROW + "# Avg bus bandwidth : 0.1\n")
+    ag, ar = read_nccl_tests(path)
+    assert [r.size_bytes for r in ag.rows] == [1024, 2048] and ag.avg_busbw_GBps == 0.05
+    assert ag.notes == [
+        f"{path}: test all_gather_perf (started line 2) ends at line 6 without its "
+        "'Avg bus bandwidth' line: the test was cut off (the next one starts line 7); its 2 "
+        "rows are used"
+    ]
+    assert (ar.op, ar.line, [r.line for r in ar.rows], ar.avg_busbw_GBps, ar.notes) == (
+        "all_reduce",
+        7,
+        [10],
+        0.1,
+        [],
+    )
+
+
+def test_a_test_with_no_row_is_left_out_when_another_has_rows(tmp_path):
+    # all_gather complete (lines 1-6); all_reduce started on line 7, its rank lines, no row:
+    # left out with one line, carried by every test read
+    path = _write(tmp_path, HEAD + ROW + AVG + AR_HEAD)
+    (t,) = read_nccl_tests(path)
+    assert (t.op, [r.size_bytes for r in t.rows], t.avg_busbw_GBps, t.notes) == (
+        "all_gather",
+        [1024],
+        0.05,
+        [],
+    )
+    assert t.left_out_tests == [
+        (
+            "all_reduce",
+            f"{path}: test all_reduce_perf (started line 7) has no result rows: the log was "
+            "cut off; the test is left out",
+        )
+    ]
+    # the same test with no row in the middle of the log (line 2), before all_gather (line 5)
+    path = _write(tmp_path, "# nccl-tests version 2.17.8\n" + AR_HEAD + HEAD + ROW + AVG)
+    (t,) = read_nccl_tests(path)
+    assert (t.op, t.line, [r.line for r in t.rows]) == ("all_gather", 6, [9])
+    assert t.left_out_tests == [
+        (
+            "all_reduce",
+            f"{path}: test all_reduce_perf (started line 2) has no result rows before the next "
+            "test (line 6); the test is left out",
+        )
+    ]
+
+
+def test_a_row_cut_mid_line_on_the_last_line_is_left_out(tmp_path):
+    # the 4096 B row cut after 10 of its 13 columns on line 7 (blank lines after it do not
+    # count): left out; the 1024 and 2048 B rows used, their mean busbw 0.05 GB/s
+    cut = ROW3.rsplit(maxsplit=3)[0] + "\n"
+    path = _write(tmp_path, HEAD + ROW + ROW2 + cut + "\n  \n")
+    (t,) = read_nccl_tests(path)
+    assert [(r.size_bytes, r.time_us) for r in t.rows] == [(1024, 10.0), (2048, 20.0)]
+    assert t.avg_busbw_GBps == 0.05
+    assert t.notes == [
+        f"{path}: test all_gather_perf (started line 2) ends at line 6 without its "
+        "'Avg bus bandwidth' line: the log was cut off; its 2 rows are used",
+        f"{path}:7: the last row of test all_gather_perf (started line 2) is cut off mid-line "
+        "on the file's last line (10 of its table's 13 columns): left out",
+    ]
+    # cut after its out-of-place columns: 9 columns, a whole row in a 9-column table, are
+    # fewer than its table's 13
+    cut9 = ROW3.rsplit(maxsplit=4)[0] + "\n"
+    (t,) = read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut9))
+    assert [r.size_bytes for r in t.rows] == [1024, 2048]
+    assert t.notes[1].endswith(":7: the last row of test all_gather_perf (started line 2) is "
+                               "cut off mid-line on the file's last line (9 of its table's 13 "
+                               "columns): left out")  # fmt: skip
+
+
+def test_a_whole_last_row_that_is_malformed_stays_an_error(tmp_path):
+    # not fewer columns than its table's: refused as before, saying the log may be cut off
+    wide = ROW3.rstrip("\n") + "  0\n"
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + wide))
+    assert str(info.value) == (
+        f"{tmp_path / 'x.log'}:7: a result row has 9 or 13 columns (size count type redop root "
+        "time algbw busbw #wrong, then in-place), got 14; it is the file's last line: a log cut "
+        "off?"
+    )
+    with pytest.raises(FormatError, match=r"x.log:7: bad number in result row: .*; it is the "
+                                          r"file's last line: a log cut off\?$"):  # fmt: skip
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + ROW3.replace("19.00", "1x")))
+
+
+def test_a_tests_only_row_cut_on_the_last_line_leaves_the_test_out(tmp_path):
+    # all_gather complete (lines 1-6); all_reduce started on line 7, its only row (line 10)
+    # cut after 10 columns: the test has no row, and is left out saying so
+    cut = AR_ROW.rsplit(maxsplit=3)[0]
+    path = _write(tmp_path, HEAD + ROW + AVG + AR_HEAD + cut)
+    (t,) = read_nccl_tests(path)
+    assert (t.op, t.notes) == ("all_gather", [])
+    assert t.left_out_tests == [
+        (
+            "all_reduce",
+            f"{path}: test all_reduce_perf (started line 7) has no result rows but line 10, cut "
+            "off mid-line on the file's last line (10 columns): the log was cut off; the test "
+            "is left out",
+        )
+    ]
 
 
 def test_minimal_log(tmp_path):
@@ -211,3 +396,102 @@ def test_a_rank_number_too_long_is_refused(tmp_path):
 def test_the_good_row_reads(tmp_path):
     (t,) = read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG))
     assert (t.rows[0].time_us, t.rows[0].busbw_GBps, t.avg_busbw_GBps) == (10.0, 0.05, 0.05)
+
+
+def _cut(tmp_path, log, lines, tail=""):
+    """The first ``lines`` lines of ``log`` (and ``tail``), as a job killed there leaves it."""
+    p = tmp_path / f"cut{lines}.log"
+    p.write_text("".join(log.read_text().splitlines(keepends=True)[:lines]) + tail)
+    return p
+
+
+def test_the_ten_node_log_cut_at_line_216_keeps_its_two_whole_tests(tmp_path):
+    # lines 1-216 of nccl_N10_G8.log: all_reduce (line 2) and all_gather (line 109) complete,
+    # reduce_scatter started on line 216 (its '# Collective test starting' line) and no more
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    path = _cut(tmp_path, log, 216)
+    tests = read_nccl_tests(path)
+    assert [(t.op, t.line, len(t.rows)) for t in tests] == [
+        ("all_reduce", 2, 10),
+        ("all_gather", 109, 10),
+    ]
+    # the Avg lines of the log (lines 103 and 210), and no note
+    assert [t.avg_busbw_GBps for t in tests] == [265.631, 218.677]
+    assert [t.notes for t in tests] == [[], []]
+    line = (
+        f"{path}: test reduce_scatter_perf (started line 216) has no result rows: the log was "
+        "cut off; the test is left out"
+    )
+    assert [t.left_out_tests for t in tests] == [[("reduce_scatter", line)]] * 2
+    # the tests read are the complete log's own
+    whole = read_nccl_tests(log)
+    assert [t.rows for t in tests] == [whole[0].rows, whole[1].rows]
+
+
+def test_the_ten_node_log_cut_at_line_100_keeps_nine_rows(tmp_path):
+    # lines 1-100: all_reduce's rows of lines 92-100 (32 MiB to 8 GiB, doubling), the 16 GiB
+    # row and the Avg line cut off. Its average is the mean of the 9 printed out-of-place
+    # busbw (lines 92-100): 2347.39 / 9 = 260.821 GB/s
+    log = real_file("nccl_tests_logs", "xxrjun_cluster01_multinode_N10", "nccl_N10_G8.log")
+    path = _cut(tmp_path, log, 100)
+    (t,) = read_nccl_tests(path)
+    assert [r.size_bytes for r in t.rows] == [33554432 << k for k in range(9)]
+    assert [r.line for r in t.rows] == list(range(92, 101))
+    assert (t.rows[0].time_us, t.rows[-1].time_us) == (798.52, 53632.3)
+    busbw = [82.99, 141.02, 211.96, 280.67, 318.68, 344.87, 336.98, 313.90, 316.32]
+    assert [r.busbw_GBps for r in t.rows] == busbw
+    assert t.avg_busbw_GBps == pytest.approx(2347.39 / 9, abs=1e-9)
+    assert (t.ranks, t.gpus_per_node, len(t.hosts)) == (80, 8, 10)
+    assert t.notes == [
+        f"{path}: test all_reduce_perf (started line 2) ends at line 100 without its "
+        "'Avg bus bandwidth' line: the log was cut off; its 9 rows are used"
+    ]
+    assert t.left_out_tests == []
+    # line 100 cut after its algbw ("... -1  53632.3  160.16"): 8 rows, the cut one left out
+    path = _cut(tmp_path, log, 99, log.read_text().splitlines()[99][:70])
+    (t,) = read_nccl_tests(path)
+    assert [r.line for r in t.rows] == list(range(92, 100))
+    assert t.avg_busbw_GBps == pytest.approx((2347.39 - 316.32) / 8, abs=1e-9)
+    assert t.notes[1] == (
+        f"{path}:100: the last row of test all_reduce_perf (started line 2) is cut off "
+        "mid-line on the file's last line (7 of its table's 13 columns): left out"
+    )
+
+
+def test_a_log_cut_by_slurms_time_limit_keeps_its_rows(tmp_path):
+    # slurmstepd's line after the last row (a time limit), then srun's: the rows of lines
+    # 5-7 used, the test said cut off at its last row (line 7)
+    tail = (
+        "slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 DUE TO TIME "
+        "LIMIT ***\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    )
+    path = _write(tmp_path, HEAD + ROW + ROW2 + ROW3 + tail)
+    (t,) = read_nccl_tests(path)
+    assert [r.line for r in t.rows] == [5, 6, 7]
+    assert t.notes == [
+        f"{path}: test all_gather_perf (started line 2) ends at line 7 without its "
+        "'Avg bus bandwidth' line: the log was cut off; its 3 rows are used"
+    ]
+
+
+def test_a_rank_line_cut_on_the_last_line_leaves_its_test_out(tmp_path):
+    # all_gather complete (lines 1-6), all_reduce started on line 7, cut in its second rank
+    # line (line 9): left out; alone, the same cut is the error of a test with no row
+    cut = AR_HEAD[: AR_HEAD.rindex(" on h2")]
+    path = _write(tmp_path, HEAD + ROW + AVG + cut)
+    (t,) = read_nccl_tests(path)
+    assert t.left_out_tests == [
+        (
+            "all_reduce",
+            f"{path}: test all_reduce_perf (started line 7) has no result rows: the log was "
+            "cut off; the test is left out",
+        )
+    ]
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, cut))
+    assert str(info.value) == (
+        f"{path}: test all_reduce_perf (started line 1) has no result rows: truncated log"
+    )
+    # not on the last line, a malformed rank line is refused as before
+    with pytest.raises(FormatError, match=r"x.log:9: malformed rank line"):
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + cut + "\n" + AR_ROW))

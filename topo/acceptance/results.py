@@ -114,7 +114,9 @@ class AcceptanceResult:
     """Every test of a kit against the logs of a folder (see :func:`read_results`).
 
     ``unmatched``: the logs (or tests in them) that match no test of the kit, one line each;
-    ``warnings``: rows left out by the readers, one line each.
+    ``warnings``: rows left out by the readers, tests of a cut-off log read from their rows
+    or left out (:attr:`~topo.formats.nccl_tests_records.NcclTest.notes`,
+    :attr:`~topo.formats.nccl_tests_records.NcclTest.left_out_tests`), one line each.
     """
 
     kit: str
@@ -280,7 +282,9 @@ def _match_by_name(
             else:
                 unmatched.append(f"{exc} (skipped)")
             continue
-        warnings += [line for t in measured for line in t.left_out] + dropped
+        left_tests = measured[0].left_out_tests  # (the same on every test of the log)
+        warnings += [line for t in measured for line in t.notes + t.left_out] + dropped
+        warnings += [line for _, line in left_tests]
         own = None
         # a second log named after a test is read when the first could not be
         if named is not None and (claim is None or claim.measured is None):
@@ -301,6 +305,11 @@ def _match_by_name(
             elif claim is None:
                 ops = ", ".join(f"{t.op}_perf" for t in measured)
                 why = f"{path}: holds no {named['op']}_perf test with rows left (only {ops})"
+                why += "".join(  # its test of the op left out (no result row), and why
+                    f"; {line.removeprefix(f'{path}: ')}"
+                    for name, line in left_tests
+                    if name in ("", named["op"])
+                )
                 matched[named["id"]] = _Found(path, "file name", None, why)
         left += [(path, t) for t in measured if t is not own]
     return matched, left, unmatched, warnings

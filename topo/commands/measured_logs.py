@@ -51,19 +51,27 @@ def log_tests(
 ) -> tuple[list[NcclTest], list[str]]:
     """The tests of a measured log (nccl-tests text or JSON, NCCL Inspector: told by its
     content) to compare (of ``op`` if given, which also names a test an old log does not),
-    checked against the --gpus and --gpus-per-node given; and the rows left out (implausible,
-    or failed nccl-tests' data check), one line each, for the caller to print once its
-    result stands (a refusal stays one line). ``text``: the log's content, if already read."""
+    checked against the --gpus and --gpus-per-node given; and the warnings, one line each,
+    for the caller to print once its result stands (a refusal stays one line): the rows left
+    out (implausible, cut off on the file's last line, or failed nccl-tests' data check), the
+    tests cut off before their ``Avg bus bandwidth`` line (their rows used), and the tests
+    left out for having no result row (:attr:`NcclTest.left_out_tests`: with ``op``, only
+    those of that op; when they are all the op has, the error says so). ``text``: the log's
+    content, if already read."""
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests_checks import validated_tests
 
     tests = read_nccl_log(log, op.value if op is not None else None, text=text)
+    left_tests = [
+        line for name, line in tests[0].left_out_tests if op is None or name in ("", op.value)
+    ]
     if op is not None:
         found = ", ".join(t.op for t in tests)
         tests = [t for t in tests if t.op == op.value]
         if not tests:
-            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found})")
-    left_out = [line for t in tests for line in t.left_out]
+            why = "".join(f"; {line.removeprefix(f'{log}: ')}" for line in left_tests)
+            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found}){why}")
+    left_out = [line for t in tests for line in t.notes + t.left_out] + left_tests
     tests, warnings = validated_tests(tests, log)
     tests, empty = _moving_tests(log, tests)
     for t in tests:

@@ -42,9 +42,13 @@ its own, else it is an error.
 A launcher's tag before each line (:data:`LINE_TAG`: ``mpirun --tag-output``,
 ``srun --label``) is removed first.
 
-A test that failed (``Test NCCL failure``, ``Test failure``) or was cut off (no rows, or no
-``Avg bus bandwidth`` line) is an error naming the test, the file and the line, not a silent
-partial result.
+A test that failed (``Test NCCL failure``, ``Test failure``) is an error naming the test, the
+file and the line, not a silent partial result. A log cut off (a job killed by a time limit,
+OOM, Ctrl-C) gives its complete rows, each cut said in a warning line
+(:attr:`NcclTest.notes`, :attr:`NcclTest.left_out_tests`): a test without its
+``Avg bus bandwidth`` line keeps its rows (its average is then their mean out-of-place
+busbw); a row cut mid-line on the file's last line is left out; a test with no result row is
+left out. Only a log with no test left is an error.
 
 The columns are redundant (size = count x word [x ranks], algbw = size / time, busbw = algbw
 x the op's factor): a row whose columns disagree beyond the rounding of what nccl-tests prints
@@ -63,7 +67,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from topo.errors import FormatError
@@ -84,6 +88,7 @@ from topo.formats.nccl_tests_checks import (
     validated_tests,
 )
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
+from topo.wording import count
 
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
@@ -148,6 +153,8 @@ class _Open:
     old: bool | None = None  # nccl-tests < 2.13: an 'error' column, not '#wrong'
     named_by_start: bool = False  # '# Collective test starting' named the op
     cpu_time: bool = False  # the time columns are 'cputime' (-C 1)
+    width: int | None = None  # the columns of its last result row
+    cut: tuple[int, int, str] | None = None  # a row cut on the last line: line, columns, error
 
     @property
     def label(self) -> str:
@@ -266,7 +273,19 @@ def _check_root(path: Path, lineno: int, root: int) -> None:
         raise FormatError(path, f"root must be -1 (not rooted) or a rank, got {root}", lineno)
 
 
-def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
+@dataclass(frozen=True)
+class _LeftOut:
+    """A test left out whole (no result row): its op, the warning, and the error raised
+    when no test of the log is left."""
+
+    op: str
+    warning: str
+    error: FormatError
+
+
+def _close(path: Path, cur: _Open, op: str | None, next_line: int | None) -> NcclTest | _LeftOut:
+    """The test read, or why it is left out (no result row). ``next_line``: where the next
+    test starts (None: the file ended)."""
     if cur.failure is not None:
         lineno, what = cur.failure
         raise FormatError(
@@ -275,16 +294,7 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
             line=lineno,
         )
     if not cur.rows:
-        raise FormatError(
-            path,
-            f"{cur.label} (started line {cur.line}) has no result rows: truncated log",
-        )
-    if cur.avg is None:
-        raise FormatError(
-            path,
-            f"{cur.label} (started line {cur.line}) has no 'Avg bus bandwidth' line after "
-            f"its last row (line {cur.rows[-1].line}): truncated log",
-        )
+        return _no_rows(path, cur, op, next_line)
     name = _name(path, cur, op)
     n = len(cur.ranks) or None
     rows, left_out = plausible_rows(name, n, cur.rows, f"{path}:", cur.cpu_time)
@@ -297,6 +307,26 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
             f"no plausible row is left in {cur.label} (started line {cur.line})",
             line=first.line,
         )
+    notes = []
+    avg = cur.avg
+    if avg is None:  # cut off: the mean of its rows' out-of-place busbw, as the JSON reader
+        avg = sum(r.busbw_GBps for r in rows) / len(rows)
+        where = (
+            "the log was cut off"
+            if next_line is None
+            else f"the test was cut off (the next one starts line {next_line})"
+        )
+        used = f"{count(len(rows), 'row')} {'is' if len(rows) == 1 else 'are'} used"
+        notes.append(
+            f"{path}: {cur.label} (started line {cur.line}) ends at line {cur.rows[-1].line} "
+            f"without its 'Avg bus bandwidth' line: {where}; its {used}"
+        )
+    if cur.cut is not None:
+        lineno, n, _ = cur.cut
+        notes.append(
+            f"{path}:{lineno}: the last row of {cur.label} (started line {cur.line}) is cut off "
+            f"mid-line on the file's last line ({n} of its table's {cur.width} columns): left out"
+        )
     hosts = list(dict.fromkeys(cur.ranks[r] for r in sorted(cur.ranks)))
     per_host = set(Counter(cur.ranks.values()).values())
     gpn = per_host.pop() if len(per_host) == 1 else None
@@ -308,13 +338,40 @@ def _close(path: Path, cur: _Open, op: str | None) -> NcclTest:
         gpus_per_node=gpn,
         nccl_tests_version=cur.version,
         nccl_version=cur.library,
-        avg_busbw_GBps=cur.avg,
+        avg_busbw_GBps=avg,
         line=cur.line,
         out_of_bounds=cur.out_of_bounds,
         devices=list(dict.fromkeys(cur.devices[r] for r in sorted(cur.devices))),
         ranks_source=_lines("its '#  Rank' line", cur.rank_lines),
         left_out=left_out,
+        notes=notes,
     )
+
+
+def _no_rows(path: Path, cur: _Open, op: str | None, next_line: int | None) -> _LeftOut:
+    """A test with no result row, left out: the warning and the error for when no test of
+    the log is left (a row cut on the last line: that row's error)."""
+    head = f"{path}: {cur.label} (started line {cur.line}) has no result rows"
+    if cur.cut is not None:
+        lineno, n, message = cur.cut
+        warning = (
+            f"{head} but line {lineno}, cut off mid-line on the file's last line ({n} "
+            "columns): the log was cut off; the test is left out"
+        )
+        error = FormatError(path, message, lineno)
+    else:
+        if next_line is not None:
+            why = f" before the next test (line {next_line})"
+        elif cur.avg is None:
+            why = ": the log was cut off"
+        else:
+            why = ""
+        warning = f"{head}{why}; the test is left out"
+        error = FormatError(
+            path, f"{cur.label} (started line {cur.line}) has no result rows: truncated log"
+        )
+    name = cur.name.removesuffix("_perf") if cur.name is not None else (op or "")
+    return _LeftOut(name, warning, error)
 
 
 def _lines(what: str, lines: list[int]) -> str:
@@ -482,12 +539,15 @@ def read_nccl_tests(
     ------
     FormatError
         Missing or unreadable file; no test in it; a test that failed (naming the failure
-        line) or was cut off (no rows, or no ``Avg bus bandwidth`` line); a test whose
-        operation neither the log nor ``op`` gives; a test that the log does not name by a
+        line); no test with a result row (``... has no result rows: truncated log``, naming
+        the first such test; its only row cut on the last line: that row's error, ``...; it
+        is the file's last line: a log cut off?``); a test whose operation neither the log
+        nor ``op`` gives; a test that the log does not name by a
         ``Collective test starting`` line whose columns (nccl-tests 2.0-2.11,
         :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
         nccl-tests 1.x table; a result row whose column count is not its table's, or that
-        is not a number where one is printed, or whose root is below -1; a test whose every
+        is not a number where one is printed, or whose root is below -1 (on the file's last
+        line, unless it has fewer columns than its table's: see Notes); a test whose every
         row is :func:`implausible`; a run of more than :data:`topo.files.MAX_NUMBER_DIGITS`
         digits.
 
@@ -496,6 +556,25 @@ def read_nccl_tests(
     A row that is :func:`implausible` (its columns disagree beyond the printing's rounding;
     a time not above 0 and at most :data:`MAX_TIME_US`; a bandwidth outside 0 to
     :data:`MAX_GBPS`) is left out of its test, with a line in the test's ``left_out``.
+
+    A log cut off (a job killed mid-run) is read as far as it is whole, each cut said in a
+    warning line naming the file:
+
+    - a test whose rows end without its ``Avg bus bandwidth`` line (at the end of the file,
+      or where the next test starts) keeps its rows; ``avg_busbw_GBps`` is their mean
+      out-of-place busbw (as the JSON reader's), and a line in its ``notes`` names its start
+      line, its last row's line and the rows used;
+    - a result row on the file's last non-blank line with fewer columns than its table's
+      (the test's rows before it; with none, one it cannot be read as) was cut mid-line: it
+      is left out, with a line in its test's ``notes``;
+    - a test with no result row (and no failure line) is left out, with a line in
+      ``left_out_tests`` (the same list on every test read): it is an error only when no
+      test of the log has a row. A ``#  Rank`` line cut mid-line on the file's last line is
+      passed over (its test has no row).
+
+    What a launcher or scheduler prints after the cut (``slurmstepd: error: *** JOB ...
+    CANCELLED ... DUE TO TIME LIMIT ***``, ``mpirun noticed that process rank ...``) is
+    passed over like any other line; a malformed row before such a line is refused.
 
     Examples
     --------
@@ -512,15 +591,26 @@ def read_nccl_tests(
     >>> t = read_nccl_tests(f.name)[0]; os.unlink(f.name)
     >>> t.op, t.ranks, t.gpus_per_node, t.rows[0].busbw_GBps
     ('all_reduce', 2, 2, 0.1)
+
+    Cut off before its ``Avg bus bandwidth`` line, the test keeps its row, and says so:
+
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+    ...     _ = f.write(log.rsplit("\\n", 1)[0])
+    >>> t = read_nccl_tests(f.name)[0]; os.unlink(f.name)
+    >>> t.avg_busbw_GBps, t.notes[0].split(": ", 1)[1]  # doctest: +NORMALIZE_WHITESPACE
+    (0.1, "test all_reduce_perf (started line 1) ends at line 4 without its
+     'Avg bus bandwidth' line: the log was cut off; its 1 row is used")
     """
     path = Path(path)
     text = read_numbers_text(path, text)
-    tests: list[NcclTest] = []
+    closed: list[NcclTest | _LeftOut] = []
     cur: _Open | None = None
     version = library = ""
     binary: tuple[str, int] | None = None  # the last *_perf named between tests
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = MID_TAG.sub(" ", LINE_TAG.sub("", raw, count=1)).strip()
+    lines = text.splitlines()
+    last = next((i for i in range(len(lines), 0, -1) if _clean(lines[i - 1])), 0)
+    for lineno, raw in enumerate(lines, 1):
+        line = _clean(raw)
         if not line:
             continue
         m = _VERSION.match(line)
@@ -538,7 +628,7 @@ def read_nccl_tests(
         between = cur is None or bool(cur.rows) or cur.avg is not None
         if m or ((_NTHREAD.match(line) or _COLUMNS.match(line)) and between):
             if cur is not None:
-                tests.append(_close(path, cur, op))
+                closed.append(_close(path, cur, op, lineno))
             cur = _Open(None, lineno, version, library)
             if m:
                 cur.name, cur.named_at, cur.named_by_start = m.group(1), lineno, True
@@ -567,23 +657,50 @@ def read_nccl_tests(
         if cur is None:
             continue
         if line.startswith("#"):
+            if lineno == last and _RANK_LINE.match(line) and not _RANK.match(line):
+                continue  # a rank line cut mid-line: the test has no row (left out, said)
             _comment(path, lineno, line, cur)
             continue
         if is_row:
-            try:
-                cur.rows.append(_row(path, lineno, fields, cur))
-            except FormatError as exc:
-                if lineno == len(text.rstrip().splitlines()):  # (the last line not blank)
-                    raise FormatError(
-                        path, f"{exc.message}; it is the file's last line: a log cut off?", lineno
-                    ) from None
-                raise
+            _add_row(path, lineno, fields, cur, lineno == last)
     if cur is not None:
-        tests.append(_close(path, cur, op))
+        closed.append(_close(path, cur, op, None))
+    tests = [t for t in closed if isinstance(t, NcclTest)]
+    left = [t for t in closed if isinstance(t, _LeftOut)]
+    if not tests and left:
+        raise left[0].error
     if not tests:
         what = "empty file" if not text.strip() else "no nccl-tests result in the file"
         raise FormatError(path, f"{what} (no '# Collective test starting' or table)")
+    if left:
+        tests = [replace(t, left_out_tests=[(x.op, x.warning) for x in left]) for t in tests]
     return tests
+
+
+def _clean(raw: str) -> str:
+    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`) and blanks."""
+    return MID_TAG.sub(" ", LINE_TAG.sub("", raw, count=1)).strip()
+
+
+def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool) -> None:
+    """Read a result row into its test. On the file's last line (``last``), a row of fewer
+    columns than its table's (its test's rows before it; 13 or the header's with none) was
+    cut mid-line: it is left out (``cur.cut``) instead of refused."""
+    if last and cur.width is not None and len(fields) < cur.width:
+        cur.cut = (lineno, len(fields), "")
+        return
+    full = cur.width or 3 + len(cur.lead if cur.lead is not None else MODERN_LEAD) + 8
+    try:
+        cur.rows.append(_row(path, lineno, fields, cur))
+    except FormatError as exc:
+        if not last:
+            raise
+        message = f"{exc.message}; it is the file's last line: a log cut off?"
+        if len(fields) >= full:
+            raise FormatError(path, message, lineno) from None
+        cur.cut = (lineno, len(fields), message)
+        return
+    cur.width = len(fields)
 
 
 __all__ = [

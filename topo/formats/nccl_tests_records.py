@@ -75,7 +75,8 @@ class NcclTest:
     nccl_tests_version, nccl_version : str
         e.g. ``2.17.8`` and ``22902`` (``nccl-library``), empty when not printed.
     avg_busbw_GBps : float
-        The ``Avg bus bandwidth`` line.
+        The ``Avg bus bandwidth`` line (GB/s); for a test cut off before it (a note says so),
+        and in the JSON and Inspector readers, the mean of the rows' out-of-place busbw.
     line : int
         1-based line where the test starts.
     out_of_bounds : int or None
@@ -94,6 +95,18 @@ class NcclTest:
         One line per result row the reader left out as implausible
         (:func:`topo.formats.nccl_tests_checks.implausible`):
         the file, the row's line (or ``results[i]``) and what disagrees.
+    notes : list of str
+        Warnings on how the test was read from a log cut off (a job killed by a time limit,
+        OOM, Ctrl-C), one line each, naming the file: the test ended without its
+        ``Avg bus bandwidth`` line (its rows are used, ``avg_busbw_GBps`` their mean); its
+        last row was cut mid-line on the file's last line (left out). Empty for a whole log.
+    left_out_tests : list of (str, str)
+        The tests of the same log that the reader left out whole (started, but no result row
+        before the log ended or the next test started): ``(op, line)``, the operation as
+        ``op`` names it (``""`` when neither the log nor the caller names it) and a warning
+        naming the file, the test and its start line. The same list on every test of the
+        log: print it once per log. A caller that keeps only the tests of one operation
+        prints only the lines of that operation's left-out tests (what it would have read).
     """
 
     op: str
@@ -111,3 +124,5 @@ class NcclTest:
     nodes: int | None = None
     ranks_source: str = ""
     left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    left_out_tests: list[tuple[str, str]] = field(default_factory=list)
