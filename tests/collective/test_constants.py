@@ -62,6 +62,7 @@ def fabric_file(tmp_path_factory, server) -> str:
             "from 1e-06 to 1e+09",
         ),
         ("[efficiency]\nnode_network = 1e-300\n", "efficiency.node_network", "at least 1e-06"),
+        ('[model]\ncpu_arch = "power"\n', "model.cpu_arch", "x86 or arm"),
     ],
 )
 def test_bad_constants_are_one_line_naming_file_and_key(tmp_path, fabric_file, text, key, limit):

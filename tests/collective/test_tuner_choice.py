@@ -417,3 +417,48 @@ def test_a_per_function_list_restricts_one_test_of_a_log(fabric):
     assert {row["algorithm"] for row in by_op["all_gather"]["rows"]} == {"ring"}
     assert by_op["alltoall"]["algo"] is None  # send/recv: not governed
     assert "--algo does not govern alltoall and sendrecv" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "size, factor",
+    [
+        (16 * MIB, 0.7),  # log2(2^24 / 64) = 18: treeCorrectionFactor[Simple][18]
+        (512 * MIB, 0.9),  # 23: the entry the tree does not read (logSize < 23) but NVLS-tree does
+        (GIB, 1.0),  # 24: none (logSize < 24)
+    ],
+)
+def test_nvls_tree_tuner_rate_on_blackwell_x86_hosts_takes_the_tree_correction(size, factor):
+    # NCCL 2.29 ncclTopoGetAlgoTime scales NVLS-tree all_reduce's bandwidth by
+    # treeCorrectionFactor[protocol][log2(size / 64)] under 1 GiB when minCompCap >= 100 and the
+    # host is x86: 2 x 8 B200 recorded as such (x86) against the same servers on arm hosts
+    # (GB200's Grace): the tuner's NVLS-tree algbw differs by the factor, its ceiling not
+    # at all; on Hopper nothing changes
+    from topo.collective.predict import fabric_constants
+
+    G = build("ft2", switch_ports=16, gpus=16, gpus_per_node=8, nics_per_node=8,
+              link_gbps=400, nvlink_GBps=900)  # fmt: skip
+    G.graph["gpu_model"] = "NVIDIA B200"
+    x86 = fabric_constants(G)
+    assert (x86.arch, x86.cpu_arch) == ("blackwell", "x86")
+    r = fabric_rates(G, 16, 8)
+
+    def nvls_tree(c):
+        (k,) = [k for k in candidates("all_reduce", size, r, c) if k.algorithm == "nvls_tree"]
+        return k
+
+    on_x86, on_arm = nvls_tree(x86), nvls_tree(x86.with_cpu_arch("arm"))
+    assert on_x86.tuner_algbw_Bps == pytest.approx(factor * on_arm.tuner_algbw_Bps)
+    assert on_x86.algbw_Bps == on_arm.algbw_Bps
+    hopper = x86.with_arch("hopper")
+    on_arm = nvls_tree(hopper.with_cpu_arch("arm"))
+    assert nvls_tree(hopper).tuner_algbw_Bps == on_arm.tuner_algbw_Bps
+
+
+def test_a_grace_superchip_fabric_is_modelled_on_arm_hosts():
+    from topo.collective.predict import fabric_constants
+
+    G = build("ft2", switch_ports=16, gpus=16, gpus_per_node=8, nics_per_node=8)
+    G.graph["gpu_model"] = "NVIDIA GB200 NVL72 rack (18 compute trays of 2 Grace + 4 B200)"
+    assert (fabric_constants(G).arch, fabric_constants(G).cpu_arch) == ("blackwell", "arm")
+    G.graph["gpu_model"] = "NVIDIA H100 80GB HBM3"
+    assert fabric_constants(G).cpu_arch == "x86"

@@ -23,6 +23,9 @@ from topo.wording import shown
 DEFAULT_RELEASE = "2.29"
 ARCHES = ("volta", "ampere", "hopper", "blackwell")
 CPU_VENDORS = ("intel", "amd")
+CPU_ARCHES = ("x86", "arm")
+"""Host CPU architectures NCCL's tuner tells apart where the model replays it (its
+``cpuArch``: x86; arm, e.g. the Grace CPU of a GB200 or GH200 superchip)."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 """NCCL's protocols, in the order of every per-protocol array of the constants file."""
 CONSTANT_RANGE = (1e-6, 1e9)
@@ -61,6 +64,31 @@ class NcclConstants:
     def cpu_vendor(self) -> str:
         """intel or amd."""
         return str(self.data["model"]["cpu_vendor"])
+
+    @property
+    def cpu_arch(self) -> str:
+        """The hosts' CPU architecture (:data:`CPU_ARCHES`): x86 or arm."""
+        return str(self.data["model"]["cpu_arch"])
+
+    def with_cpu_arch(self, cpu_arch: str) -> NcclConstants:
+        """The same constants for hosts of another CPU architecture.
+
+        Raises
+        ------
+        TopoError
+            ``cpu_arch`` not one of :data:`CPU_ARCHES`.
+        """
+        if cpu_arch not in CPU_ARCHES:
+            raise TopoError(
+                f"cpu_arch must be one of {', '.join(CPU_ARCHES)}, got {shown(cpu_arch)}"
+            )
+        return self._with_model("cpu_arch", cpu_arch)
+
+    def _with_model(self, key: str, value: object) -> NcclConstants:
+        """A copy with ``[model] key`` set to ``value``."""
+        data = copy.deepcopy(self.data)
+        data["model"][key] = value
+        return NcclConstants(data, self.origin)
 
     @property
     def channels(self) -> int:
@@ -126,9 +154,7 @@ class NcclConstants:
                 f"nchannels_per_net_peer must be at least 1, got {k}",
                 param="nchannels_per_net_peer",
             )
-        data = copy.deepcopy(self.data)
-        data["model"]["nchannels_per_net_peer"] = int(k)
-        return NcclConstants(data, self.origin)
+        return self._with_model("nchannels_per_net_peer", int(k))
 
     def with_arch(self, arch: str) -> NcclConstants:
         """The same constants for another GPU generation (``--arch``).
@@ -142,9 +168,7 @@ class NcclConstants:
             raise TopoError(
                 f"arch must be one of {', '.join(ARCHES)}, got {shown(arch)}", param="arch"
             )
-        data = copy.deepcopy(self.data)
-        data["model"]["arch"] = arch
-        return NcclConstants(data, self.origin)
+        return self._with_model("arch", arch)
 
     # ---------------------------------------------------------------- latency
     def base_latency_us(self, algorithm: str, protocol: str) -> float:
@@ -187,11 +211,13 @@ class NcclConstants:
         """A scalar of the ``[bandwidth]`` table (protocol and algorithm factors)."""
         return float(self.data["bandwidth"][key])
 
-    def tree_correction(self, protocol: str, nbytes: float) -> float:
-        """NCCL's ``treeCorrectionFactor`` for a tree all-reduce of ``nbytes`` (1 outside)."""
+    def tree_correction(self, protocol: str, nbytes: float, below: int = 23) -> float:
+        """NCCL's ``treeCorrectionFactor`` at ``nbytes`` (1 outside): entry ``log2(nbytes /
+        64)`` of the protocol's row where that is under ``below`` (``ncclTopoGetAlgoTime``:
+        23 for the tree's all-reduce, 24 for NVLS-tree's on Blackwell x86 hosts)."""
         log_size = log2i(int(nbytes) >> 6)
         table = self.data["bandwidth"]["tree_correction"][PROTOCOLS.index(protocol)]
-        if 0 <= log_size < len(table):
+        if 0 <= log_size < min(below, len(table)):
             return float(table[log_size])
         return 1.0
 
@@ -306,6 +332,10 @@ def _check(data: dict[str, Any], path: Path) -> None:
     if model["cpu_vendor"] not in CPU_VENDORS:
         raise FormatError(
             path, f"model.cpu_vendor must be intel or amd, got {shown(model['cpu_vendor'])}"
+        )
+    if model["cpu_arch"] not in CPU_ARCHES:
+        raise FormatError(
+            path, f"model.cpu_arch must be x86 or arm, got {shown(model['cpu_arch'])}"
         )
     if not isinstance(model["channels"], int) or model["channels"] < 1:
         raise FormatError(

@@ -28,7 +28,8 @@ efficiencies and capped by what a server drives over all its NICs at once:
   correction table apply; its x0.85 for Hopper's and Blackwell's tree pattern only in the
   tuner's view, which the choice is made on.
 - NVLS (one server): with NVLink SHARP each GPU sends and receives S (n+1)/n, so algbw =
-  NVLink x nvlsEfficiency x G/(G+1); NVLS-tree adds the tree across servers (no tree factors).
+  NVLink x nvlsEfficiency x G/(G+1); NVLS-tree adds the tree across servers (no tree factors;
+  in the tuner's view on Blackwell x86 hosts, NCCL 2.29's treeCorrectionFactor under 1 GiB).
 - PAT (all_gather, reduce_scatter at one GPU per server): the ring's network rate x 0.75.
 - alltoall: each GPU sends S/n to every rank; the per-GPU share of the fabric's all-to-all
   flow bounds the inter-server part, NVLink the rest (with PXN, traffic for another rail's NIC
@@ -350,6 +351,10 @@ def _nvls_tree(S: float, R: Rates) -> list[Candidate]:
         cap = GBps_to_Bps(c.channels * per_ch) * n / (2 * (n - 1))
         if cap < algbw:
             algbw, why = cap, "NVLS-tree cap"
+    if R.tuner and c.arch == "blackwell" and c.cpu_arch == "x86":
+        # NCCL 2.29's ncclTopoGetAlgoTime: NVLS-tree all-reduce under 1 GiB on Blackwell x86
+        # hosts, at treeCorrectionFactor of its size (the tuner's time only)
+        algbw *= c.tree_correction("Simple", S, below=24)
     lat = (
         c.base_latency_us("nvls_tree", "Simple")
         + c.hw_latency_us("nvlink", "nvls_tree", "Simple")

@@ -23,7 +23,7 @@ from topo.collective.constants import NcclConstants, load_constants
 from topo.collective.expected import expected
 from topo.collective.fabric_rates import FabricRates
 from topo.collective.model import busbw_factor
-from topo.fabric.gpus import gpu_arch
+from topo.fabric.gpus import gpu_arch, host_cpu_arch
 from topo.units import Bps_to_GBps, s_to_us
 
 if TYPE_CHECKING:
@@ -111,8 +111,9 @@ class Row:
 
 def fabric_constants(G: nx.Graph, c: NcclConstants | None = None) -> NcclConstants:
     """The constants ``c`` (default :func:`load_constants`) for the GPU generation the fabric
-    records (:func:`topo.fabric.gpus.gpu_arch`), else as they are (the file's
-    generation, hopper).
+    records (:func:`topo.fabric.gpus.gpu_arch`) and its hosts' CPU architecture
+    (:func:`topo.fabric.gpus.host_cpu_arch`: arm for a Grace superchip's GPU), else as they
+    are (the file's: hopper, x86).
 
     Examples
     --------
@@ -124,7 +125,9 @@ def fabric_constants(G: nx.Graph, c: NcclConstants | None = None) -> NcclConstan
     """
     c = c if c is not None else load_constants()
     arch = gpu_arch(G)
-    return c.with_arch(arch) if arch is not None and arch != c.arch else c
+    c = c.with_arch(arch) if arch is not None and arch != c.arch else c
+    cpu = host_cpu_arch(G)
+    return c.with_cpu_arch(cpu) if cpu is not None and cpu != c.cpu_arch else c
 
 
 def rates_summary(r: FabricRates, c: NcclConstants) -> dict[str, Any]:

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import networkx as nx
 
-__all__ = ["GPU_ARCHES", "arch_of_model", "gpu_arch", "gpu_family", "gpu_model"]
+__all__ = [
+    "GPU_ARCHES",
+    "GRACE_SUPERCHIPS",
+    "arch_of_model",
+    "gpu_arch",
+    "gpu_family",
+    "gpu_model",
+    "host_cpu_arch",
+]
 
 
 GPU_ARCHES = (
@@ -57,6 +65,34 @@ def gpu_arch(G: nx.Graph) -> str | None:
         known = gpu_family(name)
         if known is not None:
             return known[1]
+    return None
+
+
+GRACE_SUPERCHIPS = ("GB300", "GB200", "GH200")
+"""Prefixes of :data:`GPU_ARCHES` whose GPUs sit on a Grace superchip: the host CPU is NVIDIA
+Grace (Arm Neoverse V2; NVIDIA GB200 NVL72 and GH200 product pages), not x86."""
+
+
+def host_cpu_arch(G: nx.Graph) -> str | None:
+    """The CPU architecture of a fabric's hosts where its GPU model says it.
+
+    Returns
+    -------
+    str or None
+        ``arm`` when the recorded GPU is a Grace superchip's (:data:`GRACE_SUPERCHIPS`);
+        ``x86`` for another known GPU (HGX and DGX servers: x86 hosts); None when no known
+        model is recorded.
+
+    Examples
+    --------
+    >>> G, H = nx.Graph(gpu_model="NVIDIA GB200"), nx.Graph(gpu_model="NVIDIA B200")
+    >>> host_cpu_arch(G), host_cpu_arch(H), host_cpu_arch(nx.Graph())
+    ('arm', 'x86', None)
+    """
+    for name in _model_names(G):
+        known = gpu_family(name)
+        if known is not None:
+            return "arm" if known[0] in GRACE_SUPERCHIPS else "x86"
     return None
 
 
