@@ -294,6 +294,24 @@ def test_a_row_cut_mid_line_on_the_last_line_is_left_out(tmp_path):
                                "columns): left out")  # fmt: skip
 
 
+def test_nul_bytes_after_a_cut_row_are_not_a_line(tmp_path):
+    # a file system that loses a killed job's last writes (NFS, Lustre) leaves the file's
+    # length with NUL bytes where they were: the 4096 B row cut after 10 of its 13 columns on
+    # line 7, then 200 NULs, on its line and on the next. Neither NUL run is a line, so the
+    # cut row is the file's last line and is left out as without them: the 1024 and 2048 B
+    # rows used, their mean busbw (0.05 + 0.05) / 2 = 0.05 GB/s
+    cut = ROW3.rsplit(maxsplit=3)[0]
+    for tail in ("\n" + "\0" * 200, "\0" * 200, "\n" + "\0" * 100 + "\n" + "\0" * 100):
+        path = _write(tmp_path, HEAD + ROW + ROW2 + cut + tail)
+        (t,) = read_nccl_tests(path)
+        assert [r.size_bytes for r in t.rows] == [1024, 2048]
+        assert t.avg_busbw_GBps == 0.05
+        assert t.notes[1] == (
+            f"{path}:7: the last row of test all_gather_perf (started line 2) is cut off "
+            "mid-line on the file's last line (10 of its table's 13 columns): left out"
+        )
+
+
 def test_a_whole_last_row_that_is_malformed_stays_an_error(tmp_path):
     # not fewer columns than its table's: refused as before, saying the log may be cut off
     wide = ROW3.rstrip("\n") + "  0\n"

@@ -564,7 +564,8 @@ def read_nccl_tests(
       or where the next test starts) keeps its rows; ``avg_busbw_GBps`` is their mean
       out-of-place busbw (as the JSON reader's), and a line in its ``notes`` names its start
       line, its last row's line and the rows used;
-    - a result row on the file's last non-blank line with fewer columns than its table's
+    - a result row on the file's last non-blank line (NUL bytes, a network file system's
+      zero fill of a killed job's lost writes, are blank) with fewer columns than its table's
       (the test's rows before it; with none, one it cannot be read as) was cut mid-line: it
       is left out, with a line in its test's ``notes``;
     - a test with no result row (and no failure line) is left out, with a line in
@@ -678,8 +679,10 @@ def read_nccl_tests(
 
 
 def _clean(raw: str) -> str:
-    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`) and blanks."""
-    return MID_TAG.sub(" ", LINE_TAG.sub("", raw, count=1)).strip()
+    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`), blanks and NUL
+    bytes (what a network file system leaves of a killed job's lost last writes: the file's
+    length, zero-filled), so that a line of NULs is blank."""
+    return MID_TAG.sub(" ", LINE_TAG.sub("", raw.replace("\0", ""), count=1)).strip()
 
 
 def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool) -> None:
