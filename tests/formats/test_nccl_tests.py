@@ -492,6 +492,43 @@ def test_a_log_cut_by_slurms_time_limit_keeps_its_rows(tmp_path):
     ]
 
 
+def test_a_row_cut_before_slurms_lines_is_refused_saying_what_follows_it(tmp_path):
+    # the 4096 B row cut after 10 of its 13 columns on line 7, then slurmstepd's and srun's
+    # lines (lines 8-9), as a time limit leaves a batch job's output file: refused as any
+    # malformed row (docs/collective.md), the error saying that only lines nccl-tests does not
+    # print follow it (the first named) and how to read the rows before it. Glued to the cut
+    # row (no newline between), slurmstepd's 15 words add 14 columns to the cut row's 10 (its
+    # first is glued to '19.00'): 24, more than the table's; the same, naming srun's line
+    tail = (
+        "slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 DUE TO TIME "
+        "LIMIT ***\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    )
+    cut = ROW3.rsplit(maxsplit=3)[0]
+    path = _write(tmp_path, HEAD + ROW + ROW2 + cut + "\n" + tail)
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(path)
+    assert str(info.value) == (
+        f"{path}:7: a result row has 9 or 13 columns (size count type redop root time algbw "
+        "busbw #wrong, then in-place), got 10; after it only lines nccl-tests does not print "
+        "(line 8: 'slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 "
+        "DUE TO TIME LIMIT ***'): a log cut off mid-row, then a scheduler's or launcher's "
+        "lines? Delete line 7 to read the rows before it"
+    )
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut + tail))
+    assert str(info.value).startswith(f"{path}:7: a result row has 9 or 13 columns")
+    assert str(info.value).endswith(
+        "got 24; after it only lines nccl-tests does not print (line 8: 'srun: Job step "
+        "aborted: Waiting up to 32 seconds for job step to finish.'): a log cut off mid-row, "
+        "then a scheduler's or launcher's lines? Delete line 7 to read the rows before it"
+    )
+    # a row of nccl-tests' after it: no such hint (refused as in
+    # test_a_row_cut_off_on_the_last_line_says_the_log_may_be_cut_off)
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut + "\n" + tail + AVG))
+    assert str(info.value).endswith("got 10")
+
+
 def test_a_rank_line_cut_on_the_last_line_leaves_its_test_out(tmp_path):
     # all_gather complete (lines 1-6), all_reduce started on line 7, cut in its second rank
     # line (line 9): left out; alone, the same cut is the error of a test with no row
