@@ -310,6 +310,9 @@ def test_nul_bytes_after_a_cut_row_are_not_a_line(tmp_path):
             f"{path}:7: the last row of test all_gather_perf (started line 2) is cut off "
             "mid-line on the file's last line (10 of its table's 13 columns): left out"
         )
+    # NULs inside a row are blanks: '19.00' then NULs then '0.22' are two columns, not 19.000.22
+    path = _write(tmp_path, HEAD + ROW + ROW2 + ROW3.replace("19.00  ", "19.00" + "\0" * 8))
+    assert [r.inplace_time_us for r in read_nccl_tests(path)[0].rows] == [9.0, 18.0, 19.0]
 
 
 def test_a_whole_last_row_that_is_malformed_stays_an_error(tmp_path):

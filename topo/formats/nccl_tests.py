@@ -711,10 +711,11 @@ def _before_foreign_lines(exc: FormatError, lines: list[str], lineno: int) -> Fo
 
 
 def _clean(raw: str) -> str:
-    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`), blanks and NUL
-    bytes (what a network file system leaves of a killed job's lost last writes: the file's
-    length, zero-filled), so that a line of NULs is blank."""
-    return MID_TAG.sub(" ", LINE_TAG.sub("", raw.replace("\0", ""), count=1)).strip()
+    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`) and blanks; a NUL
+    byte (what a network file system leaves of a killed job's lost last writes: the file's
+    length, zero-filled) is a blank, so that a line of NULs is blank and no two numbers
+    either side of NULs join into one."""
+    return MID_TAG.sub(" ", LINE_TAG.sub("", raw.replace("\0", " "), count=1)).strip()
 
 
 def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool) -> None:
