@@ -393,6 +393,13 @@ def test_a_record_cut_on_the_last_line_is_left_out_and_said(tmp_path):
         ("", f"{p}:5: the file's last line is a record cut off mid-line (not valid JSON: "
              "Expecting value): the log was cut off; the record is left out")
     ]  # fmt: skip
+    # NUL bytes after the cut, on its line and on the next (a network file system's zero fill
+    # of the lost writes): the same
+    for tail in ("\0" * 300, "\n" + "\0" * 300):
+        p.write_text("\n".join([*whole, cut]) + tail)
+        (t,) = read_nccl_inspector(p)
+        assert [(r.size_bytes, r.time_us) for r in t.rows] == [(MIB, 115.0)]
+        assert t.left_out_tests[0][1].startswith(f"{p}:5: the file's last line is a record cut")
     # the log's only record, cut (so no line of the file is a whole record, and it is read
     # as a stream of records): refused, saying the file ends inside it
     p.write_text(cut)

@@ -226,6 +226,14 @@ def test_a_report_cut_off_says_so(tmp_path):
         f"{f}:1:{len(cut) + 1}: not valid JSON: Unterminated string; the report ends there, "
         "before it closes: cut off"
     )
+    # NUL bytes after the cut (a network file system's zero fill of the lost writes): the same
+    cut = text[: text.index('"count": 128') + len('"count": 12')]
+    f.write_text(cut + "\0" * 300)
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value).startswith(
+        f"{f}:1:{len(cut) + 1}: not valid JSON: Expecting ',' delimiter; the report ends there"
+    )
     f.write_text(text.replace('"count": 128,', '"count": 128'))
     with pytest.raises(FormatError) as e:
         read_nccl_tests_json(f)

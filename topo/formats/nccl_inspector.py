@@ -311,7 +311,9 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
     ('all_gather', 2, ['h0', 'h1'], 2000000, 200.0, 5.0)
     """
     path = Path(path)
-    text = read_numbers_text(path, text)
+    # NUL bytes at the end are a network file system's zero fill of a killed job's lost
+    # writes, not records: a record cut before them is the file's last line
+    text = read_numbers_text(path, text).rstrip("\0")
     groups: dict[tuple[str, int, int], _Group] = {}
     seen: set[tuple[Any, ...]] = set()
     shapes: dict[str, tuple[int, int, int]] = {}  # communicator id: (n_ranks, nnodes, line)
