@@ -607,6 +607,30 @@ def test_compare_says_where_a_size_took_longer_than_a_larger_one(small, tmp_path
     assert json.loads(ok(*args, "--json").stdout)[0]["slower_than_larger"] == []
 
 
+def test_compare_says_a_slow_median_of_three_runs_is_not_one_slow_run(small, tmp_path):
+    # nccl-tests -N 3: 8 MiB in 1272.4, 1300.0 and 380.0 us (median 1272.4), 16 MiB in 378.1 us
+    # each time: the median took 1272.4 / 378.1 = 3.4x the larger size's, and two of the three
+    # runs did, so it is not one slow run (the line says so, and drops -N's advice); of two
+    # runs (median 826.2, their mean) one slow run may be all it is: the line as for one run
+    runs = {8 * MIB: (1272.4, 1300.0, 380.0), 16 * MIB: (378.1, 378.1, 378.1)}
+    rows = [(s, "float", "sum", runs[s][k]) for k in range(3) for s in runs]
+    log = tmp_path / "glitch3.log"
+    log.write_text(_nccl_tests_log(rows))
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch", "hopper")
+    said = [line for line in ok(*args).stdout.splitlines() if "larger size" in line]
+    assert said == [
+        "all_reduce: 1 row of the table took more than 1.25x the time of a larger size; "
+        "furthest: 8388608 B float sum, 1272.4 us against 16777216 B's 378.1 us, the median of "
+        "its 3 runs, so not one slow run: an algorithm or protocol NCCL's tuner picks there "
+        "that is slower than the larger size's (NCCL_ALGO / NCCL_PROTO forced tell them apart); "
+        "the row says nothing of the fabric (--json: slower_than_larger)"
+    ]
+    log.write_text(_nccl_tests_log([r for r in rows if r[3] != 1300.0]))
+    (line,) = [x for x in ok(*args).stdout.splitlines() if "larger size" in x]
+    # (the rest of the line as test_compare_says_where_a_size_took_longer_than_a_larger_one's)
+    assert "sum, 826.2 us against 16777216 B's 378.1 us. One slow run (nccl-tests -N" in line
+
+
 @pytest.mark.parametrize(
     "verb", [("collective", "--compare"), ("collective", "--calibrate"), ("explain",)]
 )

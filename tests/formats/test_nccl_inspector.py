@@ -376,3 +376,44 @@ def test_a_long_file_s_records_are_read_one_at_a_time(tmp_path):
     tracemalloc.stop()
     assert [(m.size_bytes, m.time_us) for m in t.rows] == [(MIB, 101.5)]
     assert peak < 4 * path.stat().st_size
+
+
+def test_a_record_cut_on_the_last_line_is_left_out_and_said(tmp_path):
+    # a job killed while the plugin wrote its 5th record (rank 0's second call, 1000 µs) leaves
+    # it cut after '"coll_exec_time_us":' on the file's last line: left out, said once for
+    # the log; the row is the median of the four whole records, (110 + 120) / 2 = 115 µs
+    whole = [json.dumps(record("AllReduce", r, t, MIB)) for r, t in enumerate((100, 110, 120, 130))]
+    last = json.dumps(record("AllReduce", 0, 1000, MIB, sn=2))
+    cut = last[: last.index('"coll_exec_time_us": ') + len('"coll_exec_time_us": ')]
+    p = tmp_path / "inspector.log"
+    p.write_text("\n".join([*whole, cut]) + "\n\n")
+    (t,) = read_nccl_inspector(p)
+    assert [(r.size_bytes, r.time_us) for r in t.rows] == [(MIB, 115.0)]
+    assert t.left_out_tests == [
+        ("", f"{p}:5: the file's last line is a record cut off mid-line (not valid JSON: "
+             "Expecting value): the log was cut off; the record is left out")
+    ]  # fmt: skip
+    # NUL bytes after the cut, on its line and on the next (a network file system's zero fill
+    # of the lost writes): the same
+    for tail in ("\0" * 300, "\n" + "\0" * 300):
+        p.write_text("\n".join([*whole, cut]) + tail)
+        (t,) = read_nccl_inspector(p)
+        assert [(r.size_bytes, r.time_us) for r in t.rows] == [(MIB, 115.0)]
+        assert t.left_out_tests[0][1].startswith(f"{p}:5: the file's last line is a record cut")
+    # the log's only record, cut (so no line of the file is a whole record, and it is read
+    # as a stream of records): refused, saying the file ends inside it
+    p.write_text(cut)
+    with pytest.raises(FormatError) as e:
+        read_nccl_inspector(p)
+    assert str(e.value) == (
+        f"{p}:1:{len(cut) + 1}: not valid JSON: Expecting value; the file ends there, inside the "
+        "record that starts on line 1: a log cut off (a job killed while NCCL Inspector wrote "
+        "it)?"
+    )
+    # cut so on any other line, or malformed before its end, it is refused as before
+    p.write_text("\n".join([*whole[:2], cut, *whole[2:]]) + "\n")
+    with pytest.raises(FormatError, match=r"inspector.log:3:\d+: not valid JSON: Expecting value$"):
+        read_nccl_inspector(p)
+    p.write_text("\n".join([*whole, last.replace('"coll_sn": 2', '"coll_sn" 2')]) + "\n")
+    with pytest.raises(FormatError, match=r"inspector.log:5:\d+: not valid JSON: Expecting ':'"):
+        read_nccl_inspector(p)

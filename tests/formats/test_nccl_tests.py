@@ -294,6 +294,27 @@ def test_a_row_cut_mid_line_on_the_last_line_is_left_out(tmp_path):
                                "columns): left out")  # fmt: skip
 
 
+def test_nul_bytes_after_a_cut_row_are_not_a_line(tmp_path):
+    # a file system that loses a killed job's last writes (NFS, Lustre) leaves the file's
+    # length with NUL bytes where they were: the 4096 B row cut after 10 of its 13 columns on
+    # line 7, then 200 NULs, on its line and on the next. Neither NUL run is a line, so the
+    # cut row is the file's last line and is left out as without them: the 1024 and 2048 B
+    # rows used, their mean busbw (0.05 + 0.05) / 2 = 0.05 GB/s
+    cut = ROW3.rsplit(maxsplit=3)[0]
+    for tail in ("\n" + "\0" * 200, "\0" * 200, "\n" + "\0" * 100 + "\n" + "\0" * 100):
+        path = _write(tmp_path, HEAD + ROW + ROW2 + cut + tail)
+        (t,) = read_nccl_tests(path)
+        assert [r.size_bytes for r in t.rows] == [1024, 2048]
+        assert t.avg_busbw_GBps == 0.05
+        assert t.notes[1] == (
+            f"{path}:7: the last row of test all_gather_perf (started line 2) is cut off "
+            "mid-line on the file's last line (10 of its table's 13 columns): left out"
+        )
+    # NULs inside a row are blanks: '19.00' then NULs then '0.22' are two columns, not 19.000.22
+    path = _write(tmp_path, HEAD + ROW + ROW2 + ROW3.replace("19.00  ", "19.00" + "\0" * 8))
+    assert [r.inplace_time_us for r in read_nccl_tests(path)[0].rows] == [9.0, 18.0, 19.0]
+
+
 def test_a_whole_last_row_that_is_malformed_stays_an_error(tmp_path):
     # not fewer columns than its table's: refused as before, saying the log may be cut off
     wide = ROW3.rstrip("\n") + "  0\n"
@@ -472,6 +493,43 @@ def test_a_log_cut_by_slurms_time_limit_keeps_its_rows(tmp_path):
         f"{path}: test all_gather_perf (started line 2) ends at line 7 without its "
         "'Avg bus bandwidth' line: the log was cut off; its 3 rows are used"
     ]
+
+
+def test_a_row_cut_before_slurms_lines_is_refused_saying_what_follows_it(tmp_path):
+    # the 4096 B row cut after 10 of its 13 columns on line 7, then slurmstepd's and srun's
+    # lines (lines 8-9), as a time limit leaves a batch job's output file: refused as any
+    # malformed row (docs/collective.md), the error saying that only lines nccl-tests does not
+    # print follow it (the first named) and how to read the rows before it. Glued to the cut
+    # row (no newline between), slurmstepd's 15 words add 14 columns to the cut row's 10 (its
+    # first is glued to '19.00'): 24, more than the table's; the same, naming srun's line
+    tail = (
+        "slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 DUE TO TIME "
+        "LIMIT ***\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    )
+    cut = ROW3.rsplit(maxsplit=3)[0]
+    path = _write(tmp_path, HEAD + ROW + ROW2 + cut + "\n" + tail)
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(path)
+    assert str(info.value) == (
+        f"{path}:7: a result row has 9 or 13 columns (size count type redop root time algbw "
+        "busbw #wrong, then in-place), got 10; after it only lines nccl-tests does not print "
+        "(line 8: 'slurmstepd: error: *** STEP 4242.0 ON h1 CANCELLED AT 2026-01-05T10:00:00 "
+        "DUE TO TIME LIMIT ***'): a log cut off mid-row, then a scheduler's or launcher's "
+        "lines? Delete line 7 to read the rows before it"
+    )
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut + tail))
+    assert str(info.value).startswith(f"{path}:7: a result row has 9 or 13 columns")
+    assert str(info.value).endswith(
+        "got 24; after it only lines nccl-tests does not print (line 8: 'srun: Job step "
+        "aborted: Waiting up to 32 seconds for job step to finish.'): a log cut off mid-row, "
+        "then a scheduler's or launcher's lines? Delete line 7 to read the rows before it"
+    )
+    # a row of nccl-tests' after it: no such hint (refused as in
+    # test_a_row_cut_off_on_the_last_line_says_the_log_may_be_cut_off)
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + ROW2 + cut + "\n" + tail + AVG))
+    assert str(info.value).endswith("got 10")
 
 
 def test_a_rank_line_cut_on_the_last_line_leaves_its_test_out(tmp_path):

@@ -198,3 +198,43 @@ def test_an_unconvertible_number_is_a_one_line_error(tmp_path, old, new, message
     with pytest.raises(FormatError) as e:
         read_nccl_tests_json(f)
     assert str(e.value) == f"{f}{'' if message.startswith(':') else ': '}{message}"
+
+
+def test_a_report_cut_off_says_so(tmp_path):
+    # nccl-tests -J writes its report as the test runs and closes it at the end, so a job
+    # killed mid-test leaves it cut: here inside its one result, after '"count": 12' on line
+    # 1 (json.dumps writes one line; column 137 is where the text ends). The error says the
+    # report was cut off, not only the parser's "Expecting ',' delimiter"; a malformed report
+    # that goes on past the fault is the parser's error as before.
+    text = json.dumps(SMALL)
+    cut = text[: text.index('"count": 128') + len('"count": 12')]
+    f = tmp_path / "cut.json"
+    f.write_text(cut + "\n")
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value) == (
+        f"{f}:1:{len(cut) + 1}: not valid JSON: Expecting ',' delimiter; the report ends there, "
+        "before it closes: cut off (a job killed before nccl-tests -J finished it)? topo reads "
+        "a JSON report whole; the same run's text log (stdout) keeps the rows printed whole"
+    )
+    # cut inside a string, no newline after it (the parser's position is the string's start)
+    cut = text[: text.index('"float"') + len('"flo')]
+    f.write_text(cut)
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value).startswith(
+        f"{f}:1:{len(cut) + 1}: not valid JSON: Unterminated string; the report ends there, "
+        "before it closes: cut off"
+    )
+    # NUL bytes after the cut (a network file system's zero fill of the lost writes): the same
+    cut = text[: text.index('"count": 128') + len('"count": 12')]
+    f.write_text(cut + "\0" * 300)
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value).startswith(
+        f"{f}:1:{len(cut) + 1}: not valid JSON: Expecting ',' delimiter; the report ends there"
+    )
+    f.write_text(text.replace('"count": 128,', '"count": 128'))
+    with pytest.raises(FormatError) as e:
+        read_nccl_tests_json(f)
+    assert str(e.value).endswith(": not valid JSON: Expecting ',' delimiter")

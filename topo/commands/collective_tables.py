@@ -329,12 +329,18 @@ def _say_slower_than_larger(cmp: Comparison) -> None:
     if not slow:
         return
     m, big = max(slow, key=lambda g: g[0].measured_time_us / g[1].measured_time_us)
+    runs = next(n for r, n in cmp.shown if r is m)
+    # the median of 3 runs or more is slow only if half of them are: not one slow run
+    why = (
+        f", the median of its {runs} runs, so not one slow run: an algorithm or protocol "
+        if runs >= 3
+        else ". One slow run (nccl-tests -N repeats each size), or an algorithm or protocol "
+    )
     out.print(
         f"{cmp.op}: {count(len(slow), 'row')} of the table took more than {RUNS_APART:g}x the "
         f"time of a larger size; furthest: {_row_named(m)}, {m.measured_time_us:.1f} us against "
-        f"{big.size_bytes} B's {big.measured_time_us:.1f} us. One slow run (nccl-tests -N "
-        "repeats each size), or an algorithm or protocol NCCL's tuner picks there that is "
-        "slower than the larger size's (NCCL_ALGO / NCCL_PROTO forced tell them apart); the "
+        f"{big.size_bytes} B's {big.measured_time_us:.1f} us{why}NCCL's tuner picks there that "
+        "is slower than the larger size's (NCCL_ALGO / NCCL_PROTO forced tell them apart); the "
         "row says nothing of the fabric (--json: slower_than_larger)",
         style="bold",
     )

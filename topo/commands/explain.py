@@ -432,12 +432,18 @@ def _say_slower(e: Explanation) -> None:
     if not slow:
         return
     w = max(slow, key=lambda g: g["time_us"] / g["larger_time_us"])
+    runs = sum(1 for size in e.sizes if size == w["size_bytes"])
+    # the median run of 3 or more is slow only if half of them are: not one slow run
+    why = (
+        f", the median of its {runs} runs, so not one slow run: a tuner choice"
+        if runs >= 3
+        else ": one slow run or a tuner choice"
+    )
     out.print(
         f"{e.op}: {count(len(slow), 'size')} took more than {RUNS_APART:g}x the time of a larger "
         "size; "
         f"furthest: {w['size_bytes']} B, {w['time_us']:.1f} us against {w['larger_size_bytes']} "
-        f"B's {w['larger_time_us']:.1f} us: one slow run or a tuner choice slower than the "
-        "larger size's, not the fabric (the scores take it as it is; --json: "
-        "slower_than_larger)",
+        f"B's {w['larger_time_us']:.1f} us{why} slower than the larger size's, not the fabric "
+        "(the scores take it as it is; --json: slower_than_larger)",
         style="bold",
     )

@@ -57,7 +57,11 @@ def log_tests(
     tests cut off before their ``Avg bus bandwidth`` line (their rows used), and the tests
     left out for having no result row (:attr:`NcclTest.left_out_tests`: with ``op``, only
     those of that op; when they are all the op has, the error says so). ``text``: the log's
-    content, if already read."""
+    content, if already read.
+
+    Raises :class:`~topo.errors.FormatError` (naming the file) when the log has no test of
+    ``op``, so that a folder's log of other ops is said and skipped; :class:`TopoError` when
+    ``gpus`` or ``gpus_per_node`` differ from the log's."""
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests_checks import validated_tests
 
@@ -69,8 +73,9 @@ def log_tests(
         found = ", ".join(t.op for t in tests)
         tests = [t for t in tests if t.op == op.value]
         if not tests:
+            # a FormatError on the file: a folder's log without the op is said and skipped
             why = "".join(f"; {line.removeprefix(f'{log}: ')}" for line in left_tests)
-            raise TopoError(f"{log}: no {op.value}_perf test in the log (it has {found}){why}")
+            raise FormatError(log, f"no {op.value}_perf test in the log (it has {found}){why}")
     left_out = [line for t in tests for line in t.notes + t.left_out] + left_tests
     tests, warnings = validated_tests(tests, log)
     tests, empty = _moving_tests(log, tests)

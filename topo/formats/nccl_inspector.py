@@ -46,7 +46,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ def looks_like_inspector(head: str) -> bool:
     )
 
 
-def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+def _records(path: Path, text: str, cut: list[str] | None = None) -> Iterator[tuple[int, Any]]:
     """Every JSON value of the file and the line it starts on, one at a time (a long file's
     records are not all held at once): one per line, as the plugin writes them (a bad line is
     an error at that line); else, when the first line is no whole value, a stream of
@@ -144,8 +144,26 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             except RecursionError:
                 raise too_deep(path, "not valid JSON") from None
             except json.JSONDecodeError as exc:
+                if cut is not None and _cut_last_line(text, i, raw, exc):
+                    # a job killed while the plugin wrote it: the rest is read, this said
+                    cut.append(
+                        f"{path}:{i}: the file's last line is a record cut off mid-line (not "
+                        f"valid JSON: {exc.msg.removesuffix(' starting at')}): the log was cut "
+                        "off; the record is left out"
+                    )
+                    continue
                 raise FormatError(path, f"not valid JSON: {exc.msg}", i, exc.colno) from None
         yield i, value
+
+
+def _cut_last_line(text: str, i: int, raw: str, exc: json.JSONDecodeError) -> bool:
+    """Whether line ``i`` (1-based; ``raw``), which ``exc`` refused, is the file's last line
+    that is not blank and ends before its value closes (the parser stopped at its end, or in
+    a string it opened): a record cut off mid-line."""
+    end = len(text.rstrip())
+    last = text.count("\n", 0, text.rfind("\n", 0, end) + 1) + 1
+    at_end = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated string")
+    return i == last and at_end
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -175,6 +193,15 @@ def _stream(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         except RecursionError:
             raise too_deep(path, "not valid JSON") from None
         except json.JSONDecodeError as exc:
+            if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+                raise FormatError(
+                    path,
+                    f"not valid JSON: {exc.msg.removesuffix(' starting at')}; the file ends "
+                    f"there, inside the record that starts on line {line}: a log cut off (a "
+                    "job killed while NCCL Inspector wrote it)?",
+                    exc.lineno,
+                    exc.colno,
+                ) from None
             raise FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
         yield line, value
         line += text.count("\n", pos, stop)
@@ -255,6 +282,10 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
 
     Notes
     -----
+    A record cut off mid-line on the file's last line that is not blank (a job killed while
+    the plugin wrote it: not valid JSON, the parser stopped at the line's end) is left out,
+    with a line in every test's ``left_out_tests`` (op ``""``: said once for the log).
+
     A record whose ``coll_busbw_gbs`` is not ``coll_algobw_gbs`` times nccl-tests' factor of
     the op on ``n_ranks`` ranks (:func:`topo.formats.nccl_tests_checks.busbw_factor`; to 0.1 %) is
     left out, with a line in the test's ``left_out``.
@@ -280,12 +311,15 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
     ('all_gather', 2, ['h0', 'h1'], 2000000, 200.0, 5.0)
     """
     path = Path(path)
-    text = read_numbers_text(path, text)
+    # NUL bytes at the end are a network file system's zero fill of a killed job's lost
+    # writes, not records: a record cut before them is the file's last line
+    text = read_numbers_text(path, text).rstrip("\0")
     groups: dict[tuple[str, int, int], _Group] = {}
     seen: set[tuple[Any, ...]] = set()
     shapes: dict[str, tuple[int, int, int]] = {}  # communicator id: (n_ranks, nnodes, line)
     left_out: dict[str, int] = defaultdict(int)
-    for line, rec in _records(path, text):
+    cut: list[str] = []  # a record cut off on the file's last line, said once for the log
+    for line, rec in _records(path, text, cut):
         if not isinstance(rec, dict):
             raise FormatError(path, f"a record must be a JSON object, got {shown(rec)}", line)
         meta = _object(path, line, rec, "metadata")
@@ -344,7 +378,7 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
         raise FormatError(
             path,
             f"no record of a collective topo models ({', '.join(sorted(set(OPS.values())))}); "
-            f"records found: {what}",
+            f"records found: {what}" + "".join(f"; {c.removeprefix(f'{path}:')}" for c in cut),
         )
     for (op, n, _), g in groups.items():
         if not g.sizes:
@@ -353,7 +387,8 @@ def read_nccl_inspector(path: str | Path, *, text: str | None = None) -> list[Nc
                 f"no plausible record of {op} on {n} ranks is left; "
                 f"{g.left_out[0].removeprefix(f'{path}:')}",
             )
-    return [_test(op, n, nnodes, g) for (op, n, nnodes), g in groups.items()]
+    tests = [_test(op, n, nnodes, g) for (op, n, nnodes), g in groups.items()]
+    return [replace(t, left_out_tests=[("", c) for c in cut]) for t in tests] if cut else tests
 
 
 def _size(path: Path, line: int, perf: dict[str, Any], op: str, n: int) -> int:

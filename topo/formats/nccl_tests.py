@@ -564,7 +564,8 @@ def read_nccl_tests(
       or where the next test starts) keeps its rows; ``avg_busbw_GBps`` is their mean
       out-of-place busbw (as the JSON reader's), and a line in its ``notes`` names its start
       line, its last row's line and the rows used;
-    - a result row on the file's last non-blank line with fewer columns than its table's
+    - a result row on the file's last non-blank line (NUL bytes, a network file system's
+      zero fill of a killed job's lost writes, are blank) with fewer columns than its table's
       (the test's rows before it; with none, one it cannot be read as) was cut mid-line: it
       is left out, with a line in its test's ``notes``;
     - a test with no result row (and no failure line) is left out, with a line in
@@ -574,7 +575,9 @@ def read_nccl_tests(
 
     What a launcher or scheduler prints after the cut (``slurmstepd: error: *** JOB ...
     CANCELLED ... DUE TO TIME LIMIT ***``, ``mpirun noticed that process rank ...``) is
-    passed over like any other line; a malformed row before such a line is refused.
+    passed over like any other line; a malformed row before such a line is refused, the
+    error saying, where only such lines follow it, that the log may be cut there and which
+    line to delete.
 
     Examples
     --------
@@ -662,7 +665,10 @@ def read_nccl_tests(
             _comment(path, lineno, line, cur)
             continue
         if is_row:
-            _add_row(path, lineno, fields, cur, lineno == last)
+            try:
+                _add_row(path, lineno, fields, cur, lineno == last)
+            except FormatError as exc:
+                raise _before_foreign_lines(exc, lines, lineno) from None
     if cur is not None:
         closed.append(_close(path, cur, op, None))
     tests = [t for t in closed if isinstance(t, NcclTest)]
@@ -677,9 +683,39 @@ def read_nccl_tests(
     return tests
 
 
+def _before_foreign_lines(exc: FormatError, lines: list[str], lineno: int) -> FormatError:
+    """A malformed row's error; where every line after it (``lineno``, 1-based, of
+    ``lines``) that is not blank is one nccl-tests does not print (neither a ``#`` line nor a
+    row: a scheduler's or launcher's, ``slurmstepd: error: *** JOB ... CANCELLED ...``),
+    saying so, naming the first, and how to read the rows before it."""
+    first = None
+    for i in range(lineno, len(lines)):
+        line = _clean(lines[i])
+        if not line:
+            continue
+        if line.startswith("#") or _ROW_START.fullmatch(line.split()[0]):
+            return exc
+        if first is None:
+            first = (i + 1, line)
+    if first is None:
+        return exc
+    at, text = first
+    shown = text if len(text) <= 100 else text[:97] + "..."
+    return FormatError(
+        exc.path,
+        f"{exc.message}; after it only lines nccl-tests does not print (line {at}: {shown!r}): "
+        f"a log cut off mid-row, then a scheduler's or launcher's lines? Delete line {lineno} "
+        "to read the rows before it",
+        exc.line,
+    )
+
+
 def _clean(raw: str) -> str:
-    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`) and blanks."""
-    return MID_TAG.sub(" ", LINE_TAG.sub("", raw, count=1)).strip()
+    """A line without a launcher's tags (:data:`LINE_TAG`, :data:`MID_TAG`) and blanks; a NUL
+    byte (what a network file system leaves of a killed job's lost last writes: the file's
+    length, zero-filled) is a blank, so that a line of NULs is blank and no two numbers
+    either side of NULs join into one."""
+    return MID_TAG.sub(" ", LINE_TAG.sub("", raw.replace("\0", " "), count=1)).strip()
 
 
 def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool) -> None:

@@ -163,6 +163,26 @@ def _hosts(path: Path, devices: Any) -> tuple[int | None, list[str], int | None]
     return (len(devices) or None), hosts, gpn
 
 
+def _not_json(path: Path, text: str, exc: json.JSONDecodeError) -> FormatError:
+    """The parser's error; where the text ends before the document closes (nccl-tests -J
+    writes its report as the test runs, so a job killed mid-test leaves it cut), at the end of
+    the text, saying the report was cut off."""
+    end = len(text.rstrip())
+    if exc.pos < end and not exc.msg.startswith("Unterminated string"):
+        return FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno)
+    line = text.count("\n", 0, end) + 1
+    column = end - (text.rfind("\n", 0, end) + 1) + 1
+    return FormatError(
+        path,
+        f"not valid JSON: {exc.msg.removesuffix(' starting at')}; the report ends there, "
+        "before it closes: cut off (a job "
+        "killed before nccl-tests -J finished it)? topo reads a JSON report whole; the same "
+        "run's text log (stdout) keeps the rows printed whole",
+        line,
+        column,
+    )
+
+
 def read_nccl_tests_json(path: str | Path, *, text: str | None = None) -> list[NcclTest]:
     """Read an nccl-tests JSON report (``-J``) into one :class:`NcclTest`.
 
@@ -204,13 +224,15 @@ def read_nccl_tests_json(path: str | Path, *, text: str | None = None) -> list[N
     ('all_gather', 2, 2, 0.05)
     """
     path = Path(path)
-    text = read_numbers_text(path, text)
+    # NUL bytes at the end are a network file system's zero fill of a killed job's lost
+    # writes, not the report's: a report cut before them is said cut (:func:`_not_json`)
+    text = read_numbers_text(path, text).rstrip("\0")
     try:
         doc = json.loads(text)
     except RecursionError:
         raise too_deep(path, "not valid JSON") from None
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        raise _not_json(path, text, exc) from None
     if not isinstance(doc, dict):
         raise FormatError(path, "an nccl-tests JSON report is an object")
     if doc.get("version") != FORMAT_VERSION:
