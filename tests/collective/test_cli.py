@@ -200,6 +200,28 @@ def test_failed_log_is_one_line(h100):
     )
 
 
+def test_compare_of_one_op_reads_a_log_whose_later_test_failed(small, tmp_path):
+    # an all_reduce test (lines 1-8) then an all_gather test that failed (line 10: the OOM
+    # killer or a lost peer): --op all_reduce compares the all_reduce rows and warns of the
+    # failed test once; without --op, or with --op all_gather, the log is refused for it
+    failed = (
+        "# Collective test starting: all_gather_perf\n"
+        "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"
+    )
+    log = tmp_path / "later_failed.log"
+    log.write_text(_nccl_tests_log([(MIB, "float", "sum", 100.0)]) + failed)
+    args = (small, "--compare", log, "--gpus", 16, "--gpus-per-node", 8, "--arch", "hopper")
+    r = ok(*args, "--op", "all_reduce", "--json")
+    assert [row["size_bytes"] for row in json.loads(r.stdout)[0]["rows"]] == [MIB]
+    assert r.stderr.splitlines() == [
+        f"topo: warning: {log}:10: test all_gather_perf (started line 9) failed: Test NCCL "
+        "failure common.cu:1279 'remote process exited'; no results: the test is left out "
+        "(not all_reduce)"
+    ]
+    for more in ((), ("--op", "all_gather")):
+        user_error(run(*args, *more), f"{log}:10: test all_gather_perf", "failed")
+
+
 def test_bad_input(small, tmp_path):
     user_error(run(small, "--fit"), "--fit needs --compare")
     user_error(run(small, "--max-bytes", "8X"), "--max-bytes must be a byte count", "'8X'")

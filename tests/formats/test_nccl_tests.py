@@ -148,6 +148,42 @@ def test_a_failed_test_stays_an_error_after_a_complete_one(tmp_path):
     )
 
 
+def test_a_failed_test_of_another_op_than_the_one_kept_is_left_out_saying_so(tmp_path):
+    # all_gather complete (lines 1-6), then all_reduce failed (line 10): keeping all_gather
+    # (--op all_gather) reads the all_gather test and says the failed one; keeping all_reduce
+    # is refused as without keep_op (the test it keeps failed)
+    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 7-9
+    fail = "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"  # line 10
+    log = _write(tmp_path, HEAD + ROW + AVG + second + fail)
+    (t,) = read_nccl_tests(log, keep_op="all_gather")
+    assert (t.op, [r.size_bytes for r in t.rows]) == ("all_gather", [1024])
+    assert t.left_out_tests == [
+        ("", f"{log}:10: test all_reduce_perf (started line 7) failed: Test NCCL failure "
+             "common.cu:1279 'remote process exited'; no results: the test is left out (not "
+             "all_gather)")
+    ]  # fmt: skip
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(log, keep_op="all_reduce")
+    assert str(info.value).startswith(f"{log}:10: test all_reduce_perf (started line 7) failed")
+
+
+def test_the_shared_failed_pairwise_log_keeps_its_complete_test_under_another_op():
+    # alltoall_perf (line 2) failed at line 22; sendrecv_perf (line 29) failed too, at line
+    # 49: keeping sendrecv leaves alltoall out and refuses the log for sendrecv's failure;
+    # keeping an op the log lacks leaves both out and refuses it for the first failure
+    log = real_file(
+        "nccl_tests_logs",
+        "xxrjun_cluster00_pairwise",
+        "nccl_N2_G8_cnode2-002_cnode2-008.FAILED.log",
+    )
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(log, keep_op="sendrecv")
+    assert str(info.value).startswith(f"{log}:49: test sendrecv_perf (started line 29) failed")
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(log, keep_op="all_reduce")
+    assert str(info.value).startswith(f"{log}:22: test alltoall_perf (started line 2) failed")
+
+
 def test_a_row_cut_off_on_the_last_line_says_the_log_may_be_cut_off(tmp_path):
     # a job killed mid-write: its row has 10 of 13 columns. As its test's only row, on the
     # file's last line, it is an error saying the log may be cut off; followed by another

@@ -65,7 +65,8 @@ def log_tests(
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests_checks import validated_tests
 
-    tests = read_nccl_log(log, op.value if op is not None else None, text=text)
+    name = op.value if op is not None else None
+    tests = read_nccl_log(log, name, text=text, keep_op=name)
     left_tests = [
         line for name, line in tests[0].left_out_tests if op is None or name in ("", op.value)
     ]

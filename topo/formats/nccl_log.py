@@ -53,6 +53,9 @@ def log_format(path: str | Path, *, text: str | None = None) -> str:
         The file.
     text : str, optional
         Its content, already read; by default the file is read here.
+    keep_op : str, optional
+        The operation the caller keeps: an nccl-tests text test of another that failed is
+        left out with a warning line (:func:`topo.formats.nccl_tests.read_nccl_tests`).
 
     Returns
     -------
@@ -96,7 +99,7 @@ def log_format(path: str | Path, *, text: str | None = None) -> str:
 
 
 def read_nccl_log(
-    path: str | Path, op: str | None = None, *, text: str | None = None
+    path: str | Path, op: str | None = None, *, text: str | None = None, keep_op: str | None = None
 ) -> list[NcclTest]:
     """Read a measured collective log of any of :data:`FORMATS` (:func:`log_format`).
 
@@ -150,4 +153,4 @@ def read_nccl_log(
         return read_nccl_inspector(path, text=text)
     if kind == "nccl-tests-json":
         return read_nccl_tests_json(path, text=text)
-    return read_nccl_tests(path, op=op, text=text)
+    return read_nccl_tests(path, op=op, text=text, keep_op=keep_op)

@@ -275,24 +275,36 @@ def _check_root(path: Path, lineno: int, root: int) -> None:
 
 @dataclass(frozen=True)
 class _LeftOut:
-    """A test left out whole (no result row): its op, the warning, and the error raised
-    when no test of the log is left."""
+    """A test left out whole (no result row, or it failed): its op, the warning, and the
+    error raised when no test of the log is left (a failed test's: when it is of the op the
+    caller keeps, or the caller keeps every op)."""
 
     op: str
     warning: str
     error: FormatError
+    failed: bool = False
 
 
-def _close(path: Path, cur: _Open, op: str | None, next_line: int | None) -> NcclTest | _LeftOut:
-    """The test read, or why it is left out (no result row). ``next_line``: where the next
-    test starts (None: the file ended)."""
+def _close(
+    path: Path, cur: _Open, op: str | None, next_line: int | None, keep_op: str | None = None
+) -> NcclTest | _LeftOut:
+    """The test read, or why it is left out (no result row; failed, when ``keep_op`` names
+    another op). ``next_line``: where the next test starts (None: the file ended)."""
     if cur.failure is not None:
         lineno, what = cur.failure
-        raise FormatError(
+        error = FormatError(
             path,
             f"{cur.label} (started line {cur.line}) failed: {what.strip()}; no results",
             line=lineno,
         )
+        name = cur.name.removesuffix("_perf") if cur.name is not None else (op or "")
+        if keep_op is None or name in ("", keep_op):
+            raise error
+        warning = (
+            f"{path}:{lineno}: {cur.label} (started line {cur.line}) failed: {what.strip()}; "
+            f"no results: the test is left out (not {keep_op})"
+        )
+        return _LeftOut("", warning, error, failed=True)  # said whatever op is kept
     if not cur.rows:
         return _no_rows(path, cur, op, next_line)
     name = _name(path, cur, op)
@@ -513,7 +525,7 @@ def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
 
 
 def read_nccl_tests(
-    path: str | Path, op: str | None = None, *, text: str | None = None
+    path: str | Path, op: str | None = None, *, text: str | None = None, keep_op: str | None = None
 ) -> list[NcclTest]:
     """Read every test of an nccl-tests log.
 
@@ -529,6 +541,11 @@ def read_nccl_tests(
     text : str, optional
         The log's content, already read (a pipe, as ``<(...)`` gives, can be read only once);
         by default the file is read here.
+    keep_op : str, optional
+        The operation the caller keeps (``--op``): a test of another operation that failed is
+        left out, with a line in ``left_out_tests``, instead of refusing the log (a job whose
+        later test the OOM killer ended keeps its complete tests). Default: every test is
+        kept, and a failed one refuses the log.
 
     Returns
     -------
@@ -539,10 +556,11 @@ def read_nccl_tests(
     ------
     FormatError
         Missing or unreadable file; no test in it; a test that failed (naming the failure
-        line); no test with a result row (``... has no result rows: truncated log``, naming
-        the first such test; its only row cut on the last line: that row's error, ``...; it
-        is the file's last line: a log cut off?``); a test whose operation neither the log
-        nor ``op`` gives; a test that the log does not name by a
+        line), unless ``keep_op`` names another operation; no test with a result row (``...
+        has no result rows: truncated log``, naming the first such test; its only row cut on
+        the last line: that row's error, ``...; it is the file's last line: a log cut
+        off?``); a test whose operation neither the log nor ``op`` gives; a test that the
+        log does not name by a
         ``Collective test starting`` line whose columns (nccl-tests 2.0-2.11,
         :data:`OLD_LEAD`) or sizes (:data:`WHOLE_BUFFER`) are not those of its operation; an
         nccl-tests 1.x table; a result row whose column count is not its table's, or that
@@ -631,7 +649,7 @@ def read_nccl_tests(
         between = cur is None or bool(cur.rows) or cur.avg is not None
         if m or ((_NTHREAD.match(line) or _COLUMNS.match(line)) and between):
             if cur is not None:
-                closed.append(_close(path, cur, op, lineno))
+                closed.append(_close(path, cur, op, lineno, keep_op))
             cur = _Open(None, lineno, version, library)
             if m:
                 cur.name, cur.named_at, cur.named_by_start = m.group(1), lineno, True
@@ -670,7 +688,7 @@ def read_nccl_tests(
             except FormatError as exc:
                 raise _before_foreign_lines(exc, lines, lineno) from None
     if cur is not None:
-        closed.append(_close(path, cur, op, None))
+        closed.append(_close(path, cur, op, None, keep_op))
     tests = [t for t in closed if isinstance(t, NcclTest)]
     left = [t for t in closed if isinstance(t, _LeftOut)]
     if not tests and left:

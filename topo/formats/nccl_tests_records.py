@@ -102,11 +102,13 @@ class NcclTest:
         last row was cut mid-line on the file's last line (left out). Empty for a whole log.
     left_out_tests : list of (str, str)
         The tests of the same log that the reader left out whole (started, but no result row
-        before the log ended or the next test started): ``(op, line)``, the operation as
-        ``op`` names it (``""`` when neither the log nor the caller names it) and a warning
-        naming the file, the test and its start line. The same list on every test of the
-        log: print it once per log. A caller that keeps only the tests of one operation
-        prints only the lines of that operation's left-out tests (what it would have read).
+        before the log ended or the next test started; or failed, when the caller keeps
+        another operation: ``keep_op`` of :func:`topo.formats.nccl_tests.read_nccl_tests`):
+        ``(op, line)``, the operation as ``op`` names it (``""`` when neither the log nor the
+        caller names it, and for a failed test: said whatever operation is kept) and a
+        warning naming the file, the test and its start line. The same list on every test of
+        the log: print it once per log. A caller that keeps only the tests of one operation
+        prints only the lines of that operation's left-out tests and of those named ``""``.
     """
 
     op: str
