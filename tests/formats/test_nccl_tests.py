@@ -589,3 +589,34 @@ def test_a_rank_line_cut_on_the_last_line_leaves_its_test_out(tmp_path):
     # not on the last line, a malformed rank line is refused as before
     with pytest.raises(FormatError, match=r"x.log:9: malformed rank line"):
         read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + cut + "\n" + AR_ROW))
+
+
+def test_a_table_with_bitwise_per_iteration_and_timestamp_columns_reads_its_time_groups(tmp_path):
+    # nccl-tests with the bitwise check, -I 1 and -S 1 (src/util.cu writeResultHeader): each
+    # time group gains #bitdiff and i_min i_max i_p99 i_cv%, the row a timestamp of two fields;
+    # the reader takes time, algbw, busbw and #wrong of each group, as from the plain table
+    header = (
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+        "  #bitdiff    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong"
+        "  #bitdiff    i_min    i_max    i_p99    i_cv%           timestamp\n"
+    )
+    row = (
+        "        1024           128     float    none      -1    10.00    0.10    0.05       0"
+        "         0     9.50    11.20    11.00     3.10     9.00    0.11    0.06       0"
+        "         0     8.70     9.90     9.80     2.40 2026-12-07 08:00:00\n"
+    )
+    (t,) = read_nccl_tests(_write(tmp_path, HEAD + header + row + AVG))
+    (r,) = t.rows
+    assert (r.size_bytes, r.count, r.type, r.redop, r.root) == (1024, 128, "float", "none", -1)
+    assert (r.time_us, r.algbw_GBps, r.busbw_GBps) == (10.0, 0.1, 0.05)
+    assert (r.inplace_time_us, r.inplace_algbw_GBps, r.inplace_busbw_GBps) == (9.0, 0.11, 0.06)
+    # a row of the plain 13 columns under that header is refused, naming the header's count
+    plain = ROW
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + header + plain + AVG))
+    assert str(info.value).startswith(f"{tmp_path / 'x.log'}:6: a result row has 25 columns")
+    assert str(info.value).endswith("got 13")
+    # a column topo does not know is refused, naming it
+    with pytest.raises(FormatError) as info:
+        read_nccl_tests(_write(tmp_path, HEAD + header.replace("i_p99", "i_p95") + row + AVG))
+    assert "unknown column 'i_p95' after time, algbw, busbw and the check" in str(info.value)

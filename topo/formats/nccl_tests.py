@@ -8,7 +8,10 @@ A log holds one or more tests, each opened by ``# Collective test starting: <nam
 
 (out-of-place, then in-place; times in µs, bandwidths in GB/s), closed by
 ``# Avg bus bandwidth : <x>``. The format is nccl-tests' ``src/common.cu``
-(github.com/NVIDIA/nccl-tests).
+(github.com/NVIDIA/nccl-tests). Newer nccl-tests adds columns when asked (:data:`EXTRA_COLUMNS`:
+the bitwise check's ``#bitdiff``, ``-I 1``'s per-iteration ``i_min i_max i_p99 i_cv%`` in each
+time group, ``-S 1``'s ``timestamp`` at the end; ``src/util.cu``); the header names them and
+the reader passes over them.
 
 Older layouts (nccl-tests 2.0.0 to 2.11.x; the shared header above came with 2.13.0, commit
 51af557 "Resync with NCCL 2.13") print each operation's own leading columns, from the
@@ -155,6 +158,9 @@ class _Open:
     cpu_time: bool = False  # the time columns are 'cputime' (-C 1)
     width: int | None = None  # the columns of its last result row
     cut: tuple[int, int, str] | None = None  # a row cut on the last line: line, columns, error
+    # a header with columns beyond the 13 (nccl-tests -I, -S, the bitwise check): the row's
+    # width and the indices of the fields read, in the 13-column order
+    extended: tuple[int, list[int], str] | None = None  # (width, keep, the header's words)
 
     @property
     def label(self) -> str:
@@ -481,6 +487,53 @@ def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:
         )
     cur.lead, cur.lead_line = lead, lineno
     cur.old = "error" in words and "#wrong" not in words
+    cur.extended = _extended(path, lineno, words, len(lead))
+
+
+EXTRA_COLUMNS = {"#bitdiff": 1, "i_min": 1, "i_max": 1, "i_p99": 1, "i_cv%": 1, "timestamp": 2}
+"""Columns newer nccl-tests prints after a time group's ``time algbw busbw #wrong`` when asked
+(NVIDIA/nccl-tests ``src/util.cu`` ``writeResultHeader``): ``#bitdiff`` (the bitwise check),
+``i_min i_max i_p99 i_cv%`` (per-iteration timing, ``-I 1``), and after the in-place group
+``timestamp`` (``-S 1``, ``%Y-%m-%d %H:%M:%S``: two fields in a row). The reader passes over
+them; the value is how many fields of a row each takes."""
+
+
+def _extended(
+    path: Path, lineno: int, words: list[str], lead: int
+) -> tuple[int, list[int], str] | None:
+    """For a header whose time groups carry :data:`EXTRA_COLUMNS`: a row's width and the
+    indices of the fields that make the 13-column row (size, count, type, the ``lead``
+    columns, then each group's time, algbw, busbw and check); None for a plain header.
+
+    Raises
+    ------
+    FormatError
+        A column after ``type`` that is neither a time group's nor one of
+        :data:`EXTRA_COLUMNS`.
+    """
+    tail = words[3 + lead :]
+    starts = [i for i, w in enumerate(tail) if w == "time"]
+    keep = list(range(3 + lead))
+    at = 3 + lead
+    extra = False
+    for g, start in enumerate(starts):
+        end = starts[g + 1] if g + 1 < len(starts) else len(tail)
+        group = tail[start:end]
+        keep += range(at, at + 4)
+        at += 4
+        for w in group[4:]:
+            if w not in EXTRA_COLUMNS:
+                raise FormatError(
+                    path,
+                    f"unknown column {w!r} after time, algbw, busbw and the check in the table "
+                    f"header: topo reads these and passes over {', '.join(EXTRA_COLUMNS)}",
+                    line=lineno,
+                )
+            extra = True
+            at += EXTRA_COLUMNS[w]
+    if not extra:
+        return None
+    return at, keep, " ".join(words)
 
 
 def _comment(path: Path, lineno: int, line: str, cur: _Open) -> None:
@@ -744,8 +797,22 @@ def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool)
         cur.cut = (lineno, len(fields), "")
         return
     full = cur.width or 3 + len(cur.lead if cur.lead is not None else MODERN_LEAD) + 8
+    read = fields
+    if cur.extended is not None:
+        width, keep, header = cur.extended
+        full = width
+        if len(fields) == width:
+            read = [fields[i] for i in keep]
     try:
-        cur.rows.append(_row(path, lineno, fields, cur))
+        if cur.extended is not None and len(fields) != cur.extended[0]:
+            raise FormatError(
+                path,
+                f"a result row has {cur.extended[0]} columns (as the header on line "
+                f"{cur.lead_line}: {cur.extended[2]!r}; a timestamp takes two), got "
+                f"{len(fields)}",
+                line=lineno,
+            )
+        cur.rows.append(_row(path, lineno, read, cur))
     except FormatError as exc:
         if not last:
             raise
@@ -759,6 +826,7 @@ def _add_row(path: Path, lineno: int, fields: list[str], cur: _Open, last: bool)
 
 __all__ = [
     "BUFFER_OPS",
+    "EXTRA_COLUMNS",
     "LINE_TAG",
     "MAX_GBPS",
     "MAX_SIZE_BYTES",
