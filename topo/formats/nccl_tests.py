@@ -492,10 +492,11 @@ def _columns(path: Path, lineno: int, line: str, cur: _Open) -> None:
 
 EXTRA_COLUMNS = {"#bitdiff": 1, "i_min": 1, "i_max": 1, "i_p99": 1, "i_cv%": 1, "timestamp": 2}
 """Columns newer nccl-tests prints after a time group's ``time algbw busbw #wrong`` when asked
-(NVIDIA/nccl-tests ``src/util.cu`` ``writeResultHeader``): ``#bitdiff`` (the bitwise check),
-``i_min i_max i_p99 i_cv%`` (per-iteration timing, ``-I 1``), and after the in-place group
-``timestamp`` (``-S 1``, ``%Y-%m-%d %H:%M:%S``: two fields in a row). The reader passes over
-them; the value is how many fields of a row each takes."""
+(NVIDIA/nccl-tests ``src/util.cu`` ``writeResultHeader``): ``i_min i_max i_p99 i_cv%``
+(per-iteration timing, ``-I 1``, nccl-tests 2.19.2 on), after the in-place group ``timestamp``
+(``-S 1``, 2.17.6 on; ``%Y-%m-%d %H:%M:%S``: two fields in a row), and ``#bitdiff`` (a later
+release's bitwise check). The reader passes over them; the value is how many fields of a row
+each takes."""
 
 
 def _extended(
