@@ -65,10 +65,10 @@ def log_tests(
     from topo.formats.nccl_log import read_nccl_log
     from topo.formats.nccl_tests_checks import validated_tests
 
-    name = op.value if op is not None else None
-    tests = read_nccl_log(log, name, text=text, keep_op=name)
+    kept = op.value if op is not None else None
+    tests = read_nccl_log(log, kept, text=text, keep_op=kept)
     left_tests = [
-        line for name, line in tests[0].left_out_tests if op is None or name in ("", op.value)
+        line for name, line in tests[0].left_out_tests if kept is None or name in ("", kept)
     ]
     if op is not None:
         found = ", ".join(t.op for t in tests)
@@ -105,7 +105,8 @@ def _moving_tests(log: Path, tests: list[NcclTest]) -> tuple[list[NcclTest], lis
         No test has such a row: the log, the first test's line and what to change (``topo
         explain`` over a folder skips the file).
     """
-    kept = [t for t in tests if any(m.size_bytes > 0 for m in t.rows)]
+    moves = [any(m.size_bytes > 0 for m in t.rows) for t in tests]
+    kept = [t for t, k in zip(tests, moves, strict=True) if k]
     if tests and not kept:
         t = tests[0]
         raise FormatError(
@@ -118,8 +119,8 @@ def _moving_tests(log: Path, tests: list[NcclTest]) -> tuple[list[NcclTest], lis
         )
     return kept, [
         f"{log}:{t.line}: {t.op}_perf test left out: it has no row of more than 0 bytes"
-        for t in tests
-        if t not in kept
+        for t, k in zip(tests, moves, strict=True)
+        if not k
     ]
 
 

@@ -166,6 +166,11 @@ class _Open:
     def label(self) -> str:
         return f"test {self.name}" if self.name else "the test"
 
+    def op_named(self, op: str | None) -> str:
+        """The operation as the log names it, else ``op``, else ``""`` (unchecked: for a test
+        left out, which :func:`_name` would refuse to name)."""
+        return self.name.removesuffix("_perf") if self.name is not None else (op or "")
+
 
 def _lead(path: Path, lineno: int, fields: list[str]) -> tuple[str, ...]:
     """The columns between ``type`` and ``time`` of a row whose table has no header line:
@@ -281,14 +286,12 @@ def _check_root(path: Path, lineno: int, root: int) -> None:
 
 @dataclass(frozen=True)
 class _LeftOut:
-    """A test left out whole (no result row, or it failed): its op, the warning, and the
-    error raised when no test of the log is left (a failed test's: when it is of the op the
-    caller keeps, or the caller keeps every op)."""
+    """A test left out whole (no result row; or it failed, being of an op the caller does not
+    keep): its op, the warning, and the error raised when no test of the log is left."""
 
     op: str
     warning: str
     error: FormatError
-    failed: bool = False
 
 
 def _close(
@@ -303,14 +306,13 @@ def _close(
             f"{cur.label} (started line {cur.line}) failed: {what.strip()}; no results",
             line=lineno,
         )
-        name = cur.name.removesuffix("_perf") if cur.name is not None else (op or "")
-        if keep_op is None or name in ("", keep_op):
+        if keep_op is None or cur.op_named(op) in ("", keep_op):
             raise error
         warning = (
             f"{path}:{lineno}: {cur.label} (started line {cur.line}) failed: {what.strip()}; "
             f"no results: the test is left out (not {keep_op})"
         )
-        return _LeftOut("", warning, error, failed=True)  # said whatever op is kept
+        return _LeftOut("", warning, error)  # said whatever op is kept
     if not cur.rows:
         return _no_rows(path, cur, op, next_line)
     name = _name(path, cur, op)
@@ -388,8 +390,7 @@ def _no_rows(path: Path, cur: _Open, op: str | None, next_line: int | None) -> _
         error = FormatError(
             path, f"{cur.label} (started line {cur.line}) has no result rows: truncated log"
         )
-    name = cur.name.removesuffix("_perf") if cur.name is not None else (op or "")
-    return _LeftOut(name, warning, error)
+    return _LeftOut(cur.op_named(op), warning, error)
 
 
 def _lines(what: str, lines: list[int]) -> str:
