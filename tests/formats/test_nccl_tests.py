@@ -127,10 +127,15 @@ def test_logs_with_no_test_left_are_errors(tmp_path):
         read_nccl_tests(tmp_path / "missing.log")
 
 
+SECOND = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]
+"""A second test (all_reduce: its start line and two rank lines) to append to a log."""
+FAIL = "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"
+"""nccl-tests' line when a peer died (the OOM killer, a lost node)."""
+
+
 def test_two_tests_with_no_row_name_the_first(tmp_path):
-    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 5-7
     with pytest.raises(FormatError) as info:
-        read_nccl_tests(_write(tmp_path, HEAD + second))
+        read_nccl_tests(_write(tmp_path, HEAD + SECOND))  # SECOND on lines 5-7
     assert str(info.value) == (
         f"{tmp_path / 'x.log'}: test all_gather_perf (started line 2) has no result rows: "
         "truncated log"
@@ -138,10 +143,9 @@ def test_two_tests_with_no_row_name_the_first(tmp_path):
 
 
 def test_a_failed_test_stays_an_error_after_a_complete_one(tmp_path):
-    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 7-9
-    fail = "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"  # line 10
+    # SECOND on lines 7-9, FAIL on line 10
     with pytest.raises(FormatError) as info:
-        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + second + fail))
+        read_nccl_tests(_write(tmp_path, HEAD + ROW + AVG + SECOND + FAIL))
     assert str(info.value) == (
         f"{tmp_path / 'x.log'}:10: test all_reduce_perf (started line 7) failed: Test NCCL "
         "failure common.cu:1279 'remote process exited'; no results"
@@ -152,9 +156,8 @@ def test_a_failed_test_of_another_op_than_the_one_kept_is_left_out_saying_so(tmp
     # all_gather complete (lines 1-6), then all_reduce failed (line 10): keeping all_gather
     # (--op all_gather) reads the all_gather test and says the failed one; keeping all_reduce
     # is refused as without keep_op (the test it keeps failed)
-    second = HEAD.replace("all_gather", "all_reduce").split("\n", 1)[1]  # lines 7-9
-    fail = "h1: Test NCCL failure common.cu:1279 'remote process exited'\n"  # line 10
-    log = _write(tmp_path, HEAD + ROW + AVG + second + fail)
+    # SECOND on lines 7-9, FAIL on line 10
+    log = _write(tmp_path, HEAD + ROW + AVG + SECOND + FAIL)
     (t,) = read_nccl_tests(log, keep_op="all_gather")
     assert (t.op, [r.size_bytes for r in t.rows]) == ("all_gather", [1024])
     assert t.left_out_tests == [
