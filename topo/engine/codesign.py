@@ -224,6 +224,12 @@ kernels are searched (one kernel given alone refuses it: :func:`topo.moe.kernels
 check_kernel_sms`)."""
 
 
+def _kernel_sms(kernel: str, kernels: list[str | None], sms: int | None) -> int | None:
+    """The SM count ``kernel`` is timed on: ``kernel_sms`` for :data:`SM_KERNELS`, or for a
+    kernel searched alone (which refuses it if it takes none); None otherwise."""
+    return sms if kernel in SM_KERNELS or len(kernels) == 1 else None
+
+
 def searched_kernels(kernel: str | Sequence[str] | None) -> list[str | None]:
     """``moe["kernel"]`` as the list of kernels searched: ``[None]`` (``topo moe``'s own TPOT),
     one kernel, or several (:data:`topo.moe.kernels.KERNELS`, each once, in the order given)."""
@@ -272,7 +278,7 @@ def time_design(
             r = report.to_dict()
             out.append(KernelTime(None, float(r["tpot_ms"]), float(r["tokens_per_s"])))
             continue
-        sms = moe.get("kernel_sms") if kernel in SM_KERNELS or len(kernels) == 1 else None
+        sms = _kernel_sms(kernel, kernels, moe.get("kernel_sms"))
         try:
             kr = kernel_report(report, kernel, sms)
         except TopoError as exc:
@@ -646,8 +652,8 @@ def _designs(
     kernel_args: dict[str | None, list[str]] = {None: []}
     for k in kernels:
         if k is not None:
-            given = sms is not None and (k in SM_KERNELS or len(kernels) == 1)
-            kernel_args[k] = ["--kernel", k] + (["--kernel-sms", str(sms)] if given else [])
+            on = _kernel_sms(k, kernels, sms)
+            kernel_args[k] = ["--kernel", k] + ([] if on is None else ["--kernel-sms", str(on)])
 
     return [
         Design(
