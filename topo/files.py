@@ -360,6 +360,24 @@ def read_numbers_text(path: str | Path, text: str | None = None) -> str:
     return text
 
 
+def json_cut_off(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether the JSON parser stopped because ``text`` ends before its value closes (at the
+    end of the text but for blanks, or inside a string it opened): what a writer killed
+    mid-value leaves, as opposed to a wrong character somewhere.
+
+    Examples
+    --------
+    >>> def cut(t):
+    ...     try:
+    ...         json.loads(t)
+    ...     except json.JSONDecodeError as exc:
+    ...         return json_cut_off(exc, t)
+    >>> cut('{"a": [1, 2'), cut('{"a": "bc'), cut('{"a": x}')
+    (True, True, False)
+    """
+    return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+
+
 def too_deep(path: str | Path, prefix: str = "not JSON") -> FormatError:
     """The error for a JSON file nested deeper than Python's parser can follow.
 

@@ -61,11 +61,8 @@ def gpu_arch(G: nx.Graph) -> str | None:
     >>> G = nx.Graph(gpu_model="NVIDIA B200"); gpu_arch(G), gpu_arch(nx.Graph())
     ('blackwell', None)
     """
-    for name in _model_names(G):
-        known = gpu_family(name)
-        if known is not None:
-            return known[1]
-    return None
+    known = _family(G)
+    return known[1] if known is not None else None
 
 
 GRACE_SUPERCHIPS = ("GB300", "GB200", "GH200")
@@ -89,10 +86,18 @@ def host_cpu_arch(G: nx.Graph) -> str | None:
     >>> host_cpu_arch(G), host_cpu_arch(H), host_cpu_arch(nx.Graph())
     ('arm', 'x86', None)
     """
+    known = _family(G)
+    if known is None:
+        return None
+    return "arm" if known[0] in GRACE_SUPERCHIPS else "x86"
+
+
+def _family(G: nx.Graph) -> tuple[str, str] | None:
+    """:func:`gpu_family` of the first model name the fabric records that it knows."""
     for name in _model_names(G):
         known = gpu_family(name)
         if known is not None:
-            return "arm" if known[0] in GRACE_SUPERCHIPS else "x86"
+            return known
     return None
 
 

@@ -53,7 +53,7 @@ from typing import Any
 import orjson
 
 from topo.errors import FormatError
-from topo.files import read_numbers_text, too_deep
+from topo.files import json_cut_off, read_numbers_text, too_deep
 from topo.formats.nccl_tests_checks import MAX_GBPS, MAX_SIZE_BYTES, MAX_TIME_US, busbw_factor
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
 from topo.wording import shown
@@ -162,8 +162,7 @@ def _cut_last_line(text: str, i: int, raw: str, exc: json.JSONDecodeError) -> bo
     a string it opened): a record cut off mid-line."""
     end = len(text.rstrip())
     last = text.count("\n", 0, text.rfind("\n", 0, end) + 1) + 1
-    at_end = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated string")
-    return i == last and at_end
+    return i == last and json_cut_off(exc, raw)
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -193,7 +192,7 @@ def _stream(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         except RecursionError:
             raise too_deep(path, "not valid JSON") from None
         except json.JSONDecodeError as exc:
-            if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            if json_cut_off(exc, text):
                 raise FormatError(
                     path,
                     f"not valid JSON: {exc.msg.removesuffix(' starting at')}; the file ends "

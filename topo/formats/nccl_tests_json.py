@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.errors import FormatError
-from topo.files import read_numbers_text, too_deep
+from topo.files import json_cut_off, read_numbers_text, too_deep
 from topo.formats.nccl_tests import read_nccl_tests
 from topo.formats.nccl_tests_checks import check_size, plausible_rows
 from topo.formats.nccl_tests_records import NcclTest, NcclTestRow
@@ -167,9 +167,9 @@ def _not_json(path: Path, text: str, exc: json.JSONDecodeError) -> FormatError:
     """The parser's error; where the text ends before the document closes (nccl-tests -J
     writes its report as the test runs, so a job killed mid-test leaves it cut), at the end of
     the text, saying the report was cut off."""
-    end = len(text.rstrip())
-    if exc.pos < end and not exc.msg.startswith("Unterminated string"):
+    if not json_cut_off(exc, text):
         return FormatError(path, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno)
+    end = len(text.rstrip())
     line = text.count("\n", 0, end) + 1
     column = end - (text.rfind("\n", 0, end) + 1) + 1
     return FormatError(
